@@ -1,0 +1,220 @@
+#!/usr/bin/env python
+"""Batch executor: profile -> (notebook x model) jobs -> reports/<profile>/.
+
+    python run_all.py --profile demo                      # every job of the profile, then the report
+    python run_all.py --profile demo --models tiny-bert   # a subset of models
+    python run_all.py --profile demo --notebooks 01_embedding_terrain
+    python run_all.py --profile demo --resume             # skip jobs that already completed
+    python run_all.py --profile demo --report-only        # rebuild the HTML/PDF report only
+
+Each job runs its notebook with papermill into a temporary directory
+``reports/<profile>/<notebook>/.<job>.partial`` and is renamed to
+``reports/<profile>/<notebook>/<job>/`` only once it succeeded, so a killed run never
+leaves a half-written result that counts as done. A failing job is kept as
+``<job>.failed/`` (executed notebook up to the error, plus ``error.txt``), the batch goes
+on, and the failures are listed at the end (exit code 1).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from geolip_lib.params import ParamsError, load_model_params, load_profile, model_names  # noqa: E402
+
+NOTEBOOKS = ROOT / "notebooks"
+REPORTS = ROOT / "reports"
+
+
+@dataclass
+class Job:
+    """One (notebook x model) execution."""
+
+    profile: str
+    notebook: str
+    job_id: str
+    model: str | None
+    parameters: dict = field(default_factory=dict)
+    timeout_s: int | None = None
+    kernel: str = "python3"
+
+    @property
+    def label(self) -> str:
+        return f"{self.notebook} / {self.job_id}"
+
+
+@dataclass
+class JobResult:
+    job: Job
+    ok: bool
+    job_dir: Path
+    seconds: float
+    error: str | None = None
+    skipped: bool = False
+
+
+def jobs_for_profile(profile: str, models: list[str] | None = None,
+                     notebooks: list[str] | None = None) -> list[Job]:
+    """Expand a profile into jobs (validated params; unknown names are one-line errors)."""
+    prof = load_profile(profile)
+    known = set(model_names())
+    for m in models or []:
+        if m not in known:
+            raise ParamsError(f"--models: unknown model '{m}' (known: {', '.join(sorted(known))}; "
+                              f"add params/models/{m}.yaml to define it)")
+    for nb in notebooks or []:
+        if nb not in prof.notebooks:
+            raise ParamsError(f"--notebooks: profile '{prof.name}' has no notebook '{nb}' "
+                              f"(it has: {', '.join(prof.notebooks)})")
+    jobs: list[Job] = []
+    for nb, entry in prof.notebooks.items():
+        if notebooks and nb not in notebooks:
+            continue
+        base = {**prof.defaults, **entry.parameters}
+        specs = [(m, m, {}) for m in entry.models] if entry.per_model else []
+        specs += [(j.id or j.model or "all", j.model, j.parameters) for j in entry.jobs]
+        if not entry.per_model and not entry.jobs:
+            specs = [("all", None, {})]
+        for job_id, model, extra in specs:
+            if models and model is not None and model not in models:
+                continue
+            jobs.append(Job(profile=prof.name, notebook=nb, job_id=job_id, model=model,
+                            parameters={**base, **extra}, timeout_s=entry.timeout_s or prof.timeout_s,
+                            kernel=prof.kernel))
+    return jobs
+
+
+def job_dir(job: Job, out_root: Path) -> Path:
+    return out_root / job.notebook / job.job_id
+
+
+def is_done(job: Job, out_root: Path) -> bool:
+    d = job_dir(job, out_root)
+    return (d / "metrics.json").exists() and (d / "executed.ipynb").exists()
+
+
+def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) -> JobResult:
+    """Run one job with papermill; atomic: the final directory appears only on success."""
+    import papermill as pm
+
+    out_root = Path(out_root) if out_root else REPORTS / job.profile
+    final = job_dir(job, out_root)
+    partial = final.parent / f".{job.job_id}.partial"
+    failed = final.parent / f"{job.job_id}.failed"
+    for d in (partial, failed):
+        if d.exists():
+            shutil.rmtree(d)
+    partial.mkdir(parents=True)
+    params = dict(job.parameters)
+    params.update(OUT_DIR=str(partial), REPORT_ROOT=str(out_root))
+    if job.model is not None:
+        params["MODEL"] = job.model
+    t0 = time.perf_counter()
+    try:
+        if job.model is not None:
+            load_model_params(job.model)  # fail fast with the params error, not a kernel traceback
+        pm.execute_notebook(
+            str(NOTEBOOKS / f"{job.notebook}.ipynb"), str(partial / "executed.ipynb"),
+            parameters=params, kernel_name=job.kernel, cwd=str(NOTEBOOKS),
+            progress_bar=progress, execution_timeout=job.timeout_s, log_output=False,
+            report_mode=False,
+        )
+        if not (partial / "metrics.json").exists():
+            raise RuntimeError("the notebook finished without recording metrics.json "
+                               "(call geolip_lib.results.record(OUT_DIR, ...) in its last cell)")
+    except BaseException as exc:  # noqa: BLE001 - one failing job never takes the batch down
+        if isinstance(exc, KeyboardInterrupt):
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        msg = _one_line_error(exc)
+        (partial / "error.txt").write_text(msg + "\n\n" + traceback.format_exc(), encoding="utf-8")
+        os.replace(partial, failed)
+        return JobResult(job, False, failed, time.perf_counter() - t0, error=msg)
+    if final.exists():
+        trash = final.parent / f".{job.job_id}.old"
+        shutil.rmtree(trash, ignore_errors=True)
+        os.replace(final, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+    os.replace(partial, final)
+    return JobResult(job, True, final, time.perf_counter() - t0)
+
+
+def _one_line_error(exc: BaseException) -> str:
+    name = getattr(exc, "ename", None) or type(exc).__name__
+    value = getattr(exc, "evalue", None) or str(exc)
+    line = next((ln for ln in str(value).splitlines() if ln.strip()), "")
+    return f"{name}: {line}"[:500]
+
+
+def run(profile: str, models=None, notebooks=None, resume=False, out_root: Path | None = None) -> list[JobResult]:
+    from tqdm.auto import tqdm
+
+    jobs = jobs_for_profile(profile, models, notebooks)
+    out_root = Path(out_root) if out_root else REPORTS / profile
+    results: list[JobResult] = []
+    bar = tqdm(jobs, desc=f"profile {profile}", unit="job", file=sys.stderr, dynamic_ncols=True)
+    for job in bar:
+        bar.set_postfix_str(job.label)
+        if resume and is_done(job, out_root):
+            results.append(JobResult(job, True, job_dir(job, out_root), 0.0, skipped=True))
+            tqdm.write(f"  skip  {job.label} (done)", file=sys.stderr)
+            continue
+        res = execute_job(job, out_root)
+        results.append(res)
+        status = "ok   " if res.ok else "FAIL "
+        tqdm.write(f"  {status} {job.label}  {res.seconds:6.1f}s" + ("" if res.ok else f"  {res.error}"),
+                   file=sys.stderr)
+    return results
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", default="demo", help="params/profiles/<name>.yaml (default: demo)")
+    ap.add_argument("--models", nargs="+", help="only these models")
+    ap.add_argument("--notebooks", nargs="+", help="only these notebooks")
+    ap.add_argument("--resume", action="store_true", help="skip jobs that already completed")
+    ap.add_argument("--report-only", action="store_true", help="only rebuild the report")
+    ap.add_argument("--no-pdf", action="store_true", help="skip report.pdf")
+    ap.add_argument("--out", type=Path, help="output root (default: reports/<profile>)")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    out_root = args.out or REPORTS / args.profile
+    failures: list[JobResult] = []
+    try:
+        if not args.report_only:
+            t0 = time.perf_counter()
+            results = run(args.profile, args.models, args.notebooks, args.resume, out_root)
+            failures = [r for r in results if not r.ok]
+            done = sum(r.ok and not r.skipped for r in results)
+            skipped = sum(r.skipped for r in results)
+            print(f"{done} job(s) ran, {skipped} skipped (done), {len(failures)} failed "
+                  f"in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+        else:
+            load_profile(args.profile)
+        from geolip_lib import report
+
+        paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
+    except ParamsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for p in paths:
+        print(p)
+    if failures:
+        print(f"\n{len(failures)} job(s) failed:", file=sys.stderr)
+        for r in failures:
+            print(f"  {r.job.label}: {r.error}\n    log: {r.job_dir / 'error.txt'}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
