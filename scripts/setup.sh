@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One-shot, idempotent set-up on a fresh Debian / Python 3.11 machine (PyPI + Debian only):
+#   1. .venv with the pinned dependency set (requirements.lock) + geolip_lib (editable)
+#      + the Jupyter kernel "geolip";
+#   2. WordNet 3.0 for NLTK in .cache/nltk_data (scripts/provision_wordnet.py);
+#   3. Chromium for the PDF report (Debian package; skipped with a note when not root).
+# Each step is skipped when already done (stamp files), so a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+LOCK=requirements.lock
+STAMP=.venv/.geolip-installed-$(sha256sum "$LOCK" pyproject.toml | sha256sum | cut -c1-16)
+
+if [ ! -f "$STAMP" ]; then
+  echo "[setup] creating .venv with the pinned dependencies ($LOCK; torch is ~6 GB, a few minutes)"
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r "$LOCK"
+  .venv/bin/python -m pip install -q --no-deps -e .
+  .venv/bin/python -m ipykernel install --sys-prefix --name geolip --display-name "Python (geolip)" >/dev/null
+  rm -f .venv/.geolip-installed-*
+  touch "$STAMP"
+else
+  echo "[setup] .venv up to date"
+fi
+
+echo "[setup] WordNet 3.0"
+.venv/bin/python scripts/provision_wordnet.py >/dev/null
+
+if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then
+  echo "[setup] chromium present (PDF report)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "[setup] installing Debian chromium for the PDF report"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+    || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+else
+  echo "[setup] note: no chromium; the PDF report needs it (sudo apt-get install chromium). HTML still works."
+fi
