@@ -1,0 +1,105 @@
+"""Null baselines: the same metric on an isotropic Gaussian of matched shape and scale,
+or on the same architecture at random initialisation.
+
+Matched scale means matched *total variance*: the Gaussian is ``N(0, s^2 I_D)`` with
+``s^2 = trace(Cov(X)) / D`` (the mean per-dimension variance of ``X``). Its mean is zero,
+so cosine statistics of the baseline centre on 0 while translation-invariant metrics
+(PR, simplex volumes) are unaffected by the choice.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .. import validation as V
+from ._util import is_torch, rng_for
+
+
+def matched_scale(X: Any) -> float:
+    """``sqrt(trace(Cov(X)) / D)`` for ``X`` of shape (n, D), population covariance."""
+    t = V.as_tensor(X, "X", ndim=2, min_shape={0: 1, 1: 1}, dtype=torch.float64)
+    return float(t.var(dim=0, unbiased=False).mean().sqrt())
+
+
+def gaussian_like(X: Any, seed: Any = 0, *, n_rows: int | None = None,
+                  scale: float | None = None) -> Any:
+    """An isotropic Gaussian sample with ``X``'s shape and scale.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, D)
+    seed : int or numpy.random.Generator
+        ``numpy.random.default_rng(seed).standard_normal`` draws the sample.
+    n_rows : int, optional
+        Rows of the sample (default ``n``); the scale is still measured on all of ``X``.
+    scale : float, optional
+        Per-dimension std (default :func:`matched_scale`).
+
+    Returns
+    -------
+    ndarray or torch.Tensor, shape (n_rows, D)
+        Same container and floating dtype as ``X``.
+    """
+    t = V.as_tensor(X, "X", ndim=2, min_shape={0: 1, 1: 1})
+    s = matched_scale(t) if scale is None else float(scale)
+    n = t.shape[0] if n_rows is None else V.check_positive_int(n_rows, "n_rows")
+    dtype = t.dtype if t.is_floating_point() else torch.float64
+    g = rng_for(seed).standard_normal((n, t.shape[1]))
+    g = torch.from_numpy(g * s).to(dtype)
+    return g if is_torch(X) else g.numpy()
+
+
+def gaussian_baseline(fn: Callable[..., Any], X: Any, seed: Any = 0, **kwargs: Any) -> Any:
+    """``fn`` evaluated on :func:`gaussian_like` ``(X, seed)``.
+
+    Parameters
+    ----------
+    fn : callable
+        A metric taking the matrix first, e.g. ``metrics.participation_ratio``.
+    X : array-like or torch.Tensor, shape (n, D)
+    seed : int or numpy.random.Generator
+        Seed of the Gaussian draw (the metric's own seed, if any, goes in ``kwargs``).
+    **kwargs
+        Passed to ``fn``.
+
+    Returns
+    -------
+    whatever ``fn`` returns.
+
+    Examples
+    --------
+    >>> gaussian_baseline(pentachoron_cv, E, seed=1, n_simplices=1000).cv  # doctest: +SKIP
+    """
+    if not callable(fn):
+        V.fail("fn", f"expected a callable metric, got {type(fn).__name__}")
+    return fn(gaussian_like(X, seed), **kwargs)
+
+
+def random_init_baseline(fn: Callable[..., Any], loaded_model: Any,
+                         extract: Callable[[Any], Any] | None = None, **kwargs: Any) -> Any:
+    """``fn`` evaluated on the same architecture at random initialisation.
+
+    Parameters
+    ----------
+    fn : callable
+        Metric taking a matrix first.
+    loaded_model : geolip_lib.models.LoadedModel
+        Its ``random_init()`` gives the untrained twin.
+    extract : callable, optional
+        ``LoadedModel -> matrix``; default ``lm.input_embeddings()``.
+    **kwargs
+        Passed to ``fn``.
+    """
+    if not hasattr(loaded_model, "random_init"):
+        V.fail("loaded_model", "expected a LoadedModel with a random_init() method")
+    twin = loaded_model.random_init()
+    get = extract or (lambda m: m.input_embeddings())
+    return fn(get(twin), **kwargs)
+
+
+def ratio(value: float, baseline: float) -> float:
+    """``value / baseline`` (NaN when the baseline is 0 or not finite)."""
+    b = float(baseline)
+    return float(value) / b if np.isfinite(b) and b != 0 else float("nan")
