@@ -1,0 +1,27 @@
+"""Experimental attention modules of the seeds.
+
+* seed 000 (constellation relay): :class:`HybridRelay`, :class:`PureRelay`,
+  :class:`VanillaAttention` - ``relay.py``; test helpers in ``experiments.py``.
+* seed 002 (head_dim vs CV): :class:`MHAClassifier`, :func:`noise_pattern_data` -
+  ``mha_classifier.py``; :func:`train_classifier` in ``training.py``.
+* seed 003 (triple-product attention): :class:`TripleProductAttention`,
+  :class:`StandardAttention`, :class:`RoPE`, :func:`gram_det3`, the copy task and
+  :func:`train_comparison` - ``triple_product.py`` and ``training.py``.
+"""
+from .experiments import causal_intervention, forward_ms, mean_row_cosine, n_params, run_stack
+from .mha_classifier import MHAClassifier, noise_pattern_data
+from .relay import HybridRelay, PureRelay, VanillaAttention, anchor_distances, slerp_anchors, topk_gather
+from .training import (autograd_saved_bytes, copy_accuracy, step_memory_bytes, time_call, train_classifier,
+                       train_comparison, train_copy)
+from .triple_product import (ATTENTION_TYPES, CopyModel, RoPE, StandardAttention, TripleProductAttention,
+                             apply_rope, copied_half_mask, copy_batch, gram_det3, gram_det3_vectors,
+                             resilience_table)
+
+__all__ = [
+    "HybridRelay", "PureRelay", "VanillaAttention", "slerp_anchors", "anchor_distances", "topk_gather",
+    "run_stack", "mean_row_cosine", "causal_intervention", "forward_ms", "n_params",
+    "MHAClassifier", "noise_pattern_data", "train_classifier",
+    "TripleProductAttention", "StandardAttention", "RoPE", "apply_rope", "gram_det3", "gram_det3_vectors",
+    "CopyModel", "ATTENTION_TYPES", "copy_batch", "copied_half_mask", "resilience_table",
+    "train_copy", "train_comparison", "copy_accuracy", "autograd_saved_bytes", "step_memory_bytes", "time_call",
+]

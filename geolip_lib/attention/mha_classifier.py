@@ -1,0 +1,126 @@
+"""Tiny multi-head-attention classifier on noise patterns (seed 002, "MHA CV Relational Test").
+
+Embedding + learned position + one ``nn.MultiheadAttention`` + residual LayerNorm + mean
+pool + linear head, trained to recognise which of ``n_classes`` random token patterns a
+noisy sequence came from. The question is whether ``head_dim = dim / n_heads`` sets the
+pentachoron CV of the weights, of the per-head projections and of the activations.
+
+:meth:`MHAClassifier.activations` recomputes the attention by hand from the module's
+weights (verified against ``nn.MultiheadAttention`` in the tests) and returns, per head,
+the Q/K/V activations and the attention output *before* the output projection
+(``head_out``), plus the seed's ``post`` slices: the post-LayerNorm output split into
+``head_dim``-wide chunks. Seed note: those chunks are not per-head quantities (the output
+projection mixes heads); they are kept under their seed name for comparison, and the
+genuinely per-head post-attention activation is ``head_out``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..validation import check_positive_int, fail
+
+__all__ = ["MHAClassifier", "noise_pattern_data"]
+
+
+class MHAClassifier(nn.Module):
+    """``emb + pos -> MHA -> LN(h + attn) -> mean over tokens -> linear``.
+
+    Parameters
+    ----------
+    vocab, dim, n_heads, seq_len, n_classes : int
+        ``dim`` divisible by ``n_heads``.
+    """
+
+    def __init__(self, vocab: int, dim: int, n_heads: int, seq_len: int, n_classes: int):
+        super().__init__()
+        for v, n in ((vocab, "vocab"), (dim, "dim"), (n_heads, "n_heads"), (seq_len, "seq_len"),
+                     (n_classes, "n_classes")):
+            check_positive_int(v, n)
+        if dim % n_heads:
+            fail("n_heads", f"must divide dim={dim}, got {n_heads}")
+        self.dim, self.n_heads, self.head_dim = dim, n_heads, dim // n_heads
+        self.emb = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(1, seq_len, dim) * 0.02)
+        self.mha = nn.MultiheadAttention(dim, n_heads, batch_first=True)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, n_classes)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 2 or x.shape[1] != self.pos.shape[1]:
+            fail("x", f"expected (B, {self.pos.shape[1]}) token ids, got shape {tuple(x.shape)}")
+        return self.emb(x) + self.pos
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.embed(x)
+        attn_out, _ = self.mha(h, h, h, need_weights=False)
+        return self.head(self.norm(h + attn_out).mean(dim=1))
+
+    def qkv_weights(self) -> torch.Tensor:
+        """``(3, dim, dim)``: the Q, K, V projection matrices (rows = output features)."""
+        return self.mha.in_proj_weight.detach().view(3, self.dim, self.dim)
+
+    def per_head_projections(self) -> torch.Tensor:
+        """``(3, H, head_dim, dim)``: Q/K/V projection rows of each head."""
+        return self.qkv_weights().view(3, self.n_heads, self.head_dim, self.dim)
+
+    @torch.no_grad()
+    def activations(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Activations for CV measurement, rows = the ``B*S`` token positions.
+
+        Returns
+        -------
+        dict
+            ``emb`` ``(B*S, dim)``; ``q``, ``k``, ``v``, ``head_out``, ``post`` each
+            ``(H, B*S, head_dim)``; ``post_full`` ``(B*S, dim)``; ``attn_out``
+            ``(B, S, dim)`` (equals ``nn.MultiheadAttention``'s output).
+        """
+        h = self.embed(x)
+        B, S, D = h.shape
+        H, hd = self.n_heads, self.head_dim
+        qkv = F.linear(h, self.mha.in_proj_weight, self.mha.in_proj_bias)
+        q, k, v = qkv.view(B, S, 3, H, hd).permute(2, 0, 3, 1, 4).unbind(0)  # (B, H, S, hd)
+        attn = (q @ k.transpose(-2, -1) / math.sqrt(hd)).softmax(dim=-1)
+        head_out = attn @ v  # (B, H, S, hd)
+        attn_out = self.mha.out_proj(head_out.transpose(1, 2).reshape(B, S, D))
+        post = self.norm(h + attn_out)
+        rows = lambda t: t.permute(1, 0, 2, 3).reshape(H, B * S, hd)  # noqa: E731 (B,H,S,hd)->(H,BS,hd)
+        return {
+            "emb": h.reshape(B * S, D),
+            "q": rows(q), "k": rows(k), "v": rows(v), "head_out": rows(head_out),
+            "post": post.view(B, S, H, hd).permute(2, 0, 1, 3).reshape(H, B * S, hd),
+            "post_full": post.reshape(B * S, D),
+            "attn_out": attn_out,
+        }
+
+
+def noise_pattern_data(n_classes: int = 10, samples_per_class: int = 50, seq_len: int = 8,
+                       vocab: int = 256, noise: float = 0.25, seed: int = 42):
+    """Noisy copies of ``n_classes`` random token patterns (the seed's ``make_data``).
+
+    Each class has a base pattern of ``seq_len`` token ids; every sample replaces each
+    token with probability ``noise`` by a uniform random token. Samples are shuffled.
+
+    Returns
+    -------
+    x : torch.Tensor
+        ``(n_classes*samples_per_class, seq_len)`` int64.
+    y : torch.Tensor
+        ``(n_classes*samples_per_class,)`` int64 labels.
+    """
+    for v, n in ((n_classes, "n_classes"), (samples_per_class, "samples_per_class"),
+                 (seq_len, "seq_len"), (vocab, "vocab")):
+        check_positive_int(v, n)
+    if not 0 <= noise <= 1:
+        fail("noise", f"expected a probability in [0, 1], got {noise!r}")
+    g = torch.Generator().manual_seed(int(seed))
+    base = torch.randint(0, vocab, (n_classes, seq_len), generator=g)
+    y = torch.arange(n_classes).repeat_interleave(samples_per_class)
+    x = base[y].clone()
+    mask = torch.rand(x.shape, generator=g) < noise
+    x = torch.where(mask, torch.randint(0, vocab, x.shape, generator=g), x)
+    perm = torch.randperm(len(x), generator=g)
+    return x[perm], y[perm]
