@@ -1,0 +1,43 @@
+"""Geometric residual modulators (seed 001 §7–§12): LERP and multi-expert field modulators,
+injected into a frozen model through forward hooks, their trainer and the pipeline.
+
+    from geolip_lib.modulators import GeometricResidualModulator, attach
+    mod = GeometricResidualModulator(d_model, vocab_size, n_geometric_dims=64, n_layers=6)
+    with attach(model, mod, stack="encoder"):
+        out = model(**batch)          # modulated; the model is untouched after the block
+"""
+from .field import (  # noqa: F401
+    CMValidator,
+    FieldModulatorConfig,
+    FieldModulatorOutput,
+    GeometricFieldModulator,
+    KSimplexChannelExpert,
+    pentachoron_cv_check,
+    regular_simplex,
+    regular_simplex_volume,
+)
+from .hooks import LOCATORS, ModulationHandle, attach, detect_family, freeze, locate_blocks, modulated, state_hash  # noqa: F401,E501
+from .pipeline import (  # noqa: F401
+    OBJECTIVES,
+    batches,
+    causal_completion_loss,
+    compare_generations,
+    embedding_regression_loss,
+    encode_mean_pooled,
+    encoder_module,
+    greedy_generate,
+    init_modulator_from_pipeline,
+    knn_project,
+    pair_cosines,
+    per_token_preservation,
+    procrustes_projection,
+    relational_comparison,
+    sample_pairs,
+    seq2seq_loss,
+    split_indices,
+    token_differences,
+)
+from .residual import GeometricResidualModulator, alpha_to_logit, eigen_embedding  # noqa: F401
+from .trainer import FieldModulatorTrainer, ModulatorTrainer, load_modulator_weights  # noqa: F401
+
+GOLDEN_ALPHA = 0.29154  # the seed's "binding/separation" constant tested as a static alpha

@@ -1,0 +1,352 @@
+"""The Procrustes-initialised modulator pipeline and its measurements (seed 001 §8–§11).
+
+WordNet similarity over anchors -> eigen-embedding -> softmax-kNN projection of the other
+matched tokens -> PCA of encoder representations -> orthogonal Procrustes -> projection
+initialisation; then relational comparisons, per-token preservation, greedy generation
+side by side, and the definition -> lemma training objective.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from scipy.linalg import orthogonal_procrustes
+from scipy.stats import spearmanr
+
+from ..validation import as_tensor, check_positive_int, fail
+
+SEED_BANDS = ((0.5, 1.0), (0.25, 0.5), (0.10, 0.25), (0.05, 0.10), (0.0, 0.05))
+
+
+# --------------------------------------------------------------------------- geometry init
+def knn_project(static, anchor_idx, anchor_geo, k: int = 10, temperature: float = 10.0,
+                batch: int = 1024) -> torch.Tensor:
+    """Place non-anchor items in the geometric space by softmax-weighted kNN over anchors.
+
+    Neighbours are the ``k`` anchors of highest cosine in the ``static`` space; weights are
+    ``softmax(temperature * cos)``; the interpolated vector is normalised. Anchors keep
+    their own geometric vector.
+
+    Parameters
+    ----------
+    static : (N, D) array
+        Proxy space where neighbours are found (e.g. static token embeddings).
+    anchor_idx : (A,) int array
+        Rows of ``static`` that are anchors (distinct).
+    anchor_geo : (A, n_geo) array
+        Geometric vectors of the anchors.
+    k : int
+        Neighbours (clipped to A).
+    temperature : float
+    batch : int
+
+    Returns
+    -------
+    (N, n_geo) float64 tensor.
+    """
+    S = F.normalize(as_tensor(static, "static", ndim=2, dtype=torch.float64), dim=1, eps=1e-12)
+    idx = torch.as_tensor(np.asarray(anchor_idx), dtype=torch.long).reshape(-1)
+    G = as_tensor(anchor_geo, "anchor_geo", ndim=2, dtype=torch.float64)
+    if G.shape[0] != idx.numel():
+        fail("anchor_geo", f"expected {idx.numel()} rows (one per anchor), got {G.shape[0]}")
+    if idx.unique().numel() != idx.numel() or int(idx.min()) < 0 or int(idx.max()) >= S.shape[0]:
+        fail("anchor_idx", f"expected distinct indices in [0, {S.shape[0]})")
+    k = min(check_positive_int(k, "k"), idx.numel())
+    out = torch.zeros(S.shape[0], G.shape[1], dtype=torch.float64)
+    out[idx] = G
+    rest = torch.ones(S.shape[0], dtype=torch.bool)
+    rest[idx] = False
+    rest = torch.nonzero(rest).squeeze(1)
+    A = S[idx]
+    for s in range(0, rest.numel(), batch):
+        rows = rest[s:s + batch]
+        vals, nb = (S[rows] @ A.T).topk(k, dim=1)
+        w = torch.softmax(vals * temperature, dim=1)
+        out[rows] = F.normalize((G[nb] * w.unsqueeze(-1)).sum(1), dim=1, eps=1e-12)
+    return out
+
+
+def procrustes_projection(encoder_anchor, geo_anchor, scale_fraction: float = 0.1) -> dict:
+    """Projection n_geo -> d_model aligning the geometric space with the encoder's PCA space.
+
+    PCA (top ``n_geo`` components) of the centred encoder representations of the anchors;
+    both point sets are row-normalised and centred; ``R = argmin ||G R - E||`` over
+    orthogonal ``R`` (scipy); the projection is ``W = (R @ PCs).T * scale_fraction *
+    mean ||enc||`` (d_model, n_geo), i.e. the seed's initialisation of ``proj.weight``.
+
+    Parameters
+    ----------
+    encoder_anchor : (A, d_model) array
+    geo_anchor : (A, n_geo) array, n_geo <= min(A, d_model)
+    scale_fraction : float
+
+    Returns
+    -------
+    dict with ``weight`` (d_model, n_geo) float64 tensor, ``rotation`` (n_geo, n_geo),
+    ``alignment_cos`` (A,) cosines of the aligned geometric points with the encoder's
+    PCA points, ``singular_value_sum`` (scipy's second output; not a scale factor),
+    ``pca_components`` (n_geo, d_model), ``explained_variance`` (fraction kept by the PCA).
+    """
+    E = as_tensor(encoder_anchor, "encoder_anchor", ndim=2, dtype=torch.float64).numpy()
+    Gm = as_tensor(geo_anchor, "geo_anchor", ndim=2, dtype=torch.float64).numpy()
+    if E.shape[0] != Gm.shape[0]:
+        fail("geo_anchor", f"expected {E.shape[0]} rows (one per encoder anchor), got {Gm.shape[0]}")
+    n_geo = Gm.shape[1]
+    if n_geo > min(E.shape):
+        fail("geo_anchor", f"n_geo={n_geo} exceeds min(n_anchors, d_model)={min(E.shape)}; lower N_GEO")
+    Ec = E - E.mean(0)
+    _, sv, Vt = np.linalg.svd(Ec, full_matrices=False)
+    pcs = Vt[:n_geo]
+    Ep = Ec @ pcs.T
+    Ep = Ep / (np.linalg.norm(Ep, axis=1, keepdims=True) + 1e-12)
+    Gn = Gm / (np.linalg.norm(Gm, axis=1, keepdims=True) + 1e-12)
+    e_mean, g_mean = Ep.mean(0), Gn.mean(0)
+    R, svsum = orthogonal_procrustes(Gn - g_mean, Ep - e_mean)
+    aligned = (Gn - g_mean) @ R + e_mean
+    cos = (aligned * Ep).sum(1) / (np.linalg.norm(aligned, axis=1) * np.linalg.norm(Ep, axis=1) + 1e-12)
+    W = (R @ pcs).T * (scale_fraction * np.linalg.norm(E, axis=1).mean())
+    return {"weight": torch.from_numpy(W), "rotation": torch.from_numpy(R), "alignment_cos": cos,
+            "singular_value_sum": float(svsum), "pca_components": pcs,
+            "explained_variance": float((sv[:n_geo] ** 2).sum() / max((sv ** 2).sum(), 1e-300))}
+
+
+def init_modulator_from_pipeline(modulator, token_ids, geo, proj_weight) -> None:
+    """Write the pipeline's geometric rows (at ``token_ids``) and projection into a
+    :class:`GeometricResidualModulator`."""
+    W = as_tensor(proj_weight, "proj_weight", ndim=2)
+    if tuple(W.shape) != tuple(modulator.proj.weight.shape):
+        fail("proj_weight", f"expected shape {tuple(modulator.proj.weight.shape)}, got {tuple(W.shape)}")
+    modulator.init_from_cayley_menger(as_tensor(geo, "geo", ndim=2), token_ids=token_ids)
+    with torch.no_grad():
+        modulator.proj.weight.copy_(W.to(modulator.proj.weight.dtype))
+
+
+# --------------------------------------------------------------------------- encoding
+def encoder_module(model: nn.Module, family: str | None = None) -> nn.Module:
+    """The module whose ``last_hidden_state`` is the representation: T5's encoder, a
+    decoder LM's base model, else the model itself."""
+    if hasattr(model, "get_encoder") and getattr(model.config, "is_encoder_decoder", False):
+        return model.get_encoder()
+    if family == "decoder_lm" or (hasattr(model, "model") and hasattr(model.model, "layers")):
+        return model.model
+    return getattr(model, "bert", model)
+
+
+@torch.no_grad()
+def encode_mean_pooled(model: nn.Module, tokenizer, texts: Sequence[str], batch_size: int = 64,
+                       max_length: int = 128, progress: bool = False) -> np.ndarray:
+    """Mean-pooled last hidden state over non-padding tokens.
+
+    Runs through ``encoder_module(model)``, so attached hooks apply.
+
+    Returns
+    -------
+    (len(texts), d_model) float32 array.
+    """
+    from tqdm.auto import tqdm
+
+    enc = encoder_module(model)
+    out = []
+    for s in tqdm(range(0, len(texts), batch_size), desc="encode", disable=not progress, leave=False):
+        b = tokenizer(list(texts[s:s + batch_size]), return_tensors="pt", padding=True, truncation=True,
+                      max_length=max_length, return_token_type_ids=False)
+        dev = next(enc.parameters()).device
+        h = enc(input_ids=b["input_ids"].to(dev), attention_mask=b["attention_mask"].to(dev)).last_hidden_state
+        m = b["attention_mask"].to(dev).unsqueeze(-1).to(h.dtype)
+        out.append(((h * m).sum(1) / m.sum(1).clamp(min=1)).float().cpu().numpy())
+    d = getattr(model.config, "d_model", None) or getattr(model.config, "hidden_size", 0)
+    return np.concatenate(out) if out else np.zeros((0, d), np.float32)
+
+
+# --------------------------------------------------------------------------- relational measures
+def sample_pairs(n_items: int, n_pairs: int, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
+    """``n_pairs`` random (i, j) index pairs with ``i != j`` (pairs with i == j are dropped,
+    as in the seed, so slightly fewer may come back)."""
+    check_positive_int(n_items, "n_items", minimum=2)
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n_items, size=n_pairs)
+    j = rng.integers(0, n_items, size=n_pairs)
+    keep = i != j
+    return i[keep], j[keep]
+
+
+def pair_cosines(X, i, j) -> np.ndarray:
+    """Cosine of rows ``X[i]`` and ``X[j]`` (float64, batched)."""
+    Xn = F.normalize(as_tensor(X, "X", ndim=2, dtype=torch.float64), dim=1, eps=1e-12)
+    ii, jj = torch.as_tensor(np.asarray(i)), torch.as_tensor(np.asarray(j))
+    return (Xn[ii] * Xn[jj]).sum(1).numpy()
+
+
+def relational_comparison(similarity, reps: dict, i, j, reference: str = "Original",
+                          bands=SEED_BANDS, high: float = 0.25, low: float = 0.10) -> dict:
+    """Correlations of representation cosines with a WordNet similarity over pairs (seed §8).
+
+    Pairs with a NaN or non-positive similarity are dropped (the seed kept ``sim > 0``).
+
+    Parameters
+    ----------
+    similarity : (P,) array
+        WordNet similarity of pair p = (i[p], j[p]).
+    reps : dict name -> (N, D) array
+    i, j : (P,) int arrays
+    reference : str
+        Name whose values the deltas are taken against.
+    bands : sequence of (lo, hi)
+        Similarity bands (the last band of the seed, [0.5, 1.0], is closed).
+    high, low : float
+        ``gradient = mean cos(sim >= high) - mean cos(sim < low)``.
+
+    Returns
+    -------
+    dict: ``n_pairs`` and per name ``pearson``, ``spearman``, ``gradient``, ``bands``
+    (list of {lo, hi, n, mean_cos}), plus ``delta_pearson`` / ``delta_spearman`` /
+    ``delta_gradient`` against ``reference``.
+    """
+    s = np.asarray(similarity, dtype=np.float64)
+    i, j = np.asarray(i), np.asarray(j)
+    if not (s.shape == i.shape == j.shape):
+        fail("similarity", f"expected one value per pair ({i.shape}), got {s.shape}")
+    keep = np.isfinite(s) & (s > 0)
+    s, i, j = s[keep], i[keep], j[keep]
+    out: dict = {"n_pairs": int(s.size)}
+    hi_m, lo_m = s >= high, s < low
+    for name, X in reps.items():
+        c = pair_cosines(X, i, j)
+        ok = s.size > 2 and s.std() > 0 and c.std() > 0
+        r = {"pearson": float(np.corrcoef(s, c)[0, 1]) if ok else float("nan"),
+             "spearman": float(spearmanr(s, c).statistic) if ok else float("nan"),
+             "gradient": float(c[hi_m].mean() - c[lo_m].mean()) if hi_m.any() and lo_m.any() else float("nan"),
+             "bands": []}
+        for lo, hi in bands:
+            m = (s >= lo) & ((s <= hi) if hi >= 1.0 else (s < hi))
+            r["bands"].append({"lo": lo, "hi": hi, "n": int(m.sum()),
+                               "mean_cos": float(c[m].mean()) if m.sum() >= 5 else float("nan")})
+        out[name] = r
+    if reference in reps:
+        ref = out[reference]
+        for name in reps:
+            for key in ("pearson", "spearman", "gradient"):
+                out[name][f"delta_{key}"] = out[name][key] - ref[key]
+    return out
+
+
+def per_token_preservation(original, modulated) -> dict:
+    """Row-wise cosine between original and modulated representations (mean, std, min)."""
+    a = as_tensor(original, "original", ndim=2, dtype=torch.float64)
+    b = as_tensor(modulated, "modulated", ndim=2, dtype=torch.float64)
+    if a.shape != b.shape:
+        fail("modulated", f"shape {tuple(b.shape)} differs from original {tuple(a.shape)}")
+    c = F.cosine_similarity(a, b, dim=1, eps=1e-12)
+    return {"mean": float(c.mean()), "std": float(c.std()) if c.numel() > 1 else 0.0, "min": float(c.min())}
+
+
+# --------------------------------------------------------------------------- generation
+def token_differences(a: Sequence[int], b: Sequence[int]) -> int:
+    """Positional mismatches over the common length plus the length difference (seed §11)."""
+    a, b = np.asarray(list(a)), np.asarray(list(b))
+    n = min(a.size, b.size)
+    return int((a[:n] != b[:n]).sum() + abs(a.size - b.size))
+
+
+@torch.no_grad()
+def greedy_generate(model: nn.Module, tokenizer, prompts: Sequence[str], max_new_tokens: int = 32) -> list[dict]:
+    """Greedy generation, one prompt at a time; returns ``[{"prompt", "text", "ids"}]``.
+
+    Attached hooks apply (T5: the encoder stack runs inside ``generate``).
+    """
+    out = []
+    dev = next(model.parameters()).device
+    for p in prompts:
+        b = tokenizer(p, return_tensors="pt", return_token_type_ids=False).to(dev)
+        g = model.generate(**b, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1)
+        ids = g[0].tolist()
+        if not getattr(model.config, "is_encoder_decoder", False):
+            ids = ids[b["input_ids"].shape[1]:]
+        out.append({"prompt": p, "text": tokenizer.decode(ids, skip_special_tokens=True), "ids": ids})
+    return out
+
+
+def compare_generations(original: list[dict], modulated: list[dict]) -> list[dict]:
+    """Side-by-side rows: prompt, original text, modulated text, identical, token_diffs, n_tokens."""
+    rows = []
+    for o, m in zip(original, modulated):
+        rows.append({"prompt": o["prompt"], "original": o["text"], "modulated": m["text"],
+                     "identical": o["ids"] == m["ids"], "token_diffs": token_differences(o["ids"], m["ids"]),
+                     "n_tokens": max(len(o["ids"]), len(m["ids"]))})
+    return rows
+
+
+# --------------------------------------------------------------------------- training objective
+def split_indices(n: int, val_fraction: float = 0.1, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded permutation split into (train, val) index arrays (val at least 1 when n >= 2)."""
+    check_positive_int(n, "n", minimum=2)
+    perm = np.random.default_rng(seed).permutation(n)
+    n_val = min(max(1, int(round(n * val_fraction))), n - 1)
+    return perm[n_val:], perm[:n_val]
+
+
+def batches(indices, batch_size: int, seed: int | None = None) -> list[np.ndarray]:
+    """Split ``indices`` into batches (shuffled with ``seed`` when given)."""
+    idx = np.asarray(indices)
+    if seed is not None:
+        idx = idx[np.random.default_rng(seed).permutation(idx.size)]
+    bs = check_positive_int(batch_size, "batch_size")
+    return [idx[s:s + bs] for s in range(0, idx.size, bs)]
+
+
+def seq2seq_loss(model: nn.Module, tokenizer, inputs: Sequence[str], targets: Sequence[str],
+                 max_input_len: int = 128, max_target_len: int = 16) -> torch.Tensor:
+    """Cross-entropy of ``targets`` given ``inputs`` for an encoder–decoder model (T5).
+
+    Uses ``model(labels=...)``, which shifts the labels right to build the decoder input.
+    (The seed fed the unshifted target ids as decoder input, so each position could read
+    the token it had to predict.) Padding positions are ignored (-100).
+    """
+    dev = next(model.parameters()).device
+    enc = tokenizer(list(inputs), return_tensors="pt", padding=True, truncation=True,
+                    max_length=max_input_len, return_token_type_ids=False).to(dev)
+    lab = tokenizer(list(targets), return_tensors="pt", padding=True, truncation=True,
+                    max_length=max_target_len, return_token_type_ids=False).to(dev)
+    labels = lab["input_ids"].masked_fill(lab["attention_mask"] == 0, -100)
+    return model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels).loss
+
+
+def causal_completion_loss(model: nn.Module, tokenizer, inputs: Sequence[str], targets: Sequence[str],
+                           max_input_len: int = 128, max_target_len: int = 16) -> torch.Tensor:
+    """Decoder-LM alternative: CE on the target tokens of ``"{input} => {target}"`` only."""
+    dev = next(model.parameters()).device
+    ids, labels = [], []
+    for x, y in zip(inputs, targets):
+        a = tokenizer(f"{x} =>", add_special_tokens=False)["input_ids"][:max_input_len]
+        t = tokenizer(f" {y}", add_special_tokens=False)["input_ids"][:max_target_len]
+        ids.append(a + t)
+        labels.append([-100] * len(a) + t)
+    L = max(map(len, ids))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    x = torch.tensor([r + [pad] * (L - len(r)) for r in ids], device=dev)
+    m = torch.tensor([[1] * len(r) + [0] * (L - len(r)) for r in ids], device=dev)
+    y = torch.tensor([r + [-100] * (L - len(r)) for r in labels], device=dev)
+    return model(input_ids=x, attention_mask=m, labels=y).loss
+
+
+def embedding_regression_loss(model: nn.Module, tokenizer, inputs: Sequence[str], target_ids: Sequence[int],
+                              max_input_len: int = 128) -> torch.Tensor:
+    """Encoder-only alternative (BERT): ``1 - cos(mean-pooled modulated definition,
+    frozen input embedding of the lemma token)``. Encoder-only models cannot emit the
+    lemma, so the objective asks the pooled definition to point at the lemma's own
+    embedding row."""
+    dev = next(model.parameters()).device
+    enc = tokenizer(list(inputs), return_tensors="pt", padding=True, truncation=True,
+                    max_length=max_input_len, return_token_type_ids=False).to(dev)
+    h = encoder_module(model)(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+    mk = enc["attention_mask"].unsqueeze(-1).to(h.dtype)
+    pooled = (h * mk).sum(1) / mk.sum(1)
+    tgt = model.get_input_embeddings().weight[torch.as_tensor(list(target_ids), device=dev)].detach()
+    return (1 - F.cosine_similarity(pooled, tgt, dim=-1)).mean()
+
+
+OBJECTIVES: dict[str, Callable] = {"t5": seq2seq_loss, "t5_v1_1": seq2seq_loss,
+                                   "decoder_lm": causal_completion_loss, "bert": embedding_regression_loss}

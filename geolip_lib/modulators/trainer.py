@@ -1,0 +1,191 @@
+"""Training of a modulator on a frozen base model: parameter groups with scaled learning
+rates, gradient clipping, alpha / loss history, pentachoron-CV band monitoring with early
+stopping, safetensors checkpoints and resume (seed 001 §9 and §12).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from ..validation import check_positive_int, fail
+from .field import pentachoron_cv_check
+
+MODULATOR_FILE = "modulator.safetensors"
+STATE_FILE = "trainer_state.pt"
+HISTORY_FILE = "history.json"
+
+
+def _alphas(modulator: nn.Module) -> np.ndarray:
+    return modulator.alphas.detach().cpu().double().numpy().copy()
+
+
+class ModulatorTrainer:
+    """AdamW over a modulator's parameter groups, each at ``lr * scale``.
+
+    Parameters
+    ----------
+    modulator : nn.Module
+        Provides ``param_groups() -> {name: (params, lr_scale)}`` and ``alphas``.
+    lr : float
+    weight_decay : float
+    gradient_clip : float or None
+        Max global grad norm (None: no clipping).
+    total_steps : int, optional
+        When given, a cosine schedule over that many steps.
+    cv_target, cv_tolerance : float, optional
+        CV band; default from ``modulator.config`` else (0.21, 0.05).
+
+    Attributes
+    ----------
+    alpha_history : list of arrays (one per step)
+    loss_history, val_history, cv_history, grad_norm_history : lists
+    """
+
+    def __init__(self, modulator: nn.Module, lr: float = 1e-3, weight_decay: float = 0.01,
+                 gradient_clip: float | None = 1.0, total_steps: int | None = None,
+                 cv_target: float | None = None, cv_tolerance: float | None = None):
+        if not lr > 0:
+            fail("lr", f"expected a positive learning rate, got {lr!r}")
+        self.modulator = modulator
+        self.gradient_clip = gradient_clip
+        groups = modulator.param_groups()
+        seen = {id(p) for ps, _ in groups.values() for p in ps}
+        missing = [n for n, p in modulator.named_parameters() if p.requires_grad and id(p) not in seen]
+        if missing:
+            fail("modulator", f"param_groups() misses trainable parameters {missing}")
+        self.group_names = list(groups)
+        self.optimizer = torch.optim.AdamW(
+            [{"params": ps, "lr": lr * scale, "name": name} for name, (ps, scale) in groups.items() if ps],
+            lr=lr, weight_decay=weight_decay)
+        self.scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=total_steps)
+                          if total_steps else None)
+        cfg = getattr(modulator, "config", None)
+        self.cv_target = cv_target if cv_target is not None else getattr(cfg, "cv_target", 0.21)
+        self.cv_tolerance = cv_tolerance if cv_tolerance is not None else getattr(cfg, "cv_tolerance", 0.05)
+        self.step_count = 0
+        self.epoch = 0
+        self.alpha_history: list = [_alphas(modulator)]
+        self.loss_history: list[float] = []
+        self.val_history: list[dict] = []
+        self.cv_history: list[dict] = []
+        self.grad_norm_history: list[float] = []
+
+    def trainable_parameters(self) -> list[torch.Tensor]:
+        return [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    # ------------------------------------------------------------------ steps
+    def step(self, loss: torch.Tensor) -> float:
+        """Backward, clip, optimizer (and scheduler) step, zero grads, record alpha and loss."""
+        if not torch.isfinite(loss):
+            fail("loss", f"non-finite loss {float(loss)} at step {self.step_count}")
+        loss.backward()
+        params = self.trainable_parameters()
+        if self.gradient_clip is not None:
+            gn = float(torch.nn.utils.clip_grad_norm_(params, self.gradient_clip))
+        else:
+            gn = float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
+        self.optimizer.step()
+        if self.scheduler is not None:
+            self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step_count += 1
+        self.alpha_history.append(_alphas(self.modulator))
+        self.loss_history.append(float(loss.detach()))
+        self.grad_norm_history.append(gn)
+        return self.loss_history[-1]
+
+    def train_epoch(self, batches: Iterable, loss_fn: Callable, progress: bool = True, desc: str = "train") -> float:
+        """One pass over ``batches``; ``loss_fn(batch) -> scalar loss``. Returns the mean loss."""
+        from tqdm.auto import tqdm
+
+        self.modulator.train()
+        losses = [self.step(loss_fn(b)) for b in tqdm(list(batches), desc=f"{desc} epoch {self.epoch + 1}",
+                                                       disable=not progress, leave=False)]
+        self.epoch += 1
+        return float(np.mean(losses)) if losses else float("nan")
+
+    @torch.no_grad()
+    def evaluate(self, batches: Iterable, loss_fn: Callable) -> float:
+        """Mean loss over ``batches`` in eval mode (recorded in ``val_history``)."""
+        self.modulator.eval()
+        losses = [float(loss_fn(b)) for b in batches]
+        val = float(np.mean(losses)) if losses else float("nan")
+        self.val_history.append({"epoch": self.epoch, "step": self.step_count, "loss": val})
+        return val
+
+    # ------------------------------------------------------------------ CV band
+    def check_cv(self, embeddings, n_simplices: int = 500, seed: int = 42) -> bool:
+        """Pentachoron CV of ``embeddings`` (N, D); record it; True when inside the band."""
+        if hasattr(self.modulator, "cv_check"):
+            res = dict(self.modulator.cv_check(embeddings, n_simplices=n_simplices, seed=seed))
+        else:
+            res = pentachoron_cv_check(embeddings, n_simplices=n_simplices, seed=seed)
+        cv = res.get("cv", float("nan"))
+        res["in_band"] = bool(cv == cv and abs(cv - self.cv_target) < self.cv_tolerance)
+        res["step"] = self.step_count
+        self.cv_history.append(res)
+        return res["in_band"]
+
+    def record_cv(self, in_band: bool, cv: float = float("nan")) -> None:
+        """Record an externally computed CV check (used by tests and custom monitors)."""
+        self.cv_history.append({"cv": cv, "in_band": bool(in_band), "step": self.step_count})
+
+    def should_stop(self, patience: int = 5) -> bool:
+        """True when the last ``patience`` CV checks were all outside the band."""
+        patience = check_positive_int(patience, "patience")
+        recent = self.cv_history[-patience:]
+        return len(recent) == patience and not any(r["in_band"] for r in recent)
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, directory) -> Path:
+        """Write ``modulator.safetensors`` (weights and buffers), ``trainer_state.pt``
+        (optimizer/scheduler) and ``history.json`` into ``directory``."""
+        from safetensors.torch import save_file
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        sd = {k: v.detach().cpu().contiguous() for k, v in self.modulator.state_dict().items()}
+        save_file(sd, str(d / MODULATOR_FILE))
+        torch.save({"optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+                    "step_count": self.step_count, "epoch": self.epoch}, d / STATE_FILE)
+        hist = {"alpha_history": [a.tolist() for a in self.alpha_history], "loss_history": self.loss_history,
+                "val_history": self.val_history, "grad_norm_history": self.grad_norm_history,
+                "cv_history": self.cv_history}
+        (d / HISTORY_FILE).write_text(json.dumps(hist, default=float), encoding="utf-8")
+        return d
+
+    def load(self, directory) -> "ModulatorTrainer":
+        """Resume from :meth:`save`'s directory (weights, optimizer, histories, counters)."""
+        from safetensors.torch import load_file
+
+        d = Path(directory)
+        if not (d / MODULATOR_FILE).exists():
+            fail("directory", f"no {MODULATOR_FILE} in {d} (write one with ModulatorTrainer.save)")
+        self.modulator.load_state_dict(load_file(str(d / MODULATOR_FILE)))
+        st = torch.load(d / STATE_FILE, weights_only=False)
+        self.optimizer.load_state_dict(st["optimizer"])
+        if self.scheduler is not None and st["scheduler"] is not None:
+            self.scheduler.load_state_dict(st["scheduler"])
+        self.step_count, self.epoch = st["step_count"], st["epoch"]
+        hist = json.loads((d / HISTORY_FILE).read_text(encoding="utf-8"))
+        self.alpha_history = [np.asarray(a) for a in hist["alpha_history"]]
+        self.loss_history, self.val_history = hist["loss_history"], hist["val_history"]
+        self.grad_norm_history, self.cv_history = hist["grad_norm_history"], hist["cv_history"]
+        return self
+
+
+FieldModulatorTrainer = ModulatorTrainer  # the seed's name
+
+
+def load_modulator_weights(modulator: nn.Module, directory) -> nn.Module:
+    """Load ``modulator.safetensors`` from a checkpoint directory into ``modulator``."""
+    from safetensors.torch import load_file
+
+    modulator.load_state_dict(load_file(str(Path(directory) / MODULATOR_FILE)))
+    return modulator
