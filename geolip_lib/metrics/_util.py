@@ -27,3 +27,10 @@ def rng_for(seed: int | np.random.Generator | None) -> np.random.Generator:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
         raise ValueError(f"seed: expected an int or numpy Generator, got {seed!r}")
     return np.random.default_rng(seed)
+
+
+def contig(x: Any) -> Any:
+    """NumPy views with negative strides (``a[::-1]``) copied so torch can wrap them."""
+    if isinstance(x, np.ndarray) and any(s < 0 for s in x.strides):
+        return np.ascontiguousarray(x)
+    return x

@@ -14,12 +14,12 @@ import numpy as np
 import torch
 
 from .. import validation as V
-from ._util import is_torch, rng_for
+from ._util import contig, is_torch, rng_for
 
 
 def matched_scale(X: Any) -> float:
     """``sqrt(trace(Cov(X)) / D)`` for ``X`` of shape (n, D), population covariance."""
-    t = V.as_tensor(X, "X", ndim=2, min_shape={0: 1, 1: 1}, dtype=torch.float64)
+    t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 1, 1: 1}, dtype=torch.float64)
     return float(t.var(dim=0, unbiased=False).mean().sqrt())
 
 
@@ -42,7 +42,7 @@ def gaussian_like(X: Any, seed: Any = 0, *, n_rows: int | None = None,
     ndarray or torch.Tensor, shape (n_rows, D)
         Same container and floating dtype as ``X``.
     """
-    t = V.as_tensor(X, "X", ndim=2, min_shape={0: 1, 1: 1})
+    t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 1, 1: 1})
     s = matched_scale(t) if scale is None else float(scale)
     n = t.shape[0] if n_rows is None else V.check_positive_int(n_rows, "n_rows")
     dtype = t.dtype if t.is_floating_point() else torch.float64

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from .. import validation as V
-from ._util import rng_for
+from ._util import contig, rng_for
 
 #: the constants the seed checks pairwise cosines against (seed 001, sections 1 and 13a)
 NAMED_CONSTANTS: dict[str, float] = {
@@ -22,7 +22,7 @@ PERCENTILES = (1, 5, 25, 50, 75, 95, 99)
 
 def normalize_rows(X: Any, eps: float = 1e-8) -> torch.Tensor:
     """Rows of ``X`` (n, D) divided by ``max(||row||, eps)`` in float64 -> (n, D) tensor."""
-    t = V.as_tensor(X, "X", ndim=2, dtype=torch.float64)
+    t = V.as_tensor(contig(X), "X", ndim=2, dtype=torch.float64)
     return t / t.norm(dim=1, keepdim=True).clamp_min(eps)
 
 
@@ -118,7 +118,7 @@ def cosine_stats(
         ``median``, ``min``, ``max``, ``percentiles`` ({"1": .., ...}),
         ``near_constants`` ({name: {value, frac_within, nearest, tol}}).
     """
-    t = V.as_tensor(X, "X", ndim=2, min_shape={0: 2, 1: 1})
+    t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 2, 1: 1})
     idx = sample_rows(t.shape[0], n_sample, seed)
     vals = pairwise_cosines(t[torch.from_numpy(idx)])
     out = {"n_rows": int(t.shape[0]), "n_sample": int(idx.size),

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from .. import validation as V
-from ._util import is_torch, rng_for, to_output
+from ._util import contig, is_torch, rng_for, to_output
 
 #: simplices processed per chunk (bounds memory to chunk * (k+1) * D float64 values)
 DEFAULT_CHUNK = 1024
@@ -75,7 +75,7 @@ def cayley_menger_volume_sq(points: Any, *, chunk: int = DEFAULT_CHUNK) -> Any:
         negative number for degenerate simplices (round-off); it is exactly the
         Cayley–Menger value ``(-1)^(k+1) det(CM) / (2^k (k!)^2)``.
     """
-    t = V.as_tensor(points, "points", min_ndim=2, min_shape={-2: 2, -1: 1})
+    t = V.as_tensor(contig(points), "points", min_ndim=2, min_shape={-2: 2, -1: 1})
     V.check_positive_int(chunk, "chunk")
     lead = t.shape[:-2]
     flat = t.reshape(-1, t.shape[-2], t.shape[-1])
@@ -216,7 +216,7 @@ def simplex_volume_cv(
     SimplexCVResult
     """
     V.check_positive_int(n_vertices, "n_vertices", minimum=2)
-    t = V.as_tensor(X, "X", ndim=2, min_shape={0: n_vertices, 1: 1})
+    t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: n_vertices, 1: 1})
     V.check_positive_int(n_simplices, "n_simplices")
     V.check_positive_int(min_valid, "min_valid")
     V.check_positive_int(chunk, "chunk")

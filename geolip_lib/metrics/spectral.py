@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .. import validation as V
-from ._util import is_torch, to_output
+from ._util import contig, is_torch, to_output
 
 
 def covariance_eigenvalues(X: Any, centered: bool = True) -> np.ndarray:
@@ -32,7 +32,7 @@ def covariance_eigenvalues(X: Any, centered: bool = True) -> np.ndarray:
         depend on the normalisation), clipped at 0, in descending order. Computed from
         the smaller of the ``D x D`` covariance and the ``n x n`` Gram.
     """
-    t = V.as_tensor(X, "X", ndim=2, min_shape={0: 1, 1: 1}, dtype=torch.float64)
+    t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 1, 1: 1}, dtype=torch.float64)
     if centered:
         t = t - t.mean(dim=0, keepdim=True)
     n, d = t.shape
@@ -42,7 +42,7 @@ def covariance_eigenvalues(X: Any, centered: bool = True) -> np.ndarray:
 
 
 def _check_eigenvalues(ev: Any, name: str = "eigenvalues") -> np.ndarray:
-    e = V.as_tensor(ev, name, ndim=1, min_shape={0: 1}, dtype=torch.float64).numpy()
+    e = V.as_tensor(contig(ev), name, ndim=1, min_shape={0: 1}, dtype=torch.float64).numpy()
     if (e < -1e-12 * max(1.0, float(np.abs(e).max()))).any():
         V.fail(name, "expected non-negative eigenvalues (a covariance spectrum)")
     return np.clip(e, 0, None)
@@ -157,13 +157,13 @@ def dims_for_variance(X: Any, fraction: float | Sequence[float], centered: bool 
 
 def singular_values(W: Any) -> Any:
     """Singular values of ``W`` (..., m, n), descending, float64 (tensor in -> tensor out)."""
-    t = V.as_tensor(W, "W", min_ndim=2, min_shape={-1: 1, -2: 1}, dtype=torch.float64)
+    t = V.as_tensor(contig(W), "W", min_ndim=2, min_shape={-1: 1, -2: 1}, dtype=torch.float64)
     return to_output(torch.linalg.svdvals(t), is_torch(W))
 
 
 def _svals(W: Any) -> torch.Tensor:
-    return V.as_tensor(torch.linalg.svdvals(
-        V.as_tensor(W, "W", min_ndim=2, min_shape={-1: 1, -2: 1}, dtype=torch.float64)), "W")
+    return torch.linalg.svdvals(
+        V.as_tensor(contig(W), "W", min_ndim=2, min_shape={-1: 1, -2: 1}, dtype=torch.float64))
 
 
 def stable_rank(W: Any) -> Any:
