@@ -1,0 +1,87 @@
+"""Decoder-only LM adapter (Llama, Mistral, Qwen2/3, Qwen3.5 text, Gemma) with grouped-query attention.
+
+Names (``model.`` or ``model.language_model.`` prefix)::
+
+    model.embed_tokens.weight                               embed
+    model.layers.{i}.self_attn.{q,k,v,o}_proj.{weight,bias} q / k / v / o (self, decoder)
+    model.layers.{i}.self_attn.{q,k}_norm.weight            norm (per-head q/k RMSNorm; of=q/k)
+    model.layers.{i}.mlp.{gate,up,down}_proj.weight         mlp_gate / mlp_in / mlp_out
+    model.layers.{i}.{input,post_attention}_layernorm       norm
+    model.layers.{i}.linear_attn.*                          other, attn="linear" (Qwen3.5 Gated DeltaNet)
+    model.norm.weight                                       norm
+    lm_head.weight                                          unembed
+
+GQA: query head ``h`` reads kv head ``h // (num_attention_heads // num_key_value_heads)``.
+Qwen3.5 full-attention layers output query and gate interleaved per head
+(``q_proj`` has 2·heads·head_dim rows): the query entry has ``head_stride = 2·head_dim``.
+"""
+from __future__ import annotations
+
+import re
+
+from . import Entry, attn_entry, get_int
+
+_LAYER = re.compile(r"^(?:.*\.)?layers\.(?P<layer>\d+)\.(?P<rest>.+)$")
+_ATTN = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
+_MLP = {"gate_proj": "mlp_gate", "up_proj": "mlp_in", "down_proj": "mlp_out",
+        "w1": "mlp_gate", "w3": "mlp_in", "w2": "mlp_out"}
+
+
+def adapt(tensors, config) -> list:
+    """Map decoder-LM tensor names to catalog entries (see the module docstring)."""
+    d = get_int(config, "hidden_size")
+    n_heads = get_int(config, "num_attention_heads")
+    if d is None or n_heads is None:
+        raise ValueError("config: decoder_lm adapter needs hidden_size and num_attention_heads")
+    n_kv = get_int(config, "num_key_value_heads", default=n_heads)
+    hd = get_int(config, "head_dim") or d // n_heads
+    if n_heads % n_kv:
+        raise ValueError(f"config: num_attention_heads={n_heads} is not a multiple of num_key_value_heads={n_kv}")
+    out = []
+    for name, info in tensors.items():
+        shape = tuple(info.shape)
+        m = _LAYER.match(name)
+        if m and ("language_model" in name or name.startswith("model.layers") or name.startswith("layers")):
+            layer, rest = int(m["layer"]), m["rest"]
+            parts = rest.split(".")
+            if parts[0] == "self_attn" and parts[1] in _ATTN:
+                role = _ATTN[parts[1]]
+                if parts[-1] == "weight":
+                    stride = None
+                    if role == "q" and shape[0] == 2 * n_heads * hd:
+                        stride = 2 * hd  # gated attention (Qwen3.5 / Qwen3-Next): [query_h | gate_h] per head
+                    out.append(attn_entry(name, info, role, stack="decoder", attn="self", layer=layer,
+                                          n_heads=n_heads, head_dim=hd, n_kv_heads=n_kv, expect_in=d,
+                                          head_stride=stride))
+                else:
+                    out.append(Entry(name, "bias", "decoder", "self", layer, shape, info.dtype, of=role))
+                continue
+            if parts[0] == "self_attn" and parts[1] in ("q_norm", "k_norm"):
+                out.append(Entry(name, "norm", "decoder", "self", layer, shape, info.dtype, of=parts[1][0]))
+                continue
+            if parts[0] == "mlp" and parts[1] in _MLP:
+                out.append(Entry(name, _MLP[parts[1]] if parts[-1] == "weight" else "bias", "decoder", None,
+                                 layer, shape, info.dtype))
+                continue
+            if parts[0].endswith("layernorm") or parts[0].endswith("_norm") or parts[0] == "norm":
+                out.append(Entry(name, "norm" if parts[-1] == "weight" else "bias", "decoder", None, layer,
+                                 shape, info.dtype))
+                continue
+            if parts[0] == "linear_attn":
+                out.append(Entry(name, "other", "decoder", None, layer, shape, info.dtype,
+                                 note="linear attention (Gated DeltaNet)"))
+                continue
+            out.append(Entry(name, "other", "decoder", None, layer, shape, info.dtype))
+            continue
+        if re.search(r"(^|\.)embed_tokens\.weight$", name) and "visual" not in name:
+            out.append(Entry(name, "embed", "decoder", None, None, shape, info.dtype))
+        elif re.search(r"(^|\.)lm_head\.weight$", name):
+            out.append(Entry(name, "unembed", None, None, None, shape, info.dtype))
+        elif re.search(r"^(?:model\.)?(?:language_model\.)?norm\.weight$", name):
+            out.append(Entry(name, "norm", "decoder", None, None, shape, info.dtype))
+        elif re.search(r"(^|\.)(visual|vision_tower|mtp)\.", name):
+            out.append(Entry(name, "other", None, None, None, shape, info.dtype,
+                             note="vision tower" if "vis" in name else "multi-token prediction head"))
+        else:
+            out.append(Entry(name, "other", None, None, None, shape, info.dtype))
+    return out
