@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from geolip_lib.params import ParamsError, load_model_params, load_profile, model_names  # noqa: E402
 
-NOTEBOOKS = ROOT / "notebooks"
+NOTEBOOKS = Path(os.environ.get("GEOLIP_NOTEBOOKS", ROOT / "notebooks"))
 REPORTS = ROOT / "reports"
 
 
@@ -64,7 +64,7 @@ class JobResult:
 def jobs_for_profile(profile: str, models: list[str] | None = None,
                      notebooks: list[str] | None = None) -> list[Job]:
     """Expand a profile into jobs (validated params; unknown names are one-line errors)."""
-    prof = load_profile(profile)
+    prof = load_profile(profile, notebooks_dir=NOTEBOOKS)
     known = set(model_names())
     for m in models or []:
         if m not in known:
@@ -158,7 +158,7 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Path 
     from tqdm.auto import tqdm
 
     jobs = jobs_for_profile(profile, models, notebooks)
-    out_root = Path(out_root) if out_root else REPORTS / profile
+    out_root = Path(out_root) if out_root else REPORTS / Path(profile).stem
     results: list[JobResult] = []
     bar = tqdm(jobs, desc=f"profile {profile}", unit="job", file=sys.stderr, dynamic_ncols=True)
     for job in bar:
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, help="output root (default: reports/<profile>)")
     args = ap.parse_args(argv)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    out_root = args.out or REPORTS / args.profile
+    out_root = args.out or REPORTS / Path(args.profile).stem
     failures: list[JobResult] = []
     try:
         if not args.report_only:
@@ -199,7 +199,7 @@ def main(argv=None) -> int:
             print(f"{done} job(s) ran, {skipped} skipped (done), {len(failures)} failed "
                   f"in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
         else:
-            load_profile(args.profile)
+            load_profile(args.profile, notebooks_dir=NOTEBOOKS)
         from geolip_lib import report
 
         paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)

@@ -102,7 +102,8 @@ def _validate(schema: type[BaseModel], data: dict, path: Path) -> BaseModel:
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        # a misspelt key shows up as "unknown key" + "required key missing": name the misspelling
+        err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
         key = ".".join(str(p) for p in err["loc"]) or "<root>"
         if err["type"] == "extra_forbidden":
             allowed = ", ".join(schema.model_fields) if len(err["loc"]) == 1 else "see the schema"
@@ -142,8 +143,9 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
     return mp
 
 
-def load_profile(name_or_path: Union[str, Path]) -> ProfileParams:
+def load_profile(name_or_path: Union[str, Path], notebooks_dir: Optional[Path] = None) -> ProfileParams:
     """Load and validate a profile; also checks that every model and notebook exists."""
+    notebooks_dir = Path(notebooks_dir) if notebooks_dir else ROOT / "notebooks"
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = PROFILES_DIR / f"{name_or_path}.yaml"
@@ -153,8 +155,8 @@ def load_profile(name_or_path: Union[str, Path]) -> ProfileParams:
     prof = _validate(ProfileParams, _load_yaml(path), path)
     known = set(model_names())
     for nb, entry in prof.notebooks.items():
-        if not (ROOT / "notebooks" / f"{nb}.ipynb").exists():
-            raise ParamsError(f"{_rel(path)}: key 'notebooks.{nb}': no notebooks/{nb}.ipynb")
+        if not (notebooks_dir / f"{nb}.ipynb").exists():
+            raise ParamsError(f"{_rel(path)}: key 'notebooks.{nb}': no {_rel(notebooks_dir / nb)}.ipynb")
         for m in list(entry.models) + [j.model for j in entry.jobs if j.model]:
             if m not in known:
                 raise ParamsError(f"{_rel(path)}: key 'notebooks.{nb}.models': unknown model '{m}'")
