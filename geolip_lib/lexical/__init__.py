@@ -1,0 +1,15 @@
+"""WordNet access, an exact and fast path / Wu–Palmer similarity engine, lemma→token matching.
+
+>>> from geolip_lib import lexical
+>>> lx = lexical.load_lexicon()                       # cached WordNet 3.0 arrays
+>>> lexical.wup_similarity_pairs(["dog.n.01"], ["cat.n.01"])   # == NLTK, as float64
+>>> lexical.similarity_matrix(synsets, "wup")         # (n, n)
+"""
+from .engine import (  # noqa: F401
+    SimilarityEngine,
+    get_engine,
+    path_similarity_pairs,
+    similarity_matrix,
+    wup_similarity_pairs,
+)
+from .wordnet import Lexicon, get_wordnet, load_lexicon  # noqa: F401
