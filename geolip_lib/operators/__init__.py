@@ -1,0 +1,16 @@
+"""Per-head QK operators ``g_L^h = W_Q^hᵀ W_K^h``, kept factored.
+
+* :mod:`.factored` — norms, layer-pair gram, symmetric-part eigenvalues / eigenvectors
+  from head_dim-sized problems (plus dense references for tests and benchmarks);
+* :mod:`.measure` — :func:`measure_layers` (plain tensors), :class:`QKOperators`,
+  :func:`save` / :func:`load` (JSON + safetensors);
+* :mod:`.analyse` — seed 004's analyses (cosine, rescale, curvature sign, principal
+  angles, verdict);
+* :mod:`.model` — :func:`measure_model` over a model's weight catalog (every attention
+  group: self / cross, encoder / decoder / vision / text).
+"""
+from .analyse import (analyse, depth_bands, fraction_positive, operator_cosine, principal_angles,
+                      rescale_residual, sign_agreement, top1_overlap, verdict)
+from .factored import (dense_layer_gram, dense_operators, dense_sym_eigvals, kv_head_index,
+                       layer_gram, operator_fro_sq, split_heads, stack_layers, sym_eig)
+from .measure import QKOperators, load, measure_layers, save

@@ -1,0 +1,215 @@
+"""Seed 004's analyses of measured QK operators across layers.
+
+(a) operator cosine similarity between layers averaged over heads (adjacent, to an anchor);
+(b) scalar-rescale residual ``√(1 − cos²)`` and optimal scalar ``T = gram / ‖g_anchor‖²``;
+(c) curvature-sign agreement of the top-k eigenvalues with the anchor's, and the fraction
+    of positive eigenvalues per layer;
+(d) principal angles between top-k eigen-subspaces and top-1 eigenvector overlap;
+and the verdict line.
+
+Fixes relative to the seed: normalisation uses the gram diagonal (the seed's own note);
+the verdict's mean cosine to the anchor excludes the anchor itself (the seed averaged its
+self-cosine 1.0 in, biasing every verdict upward by (1 − mean)/n_layers); the early / mid /
+late depth bands are thirds of the stack instead of the hard-coded 12/24 of Qwen3-4B.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..validation import as_tensor, check_positive_int, fail
+from .measure import QKOperators
+
+__all__ = ["operator_cosine", "rescale_residual", "sign_agreement", "fraction_positive",
+           "principal_angles", "top1_overlap", "depth_bands", "verdict", "analyse"]
+
+VERDICTS = ((0.9, "STRONG", "same operator up to scalar across all layers"),
+            (0.5, "MEDIUM", "substantial shared operator, but layer-specific drift"),
+            (0.1, "WEAK", "some alignment; far from single-operator interpretation"),
+            (-np.inf, "REJECTED", "operators are effectively orthogonal across layers"))
+
+
+def operator_cosine(gram, eps: float = 1e-300) -> torch.Tensor:
+    """Per-head operator cosine ``gram[L, L', h] / (‖g_L^h‖ ‖g_L'^h‖)``.
+
+    Parameters
+    ----------
+    gram : array, shape (n_layers, n_layers, n_heads)
+
+    Returns
+    -------
+    torch.Tensor, shape (n_layers, n_layers, n_heads), float64; average over the last axis
+    for the seed's layer × layer matrix.
+    """
+    gram = as_tensor(gram, "gram", ndim=3, dtype=torch.float64)
+    if gram.shape[0] != gram.shape[1]:
+        fail("gram", f"expected shape (n_layers, n_layers, n_heads), got {tuple(gram.shape)}")
+    norm = gram.diagonal(dim1=0, dim2=1).T.clamp_min(0).sqrt()      # (L, H)
+    return gram / (norm[:, None, :] * norm[None, :, :]).clamp_min(eps)
+
+
+def rescale_residual(gram, anchor: int) -> dict:
+    """Best scalar rescale of each layer's operator onto the anchor's.
+
+    ``T[L, h] = ⟨g_L, g_a⟩ / ‖g_a‖²`` minimises ``‖g_L − T g_a‖_F``, and the residual
+    fraction ``‖g_L − T g_a‖_F / ‖g_L‖_F`` is ``√(1 − cos²(g_L, g_a))``.
+
+    Returns
+    -------
+    dict with ``T`` (n_layers, n_heads), ``cos`` (n_layers, n_heads), ``resid_frac``
+    (n_layers, n_heads), all float64 tensors.
+    """
+    gram = as_tensor(gram, "gram", ndim=3, dtype=torch.float64)
+    a = _anchor(anchor, gram.shape[0])
+    cos = operator_cosine(gram)[:, a, :]
+    T = gram[:, a, :] / gram[a, a, :].clamp_min(1e-300)
+    return {"T": T, "cos": cos, "resid_frac": (1 - cos ** 2).clamp(0, 1).sqrt()}
+
+
+def sign_agreement(sym_eigs, anchor: int, k: int) -> torch.Tensor:
+    """Fraction of the top-k eigenvalues (by magnitude) whose sign matches the anchor's i-th.
+
+    Parameters
+    ----------
+    sym_eigs : array, shape (n_layers, n_heads, n_eigs), sorted by decreasing magnitude
+    anchor : int
+    k : int, 1 <= k <= n_eigs
+
+    Returns
+    -------
+    torch.Tensor, shape (n_layers, n_heads)
+    """
+    ev = as_tensor(sym_eigs, "sym_eigs", ndim=3, dtype=torch.float64)
+    k = check_positive_int(k, "k")
+    if k > ev.shape[-1]:
+        fail("k", f"expected k <= {ev.shape[-1]} eigenvalues, got {k}")
+    a = _anchor(anchor, ev.shape[0])
+    s = torch.sign(ev[..., :k])
+    return (s == s[a][None]).double().mean(-1)
+
+
+def fraction_positive(sym_eigs, k: int | None = None) -> torch.Tensor:
+    """Fraction of positive eigenvalues per layer (over heads and the top-k, default all).
+
+    With ``[Q; K]`` of full rank the fraction over all 2·head_dim eigenvalues is exactly
+    0.5 (Sylvester's law of inertia, see :mod:`.factored`); the top-k fraction is the
+    informative one.
+
+    Returns
+    -------
+    torch.Tensor, shape (n_layers,)
+    """
+    ev = as_tensor(sym_eigs, "sym_eigs", ndim=3, dtype=torch.float64)
+    k = ev.shape[-1] if k is None else check_positive_int(k, "k")
+    return (ev[..., :k] > 0).double().mean((1, 2))
+
+
+def principal_angles(A, B) -> torch.Tensor:
+    """Principal angles between the row spans of ``A`` and ``B`` (batched).
+
+    Parameters
+    ----------
+    A : array, shape (..., k, n)
+    B : array, shape (..., m, n)
+        Rows span the subspaces (need not be orthonormal).
+
+    Returns
+    -------
+    torch.Tensor, shape (..., min(k, m)), radians in [0, π/2], ascending.
+    """
+    A = as_tensor(A, "A", min_ndim=2, dtype=torch.float64)
+    B = as_tensor(B, "B", min_ndim=2, dtype=torch.float64)
+    if A.shape[-1] != B.shape[-1]:
+        fail("B", f"ambient dimension {B.shape[-1]} differs from A's {A.shape[-1]}")
+    Qa = torch.linalg.qr(A.transpose(-1, -2)).Q
+    Qb = torch.linalg.qr(B.transpose(-1, -2)).Q
+    s = torch.linalg.svdvals(Qa.transpose(-1, -2) @ Qb).clamp(0, 1)
+    return torch.arccos(s)
+
+
+def top1_overlap(A, B) -> torch.Tensor:
+    """Squared overlap ``⟨a_0, b_0⟩²`` of unit top eigenvectors; A, B shape (..., k, n)."""
+    A = as_tensor(A, "A", min_ndim=2, dtype=torch.float64)
+    B = as_tensor(B, "B", min_ndim=2, dtype=torch.float64)
+    a = A[..., 0, :] / A[..., 0, :].norm(dim=-1, keepdim=True).clamp_min(1e-300)
+    b = B[..., 0, :] / B[..., 0, :].norm(dim=-1, keepdim=True).clamp_min(1e-300)
+    return (a * b).sum(-1) ** 2
+
+
+def depth_bands(n_layers: int, n_bands: int = 3) -> list[np.ndarray]:
+    """Split layer positions into contiguous bands (early / mid / late for 3)."""
+    n_layers = check_positive_int(n_layers, "n_layers")
+    return [b for b in np.array_split(np.arange(n_layers), min(n_bands, n_layers))]
+
+
+def verdict(mean_cos_to_anchor: float) -> str:
+    """The seed's verdict line for the mean operator cosine to the anchor."""
+    for thr, word, text in VERDICTS:
+        if mean_cos_to_anchor > thr:
+            return f"{word}: {text}."
+    return f"{VERDICTS[-1][1]}: {VERDICTS[-1][2]}."  # NaN
+
+
+def _anchor(anchor: int, n_layers: int) -> int:
+    a = int(anchor)
+    if not -n_layers <= a < n_layers:
+        fail("anchor", f"expected a layer position in [-{n_layers}, {n_layers - 1}], got {anchor}")
+    return a % n_layers
+
+
+def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 256)) -> dict:
+    """All of seed 004's analyses for one measured group, as plain numbers and arrays.
+
+    Parameters
+    ----------
+    ops : QKOperators
+    anchor : int
+        Anchor layer *position* (``-1`` = last).
+    ks : sequence of int
+        Top-k sizes for the sign agreement (those above 2·head_dim are skipped).
+
+    Returns
+    -------
+    dict with keys ``anchor_layer``, ``cos_matrix`` (L, L), ``diag_cos_mean``,
+    ``adjacent_cos`` (L−1,), ``cos_to_anchor`` (L,), ``rescale`` (per layer: mean cos,
+    mean T, mean resid_frac), ``sign_agreement`` {k: {"per_layer", "mean", "bands"}},
+    ``frac_positive`` (L,), ``frac_positive_topk`` (L,), ``principal_angles``
+    (per layer: mean cos PA, min cos PA, mean angle in degrees, top-1 overlap),
+    ``mean_cos_to_anchor`` (anchor excluded), ``adjacent_mean``, ``verdict``.
+    """
+    L = ops.n_layers
+    a = _anchor(anchor, L)
+    cos_h = operator_cosine(ops.gram)
+    cos_mat = cos_h.mean(-1)
+    adj = torch.stack([cos_mat[i, i + 1] for i in range(L - 1)]) if L > 1 else torch.zeros(0)
+    resc = rescale_residual(ops.gram, a)
+    bands = depth_bands(L)
+    band_names = ["early", "mid", "late"] if len(bands) == 3 else [f"band{i}" for i in range(len(bands))]
+    signs = {}
+    for k in ks:
+        if k > ops.sym_eigs.shape[-1]:
+            continue
+        agree = sign_agreement(ops.sym_eigs, a, k)
+        signs[int(k)] = {"per_layer": agree.mean(-1), "mean": float(agree.mean()),
+                         "bands": {n: float(agree[b].mean()) for n, b in zip(band_names, bands)}}
+    pa = principal_angles(ops.eig_dirs, ops.eig_dirs[a][None].expand_as(ops.eig_dirs))  # (L, H, k)
+    cpa = torch.cos(pa)
+    t1 = top1_overlap(ops.eig_dirs, ops.eig_dirs[a][None].expand_as(ops.eig_dirs))
+    others = [i for i in range(L) if i != a]
+    mean_to_anchor = float(resc["cos"][others].mean()) if others else float("nan")
+    kt = min(ops.top_k or 8, ops.sym_eigs.shape[-1])
+    return {
+        "anchor_position": a, "anchor_layer": ops.layers[a], "layers": list(ops.layers),
+        "cos_matrix": cos_mat, "diag_cos_mean": float(cos_mat.diagonal().mean()),
+        "adjacent_cos": adj, "adjacent_mean": float(adj.mean()) if L > 1 else float("nan"),
+        "cos_to_anchor": cos_mat[:, a],
+        "rescale": {"mean_cos": resc["cos"].mean(-1), "mean_T": resc["T"].mean(-1),
+                    "mean_resid_frac": resc["resid_frac"].mean(-1)},
+        "sign_agreement": signs,
+        "frac_positive": fraction_positive(ops.sym_eigs),
+        "frac_positive_topk": fraction_positive(ops.sym_eigs, kt), "frac_positive_k": kt,
+        "principal_angles": {"mean_cos": cpa.mean((1, 2)), "min_cos": cpa.amin(-1).mean(-1),
+                             "mean_deg": torch.rad2deg(pa).mean((1, 2)), "top1_overlap": t1.mean(-1)},
+        "mean_cos_to_anchor": mean_to_anchor,
+        "verdict": verdict(mean_to_anchor),
+    }
