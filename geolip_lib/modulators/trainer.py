@@ -33,6 +33,7 @@ class ModulatorTrainer:
         Provides ``param_groups() -> {name: (params, lr_scale)}`` and ``alphas``.
     lr : float
     weight_decay : float
+        AdamW decay of every group except "alpha" (decaying a logit pulls alpha to 0.5).
     gradient_clip : float or None
         Max global grad norm (None: no clipping).
     total_steps : int, optional
@@ -59,9 +60,12 @@ class ModulatorTrainer:
         if missing:
             fail("modulator", f"param_groups() misses trainable parameters {missing}")
         self.group_names = list(groups)
+        # no weight decay on alpha logits: decay pulls a logit to 0, i.e. alpha to 0.5 (the seed's
+        # AdamW(weight_decay=0.01) over all parameters did that)
         self.optimizer = torch.optim.AdamW(
-            [{"params": ps, "lr": lr * scale, "name": name} for name, (ps, scale) in groups.items() if ps],
-            lr=lr, weight_decay=weight_decay)
+            [{"params": ps, "lr": lr * scale, "name": name,
+              "weight_decay": 0.0 if name == "alpha" else weight_decay}
+             for name, (ps, scale) in groups.items() if ps], lr=lr, weight_decay=weight_decay)
         self.scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=total_steps)
                           if total_steps else None)
         cfg = getattr(modulator, "config", None)

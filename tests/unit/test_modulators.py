@@ -1,0 +1,340 @@
+"""Unit tests of geolip_lib.modulators (no model): geometry, modulators, trainer, pipeline."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from geolip_lib import metrics
+from geolip_lib.modulators import (
+    CMValidator, FieldModulatorConfig, GeometricFieldModulator, GeometricResidualModulator,
+    ModulatorTrainer, eigen_embedding, knn_project, pentachoron_cv_check, per_token_preservation,
+    procrustes_projection, regular_simplex, regular_simplex_volume, relational_comparison, sample_pairs,
+    split_indices, token_differences,
+)
+
+pytestmark = pytest.mark.unit
+
+
+# ------------------------------------------------------------------ simplex geometry
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7])
+@pytest.mark.parametrize("extra", [0, 3])
+def test_regular_simplex_edges_equal_and_centred(k, extra):
+    v = regular_simplex(k, k + extra, dtype=torch.float64)
+    assert v.shape == (k + 1, k + extra)
+    d = torch.cdist(v, v)
+    iu = torch.triu_indices(k + 1, k + 1, 1)
+    assert torch.allclose(d[iu[0], iu[1]], torch.ones(iu.shape[1], dtype=torch.float64), atol=1e-12)
+    assert v.mean(0).abs().max() < 1e-12
+    # its Cayley-Menger volume is the closed form, and agrees with geolip_lib.metrics
+    vol = CMValidator(k)(v)[1].sqrt().item()
+    assert vol == pytest.approx(regular_simplex_volume(k), rel=1e-10)
+    assert vol == pytest.approx(metrics.regular_simplex_volume(k), rel=1e-10)
+
+
+def test_regular_simplex_rejects_small_edim():
+    with pytest.raises(ValueError, match="edim"):
+        regular_simplex(4, 3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
+def test_cm_validator_matches_metrics(seed, k):
+    g = torch.Generator().manual_seed(seed)
+    pts = torch.randn(13, k + 1, 9, generator=g, dtype=torch.float64) * (1 + seed)
+    d2, vol2 = CMValidator(k)(pts)
+    ref = metrics.cayley_menger_volume_sq(pts)
+    assert torch.allclose(vol2, torch.as_tensor(ref), rtol=1e-8, atol=1e-10)
+    assert d2.shape == (13, k * (k + 1) // 2)
+    assert torch.allclose(d2[:, 0], ((pts[:, 0] - pts[:, 1]) ** 2).sum(-1))
+    # rotation and translation invariance
+    Q, _ = torch.linalg.qr(torch.randn(9, 9, generator=g, dtype=torch.float64))
+    assert torch.allclose(CMValidator(k)(pts @ Q + 3.0)[1], vol2, rtol=1e-7, atol=1e-10)
+
+
+def test_cm_validator_is_differentiable():
+    pts = torch.randn(2, 5, 6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda p: CMValidator(4)(p)[1], (pts,))
+
+
+# ------------------------------------------------------------------ residual modulator
+def test_residual_shapes_identity_and_lerp():
+    m = GeometricResidualModulator(d_model=16, vocab_size=50, n_geometric_dims=4, n_layers=3, initial_alpha=0.2)
+    h = torch.randn(2, 7, 16)
+    ids = torch.randint(0, 50, (2, 7))
+    assert m(h, ids, 1).shape == (2, 7, 16)
+    assert m.alphas.tolist() == pytest.approx([0.2] * 3, abs=1e-6)
+    m.set_alpha(0.0)
+    assert torch.equal(m(h, ids, 2), h)  # exact identity at alpha = 0
+    assert torch.isneginf(m.alpha).all()
+    m.set_alpha(1.0)
+    assert torch.allclose(m(h, ids, 0), m.geometric_target(ids))
+    m.set_alpha([0.0, 0.5, 0.25])
+    out = m(h, ids, 1)
+    assert torch.allclose(out, 0.5 * h + 0.5 * m.geometric_target(ids), atol=1e-6)
+    with pytest.raises(ValueError, match="alpha"):
+        m.set_alpha(1.5)
+    with pytest.raises(ValueError, match="token_ids"):
+        m(h, ids[:, :3], 0)
+
+
+def test_residual_shared_alpha_and_buffer():
+    m = GeometricResidualModulator(8, 10, 4, n_layers=4, per_layer_alpha=False, learnable_alpha=False)
+    assert m.alpha.ndim == 0 and "alpha" in dict(m.named_buffers())
+    assert m.alphas.shape == (4,)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_relational_target_init_reconstructs_low_rank(seed):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.nn.functional.normalize(torch.randn(30, 5, generator=g, dtype=torch.float64), dim=1)
+    S = X @ X.T  # rank-5 cosine matrix: 5 eigen-dims reproduce it exactly
+    m = GeometricResidualModulator(8, 40, 6, n_layers=1)
+    ids = torch.arange(5, 35)
+    corr = m.init_from_relational_target(S, token_ids=ids, n_dims=5)
+    assert corr == pytest.approx(1.0, abs=1e-6)
+    W = m.geometric_embed.weight.detach().double()[ids]
+    assert torch.allclose(W.norm(dim=1), torch.ones(30, dtype=torch.float64), atol=1e-5)
+    assert torch.allclose(torch.nn.functional.normalize(W, dim=1) @ torch.nn.functional.normalize(W, dim=1).T,
+                          S, atol=1e-5)
+
+
+def test_cayley_menger_init_pools_and_normalises():
+    m = GeometricResidualModulator(8, 6, 3, n_layers=1)
+    s = torch.randn(6, 5, 3)
+    m.init_from_cayley_menger(s)
+    assert torch.allclose(m.geometric_embed.weight, torch.nn.functional.normalize(s.sum(1), dim=1), atol=1e-6)
+    with pytest.raises(ValueError, match="simplices"):
+        m.init_from_cayley_menger(torch.randn(5, 3))
+
+
+def test_geometric_residuals_health():
+    m = GeometricResidualModulator(8, 300, 6, n_layers=2)
+    h = m.geometric_residuals(n_sample=100, seed=1)
+    assert 0 < h["pr_over_dim"] <= 1 and abs(h["cos_mean"]) < 0.2 and len(h["alpha"]) == 2
+    assert h == m.geometric_residuals(n_sample=100, seed=1)
+
+
+def test_eigen_embedding_validation():
+    with pytest.raises(ValueError, match="symmetric"):
+        eigen_embedding(torch.randn(4, 4) + torch.eye(4) * 0 + torch.triu(torch.ones(4, 4)), 2)
+    with pytest.raises(ValueError, match="n_dims"):
+        eigen_embedding(torch.eye(3), 4)
+
+
+# ------------------------------------------------------------------ field modulator
+def _field(**kw):
+    base = dict(d_model=32, n_layers=3, expert_ks=(1, 2, 4), expert_edim=8)
+    base.update(kw)
+    return GeometricFieldModulator(FieldModulatorConfig(**base))
+
+
+def test_field_seed_parameter_count():
+    assert sum(p.numel() for p in GeometricFieldModulator(FieldModulatorConfig()).parameters()) == 38552
+
+
+@pytest.mark.parametrize("position", ["tail", "random"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_field_null_space_untouched_exactly(position, seed):
+    m = _field(null_space_position=position, null_space_seed=seed + 3, seed=seed, initial_alpha=0.3)
+    x = torch.randn(2, 5, 32) * 3
+    out = m(x, 2)
+    assert out.residual.shape == x.shape and out.validity_map.shape == (2, 5)
+    null = m.null_mask
+    assert int(null.sum()) == 8
+    assert torch.equal(out.residual[..., null], x[..., null])
+    assert not torch.allclose(out.residual[..., ~null], x[..., ~null])
+    if position == "tail":
+        assert null[-8:].all()
+    assert set(out.expert_volumes) == {1, 2, 4} and out.expert_volumes[4].shape == (2, 5)
+
+
+def test_field_alpha_clamped_and_zero_identity():
+    m = _field(alpha_min=0.0, alpha_max=0.35)
+    m.set_alpha(0.9)
+    assert torch.allclose(m.alphas, torch.full((3, 3), 0.35))
+    m.set_alpha(0.0)
+    x = torch.randn(2, 4, 32)
+    assert torch.equal(m(x, 0).residual, x)
+    m2 = _field(alpha_min=0.01)
+    m2.set_alpha(0.0)
+    assert torch.allclose(m2.alphas, torch.full((3, 3), 0.01))
+
+
+def test_field_config_validation():
+    with pytest.raises(ValueError, match="expert_edim"):
+        FieldModulatorConfig(expert_ks=(1, 6), expert_edim=4)
+    with pytest.raises(ValueError, match="null_space_position"):
+        FieldModulatorConfig(null_space_position="middle")
+
+
+def test_field_validity_tracking_and_health():
+    m = _field()
+    m.train()
+    for _ in range(3):
+        m(torch.randn(2, 4, 32), 1)
+    v = m.validity()
+    assert torch.isnan(v[0]).all() and torch.allclose(v[1], torch.ones(3))  # bias-corrected EMA
+    rep = m.health_report()
+    for k in (1, 2, 4):
+        assert rep[f"template_vol2_k{k}"] == pytest.approx(rep[f"template_vol2_k{k}_closed_form"], rel=1e-5)
+    assert rep["validity_mean"] == pytest.approx(1.0)
+    assert rep["total_params"] == sum(p.numel() for p in m.parameters())
+    m.eval()
+    m(torch.randn(2, 4, 32), 0)
+    assert torch.isnan(m.validity()[0]).all()  # eval mode does not track
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_field_cv_check_uses_active_dims_of_whole_matrix(seed):
+    m = _field(null_space_position="random", null_space_seed=seed)
+    X = torch.randn(400, 32, dtype=torch.float64)
+    r = m.cv_check(X, n_simplices=300, seed=seed)
+    ref = metrics.simplex_volume_cv(X[:, m.active_idx], 300, seed, n_vertices=5, min_valid=2)
+    assert r["cv"] == pytest.approx(ref.cv, rel=1e-12) and r["n_valid"] == ref.n_valid
+    assert r["in_band"] == (abs(r["cv"] - 0.21) < 0.05)
+    # null dims do not matter
+    Y = X.clone()
+    Y[:, m.null_mask] = 1e3 * torch.randn(400, int(m.null_mask.sum()), dtype=torch.float64)
+    assert m.cv_check(Y, n_simplices=300, seed=seed)["cv"] == pytest.approx(r["cv"], rel=1e-12)
+
+
+def test_pentachoron_cv_check_degenerate():
+    r = pentachoron_cv_check(torch.ones(10, 4), n_simplices=20)
+    assert r["n_valid"] == 0 and r["in_band"] is False
+
+
+# ------------------------------------------------------------------ trainer
+def test_trainer_param_groups_scaled_lrs():
+    m = _field(gradient_scale=0.1, alpha_lr_scale=0.5)
+    t = ModulatorTrainer(m, lr=1e-2)
+    lrs = {g["name"]: g["lr"] for g in t.optimizer.param_groups}
+    assert lrs == pytest.approx({"geometric": 1e-3, "alpha": 5e-3, "gates": 1e-2})
+    n_opt = sum(p.numel() for g in t.optimizer.param_groups for p in g["params"])
+    assert n_opt == sum(p.numel() for p in m.parameters())
+
+
+def test_trainer_clipping_and_alpha_history():
+    m = _field(initial_alpha=0.2)
+    t = ModulatorTrainer(m, lr=1e-2, gradient_clip=1e-3)
+    x = torch.randn(2, 4, 32)
+    for _ in range(3):
+        loss = (m(x, 1).residual * 1e3).pow(2).mean()
+        t.step(loss)
+    assert len(t.alpha_history) == 4 and t.alpha_history[0].shape == (3, 3)
+    assert all(g > 1e-3 for g in t.grad_norm_history)  # the pre-clip norm is recorded
+    assert not np.allclose(t.alpha_history[0], t.alpha_history[-1])
+    assert np.allclose(t.alpha_history[0][0], t.alpha_history[-1][0])  # layer 0 was never used
+
+
+@pytest.mark.parametrize("pattern,patience,expected", [
+    ([True, False, False, False], 3, True),
+    ([False, False, True, False, False], 3, False),
+    ([False, False], 3, False),
+    ([False] * 5, 5, True),
+    ([True] * 6, 1, False),
+    ([True, False], 1, True),
+])
+def test_should_stop_logic(pattern, patience, expected):
+    t = ModulatorTrainer(_field(), lr=1e-3)
+    for b in pattern:
+        t.record_cv(b)
+    assert t.should_stop(patience) is expected
+
+
+def test_check_cv_band_from_config():
+    m = _field(cv_target=0.21, cv_tolerance=0.05)
+    t = ModulatorTrainer(m)
+    X = torch.randn(200, 32)
+    ok = t.check_cv(X, n_simplices=200)
+    assert ok == (abs(t.cv_history[-1]["cv"] - 0.21) < 0.05)
+    t2 = ModulatorTrainer(m, cv_target=t.cv_history[-1]["cv"], cv_tolerance=1e-9)
+    assert t2.check_cv(X, n_simplices=200) is True
+
+
+def test_trainer_checkpoint_resume(tmp_path):
+    def run(trainer, n):
+        g = torch.Generator().manual_seed(trainer.step_count)
+        for _ in range(n):
+            x = torch.randn(2, 3, 32, generator=g)
+            trainer.step((trainer.modulator(x, 1).residual - 1).pow(2).mean())
+
+    torch.manual_seed(0)
+    a = ModulatorTrainer(_field(seed=5, initial_alpha=0.1), lr=1e-2, total_steps=10)
+    run(a, 2)
+    a.save(tmp_path / "ck")
+    run(a, 3)
+    b = ModulatorTrainer(_field(seed=99, initial_alpha=0.3), lr=1e-2, total_steps=10).load(tmp_path / "ck")
+    assert b.step_count == 2 and len(b.alpha_history) == 3
+    run(b, 3)
+    for (n, p), (_, q) in zip(a.modulator.named_parameters(), b.modulator.named_parameters()):
+        assert torch.allclose(p, q, atol=1e-7), n
+    assert (tmp_path / "ck" / "modulator.safetensors").exists()
+
+
+# ------------------------------------------------------------------ pipeline helpers
+def test_knn_project_anchors_and_unit_rows():
+    g = torch.Generator().manual_seed(0)
+    static = torch.randn(50, 8, generator=g)
+    anchors = np.arange(0, 50, 5)
+    geo = torch.nn.functional.normalize(torch.randn(10, 4, generator=g), dim=1)
+    out = knn_project(static, anchors, geo, k=3)
+    assert torch.allclose(out[anchors], geo.double())
+    assert torch.allclose(out.norm(dim=1), torch.ones(50, dtype=torch.float64))
+    # a copy of an anchor's static vector with k=1 inherits that anchor's geometry
+    static2 = static.clone()
+    static2[1] = static[5] * 2
+    assert torch.allclose(knn_project(static2, anchors, geo, k=1)[1], geo[1].double())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_procrustes_recovers_rotation(seed):
+    rng = np.random.default_rng(seed)
+    E = rng.normal(size=(60, 12)) * np.linspace(5, 0.1, 12)  # clear PCA order
+    E += rng.normal(size=12)
+    Ec = E - E.mean(0)
+    pcs = np.linalg.svd(Ec, full_matrices=False)[2][:4]
+    P = Ec @ pcs.T
+    P /= np.linalg.norm(P, axis=1, keepdims=True)
+    Q = np.linalg.qr(rng.normal(size=(4, 4)))[0]
+    G = P @ Q.T  # a rotated copy of the encoder's PCA points
+    res = procrustes_projection(E, G, scale_fraction=0.1)
+    assert res["alignment_cos"].mean() == pytest.approx(1.0, abs=1e-8)
+    assert np.allclose(res["rotation"].numpy(), Q, atol=1e-8)
+    assert res["weight"].shape == (12, 4)
+    assert np.allclose(np.linalg.norm(res["weight"].numpy(), axis=0), 0.1 * np.linalg.norm(E, axis=1).mean())
+    with pytest.raises(ValueError, match="n_geo"):
+        procrustes_projection(E[:3], G[:3])
+
+
+def test_token_differences():
+    assert token_differences([1, 2, 3], [1, 2, 3]) == 0
+    assert token_differences([1, 2, 3], [1, 5, 3, 4, 4]) == 3
+    assert token_differences([], [7]) == 1
+
+
+def test_relational_comparison_properties():
+    rng = np.random.default_rng(0)
+    n = 60
+    X = rng.normal(size=(n, 6))
+    i, j = sample_pairs(n, 500, seed=1)
+    assert (i != j).all()
+    Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
+    cos = (Xn[i] * Xn[j]).sum(1)
+    sim = (cos + 1) / 2  # a monotone function of the cosine -> Spearman 1
+    sim[:5] = np.nan
+    r = relational_comparison(sim, {"Original": X, "Noise": rng.normal(size=(n, 6))}, i, j)
+    assert r["n_pairs"] == len(i) - 5
+    assert r["Original"]["spearman"] == pytest.approx(1.0)
+    assert r["Original"]["pearson"] == pytest.approx(1.0)
+    assert r["Original"]["delta_pearson"] == 0.0 and r["Noise"]["pearson"] < 0.5
+    assert sum(b["n"] for b in r["Original"]["bands"]) == r["n_pairs"]
+
+
+def test_preservation_and_split():
+    a = torch.randn(10, 4)
+    assert per_token_preservation(a, 3 * a)["mean"] == pytest.approx(1.0)
+    tr, va = split_indices(20, 0.1, seed=3)
+    assert len(va) == 2 and sorted(np.concatenate([tr, va]).tolist()) == list(range(20))
