@@ -7,6 +7,7 @@ import random
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in executed test notebooks (nbval compares stderr)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
