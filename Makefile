@@ -1,5 +1,6 @@
 # geolip — the two commands that do everything on a fresh machine:
 #   make report   set-up, then the demo profile end to end -> reports/demo/index.html, report.pdf
+#                 (make report RUN_ARGS=--resume skips finished jobs; PROFILE=paper on a GPU box)
 #   make test     set-up, then the whole test suite (what CI runs)
 # and for people who edit notebooks:
 #   make lab      JupyterLab on the project's kernel
@@ -12,16 +13,17 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export MPLBACKEND := Agg
 PROFILE ?= demo
 PYTEST_ARGS ?=
+RUN_ARGS ?=
 
 .PHONY: setup report test lab notebooks bench clean help
 help:
-	@sed -n '2,6p' Makefile
+	@sed -n '2,7p' Makefile
 
 setup:
 	@bash scripts/setup.sh
 
 report: setup
-	$(PY) run_all.py --profile $(PROFILE) --resume
+	$(PY) run_all.py --profile $(PROFILE) $(RUN_ARGS)
 
 test: setup
 	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
@@ -34,6 +36,7 @@ notebooks: setup
 	.venv/bin/jupytext --sync notebooks/[0-9]*.ipynb
 
 bench: setup
+	$(PY) -m pip install -q -e '.[bench]'
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
 
 clean:

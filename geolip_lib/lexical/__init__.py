@@ -13,3 +13,11 @@ from .engine import (  # noqa: F401
     wup_similarity_pairs,
 )
 from .wordnet import Lexicon, get_wordnet, load_lexicon  # noqa: F401
+from .matching import Matched, match_lemmas, single_token_ids  # noqa: F401
+from .representations import (  # noqa: F401
+    definition_representations,
+    encode_texts,
+    pool_hidden,
+    prompt_for,
+    static_representations,
+)

@@ -181,7 +181,7 @@ class LoadedModel:
         if out is None or getattr(out, "weight", None) is None:
             return None
         inp = self.model.get_input_embeddings().weight
-        if out.weight.data_ptr() == inp.data_ptr() or getattr(self.config, "tie_word_embeddings", False):
+        if out.weight.data_ptr() == inp.data_ptr():  # tied (T5 configs always claim tying; trust storage)
             return None
         return out.weight.detach().to("cpu", torch.float32, copy=True)
 
@@ -362,12 +362,32 @@ class LoadedModel:
         else:
             with torch.device(dev):
                 model = type(self.model)(self.config)
+            if self.output_embeddings() is not None:
+                untie_output(model)
         model = model.to(dt).eval()
         params = self.params.model_copy(update={"seed": s})
         name = f"{self.name}@random{s}"
         return LoadedModel(name=name, family=self.family, params=params, model=model, tokenizer=self.tokenizer,
                            config=self.config, _weights_dir=None, _save_weights=_saver(model, self.family),
                            _weights_key=_hash([self.params.model_dump(), s]))
+
+
+def untie_output(model: torch.nn.Module) -> None:
+    """Give a HF model an independent output embedding (random normal, std = the input table's std).
+
+    transformers >= 5 builds T5 always tied (``T5Config`` forces ``tie_word_embeddings=True``;
+    real T5 v1.1 checkpoints are untied only because both tensors are present on load), so
+    an untied tiny T5 v1.1 / random baseline has to be untied by hand.
+    """
+    out, inp = model.get_output_embeddings(), model.get_input_embeddings()
+    if out is None or out.weight.data_ptr() != inp.weight.data_ptr():
+        return
+    std = float(inp.weight.detach().float().std())
+    out.weight = torch.nn.Parameter(torch.randn_like(inp.weight) * std)
+    tied = getattr(model, "all_tied_weights_keys", None)
+    if isinstance(tied, dict):
+        for k in [k for k in tied if k.endswith("lm_head.weight") or k == "lm_head.weight"]:
+            tied.pop(k)
 
 
 def _saver(model, family: str) -> Callable[[Path], None]:

@@ -25,7 +25,7 @@ import torch
 
 from .tokenizers import _atomic_dir, cache_root, load_tokenizer
 
-FORMAT = 1  # bump to invalidate cached tiny models
+FORMAT = 2  # bump to invalidate cached tiny models
 
 DEFAULT_TOKENIZER = {
     "t5": "unigram-wordnet", "t5_v1_1": "unigram-wordnet", "bert": "minilm",
@@ -84,12 +84,14 @@ def _save_open_clip(cfg: dict, seed: int, out: Path) -> None:
 def _save_hf(family: str, cfg: dict, seed: int, out: Path) -> None:
     from transformers import AutoConfig
 
-    from .loading import model_class
+    from .loading import model_class, untie_output
 
     cfg = dict(cfg)
     config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
     torch.manual_seed(seed)
     model = model_class(family).from_config(config)
+    if cfg.get("tie_word_embeddings") is False:
+        untie_output(model)  # T5Config forces tying in transformers >= 5
     model.save_pretrained(out)
 
 

@@ -14,3 +14,4 @@ from .analyse import (analyse, depth_bands, fraction_positive, operator_cosine, 
 from .factored import (dense_layer_gram, dense_operators, dense_sym_eigvals, kv_head_index,
                        layer_gram, operator_fro_sq, split_heads, stack_layers, sym_eig)
 from .measure import QKOperators, load, measure_layers, save
+from .model import attention_groups, load_group_weights, measure_model

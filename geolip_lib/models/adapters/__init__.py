@@ -169,16 +169,10 @@ class AttentionBlock:
         Applies the entry's row slice (fused QKV) and drops interleaved rows
         (``head_stride``), so ``weight(store, "q")[q_rows(h)]`` is query head ``h``.
         """
-        import torch
-
         e = {"q": self.q, "k": self.k, "v": self.v, "o": self.o}[role]
         if e is None:
             raise ValueError(f"role: this {self.stack}/{self.attn} block of layer {self.layer} has no {role!r} weight")
-        W = store.get(e, dtype=dtype or torch.float32)
-        if e.head_stride and e.head_stride != e.head_dim and role != "o":
-            n = W.shape[0] // e.head_stride
-            W = W.view(n, e.head_stride, -1)[:, : e.head_dim].reshape(n * e.head_dim, -1)
-        return W
+        return clean_weight(store, e, dtype)
 
     def k_rows(self, h: int) -> slice:
         """Rows of the key (and value) weight read by query head ``h``."""
@@ -307,6 +301,17 @@ class Catalog:
                 .reset_index())
 
 
+def clean_weight(store, e: Entry, dtype=None):
+    """Read entry ``e`` from ``store`` and drop interleaved rows (``head_stride``): the matrix of its role."""
+    import torch
+
+    W = store.get(e, dtype=dtype or torch.float32)
+    if e.head_stride and e.head_stride != e.head_dim and W.ndim == 2:
+        n = W.shape[0] // e.head_stride
+        W = W.reshape(n, e.head_stride, -1)[:, : e.head_dim].reshape(n * e.head_dim, -1)
+    return W
+
+
 def _attn_scale(family: str, cfg: dict, head_dim: int) -> float:
     """Scale applied to q·k before the softmax (T5 uses none; Gemma its own scalar)."""
     if family in ("t5", "t5_v1_1"):
@@ -422,6 +427,8 @@ def catalog(source: Any, config: Any = None, family: str | None = None) -> Catal
         store = TensorStore(source)
     if not cfg and store.root is not None:
         cfg = _read_config(store.root if store.root.is_dir() else store.root.parent)
+    if "model_cfg" in cfg and isinstance(cfg["model_cfg"], Mapping):  # open_clip as saved by models.load
+        cfg = {**cfg["model_cfg"], "model_type": "open_clip"}
     adapters = _adapters()
     fam = fam or family_for(cfg)
     if fam not in adapters:
