@@ -88,6 +88,11 @@ def _hash(obj: Any) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def _short(exc: BaseException, n: int = 160) -> str:
+    msg = (str(exc).splitlines() or [""])[0]
+    return msg if len(msg) <= n else msg[: n - 3] + "..."
+
+
 def _has_safetensors(d: Optional[Path]) -> bool:
     return d is not None and d.is_dir() and any(d.glob("*.safetensors"))
 
@@ -457,7 +462,7 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) ->
         model = model_class(p.family).from_pretrained(str(d), **kw)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"model '{p.name}': cannot load a {p.family} model from {d} "
-                             f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+                             f"({_short(exc) or type(exc).__name__})") from None
     if not p.device_map:
         model = model.to(pick_device(p.device))
     model.eval()
@@ -500,7 +505,7 @@ def _load_open_clip(p: ModelParams, local: Optional[Path]) -> LoadedModel:
     except Exception as exc:  # noqa: BLE001 - one line: what failed and how to fix it
         raise ModelLoadError(
             f"model '{p.name}': open_clip '{p.id}' / '{p.pretrained}' cannot be loaded "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); put open_clip_config.json + "
+            f"({type(exc).__name__}: {_short(exc)}); put open_clip_config.json + "
             f"open_clip_model.safetensors in a directory and set local_dir: in params/models/{p.name}.yaml") from None
     model.eval()
     tok = load_tokenizer("clip-bpe")
