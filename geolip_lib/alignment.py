@@ -1,0 +1,212 @@
+"""Align two paired point clouds: PCA reduction, orthogonal Procrustes, agreement measures.
+
+Generic over any two matrices whose rows are paired (token embeddings of two models that
+share a tokenizer, two layers' hidden states for the same inputs...). Seed 001 §13b uses it
+for a cross-scale projection (Qwen3.5-4B → 0.8B):
+
+    pca = alignment.pca_fit(X_large[pca_rows], n_components=Y_small.shape[1])
+    Xp = alignment.pca_transform(pca, X_large)
+    fit = alignment.procrustes_fit(Xp[anchors], Y_small[anchors])
+    Xa = alignment.procrustes_apply(fit, Xp)
+    cos = alignment.row_cosine(Xa[test], Y_small[test])
+
+Fixes relative to the seed: ``scipy.linalg.orthogonal_procrustes`` returns the *sum of the
+singular values* of ``AᵀB`` as its second output, which the seed printed as a "scale
+factor"; the least-squares isotropic scale is that sum divided by ``‖A‖_F²`` (centred),
+returned here as ``scale``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .validation import as_tensor, check_positive_int, fail
+
+__all__ = ["PCA", "pca_fit", "pca_transform", "Procrustes", "procrustes_fit", "procrustes_apply",
+           "row_cosine", "pairwise_cosine", "relational_correlation", "residual_spectrum",
+           "threshold_fractions", "percentiles", "split_indices"]
+
+
+def _np64(x, name, ndim=2) -> np.ndarray:
+    return as_tensor(x, name, ndim=ndim, dtype=torch.float64).numpy()
+
+
+@dataclass
+class PCA:
+    """A fitted PCA: ``mean`` (D,), ``components`` (D, k) orthonormal columns,
+    ``explained`` (k,) variances, ``variance_retained`` = their share of the total."""
+
+    mean: np.ndarray
+    components: np.ndarray
+    explained: np.ndarray
+    total_variance: float
+
+    @property
+    def variance_retained(self) -> float:
+        return float(self.explained.sum() / self.total_variance) if self.total_variance > 0 else float("nan")
+
+
+def pca_fit(X, n_components: int) -> PCA:
+    """Principal components of ``X`` (float64, covariance eigendecomposition).
+
+    Parameters
+    ----------
+    X : array, shape (n, D)
+    n_components : int, 1 <= n_components <= D
+
+    Returns
+    -------
+    PCA
+    """
+    X = _np64(X, "X")
+    n, D = X.shape
+    k = check_positive_int(n_components, "n_components")
+    if k > D:
+        fail("n_components", f"expected at most D = {D} components, got {k}")
+    if n < 2:
+        fail("X", f"expected at least 2 rows, got {n}")
+    mean = X.mean(0)
+    Xc = X - mean
+    cov = (Xc.T @ Xc) / (n - 1)
+    lam, V = np.linalg.eigh(cov)
+    order = np.argsort(lam)[::-1]
+    lam, V = np.clip(lam[order], 0, None), V[:, order]
+    # fix signs for determinism (largest |component| positive)
+    sgn = np.sign(V[np.abs(V).argmax(0), np.arange(D)])
+    V = V * np.where(sgn == 0, 1, sgn)
+    return PCA(mean=mean, components=V[:, :k], explained=lam[:k], total_variance=float(lam.sum()))
+
+
+def pca_transform(pca: PCA, X) -> np.ndarray:
+    """Project rows of ``X`` (n, D) onto the fitted components -> (n, k)."""
+    X = _np64(X, "X")
+    if X.shape[1] != pca.mean.shape[0]:
+        fail("X", f"expected {pca.mean.shape[0]} columns (the PCA's width), got {X.shape[1]}")
+    return (X - pca.mean) @ pca.components
+
+
+@dataclass
+class Procrustes:
+    """``Y ≈ scale · (X − mean_x) R + mean_y``; ``R`` (d, d) orthogonal."""
+
+    R: np.ndarray
+    scale: float
+    mean_x: np.ndarray
+    mean_y: np.ndarray
+    singular_sum: float
+
+
+def procrustes_fit(X, Y, *, scaling: bool = True, center: bool = True) -> Procrustes:
+    """Orthogonal Procrustes (``scipy.linalg.orthogonal_procrustes``) with optional scale.
+
+    Parameters
+    ----------
+    X, Y : array, shape (n, d)
+        Paired rows (the "anchor" set).
+    scaling : bool
+        Fit the least-squares isotropic scale ``s = Σσ / ‖X_c‖_F²``; else ``s = 1``.
+    center : bool
+        Remove the column means first (and add ``mean_y`` back when applying).
+
+    Returns
+    -------
+    Procrustes
+    """
+    from scipy.linalg import orthogonal_procrustes
+
+    X, Y = _np64(X, "X"), _np64(Y, "Y")
+    if X.shape != Y.shape:
+        fail("Y", f"shape {Y.shape} differs from X's {X.shape}; rows must be paired and widths equal "
+                  f"(reduce the wider one with pca_fit first)")
+    mx = X.mean(0) if center else np.zeros(X.shape[1])
+    my = Y.mean(0) if center else np.zeros(Y.shape[1])
+    Xc, Yc = X - mx, Y - my
+    R, ssum = orthogonal_procrustes(Xc, Yc)
+    nx = float((Xc ** 2).sum())
+    s = float(ssum / nx) if (scaling and nx > 0) else 1.0
+    return Procrustes(R=R, scale=s, mean_x=mx, mean_y=my, singular_sum=float(ssum))
+
+
+def procrustes_apply(fit: Procrustes, X) -> np.ndarray:
+    """Map rows of ``X`` (n, d) with a fitted :class:`Procrustes` -> (n, d)."""
+    X = _np64(X, "X")
+    if X.shape[1] != fit.R.shape[0]:
+        fail("X", f"expected {fit.R.shape[0]} columns, got {X.shape[1]}")
+    return fit.scale * (X - fit.mean_x) @ fit.R + fit.mean_y
+
+
+def row_cosine(A, B, eps: float = 1e-12) -> np.ndarray:
+    """Cosine between paired rows: (n, d), (n, d) -> (n,)."""
+    A, B = _np64(A, "A"), _np64(B, "B")
+    if A.shape != B.shape:
+        fail("B", f"shape {B.shape} differs from A's {A.shape}")
+    na, nb = np.linalg.norm(A, axis=1), np.linalg.norm(B, axis=1)
+    return (A * B).sum(1) / np.maximum(na * nb, eps)
+
+
+def pairwise_cosine(X, eps: float = 1e-12) -> np.ndarray:
+    """Cosine matrix of the rows of ``X`` (n, d) -> (n, n)."""
+    X = _np64(X, "X")
+    Xn = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), eps)
+    return Xn @ Xn.T
+
+
+def relational_correlation(A, B) -> dict:
+    """Agreement of the pairwise-cosine structure of two paired sets (any widths).
+
+    Parameters
+    ----------
+    A : array, shape (n, d1)
+    B : array, shape (n, d2)
+
+    Returns
+    -------
+    dict with ``r`` (Pearson of the upper-triangular pairwise cosines), ``mean_abs_diff``,
+    and the two flattened vectors ``a``, ``b`` (n(n−1)/2,).
+    """
+    A, B = _np64(A, "A"), _np64(B, "B")
+    if A.shape[0] != B.shape[0]:
+        fail("B", f"{B.shape[0]} rows differ from A's {A.shape[0]} (rows must be paired)")
+    if A.shape[0] < 3:
+        fail("A", f"expected at least 3 paired rows, got {A.shape[0]}")
+    iu = np.triu_indices(A.shape[0], k=1)
+    a, b = pairwise_cosine(A)[iu], pairwise_cosine(B)[iu]
+    r = float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else float("nan")
+    return {"r": r, "mean_abs_diff": float(np.abs(a - b).mean()), "a": a, "b": b}
+
+
+def residual_spectrum(A, B) -> np.ndarray:
+    """Eigenvalues (descending) of the residual second-moment ``(A−B)ᵀ(A−B)/n``; (n, d) -> (d,)."""
+    A, B = _np64(A, "A"), _np64(B, "B")
+    if A.shape != B.shape:
+        fail("B", f"shape {B.shape} differs from A's {A.shape}")
+    R = A - B
+    return np.clip(np.linalg.eigvalsh(R.T @ R / R.shape[0])[::-1], 0, None)
+
+
+def threshold_fractions(values, thresholds=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)) -> dict:
+    """``{threshold: fraction of values > threshold}``."""
+    v = _np64(values, "values", ndim=1)
+    return {float(t): float((v > t).mean()) for t in thresholds}
+
+
+def percentiles(values, ps=(1, 5, 10, 25, 50, 75, 90, 95, 99)) -> dict:
+    """Summary of a 1-D sample: mean, std, min, max and the given percentiles."""
+    v = _np64(values, "values", ndim=1)
+    out = {"mean": float(v.mean()), "std": float(v.std()), "min": float(v.min()), "max": float(v.max())}
+    out.update({f"p{p}": float(np.percentile(v, p)) for p in ps})
+    return out
+
+
+def split_indices(n: int, n_anchor: int, n_test: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint random anchor (fit) and held-out (test) row indices out of ``n``.
+
+    Sizes are capped so that both are non-empty: anchors take at most ``n − 1`` rows.
+    """
+    n = check_positive_int(n, "n", minimum=2)
+    n_anchor = min(check_positive_int(n_anchor, "n_anchor"), n - 1)
+    n_test = min(check_positive_int(n_test, "n_test"), n - n_anchor)
+    perm = np.random.default_rng(seed).permutation(n)
+    return perm[:n_anchor], perm[n_anchor:n_anchor + n_test]
