@@ -117,13 +117,15 @@ def test_gradients_reach_only_the_modulator_and_training_reduces_loss(t5):
         assert all(p.grad is None for p in m.parameters())
         assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in mod.parameters())
         trainer.optimizer.zero_grad()
-        first = float(seq2seq_loss(m, tok, inputs, targets))
-        for _ in range(15):
+        with torch.no_grad():
+            first = float(seq2seq_loss(m, tok, inputs, targets))
+        for _ in range(10):
             trainer.step(seq2seq_loss(m, tok, inputs, targets))
-        last = float(seq2seq_loss(m, tok, inputs, targets))
+        with torch.no_grad():
+            last = float(seq2seq_loss(m, tok, inputs, targets))
     assert last < first - 0.1
     assert state_hash(m) == h0  # no base weight changed
-    assert len(trainer.alpha_history) == 16
+    assert len(trainer.alpha_history) == 11
 
 
 def test_field_trainer_on_t5_task(t5):
@@ -134,10 +136,12 @@ def test_field_trainer_on_t5_task(t5):
     trainer = ModulatorTrainer(mod, lr=5e-2)
     inputs, targets = ["summarize: a cat", "summarize: a dog"], ["cat", "dog"]
     with attach(m, mod) as h:
-        first = float(seq2seq_loss(m, tok, inputs, targets))
-        for _ in range(12):
+        with torch.no_grad():
+            first = float(seq2seq_loss(m, tok, inputs, targets))
+        for _ in range(8):
             trainer.step(seq2seq_loss(m, tok, inputs, targets))
-        last = float(seq2seq_loss(m, tok, inputs, targets))
+        with torch.no_grad():
+            last = float(seq2seq_loss(m, tok, inputs, targets))
         reps = encode_mean_pooled(m, tok, ["a cat", "a dog", "a wolf", "a tree", "a stone", "a lake"])
     assert last < first
     assert reps.shape == (6, m.config.d_model)
