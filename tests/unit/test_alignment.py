@@ -1,0 +1,94 @@
+"""PCA + orthogonal Procrustes recover planted structure; agreement measures."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import ortho_group
+
+from geolip_lib import alignment as al
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_procrustes_recovers_planted_rotation_scale_and_shift(seed):
+    rng = np.random.default_rng(seed)
+    n, d = 600, 12
+    X = rng.standard_normal((n, d)) * np.linspace(1, 3, d)
+    R = ortho_group.rvs(d, random_state=seed)
+    s, shift = 2.5, rng.standard_normal(d)
+    Y = s * X @ R + shift + 0.01 * rng.standard_normal((n, d))
+    anchors, test = al.split_indices(n, 400, 200, seed=seed)
+    fit = al.procrustes_fit(X[anchors], Y[anchors])
+    assert np.allclose(fit.R, R, atol=5e-3)
+    assert fit.scale == pytest.approx(s, rel=2e-3)
+    assert np.allclose(fit.R @ fit.R.T, np.eye(d), atol=1e-10)
+    Yhat = al.procrustes_apply(fit, X[test])
+    assert al.row_cosine(Yhat, Y[test]).min() > 0.99
+    # without scaling the rotation is the same but scale stays 1
+    assert al.procrustes_fit(X[anchors], Y[anchors], scaling=False).scale == 1.0
+
+
+def test_pca_then_procrustes_recovers_embedded_subspace():
+    """Large cloud = small cloud rotated into a higher-dimensional space + tiny extra dims."""
+    rng = np.random.default_rng(3)
+    n, d_small, d_large = 800, 8, 20
+    Y = rng.standard_normal((n, d_small)) * np.linspace(2, 4, d_small)
+    basis = ortho_group.rvs(d_large, random_state=3)[:, :d_small]           # (20, 8) orthonormal
+    X = 0.7 * Y @ basis.T + 0.01 * rng.standard_normal((n, d_large))
+    pca = al.pca_fit(X, d_small)
+    assert pca.variance_retained > 0.999
+    Xp = al.pca_transform(pca, X)
+    anchors, test = al.split_indices(n, 500, 300, seed=0)
+    fit = al.procrustes_fit(Xp[anchors], Y[anchors])
+    assert fit.scale == pytest.approx(1 / 0.7, rel=1e-2)
+    cos = al.row_cosine(al.procrustes_apply(fit, Xp[test]), Y[test])
+    assert np.median(cos) > 0.999
+    assert al.relational_correlation(Xp[test[:100]], Y[test[:100]])["r"] > 0.99
+
+
+def test_pca_matches_svd_and_is_deterministic():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((200, 6)) @ rng.standard_normal((6, 6))
+    p = al.pca_fit(X, 3)
+    Xc = X - X.mean(0)
+    S = np.linalg.svd(Xc, compute_uv=False)
+    assert np.allclose(p.explained, S[:3] ** 2 / 199)
+    assert p.variance_retained == pytest.approx((S[:3] ** 2).sum() / (S ** 2).sum())
+    assert np.allclose(p.components.T @ p.components, np.eye(3), atol=1e-12)
+    assert np.array_equal(al.pca_fit(X, 3).components, p.components)
+
+
+def test_unrelated_pairing_gives_low_alignment():
+    rng = np.random.default_rng(5)
+    X, Y = rng.standard_normal((1000, 10)), rng.standard_normal((1000, 10))
+    a, t = al.split_indices(1000, 600, 400, seed=1)
+    cos = al.row_cosine(al.procrustes_apply(al.procrustes_fit(X[a], Y[a]), X[t]), Y[t])
+    assert abs(cos.mean()) < 0.1
+    assert abs(al.relational_correlation(X[:200], Y[:200])["r"]) < 0.1
+
+
+def test_relational_correlation_invariances_and_summaries():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((50, 7))
+    R = ortho_group.rvs(7, random_state=2)
+    rc = al.relational_correlation(X, 3.0 * X @ R)
+    assert rc["r"] == pytest.approx(1.0) and rc["mean_abs_diff"] < 1e-12
+    assert rc["a"].shape == (50 * 49 // 2,)
+    pc = al.percentiles(np.arange(101.0))
+    assert pc["p50"] == 50 and pc["min"] == 0 and pc["max"] == 100
+    tf = al.threshold_fractions(np.array([0.05, 0.55, 0.95]), thresholds=(0.0, 0.5, 0.9))
+    assert tf == {0.0: 1.0, 0.5: 2 / 3, 0.9: 1 / 3}
+    spec = al.residual_spectrum(X, X + np.outer(np.ones(50), np.eye(7)[0]))
+    assert spec[0] == pytest.approx(1.0) and np.allclose(spec[1:], 0, atol=1e-12)
+
+
+def test_split_and_errors():
+    a, t = al.split_indices(10, 100, 100, seed=0)
+    assert len(a) == 9 and len(t) == 1 and not set(a) & set(t)
+    with pytest.raises(ValueError, match="^Y:"):
+        al.procrustes_fit(np.zeros((5, 3)), np.zeros((5, 4)))
+    with pytest.raises(ValueError, match="^n_components:"):
+        al.pca_fit(np.zeros((5, 3)), 4)
+    with pytest.raises(ValueError, match="^B:"):
+        al.relational_correlation(np.zeros((5, 3)), np.zeros((4, 3)))
