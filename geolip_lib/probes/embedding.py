@@ -1,0 +1,427 @@
+"""Embedding-matrix probes (seed 001 sections 1 and 13a), generic over model families.
+
+Each probe is a small function returning a JSON-friendly dict (plus, where a figure needs
+it, an array under a key documented in its docstring). Probes that need a tokenizer
+return ``{"applicable": False, "reason": ...}`` when the model has none, so notebooks can
+print one line and go on.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .. import metrics as M
+from .. import validation as V
+
+#: the seed's semantic categories (seed 001 section 1)
+CATEGORIES: dict[str, list[str]] = {
+    "animals": ["cat", "dog", "bird", "fish", "horse", "mouse", "bear", "wolf", "deer", "fox",
+                "lion", "tiger", "snake", "whale", "frog", "rabbit", "monkey", "elephant"],
+    "colors": ["red", "blue", "green", "yellow", "black", "white", "orange", "purple", "brown", "pink"],
+    "numbers": ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"],
+    "body": ["head", "hand", "eye", "foot", "arm", "leg", "face", "mouth", "heart", "brain"],
+    "food": ["bread", "meat", "rice", "milk", "fish", "salt", "sugar", "cheese", "fruit", "water"],
+    "emotions": ["happy", "sad", "angry", "fear", "love", "hate", "joy", "hope", "pain", "calm"],
+    "actions": ["run", "walk", "jump", "fly", "swim", "eat", "sleep", "talk", "think", "write"],
+    "time": ["day", "night", "year", "month", "week", "hour", "morning", "evening", "today", "tomorrow"],
+}
+PERCENTILES = (1, 5, 25, 50, 75, 95, 99)
+
+
+def _matrix(E: Any, name: str = "E") -> torch.Tensor:
+    return V.as_tensor(E, name, ndim=2, min_shape={0: 1, 1: 1}, dtype=torch.float64)
+
+
+# ---------------------------------------------------------------- architecture
+def parameter_census(model: torch.nn.Module, depth: int = 2) -> dict:
+    """Parameter counts grouped by the first ``depth`` components of their names.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    depth : int
+        ``2`` groups ``encoder.block.3.layer...`` under ``encoder.block`` (the seed's choice).
+
+    Returns
+    -------
+    dict
+        ``components`` ({prefix: count}, largest first), ``total`` (unique parameters:
+        tied tensors count once, as in ``model.parameters()``), ``n_tensors``.
+        ``sum(components.values()) == total``.
+    """
+    V.check_positive_int(depth, "depth")
+    comps: dict[str, int] = {}
+    n = 0
+    for name, p in model.named_parameters():  # de-duplicates tied parameters
+        key = ".".join(name.split(".")[:depth])
+        comps[key] = comps.get(key, 0) + p.numel()
+        n += 1
+    total = sum(p.numel() for p in model.parameters())
+    ordered = dict(sorted(comps.items(), key=lambda kv: (-kv[1], kv[0])))
+    return {"components": ordered, "total": int(total), "n_tensors": n}
+
+
+def weight_tying(model: torch.nn.Module, reference: torch.Tensor | None = None) -> dict:
+    """Which parameters share storage with, or equal, the input embedding.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A Hugging Face model (``get_input_embeddings`` / ``get_output_embeddings``), or any
+        module when ``reference`` is given.
+    reference : torch.Tensor, optional
+        The input-embedding parameter to compare against (default: the model's).
+
+    Returns
+    -------
+    dict
+        ``shared_names``: every parameter name aliasing the reference storage (T5:
+        ``shared``, ``encoder.embed_tokens``, ``decoder.embed_tokens``, ``lm_head`` when
+        tied); ``output_tied`` (bool or None when there is no output embedding);
+        ``output_equal`` (allclose even if stored separately).
+    """
+    if reference is None:
+        get = getattr(model, "get_input_embeddings", None)
+        emb = get() if callable(get) else None
+        reference = getattr(emb, "weight", None)
+        if not isinstance(reference, torch.Tensor):
+            return {"applicable": False, "reason": "model has no token-embedding matrix"}
+    ptr = reference.data_ptr()
+    names = [n for n, p in model.named_parameters(remove_duplicate=False)
+             if p.data_ptr() == ptr and p.shape == reference.shape]
+    out_tied = out_equal = None
+    get_out = getattr(model, "get_output_embeddings", None)
+    out = get_out() if callable(get_out) else None
+    if out is not None and getattr(out, "weight", None) is not None:
+        w = out.weight
+        out_tied = bool(w.data_ptr() == ptr)
+        out_equal = bool(w.shape == reference.shape
+                         and torch.allclose(w.detach().float(), reference.detach().float()))
+    return {"applicable": True, "shared_names": names, "output_tied": out_tied,
+            "output_equal": out_equal}
+
+
+# ---------------------------------------------------------------- global statistics
+def norm_stats(E: Any, percentiles: Sequence[float] = PERCENTILES, zero_tol: float = 1e-6) -> dict:
+    """Row-norm and per-dimension statistics of an embedding matrix.
+
+    Parameters
+    ----------
+    E : array-like or torch.Tensor, shape (V, D)
+
+    Returns
+    -------
+    dict
+        ``norm`` {mean, std, min, max, median, argmin, argmax, percentiles}, ``n_zero``
+        (rows with norm < ``zero_tol``), ``per_dim`` {mean_of_means, mean_of_stds,
+        std_of_means, std_of_stds} (population stds), ``shape``. ``norms`` (V,) ndarray
+        is returned under ``"_norms"`` for plotting (strip keys starting with ``_``
+        before recording).
+    """
+    t = _matrix(E)
+    norms = t.norm(dim=1).numpy()
+    dm, ds = t.mean(0), t.std(0, unbiased=False)
+    return {
+        "shape": list(t.shape),
+        "norm": {"mean": float(norms.mean()), "std": float(norms.std()), "min": float(norms.min()),
+                 "max": float(norms.max()), "median": float(np.median(norms)),
+                 "argmin": int(norms.argmin()), "argmax": int(norms.argmax()),
+                 "percentiles": {str(p): float(v) for p, v in zip(percentiles, np.percentile(norms, percentiles))}},
+        "n_zero": int((norms < zero_tol).sum()),
+        "per_dim": {"mean_of_means": float(dm.mean()), "mean_of_stds": float(ds.mean()),
+                    "std_of_means": float(dm.std(unbiased=False)), "std_of_stds": float(ds.std(unbiased=False))},
+        "_norms": norms,
+    }
+
+
+def eigenspectrum(E: Any, fractions: Sequence[float] = (0.8, 0.9, 0.95, 0.99), *,
+                  max_rows: int | None = None, seed: int = 0, top: int = 20) -> dict:
+    """Covariance eigenspectrum: PR, PR / D, entropy effective dimension, dims per variance.
+
+    Parameters
+    ----------
+    E : array-like or torch.Tensor, shape (V, D)
+    fractions : sequence of float
+    max_rows : int, optional
+        Use a seeded sample of this many rows (``metrics.sample_rows``; the seed's 13a used
+        10 000 for a 248k vocabulary); ``None`` uses every row (the seed's section 1).
+    seed : int
+    top : int
+        How many leading eigenvalues to record.
+
+    Returns
+    -------
+    dict
+        ``pr``, ``pr_over_dim``, ``effective_dimension``, ``dims_for_variance`` {"0.95": n},
+        ``top_eigenvalues``, ``top_fraction`` (share of the first), ``total_variance``,
+        ``n_rows_used``; ``_eigenvalues`` (full spectrum, for plotting).
+    """
+    t = _matrix(E)
+    idx = M.sample_rows(t.shape[0], max_rows, seed)
+    ev = M.covariance_eigenvalues(t[torch.from_numpy(idx)])
+    pr = M.participation_ratio_from_eigenvalues(ev)
+    dims = M.dims_for_variance_from_eigenvalues(ev, list(fractions))
+    return {
+        "pr": pr, "pr_over_dim": pr / t.shape[1],
+        "effective_dimension": M.effective_dimension_from_eigenvalues(ev),
+        "dims_for_variance": {f"{f:g}": d for f, d in zip(fractions, dims)},
+        "top_eigenvalues": ev[:top].tolist(), "top_fraction": float(ev[0] / ev.sum()),
+        "total_variance": float(ev.sum()), "n_rows_used": int(idx.size), "_eigenvalues": ev,
+    }
+
+
+def euclidean_distances(E: Any, n_sample: int | None = 2000, seed: int = 0,
+                        percentiles: Sequence[float] = PERCENTILES) -> dict:
+    """Pairwise Euclidean distances on a seeded row sample (``metrics.sample_rows``).
+
+    Returns
+    -------
+    dict
+        ``n_sample``, ``n_pairs``, ``mean``, ``std``, ``cv`` (std / mean), ``min``, ``max``,
+        ``median``, ``percentiles``, ``mean_over_sqrt_dim``; ``_values`` for plotting.
+    """
+    t = _matrix(E)
+    idx = M.sample_rows(t.shape[0], n_sample, seed)
+    s = t[torch.from_numpy(idx)]
+    if s.shape[0] < 2:
+        V.fail("E", "need at least 2 rows for distances")
+    i, j = torch.triu_indices(s.shape[0], s.shape[0], offset=1)
+    d = torch.cdist(s, s, compute_mode="donot_use_mm_for_euclid_dist")[i, j].numpy()
+    st = M.distribution_stats(d, percentiles)
+    return {"n_sample": int(idx.size), "n_pairs": st.pop("n"), **st,
+            "cv": st["std"] / st["mean"] if st["mean"] > 0 else float("nan"),
+            "mean_over_sqrt_dim": st["mean"] / float(np.sqrt(t.shape[1])), "_values": d}
+
+
+def pentachoron_probe(E: Any, n_simplices: int = 1000, seed: int = 0,
+                      random_init: Any = None) -> dict:
+    """Pentachoron CV of ``E`` beside its Gaussian (and optional random-init) baseline.
+
+    Parameters
+    ----------
+    E : array-like or torch.Tensor, shape (V, D)
+    n_simplices : int
+    seed : int
+        Seeds both the simplex draw (``seed``) and the Gaussian matrix (``seed + 1``).
+    random_init : array-like, shape (V', D'), optional
+        The same table from the architecture at random init.
+
+    Returns
+    -------
+    dict
+        ``embedding`` / ``gaussian`` / ``random_init`` (:meth:`SimplexCVResult.as_dict`),
+        ``volume_ratio_gaussian`` (mean volume / Gaussian mean volume), and
+        ``volume_ratio_random_init``; ``_volumes`` {name: ndarray} for plotting.
+    """
+    emb = M.pentachoron_cv(E, n_simplices, seed=seed)
+    gau = M.pentachoron_cv(M.gaussian_like(E, seed=seed + 1), n_simplices, seed=seed)
+    out = {"embedding": emb.as_dict(), "gaussian": gau.as_dict(),
+           "volume_ratio_gaussian": M.ratio(emb.mean, gau.mean),
+           "_volumes": {"embedding": emb.volumes, "gaussian": gau.volumes}}
+    if random_init is not None:
+        ri = M.pentachoron_cv(random_init, n_simplices, seed=seed)
+        out["random_init"] = ri.as_dict()
+        out["volume_ratio_random_init"] = M.ratio(emb.mean, ri.mean)
+        out["_volumes"]["random_init"] = ri.volumes
+    return out
+
+
+# ---------------------------------------------------------------- token-level probes
+def single_token_id(tokenizer: Any, text: str) -> int | None:
+    """The one vocabulary id that encodes ``text``, or None when it needs several pieces.
+
+    Pieces that decode to whitespace only (SentencePiece's bare ``▁``) are ignored, so
+    ``"3" -> ["▁", "3"]`` gives the id of ``"3"``. (The seed took ``ids[0]`` for
+    multi-piece digits, which for SentencePiece is the shared ``▁`` piece: a bug.)
+    """
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    ids = [i for i in ids if tokenizer.decode([i]).strip() != ""]
+    return int(ids[0]) if len(ids) == 1 else None
+
+
+def digit_manifold(E: Any, tokenizer: Any) -> dict:
+    """Geometry of the digit tokens 0-9: cosine matrix and its relation to ``|i - j|``.
+
+    Returns
+    -------
+    dict
+        ``applicable``; when True: ``token_ids``, ``cosine`` (10 x 10), ``corr_abs_diff``
+        (Pearson correlation of ``|i - j|`` with cosine over the 45 pairs), ``adjacent_mean``,
+        ``nonadjacent_mean``, ``gap``. Not applicable without a tokenizer or when a digit
+        is not one distinct token.
+    """
+    if tokenizer is None:
+        return {"applicable": False, "reason": "no tokenizer (vision model)"}
+    ids = [single_token_id(tokenizer, str(d)) for d in range(10)]
+    if any(i is None for i in ids) or len(set(ids)) < 10:
+        return {"applicable": False, "reason": f"digits are not 10 distinct single tokens: {ids}"}
+    t = _matrix(E)
+    cos = M.cosine_matrix(t[torch.tensor(ids)]).numpy()
+    i, j = np.triu_indices(10, k=1)
+    gaps, vals = np.abs(i - j), cos[i, j]
+    corr = float(np.corrcoef(gaps, vals)[0, 1]) if vals.std() > 0 else float("nan")
+    adj, non = float(vals[gaps == 1].mean()), float(vals[gaps > 1].mean())
+    return {"applicable": True, "token_ids": ids, "cosine": cos, "corr_abs_diff": corr,
+            "adjacent_mean": adj, "nonadjacent_mean": non, "gap": adj - non}
+
+
+def category_probe(E: Any, tokenizer: Any, categories: Mapping[str, Sequence[str]] | None = None,
+                   global_mean_cos: float | None = None, min_words: int = 3) -> dict:
+    """Intra-category cosine of single-token words and the category-centroid cosine matrix.
+
+    Parameters
+    ----------
+    E : (V, D) embedding matrix
+    tokenizer : tokenizer or None
+    categories : {name: [words]}, default :data:`CATEGORIES`
+    global_mean_cos : float, optional
+        The global mean pairwise cosine; ``lift = intra - global``.
+    min_words : int
+        Categories with fewer single-token words are skipped (listed in ``skipped``).
+
+    Returns
+    -------
+    dict
+        ``applicable``, ``categories`` {name: {n, intra_cos, lift, words}}, ``skipped``,
+        ``centroid_names``, ``centroid_cosine`` (C x C).
+    """
+    if tokenizer is None:
+        return {"applicable": False, "reason": "no tokenizer (vision model)"}
+    cats = CATEGORIES if categories is None else categories
+    t = _matrix(E)
+    res, skipped, cents, names = {}, {}, [], []
+    for name, words in cats.items():
+        pairs = [(w, single_token_id(tokenizer, w)) for w in words]
+        pairs = [(w, i) for w, i in pairs if i is not None]
+        if len(pairs) < min_words:
+            skipped[name] = len(pairs)
+            continue
+        sub = t[torch.tensor([i for _, i in pairs])]
+        c = M.cosine_matrix(sub).numpy()
+        intra = float(c[np.triu_indices(len(pairs), k=1)].mean())
+        res[name] = {"n": len(pairs), "intra_cos": intra, "words": [w for w, _ in pairs],
+                     "lift": None if global_mean_cos is None else intra - global_mean_cos}
+        cents.append(sub.mean(0))
+        names.append(name)
+    if not res:
+        return {"applicable": False, "reason": f"no category has >= {min_words} single-token words",
+                "skipped": skipped}
+    cc = M.cosine_matrix(torch.stack(cents)).numpy()
+    return {"applicable": True, "categories": res, "skipped": skipped,
+            "centroid_names": names, "centroid_cosine": cc}
+
+
+def special_tokens(E: Any, tokenizer: Any, max_tokens: int = 32) -> dict:
+    """Norms and pairwise cosines of the tokenizer's special tokens (T5: pad/eos/unk and
+    the first ``<extra_id_n>`` sentinels; BERT: [CLS]/[SEP]/[PAD]/[MASK]/[UNK]; ...).
+
+    Returns
+    -------
+    dict
+        ``applicable``, ``tokens`` {name: {id, norm, norm_z}} (``norm_z``: z-score of the
+        norm within the vocabulary), ``pairwise`` {"a|b": cosine}.
+    """
+    if tokenizer is None:
+        return {"applicable": False, "reason": "no tokenizer (vision model)"}
+    t = _matrix(E)
+    found: dict[str, int] = {}
+    for attr in ("pad", "eos", "bos", "unk", "cls", "sep", "mask"):
+        i = getattr(tokenizer, f"{attr}_token_id", None)
+        if i is not None and 0 <= int(i) < t.shape[0] and int(i) not in found.values():
+            found[attr] = int(i)
+    extra = [s for s in (getattr(tokenizer, "additional_special_tokens", None) or [])]
+    for s in extra[:max(0, max_tokens - len(found))]:
+        i = tokenizer.convert_tokens_to_ids(s)
+        if isinstance(i, int) and 0 <= i < t.shape[0] and i not in found.values():
+            found[str(s)] = i
+    if not found:
+        return {"applicable": False, "reason": "tokenizer defines no special tokens inside the vocabulary"}
+    norms = t.norm(dim=1)
+    mu, sd = float(norms.mean()), float(norms.std(unbiased=False))
+    names = list(found)
+    ids = torch.tensor([found[n] for n in names])
+    toks = {n: {"id": found[n], "norm": float(norms[found[n]]),
+                "norm_z": (float(norms[found[n]]) - mu) / sd if sd > 0 else float("nan")} for n in names}
+    cos = M.cosine_matrix(t[ids]).numpy()
+    pairwise = {f"{a}|{b}": float(cos[i, j]) for (i, a), (j, b) in itertools.combinations(enumerate(names), 2)}
+    return {"applicable": True, "tokens": toks, "pairwise": pairwise}
+
+
+def embed_vs_output(E: Any, O: Any) -> dict:
+    """Input embedding vs output (unembedding) matrix of the same vocabulary (untied models).
+
+    Returns
+    -------
+    dict
+        ``per_token_cosine`` {mean, std, min, max, ...}, ``frobenius`` {embed, output,
+        difference, relative}; ``_cosines`` (V,) for plotting.
+    """
+    a, b = _matrix(E), _matrix(O, "O")
+    if a.shape != b.shape:
+        V.fail("O", f"expected the input-embedding shape {tuple(a.shape)}, got {tuple(b.shape)}")
+    cos = torch.nn.functional.cosine_similarity(a, b, dim=1, eps=1e-8).numpy()
+    st = M.distribution_stats(cos)
+    st.pop("n")
+    fe, fo, fd = float(a.norm()), float(b.norm()), float((a - b).norm())
+    return {"per_token_cosine": st,
+            "frobenius": {"embed": fe, "output": fo, "difference": fd, "relative": fd / fe if fe else float("nan")},
+            "_cosines": cos}
+
+
+def relative_position_bias(model: torch.nn.Module) -> dict:
+    """Per-head statistics of every relative-position-bias table (T5: one per stack).
+
+    Returns
+    -------
+    dict
+        ``applicable``; ``tables`` {module name: {shape [buckets, heads], mean, std, min,
+        max, per_head: [{mean, std, min, max}]}}; ``_weights`` {name: (buckets, heads)}.
+    """
+    tables, weights = {}, {}
+    for name, mod in model.named_modules():
+        emb = getattr(mod, "relative_attention_bias", None)
+        if isinstance(emb, torch.nn.Embedding):
+            w = emb.weight.detach().to(torch.float64)
+            per = [{"mean": float(c.mean()), "std": float(c.std(unbiased=False)), "min": float(c.min()),
+                    "max": float(c.max())} for c in w.T]
+            key = f"{name}.relative_attention_bias"
+            tables[key] = {"shape": list(w.shape), "mean": float(w.mean()), "std": float(w.std(unbiased=False)),
+                           "min": float(w.min()), "max": float(w.max()), "per_head": per}
+            weights[key] = w.numpy()
+    if not tables:
+        return {"applicable": False, "reason": "no relative position bias (absolute or rotary positions)"}
+    return {"applicable": True, "tables": tables, "_weights": weights}
+
+
+def vision_embedding_tables(lm: Any) -> dict:
+    """The embedding tables of a vision tower, as 2-D matrices (rows = vectors).
+
+    DINOv2: ``position`` (1 + patches, D) and ``patch`` filters (D, 3·p·p); open_clip:
+    the vision tower's ``position`` (1 + patches, width) and ``patch`` (conv1) filters.
+    Empty dict for text-only models.
+    """
+    m = lm.model
+    out: dict[str, torch.Tensor] = {}
+    if lm.family == "dinov2":
+        out["position"] = m.embeddings.position_embeddings[0]
+        out["patch"] = m.embeddings.patch_embeddings.projection.weight.flatten(1)
+    elif lm.family == "open_clip" and hasattr(m, "visual"):
+        pos = getattr(m.visual, "positional_embedding", None)
+        if pos is not None:
+            out["position"] = pos
+        conv = getattr(m.visual, "conv1", None)
+        if conv is not None:
+            out["patch"] = conv.weight.flatten(1)
+    return {k: v.detach().to("cpu", torch.float32) for k, v in out.items()}
+
+
+def strip_private(d: Any) -> Any:
+    """Drop keys starting with ``_`` (arrays kept for plotting) recursively, for recording."""
+    if isinstance(d, dict):
+        return {k: strip_private(v) for k, v in d.items() if not str(k).startswith("_")}
+    if isinstance(d, list):
+        return [strip_private(v) for v in d]
+    return d
