@@ -1,0 +1,124 @@
+"""Encoder and static representations of WordNet entries (seed 001 §2).
+
+* encoder: the definition, wrapped in a per-family prompt (T5: ``"summarize: {definition}"``,
+  BERT / MiniLM and others: the definition itself), through the model; the last hidden
+  state pooled over non-padding tokens (mean; decoder LMs may use the last token);
+* static: the input-embedding rows of the matched tokens.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..validation import check_choice, check_positive_int
+
+PROMPTS = {"t5": "summarize: {definition}", "t5_v1_1": "summarize: {definition}"}
+DEFAULT_PROMPT = "{definition}"
+POOLINGS = ("mean", "last")
+
+
+def prompt_for(family: str) -> str:
+    """The seed's prompt template for a model family (``{definition}`` is replaced)."""
+    return PROMPTS.get(family, DEFAULT_PROMPT)
+
+
+def pool_hidden(hidden: torch.Tensor, mask: torch.Tensor, pooling: str = "mean") -> torch.Tensor:
+    """Pool ``(B, S, D)`` hidden states over the tokens where ``mask`` (B, S) is 1 -> ``(B, D)``.
+
+    ``"mean"``: average of the real tokens. ``"last"``: the last real token (works for left
+    and right padding).
+    """
+    check_choice(pooling, "pooling", POOLINGS)
+    m = mask.to(hidden.dtype)
+    if pooling == "mean":
+        return (hidden * m.unsqueeze(-1)).sum(1) / m.sum(1, keepdim=True).clamp_min(1)
+    pos = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+    last = torch.where(mask.bool(), pos, torch.full_like(pos, -1)).argmax(1)
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+
+
+def _last_hidden(lm, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = lm.model
+    if lm.family in ("t5", "t5_v1_1"):
+        return m.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+    if lm.family in ("bert", "decoder_lm"):
+        base = getattr(m, "base_model", m)
+        kw = {"use_cache": False} if lm.family == "decoder_lm" else {}
+        return base(input_ids=ids, attention_mask=mask, **kw).last_hidden_state
+    raise NotImplementedError(lm.family)
+
+
+@torch.no_grad()
+def encode_texts(lm, texts: Sequence[str], *, pooling: str = "mean", batch_size: int = 64,
+                 max_length: int = 128, progress: bool = True) -> np.ndarray:
+    """Pooled last hidden state of each text -> ``(n, D)`` float32.
+
+    Parameters
+    ----------
+    lm : geolip_lib.models.LoadedModel
+        A text model (T5 / T5-v1.1: the encoder; BERT: the encoder; decoder LMs: the final
+        hidden state after the last norm; other text families: the last layer returned by
+        ``lm.hidden_states``).
+    texts : list of str
+    pooling : {"mean", "last"}
+        Over non-padding tokens; ``"last"`` is meant for decoder LMs.
+    batch_size, max_length : int
+        Rows per forward pass; truncation length (seed: 64 rows, 128 tokens).
+    progress : bool
+        Show a tqdm bar.
+
+    Texts are processed in order of length (less padding) and returned in input order.
+    """
+    from tqdm.auto import tqdm
+
+    if not getattr(lm, "is_text", False) or lm.tokenizer is None:
+        raise ValueError(f"lm: model '{getattr(lm, 'name', lm)}' is not a text model with a tokenizer")
+    if isinstance(texts, str) or len(texts) == 0:
+        raise ValueError("texts: expected a non-empty list of strings")
+    check_choice(pooling, "pooling", POOLINGS)
+    check_positive_int(batch_size, "batch_size")
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    out = None
+    dev = next(lm.model.parameters()).device
+    for s in tqdm(range(0, len(texts), batch_size), desc=f"encode {getattr(lm, 'name', '')}",
+                  disable=not progress, leave=False):
+        idx = order[s:s + batch_size]
+        enc = lm.tokenize([texts[i] for i in idx], max_length=max_length)
+        ids, mask = enc["input_ids"].to(dev), enc["attention_mask"].to(dev)
+        if lm.family in ("t5", "t5_v1_1", "bert", "decoder_lm"):
+            h = _last_hidden(lm, ids, mask)
+        else:
+            hs = lm.hidden_states([texts[i] for i in idx], max_length=max_length, batch_size=len(idx))
+            h, mask = hs.layers[-1], hs.mask
+        pooled = pool_hidden(h.float(), mask.to(h.device), pooling).cpu().numpy()
+        if out is None:
+            out = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
+        out[idx] = pooled
+    return out
+
+
+def definition_representations(lm, definitions: Sequence[str], *, prompt: str | None = None,
+                               pooling: str | None = None, batch_size: int = 64,
+                               max_length: int = 128, progress: bool = True) -> np.ndarray:
+    """Encoder representation of each WordNet definition -> ``(n, D)`` float32.
+
+    ``prompt`` defaults to :func:`prompt_for` ``(lm.family)``; ``pooling`` to ``"mean"``
+    (decoder LMs: pass ``"last"`` for last-token pooling).
+    """
+    template = prompt if prompt is not None else prompt_for(lm.family)
+    if "{definition}" not in template:
+        raise ValueError(f"prompt: expected a template containing '{{definition}}', got {template!r}")
+    texts = [template.format(definition=d) for d in definitions]
+    return encode_texts(lm, texts, pooling=pooling or "mean", batch_size=batch_size,
+                        max_length=max_length, progress=progress)
+
+
+def static_representations(lm, token_ids) -> np.ndarray:
+    """Input-embedding rows of ``token_ids`` -> ``(n, D)`` float32."""
+    E = lm.input_embeddings()
+    ids = torch.as_tensor(np.asarray(token_ids, dtype=np.int64))
+    if ids.ndim != 1 or (ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= E.shape[0])):
+        raise ValueError(f"token_ids: expected a 1-D array of ids in [0, {E.shape[0]})")
+    return E[ids].numpy().astype(np.float32, copy=False)
