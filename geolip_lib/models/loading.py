@@ -270,6 +270,9 @@ class LoadedModel:
         if stack not in self.stacks:
             raise ValueError(f"stack: model '{self.name}' ({self.family}) has stacks {list(self.stacks)}, got {stack!r}")
         if stack == "vision":
+            if not is_img:
+                raise ValueError(f"inputs: stack 'vision' of model '{self.name}' takes images "
+                                 "((B, 3, H, W) floats, (B, H, W, 3) uint8 or PIL images), not texts")
             x = inputs if (isinstance(inputs, torch.Tensor) and inputs.is_floating_point()) else self.preprocess(inputs)
             if x.ndim != 4:
                 raise ValueError(f"inputs: expected images (B, 3, H, W), got shape {tuple(x.shape)}")
