@@ -118,7 +118,8 @@ def try_download(target: Path) -> bool:
         import nltk
 
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            ok = nltk.download("wordnet", download_dir=str(target), quiet=True, raise_on_error=True)
+            ok = nltk.download("wordnet", download_dir=str(target), quiet=True, raise_on_error=True,
+                               print_error_to=io.StringIO())
     except Exception:  # noqa: BLE001 - offline: fall through to the system dict
         return False
     return bool(ok) and wordnet_works(target)
