@@ -7,3 +7,6 @@ cross-layer correlation, norm scales, position bias) from a catalog and a store.
 from .store import TensorStore
 
 __all__ = ["TensorStore"]
+from .battery import BatteryResult, run_battery  # noqa: E402
+
+__all__ += ["BatteryResult", "run_battery"]

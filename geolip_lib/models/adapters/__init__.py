@@ -239,7 +239,8 @@ class Catalog:
         return sorted({e.stack for e in self.entries if e.stack}, key=lambda s: STACKS.index(s) if s in STACKS else 9)
 
     def unclassified(self) -> list:
-        return [e for e in self.entries if e.role == "other" and len(e.shape) == 2 and not e.note]
+        return [e for e in self.entries if e.role == "other" and len(e.shape) == 2 and not e.note
+                and "float" in str(e.dtype)]
 
     def attention_blocks(self) -> list:
         """One :class:`AttentionBlock` per (stack, attn, layer), sorted."""
@@ -439,7 +440,8 @@ def catalog(source: Any, config: Any = None, family: str | None = None) -> Catal
         warnings.warn(f"no adapter for model_type={cfg.get('model_type')!r}: using the generic "
                       "name-pattern catalog (heads and stacks are guesses)", UnclassifiedWeightsWarning,
                       stacklevel=2)
-    other = sorted(e.name for e in entries if e.role == "other" and len(e.shape) == 2 and not e.note)
+    other = sorted(e.name for e in entries if e.role == "other" and len(e.shape) == 2 and not e.note
+                   and "float" in str(e.dtype))
     if other:
         warnings.warn(f"{fam} adapter could not classify {len(other)} 2-D tensor(s): "
                       + ", ".join(other), UnclassifiedWeightsWarning, stacklevel=2)
