@@ -22,6 +22,7 @@ file sets it.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -86,6 +87,22 @@ def _resolve_dir(path: str) -> Path:
 
 def _hash(obj: Any) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """Silence transformers' progress bars and warnings (e.g. T5 v1.1's expected untied-head note) for a block."""
+    from transformers.utils import logging as tlog
+
+    bar, verbosity = tlog.is_progress_bar_enabled(), tlog.get_verbosity()
+    tlog.disable_progress_bar()
+    tlog.set_verbosity_error()
+    try:
+        yield
+    finally:
+        if bar:
+            tlog.enable_progress_bar()
+        tlog.set_verbosity(verbosity)
 
 
 def _short(exc: BaseException, n: int = 160) -> str:
@@ -404,7 +421,8 @@ def _saver(model, family: str) -> Callable[[Path], None]:
             from safetensors.torch import save_model
             save_model(model, str(out / "open_clip_model.safetensors"))
         else:
-            model.save_pretrained(out)
+            with quiet_transformers():
+                model.save_pretrained(out)
     return save
 
 
@@ -462,7 +480,8 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) ->
     if p.device_map:
         kw["device_map"] = p.device_map
     try:
-        model = model_class(p.family).from_pretrained(str(d), **kw)
+        with quiet_transformers():
+            model = model_class(p.family).from_pretrained(str(d), **kw)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"model '{p.name}': cannot load a {p.family} model from {d} "
                              f"({_short(exc) or type(exc).__name__})") from None

@@ -84,7 +84,7 @@ def _save_open_clip(cfg: dict, seed: int, out: Path) -> None:
 def _save_hf(family: str, cfg: dict, seed: int, out: Path) -> None:
     from transformers import AutoConfig
 
-    from .loading import model_class, untie_output
+    from .loading import model_class, quiet_transformers, untie_output
 
     cfg = dict(cfg)
     config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
@@ -92,7 +92,8 @@ def _save_hf(family: str, cfg: dict, seed: int, out: Path) -> None:
     model = model_class(family).from_config(config)
     if cfg.get("tie_word_embeddings") is False:
         untie_output(model)  # T5Config forces tying in transformers >= 5
-    model.save_pretrained(out)
+    with quiet_transformers():
+        model.save_pretrained(out)
 
 
 def build_tiny(name: str, family: str, config: dict, tokenizer: str | None, seed: int) -> Path:

@@ -277,3 +277,21 @@ def test_open_clip_local_dir_loads(tmp_path):
     lm = models.load({"name": "oc", "family": "open_clip", "source": "open_clip", "local_dir": str(src.weights_dir)})
     assert torch.equal(lm.input_embeddings(), src.input_embeddings())
     assert lm.weights_dir == src.weights_dir
+
+
+def test_qwen3_5_vlm_checkpoint_layout_loads_as_a_causal_lm(tmp_path):
+    """Real Qwen3.5 checkpoints are Qwen3_5ForConditionalGeneration (model.language_model.*, model.visual.*)."""
+    from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
+
+    q = _load("tiny-qwen")
+    text = {k: v for k, v in q.config.to_dict().items() if k not in ("architectures", "model_type", "dtype")}
+    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=32, patch_size=8,
+                  spatial_merge_size=2, temporal_patch_size=2)
+    torch.manual_seed(0)
+    vlm = Qwen3_5ForConditionalGeneration(Qwen3_5Config(text_config=text, vision_config=vision))
+    vlm.save_pretrained(tmp_path)
+    q.tokenizer.save_pretrained(tmp_path)
+    lm = models.load({"name": "q", "family": "decoder_lm", "source": "local", "local_dir": str(tmp_path)})
+    assert type(lm.model).__name__ == "Qwen3_5ForCausalLM"
+    assert torch.equal(lm.input_embeddings(), vlm.get_input_embeddings().weight.float())
+    assert len(lm.hidden_states(TEXTS).layers) == q.config.num_hidden_layers + 1
