@@ -25,7 +25,7 @@ import numpy as np
 
 from ..results import ROOT, atomic_write_bytes
 
-SCHEMA = 1  # bump when the cached arrays change meaning
+SCHEMA = 2  # bump when the cached arrays change meaning
 ROOT_NAME = "*ROOT*"  # NLTK's fake root for simulate_root
 POS_CODES = "nvasr"  # index of a synset's pos in this string is its pos code
 _SETUP_HINT = ("run `make setup` or `python scripts/provision_wordnet.py`, then "
@@ -140,7 +140,8 @@ class Lexicon:
         Lemma names (NLTK ``Lemma.name()``, underscores kept) of synset ``i`` are
         ``lemma_names[lemma_indptr[i]:lemma_indptr[i+1]]``, in NLTK's order.
     hyper_indptr, hyper_ids / inst_indptr, inst_ids : CSR (int64, int32)
-        ``hypernyms()`` and ``instance_hypernyms()`` in NLTK's order.
+        ``hypernyms()`` and ``instance_hypernyms()``, sorted by name (NLTK's own order comes
+        from a set and changes between processes).
     min_depth, max_depth : (N,) int16
         NLTK's ``Synset.min_depth()`` / ``max_depth()``.
     anc_indptr, anc_ids, anc_dist : CSR (int64, int32, int16)
@@ -276,8 +277,10 @@ def build_lexicon(wn=None, progress: bool = True) -> Lexicon:
     syns = list(tqdm(wn.all_synsets(), desc="WordNet synsets", total=117659, disable=not progress))
     names = [s.name() for s in syns]
     index = {n: i for i, n in enumerate(names)}
-    hyper = [[index[h.name()] for h in s.hypernyms()] for s in syns]
-    inst = [[index[h.name()] for h in s.instance_hypernyms()] for s in syns]
+    # NLTK keeps pointers in a set, so hypernyms() order varies between processes
+    # (string hashing is salted); store them sorted by name, a deterministic order
+    hyper = [[index[h.name()] for h in sorted(s.hypernyms())] for s in syns]
+    inst = [[index[h.name()] for h in sorted(s.instance_hypernyms())] for s in syns]
     lexnames = sorted({s.lexname() for s in syns})
     lex_index = {n: i for i, n in enumerate(lexnames)}
     lemma_rows = [[lm.name() for lm in s.lemmas()] for s in syns]
