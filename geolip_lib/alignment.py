@@ -26,7 +26,7 @@ from .validation import as_tensor, check_positive_int, fail
 
 __all__ = ["PCA", "pca_fit", "pca_transform", "Procrustes", "procrustes_fit", "procrustes_apply",
            "row_cosine", "pairwise_cosine", "relational_correlation", "residual_spectrum",
-           "threshold_fractions", "percentiles", "split_indices"]
+           "threshold_fractions", "percentiles", "split_indices", "paired_volumes"]
 
 
 def _np64(x, name, ndim=2) -> np.ndarray:
@@ -210,3 +210,42 @@ def split_indices(n: int, n_anchor: int, n_test: int, seed: int = 0) -> tuple[np
     n_test = min(check_positive_int(n_test, "n_test"), n - n_anchor)
     perm = np.random.default_rng(seed).permutation(n)
     return perm[:n_anchor], perm[n_anchor:n_anchor + n_test]
+
+
+def paired_volumes(A, B, sets) -> dict:
+    """Simplex volumes of the same vertex sets in two paired spaces (e.g. native vs projected).
+
+    The seed filtered degenerate simplices in each space separately and then truncated both
+    lists to the shorter length, which mis-pairs volumes; here a set counts only when its
+    simplex is non-degenerate in *both* spaces, so the correlation compares like with like.
+
+    Parameters
+    ----------
+    A : array, shape (n, d1)
+    B : array, shape (n, d2)
+    sets : int array, shape (n_sets, k+1)
+        Row indices of each simplex (e.g. ``metrics.sample_distinct_rows(n, 1000, 5)``).
+
+    Returns
+    -------
+    dict with ``vol_a``, ``vol_b`` (valid sets only), ``n_valid``, ``mean_a``, ``mean_b``,
+    ``cv_a``, ``cv_b`` (population std / mean), ``ratio`` (mean_b / mean_a), ``corr``
+    (Pearson over the valid sets).
+    """
+    from .metrics import cayley_menger_volume_sq
+
+    A, B = _np64(A, "A"), _np64(B, "B")
+    if A.shape[0] != B.shape[0]:
+        fail("B", f"{B.shape[0]} rows differ from A's {A.shape[0]} (rows must be paired)")
+    sets = np.asarray(sets)
+    if sets.ndim != 2 or not np.issubdtype(sets.dtype, np.integer):
+        fail("sets", f"expected an integer array (n_sets, k+1), got {sets.dtype} shape {sets.shape}")
+    va, vb = cayley_menger_volume_sq(A[sets]), cayley_menger_volume_sq(B[sets])
+    ok = (va > 0) & (vb > 0)
+    va, vb = np.sqrt(va[ok]), np.sqrt(vb[ok])
+    out = {"vol_a": va, "vol_b": vb, "n_valid": int(ok.sum()), "n_sets": int(len(sets))}
+    if ok.sum() >= 2:
+        out.update(mean_a=float(va.mean()), mean_b=float(vb.mean()), cv_a=float(va.std() / va.mean()),
+                   cv_b=float(vb.std() / vb.mean()), ratio=float(vb.mean() / va.mean()),
+                   corr=float(np.corrcoef(va, vb)[0, 1]) if va.std() > 0 and vb.std() > 0 else float("nan"))
+    return out

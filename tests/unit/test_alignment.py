@@ -92,3 +92,19 @@ def test_split_and_errors():
         al.pca_fit(np.zeros((5, 3)), 4)
     with pytest.raises(ValueError, match="^B:"):
         al.relational_correlation(np.zeros((5, 3)), np.zeros((4, 3)))
+
+
+def test_paired_volumes_scale_as_power_of_k_and_pair_correctly():
+    from geolip_lib.metrics import sample_distinct_rows
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((100, 6))
+    R = ortho_group.rvs(6, random_state=4)
+    sets = sample_distinct_rows(100, 300, 5, seed=0)
+    pv = al.paired_volumes(X, 2.0 * X @ R, sets)          # 4-volumes scale by 2^4
+    assert pv["n_valid"] == 300 and pv["ratio"] == pytest.approx(16.0)
+    assert pv["corr"] == pytest.approx(1.0) and pv["cv_a"] == pytest.approx(pv["cv_b"])
+    flat = X.copy()
+    flat[:50, 3:] = 0.0                                    # rows 0..49 lie in a 3-D subspace
+    pv2 = al.paired_volumes(X, flat, np.array([[0, 1, 2, 3, 4], [60, 61, 62, 63, 64], [70, 71, 72, 73, 74]]))
+    assert pv2["n_valid"] == 2                             # the degenerate set is dropped in both spaces
