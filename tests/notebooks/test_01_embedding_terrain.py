@@ -1,0 +1,97 @@
+"""Notebook 01_embedding_terrain executed on the tiny profile; recorded values read back."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from geolip_lib import metrics as M
+from geolip_lib import models
+
+pytestmark = pytest.mark.notebooks
+NB = "01_embedding_terrain"
+
+
+def _check_common(m: dict, model: str) -> dict:
+    assert m["notebook"] == NB and m["model"] == model
+    met, head = m["metrics"], m["headline"]
+    V, D = met["embedding_shape"]
+    # census: components sum to the (unique) parameter count
+    census = met["census"]
+    assert sum(census["components"].values()) == census["total"] > 0
+    # PR within (1, D], Gaussian baseline PR close to D
+    pr = head["pr"]["value"]
+    assert 1 < pr <= D + 1e-9 and head["pr"]["baseline_kind"] == "gaussian"
+    assert 1 < head["pr"]["baseline"] <= D + 1e-9
+    # pentachoron CV finite beside both baselines
+    pent = met["pentachoron"]
+    for k in ("embedding", "gaussian", "random_init"):
+        assert math.isfinite(pent[k]["cv"]) and pent[k]["cv"] > 0, (k, pent[k])
+        assert pent[k]["n_valid"] <= pent[k]["n_sampled"] == m["parameters"]["N_SIMPLICES"]
+    assert head["pentachoron_cv"]["value"] == pent["embedding"]["cv"]
+    assert head["pentachoron_cv_init"]["baseline"] == pent["random_init"]["cv"]
+    assert head["volume_ratio"]["value"] > 0
+    # cosine statistics on the seeded sample: every pair of the sample
+    n = min(m["parameters"]["N_COS_SAMPLE"], V)
+    cos = met["cosine"]
+    assert cos["n_sample"] == n and cos["n_pairs"] == n * (n - 1) // 2
+    assert -1 <= cos["min"] <= cos["mean"] <= cos["max"] <= 1
+    assert set(cos["near_constants"]) == set(M.NAMED_CONSTANTS)
+    job = Path(m["_job_dir"])
+    assert (job / "terrain_map.png").stat().st_size > 1000 and (job / "layers.png").exists()
+    return met
+
+
+def test_tiny_t5_values_match_an_independent_computation(run_notebook):
+    m = run_notebook(NB, "tiny-t5")
+    met = _check_common(m, "tiny-t5")
+    lm = models.load("tiny-t5")
+    E = lm.input_embeddings().double().numpy()
+    p = m["parameters"]
+    assert met["census"]["total"] == sum(t.numel() for t in lm.model.parameters())
+    # PR from the covariance of every row
+    C = np.cov(E.T, bias=True)
+    ev = np.linalg.eigvalsh(C)
+    assert m["headline"]["pr"]["value"] == pytest.approx(ev.sum() ** 2 / (ev ** 2).sum(), rel=1e-9)
+    # pentachoron CV: the same draws through the slow bordered Cayley-Menger loop
+    idx = M.sample_distinct_rows(E.shape[0], p["N_SIMPLICES"], 5, seed=p["SEED"])
+    vols = np.sqrt([M.cayley_menger_volume_sq_reference(E[i]) for i in idx])
+    assert m["headline"]["pentachoron_cv"]["value"] == pytest.approx(vols.std() / vols.mean(), rel=1e-8)
+    # cosine distribution on default_rng(SEED).choice(V, N_COS_SAMPLE, replace=False)
+    rows = np.random.default_rng(p["SEED"]).choice(E.shape[0], p["N_COS_SAMPLE"], replace=False)
+    S = E[rows] / np.linalg.norm(E[rows], axis=1, keepdims=True)
+    flat = (S @ S.T)[np.triu_indices(len(rows), 1)]
+    assert met["cosine"]["mean"] == pytest.approx(flat.mean(), abs=1e-12)
+    assert met["cosine"]["percentiles"]["95"] == pytest.approx(np.percentile(flat, 95), abs=1e-12)
+    # family-specific probes: encoder + decoder layers, relative position bias, tying
+    n_layers = lm.config.num_layers
+    assert set(met["layers"]) == {"encoder", "decoder"}
+    assert len(met["layers"]["encoder"]["mean_norm"]) == n_layers + 1
+    assert met["position_bias"]["applicable"] and len(met["position_bias"]["tables"]) == 2
+    assert met["tying"]["output_tied"] is True
+    assert met["digits"]["applicable"] and -1 <= met["digits"]["corr_abs_diff"] <= 1
+    assert met["embed_vs_output"]["applicable"] is False
+    assert met["vision_tables"] == {}
+
+
+def test_tiny_dinov2_vision_paths(run_notebook):
+    m = run_notebook(NB, "tiny-dinov2")
+    met = _check_common(m, "tiny-dinov2")
+    for probe in ("digits", "categories", "special_tokens"):
+        assert met[probe]["applicable"] is False and met[probe]["reason"]
+    assert m["headline"]["digit_corr"]["value"] is None
+    assert set(met["vision_tables"]) == {"position", "patch"}
+    assert met["layers"]["vision"]["n_sequences"] == m["parameters"]["N_IMAGES"]
+    assert met["position_bias"]["applicable"] is False
+
+
+def test_deterministic_metrics_json(run_notebook):
+    a = run_notebook(NB, "tiny-t5")
+    b = run_notebook(NB, "tiny-t5", SEED=0)  # same parameters, a second execution
+    assert a["_job_dir"] != b["_job_dir"]
+    ja = json.loads(Path(a["_job_dir"], "metrics.json").read_text())
+    jb = json.loads(Path(b["_job_dir"], "metrics.json").read_text())
+    assert ja == jb
