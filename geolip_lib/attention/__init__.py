@@ -8,8 +8,8 @@
   :class:`StandardAttention`, :class:`RoPE`, :func:`gram_det3`, the copy task and
   :func:`train_comparison` - ``triple_product.py`` and ``training.py``.
 """
-from .experiments import causal_intervention, forward_ms, mean_row_cosine, n_params, run_stack
-from .mha_classifier import MHAClassifier, noise_pattern_data
+from .experiments import causal_intervention, forward_ms, mean_row_cosine, n_params, run_stack, singular_value_pr
+from .mha_classifier import MHAClassifier, band_mark, cv_profile, head_dim_run, noise_pattern_data
 from .relay import HybridRelay, PureRelay, VanillaAttention, anchor_distances, slerp_anchors, topk_gather
 from .training import (autograd_saved_bytes, copy_accuracy, step_memory_bytes, time_call, train_classifier,
                        train_comparison, train_copy)
@@ -19,8 +19,8 @@ from .triple_product import (ATTENTION_TYPES, CopyModel, RoPE, StandardAttention
 
 __all__ = [
     "HybridRelay", "PureRelay", "VanillaAttention", "slerp_anchors", "anchor_distances", "topk_gather",
-    "run_stack", "mean_row_cosine", "causal_intervention", "forward_ms", "n_params",
-    "MHAClassifier", "noise_pattern_data", "train_classifier",
+    "run_stack", "mean_row_cosine", "causal_intervention", "forward_ms", "n_params", "singular_value_pr",
+    "MHAClassifier", "noise_pattern_data", "train_classifier", "cv_profile", "head_dim_run", "band_mark",
     "TripleProductAttention", "StandardAttention", "RoPE", "apply_rope", "gram_det3", "gram_det3_vectors",
     "CopyModel", "ATTENTION_TYPES", "copy_batch", "copied_half_mask", "resilience_table",
     "train_copy", "train_comparison", "copy_accuracy", "autograd_saved_bytes", "step_memory_bytes", "time_call",

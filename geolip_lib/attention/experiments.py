@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from ..validation import as_tensor, check_positive_int, fail
 from .training import time_call
 
-__all__ = ["run_stack", "mean_row_cosine", "causal_intervention", "forward_ms", "n_params"]
+__all__ = ["run_stack", "mean_row_cosine", "causal_intervention", "forward_ms", "n_params", "singular_value_pr"]
 
 
 def n_params(module: nn.Module) -> int:
@@ -117,3 +117,22 @@ def forward_ms(module: nn.Module, x: torch.Tensor, n_iter: int = 10, warmup: int
             module(x)
 
     return time_call(call, n_iter=n_iter, warmup=warmup, device=x.device)
+
+
+def singular_value_pr(x: torch.Tensor) -> float:
+    """Seed 000's ``eff_dim``: ``(sum s)^2 / sum s^2`` over the singular values of centred rows.
+
+    A participation ratio of the *singular values* (not of the covariance eigenvalues
+    ``s^2`` as :func:`geolip_lib.metrics.participation_ratio`), so it lies in ``[1, rank]``
+    and is larger for the same spectrum. The seed used only the first 512 rows; every row
+    is used here.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(n, D)`` rows.
+    """
+    from ..metrics import participation_ratio_from_eigenvalues, singular_values
+
+    x = as_tensor(x, "x", ndim=2, min_shape={0: 2}, dtype=torch.float64)
+    return participation_ratio_from_eigenvalues(singular_values(x - x.mean(0, keepdim=True)).numpy())

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from ..validation import check_positive_int, fail
 
-__all__ = ["MHAClassifier", "noise_pattern_data"]
+__all__ = ["MHAClassifier", "noise_pattern_data", "cv_profile", "head_dim_run", "band_mark"]
 
 
 class MHAClassifier(nn.Module):
@@ -124,3 +124,91 @@ def noise_pattern_data(n_classes: int = 10, samples_per_class: int = 50, seq_len
     x = torch.where(mask, torch.randint(0, vocab, x.shape, generator=g), x)
     perm = torch.randperm(len(x), generator=g)
     return x[perm], y[perm]
+
+
+# ---------------------------------------------------------------------------------------
+# CV measurements (seed 002's measure_all_cv) and one experiment run
+# ---------------------------------------------------------------------------------------
+def _cv(X: torch.Tensor, n_simplices: int, seed: int) -> float | None:
+    """Pentachoron CV of the rows of ``X``; None when it is undefined (< 5 rows, degenerate)."""
+    from ..metrics import pentachoron_cv
+
+    if X.shape[0] < 5:
+        return None
+    cv = pentachoron_cv(X, n_simplices=n_simplices, seed=seed).cv
+    return None if cv != cv else float(cv)  # NaN -> None
+
+
+def cv_profile(model: MHAClassifier, x: torch.Tensor | None = None, *, n_simplices: int = 300,
+               seed: int = 0) -> dict[str, float | None]:
+    """Pentachoron CV of every weight matrix, per-head projection and activation.
+
+    Keys (``h`` = head index): weights ``emb`` (vocab rows), ``Q_full``/``K_full``/``V_full``
+    (``dim`` rows each), ``Q_h``/``K_h``/``V_h`` (the head's ``head_dim`` rows),
+    ``out_proj``, ``cls_head``; with ``x``: activations ``act_emb``, ``act_Q_h``,
+    ``act_K_h``, ``act_V_h``, ``act_headout_h`` (attention output of head h before the
+    output projection), ``act_post_h`` (the seed's head_dim slice of the post-LayerNorm
+    output) and ``act_post_full``. Rows are the points; the whole matrix is sampled.
+    """
+    cv = lambda X: _cv(X, n_simplices, seed)  # noqa: E731
+    W = model.qkv_weights()
+    heads = model.per_head_projections()
+    out: dict[str, float | None] = {"emb": cv(model.emb.weight.detach())}
+    for i, n in enumerate("QKV"):
+        out[f"{n}_full"] = cv(W[i])
+    for h in range(model.n_heads):
+        for i, n in enumerate("QKV"):
+            out[f"{n}_h{h}"] = cv(heads[i, h])
+    out["out_proj"] = cv(model.mha.out_proj.weight.detach())
+    out["cls_head"] = cv(model.head.weight.detach())
+    if x is not None:
+        was = model.training
+        model.eval()
+        acts = model.activations(x)
+        model.train(was)
+        out["act_emb"] = cv(acts["emb"])
+        for h in range(model.n_heads):
+            for key, name in (("q", "Q"), ("k", "K"), ("v", "V"), ("head_out", "headout"), ("post", "post")):
+                out[f"act_{name}_h{h}"] = cv(acts[key][h])
+        out["act_post_full"] = cv(acts["post_full"])
+    return out
+
+
+def head_dim_run(dim: int, n_heads: int, seed: int, *, vocab: int = 256, seq_len: int = 8, n_classes: int = 10,
+                 samples_per_class: int = 50, noise: float = 0.25, epochs: int = 50, lr: float = 1e-3,
+                 n_simplices: int = 300, data_seed: int | None = None) -> dict:
+    """One (dim, n_heads, seed) run of seed 002: CV profile before, at mid and after training.
+
+    The data come from :func:`noise_pattern_data` with ``data_seed`` (default: ``seed``),
+    the model is initialised under ``torch.manual_seed(seed)``, trained full-batch with
+    Adam; the mid profile is taken after epoch ``epochs // 2``.
+
+    Returns
+    -------
+    dict
+        ``dim``, ``n_heads``, ``head_dim``, ``seed``, ``pre``/``mid``/``post`` CV profiles
+        (:func:`cv_profile`), ``acc`` (training accuracy), ``loss`` (first, mid, last).
+    """
+    from .training import train_classifier
+
+    x, y = noise_pattern_data(n_classes, samples_per_class, seq_len, vocab, noise,
+                              seed if data_seed is None else data_seed)
+    torch.manual_seed(seed)
+    model = MHAClassifier(vocab, dim, n_heads, seq_len, n_classes)
+    prof = lambda m: cv_profile(m, x, n_simplices=n_simplices, seed=seed)  # noqa: E731
+    pre = prof(model)
+    mid: dict = {}
+    mid_epoch = max(1, epochs // 2)
+    tr = train_classifier(model, x, y, epochs=epochs, lr=lr, callbacks={mid_epoch: lambda m: mid.update(prof(m))})
+    return {"dim": dim, "n_heads": n_heads, "head_dim": dim // n_heads, "seed": seed, "pre": pre, "mid": mid,
+            "post": prof(model), "acc": tr["acc"],
+            "loss": {"first": tr["loss"][0], "mid": tr["loss"][mid_epoch - 1], "last": tr["loss"][-1]}}
+
+
+def band_mark(mean: float | None, std: float | None = None, band: tuple[float, float] = (0.20, 0.23),
+              digits: int = 4) -> str:
+    """``"0.2134 ± 0.0040 *"``: mean ± std with ``*`` when the mean lies inside ``band``."""
+    if mean is None or mean != mean:
+        return "N/A"
+    s = f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if std is not None and std == std else "")
+    return s + (" *" if band[0] <= mean <= band[1] else "")

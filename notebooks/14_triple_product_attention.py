@@ -1,0 +1,236 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 14 · Triple-product attention vs standard attention
+#
+# **Question.** Can attention be scored by *volume* instead of a dot product? Triple-product
+# attention scores key `j` for query `i` by the negative Gram determinant
+# `-det G(q_i, k_j, r_i)`, the squared volume of the parallelepiped spanned by the query,
+# the key and a second query-side vector `r_i` (all with RoPE). A key scores high when it
+# lies in the plane of `(q_i, r_i)`, whatever its length. Does it learn the copy
+# (induction) task as well as standard dot-product attention, at what cost in time and
+# memory, and how does its score react to a loud, misaligned key?
+#
+# **Seed.** Seed 003 ("Triple Product Attention"): RoPE, the two attention modules, the copy
+# task and the resilience analysis. Its `train_comparison()` was referenced but missing
+# from the capture; `geolip_lib.attention.train_comparison` writes it: both attention types
+# train with identical steps, learning rate, batch size, seeds and data stream.
+#
+# This is an architecture experiment: no pretrained model (`MODEL = None`, job id `all`).
+
+# %% tags=["parameters"]
+MODEL = None  # no pretrained model: architecture experiment (kept for the run_all contract)
+OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
+SEED = 0  # seed of the example batch shown in section 1
+SEEDS = [0, 1, 2]  # training seeds; each attention type trains once per seed (same data stream)
+VOCAB = 8  # token vocabulary of the copy task
+SEQ_LEN = 16  # sequence length (even: the second half copies the first)
+D_MODEL = 32  # model width
+N_HEAD = 2  # attention heads (d_model / n_head must be even for RoPE)
+STEPS = 150  # optimizer steps (identical for both attention types)
+LR = 3e-3  # Adam learning rate (identical)
+BATCH = 32  # batch size (identical)
+EVAL_SIZE = 256  # sequences in the fixed evaluation batch
+LOG_EVERY = 5  # record the training loss every LOG_EVERY steps
+MAGNITUDES = [1.0, 5.0, 10.0, 50.0, 100.0]  # noise-key magnitudes of the resilience table
+LEAK = 0.1  # alignment of the noise key with q in the resilience table
+TORCH_THREADS = 1  # torch intra-op threads (0: the torch default), 1 is fastest for tiny models
+
+# %%
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+
+from geolip_lib import plotting, results
+from geolip_lib.attention import copy_batch, copied_half_mask, resilience_table, train_comparison
+
+NOTEBOOK = "14_triple_product_attention"
+out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
+plotting.setup()
+if TORCH_THREADS:
+    torch.set_num_threads(TORCH_THREADS)
+device = "cuda" if torch.cuda.is_available() else "cpu"
+metrics: dict = {"config": {"vocab": VOCAB, "seq_len": SEQ_LEN, "d_model": D_MODEL, "n_head": N_HEAD,
+                            "steps": STEPS, "lr": LR, "batch": BATCH, "seeds": SEEDS, "device": device}}
+timing: dict = {"device": device, "note": "wall-clock, machine-dependent; kept out of metrics.json"}
+
+# %% [markdown]
+# ## 1. The copy (induction) task
+#
+# Each sequence is `first_half + first_half`; the model predicts the next token. Targets in
+# the copied half are predictable exactly (the token appeared `SEQ_LEN/2` positions
+# earlier); targets in the first half are uniform noise, so the best achievable loss is
+# about half of `ln(VOCAB)`. The model is embedding -> one causal attention layer (RoPE,
+# no positional embedding) -> unembedding. Accuracy is reported on the copied half.
+
+# %%
+x_ex, y_ex = copy_batch(2, SEQ_LEN, VOCAB, torch.Generator().manual_seed(SEED))
+print("inputs :", x_ex[0].tolist())
+print("targets:", y_ex[0].tolist())
+print("copied :", copied_half_mask(SEQ_LEN).int().tolist())
+chance = 1.0 / VOCAB
+print(f"chance accuracy 1/VOCAB = {chance:.3f}; loss floor ~ {0.5 * np.log(VOCAB):.3f} nats (first half unpredictable)")
+
+# %% [markdown]
+# ## 2. Resilience: dot product vs Gram score for a loud, misaligned key
+#
+# `q = e1`, `r = e2` define the concept plane; the true match `(q + r)/sqrt 2` lies in it
+# (Gram score 0, the maximum). A noise key points along `e3` with magnitude `m` and leaks
+# towards `q`. With the seed's fixed leak (`m*e3 + 0.1 q`) the dot product stays 0.1; with a
+# leak that scales with the key (`m*(e3 + 0.1 q)`) the dot product grows linearly, so a
+# loud key eventually out-scores the true match, while the Gram score falls as `-m^2`
+# (the volume grows with the orthogonal component). The seed's interpretation claimed the
+# linear growth but its table used the fixed leak; both are shown.
+
+# %%
+res = resilience_table(MAGNITUDES, leak=LEAK)
+res_df = pd.DataFrame(res["rows"]).set_index("magnitude")
+print(f"true match: dot = {res['match']['dot']:.4f}, Gram score = {res['match']['gram']:.4f}")
+metrics["resilience"] = res
+res_df
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+m = res_df.index.values
+axes[0].plot(m, res_df["dot_fixed"], "o-", label="fixed leak (seed)")
+axes[0].plot(m, res_df["dot_scaled"], "s-", label="scaled leak")
+axes[0].axhline(res["match"]["dot"], color="k", ls="--", lw=1, label="true match")
+axes[0].set(xscale="log", xlabel="noise key magnitude m", ylabel="q . k", title="dot-product score")
+axes[1].plot(m, -res_df["gram_fixed"], "o-", label="fixed leak (seed)")
+axes[1].plot(m, -res_df["gram_scaled"], "s--", label="scaled leak")
+axes[1].set(xscale="log", yscale="log", xlabel="noise key magnitude m", ylabel="det G (= -score)",
+            title="Gram score (true match: det G = 0)")
+for ax in axes:
+    ax.legend(fontsize=8)
+fig.tight_layout()
+plotting.savefig(fig, out, "resilience")
+
+# %% [markdown]
+# ## 3. Training comparison (seed 003's missing `train_comparison`)
+#
+# Both attention types, every seed: Adam, same learning rate, steps, batch size and the same
+# sequence of training batches; the evaluation batch is fixed per seed.
+
+# %%
+runs = train_comparison(("standard", "triple"), seeds=SEEDS, vocab=VOCAB, seq_len=SEQ_LEN, d_model=D_MODEL,
+                        n_head=N_HEAD, steps=STEPS, lr=LR, batch_size=BATCH, eval_size=EVAL_SIZE,
+                        log_every=LOG_EVERY, device=device, progress=True)
+curves = pd.DataFrame([
+    {"attention": a, "seed": r["seed"], "step": s, "loss": l}
+    for a in ("standard", "triple") for r in runs[a] for s, l in zip(r["loss_steps"], r["loss"])
+])
+final = pd.DataFrame([
+    {"attention": a, "seed": r["seed"], "acc_copied": r["acc_copied"], "acc_first_half": r["acc_first_half"],
+     "acc_copied_init": r["acc_copied_init"], "final_loss": r["loss"][-1], "n_params": r["n_params"],
+     "memory_bytes": r["memory_bytes"], "memory_kind": r["memory_kind"], "ms_per_step": r["ms_per_step"]}
+    for a in ("standard", "triple") for r in runs[a]
+])
+summary = final.groupby("attention")[["acc_copied", "acc_first_half", "final_loss"]].agg(["mean", "std"])
+summary
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 4))
+sns.lineplot(data=curves, x="step", y="loss", hue="attention", errorbar="sd", ax=ax)
+ax.axhline(0.5 * np.log(VOCAB), color="k", ls=":", lw=1, label="floor (first half random)")
+ax.axhline(np.log(VOCAB), color="grey", ls="--", lw=1, label="uniform guess")
+ax.set(title=f"copy task: training loss (mean ± sd over {len(SEEDS)} seeds)", ylabel="cross-entropy (nats)")
+ax.legend()
+plotting.savefig(fig, out, "loss_curves")
+
+# %%
+fig, ax = plt.subplots(figsize=(5, 3.6))
+sns.barplot(data=final, x="attention", y="acc_copied", errorbar="sd", ax=ax)
+sns.stripplot(data=final, x="attention", y="acc_copied", color="k", size=4, ax=ax)
+ax.axhline(chance, color="k", ls=":", lw=1, label="chance")
+ax.set(ylim=(0, 1.02), ylabel="accuracy on the copied half", title="after training")
+ax.legend()
+plotting.savefig(fig, out, "accuracy")
+
+for a in ("standard", "triple"):
+    sub = final[final.attention == a]
+    metrics[a] = {
+        "acc_copied_mean": sub.acc_copied.mean(), "acc_copied_std": sub.acc_copied.std(),
+        "acc_copied_per_seed": sub.acc_copied.tolist(),
+        "acc_first_half_mean": sub.acc_first_half.mean(),
+        "acc_copied_init_mean": sub.acc_copied_init.mean(),
+        "final_loss_mean": sub.final_loss.mean(), "final_loss_std": sub.final_loss.std(),
+        "n_params": int(sub.n_params.iloc[0]),
+        "memory_bytes_per_step": int(sub.memory_bytes.iloc[0]), "memory_kind": sub.memory_kind.iloc[0],
+        "loss_steps": runs[a][0]["loss_steps"],
+        "loss_curve_mean": curves[curves.attention == a].groupby("step").loss.mean().tolist(),
+    }
+
+# %% [markdown]
+# ## 4. Time and memory per step
+#
+# Memory is measured once per model on its first step: on a GPU the peak allocated during
+# forward + backward, on CPU the bytes of the tensors autograd saves for backward (the
+# activation memory; deterministic). Time is the median wall time of a step after
+# warm-up (machine-dependent, so it goes to `timing.json`, not `metrics.json`). The
+# triple-product layer computes two `T x T` products (`Q K^T`, `R K^T`) and an
+# element-wise determinant instead of one product, and has one more projection.
+
+# %%
+cost = final.groupby("attention").agg(ms_per_step=("ms_per_step", "median"), memory_bytes=("memory_bytes", "first"),
+                                      n_params=("n_params", "first"))
+cost["memory_MiB"] = cost.memory_bytes / 2 ** 20
+mem_ratio = cost.loc["triple", "memory_bytes"] / cost.loc["standard", "memory_bytes"]
+time_ratio = cost.loc["triple", "ms_per_step"] / cost.loc["standard", "ms_per_step"]
+metrics["memory_ratio_triple_over_standard"] = mem_ratio
+timing.update({"ms_per_step": cost.ms_per_step.to_dict(), "time_ratio_triple_over_standard": time_ratio})
+print(f"triple / standard: memory x{mem_ratio:.2f} ({final.memory_kind.iloc[0]}), time x{time_ratio:.2f} (this machine)")
+cost
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+sns.barplot(x=cost.index, y=cost.ms_per_step, ax=axes[0])
+axes[0].set(ylabel="ms / step (median)", xlabel="", title=f"time per step ({device})")
+sns.barplot(x=cost.index, y=cost.memory_MiB, ax=axes[1])
+axes[1].set(ylabel="MiB", xlabel="", title=f"memory per step ({final.memory_kind.iloc[0]})")
+fig.tight_layout()
+plotting.savefig(fig, out, "cost_per_step")
+
+# %% [markdown]
+# ## Results
+#
+# Headline: accuracy on the copied half for both attention types beside chance (1/VOCAB),
+# and the memory ratio. Timings are written to `timing.json` beside `metrics.json`.
+
+# %%
+results.atomic_write_text(out / "timing.json", json.dumps(results.to_jsonable(timing), indent=1) + "\n")
+results.record(out, metrics, notebook=NOTEBOOK, model=MODEL,
+               parameters={"SEEDS": SEEDS, "VOCAB": VOCAB, "SEQ_LEN": SEQ_LEN, "D_MODEL": D_MODEL,
+                           "N_HEAD": N_HEAD, "STEPS": STEPS, "LR": LR, "BATCH": BATCH},
+               headline={
+                   "acc_copied_triple": results.headline(metrics["triple"]["acc_copied_mean"], baseline=chance,
+                                                         baseline_kind="chance", label="copy acc (triple)"),
+                   "acc_copied_standard": results.headline(metrics["standard"]["acc_copied_mean"], baseline=chance,
+                                                           baseline_kind="chance", label="copy acc (standard)"),
+                   "memory_ratio": results.headline(mem_ratio, baseline=1.0, baseline_kind="standard attention",
+                                                    label="memory triple/standard"),
+               })
+
+# %% [markdown]
+# ## References
+#
+# - Seed 003, "Triple Product Attention" (falseywinchnet gist): RoPE, `TripleProductAttention`,
+#   `StandardAttention`, `TestModel`, the copy task, `analyze_gram_resilience`.
+# - Su et al., *RoFormer: Enhanced Transformer with Rotary Position Embedding* (2021).
+# - Olsson et al., *In-context Learning and Induction Heads* (2022).
