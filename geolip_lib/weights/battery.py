@@ -188,15 +188,15 @@ def sparsity_tables(store: TensorStore, cat: Catalog, thresholds: Sequence[float
         if not str(e.dtype).startswith(("float", "bfloat")):
             continue
         a = store.get(e, dtype=torch.float32).abs().reshape(-1)
-        # right=False: bin i holds edges[i-1] <= |w| < edges[i]
-        b = torch.bincount(torch.bucketize(a, edges_t), minlength=len(edges) + 1).numpy()
+        # right=True: bin i holds edges[i-1] <= |w| < edges[i]; cum[k] = #(|w| < edges[k-1])
+        b = torch.bincount(torch.bucketize(a, edges_t, right=True), minlength=len(edges) + 1).numpy()
         cum = np.concatenate([[0], b.cumsum()])
-        cnt = cum[th_pos]
+        cnt = cum[th_pos + 1]
         n = a.numel()
         if is_stored:
             model_counts += cnt
             model_n += n
-            hc = cum[np.concatenate([hist_pos, [len(edges) + 1]])]
+            hc = cum[np.concatenate([hist_pos + 1, [len(edges) + 1]])]
             hist += np.diff(np.concatenate([[0], hc]))
         if is_stored and e.role == "qkv":
             continue  # counted through its views for the role tables
