@@ -1,0 +1,65 @@
+"""Notebook 13 (head_dim vs pentachoron CV, seed 002) on the tiny profile."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from geolip_lib import metrics as gm
+from geolip_lib.attention import MHAClassifier, noise_pattern_data
+
+pytestmark = pytest.mark.notebooks
+NB = "13_head_dim_cv"
+
+
+@pytest.fixture(scope="module")
+def m13(run_notebook):
+    return run_notebook(NB)
+
+
+def test_every_config_and_seed_has_three_profiles(m13):
+    cfg = m13["metrics"]["config"]
+    runs = m13["metrics"]["runs"]
+    assert len(runs) == len(cfg["configs"]) * len(cfg["seeds"]) and len(cfg["seeds"]) >= 3
+    for r in runs:
+        assert r["head_dim"] * r["n_heads"] == r["dim"]
+        for phase in ("pre", "mid", "post"):
+            prof = r[phase]
+            heads = {k for k in prof if k.startswith("act_Q_h")}
+            assert len(heads) == r["n_heads"]
+            assert all(f"{n}_h{h}" in prof for n in "QKV" for h in range(r["n_heads"]))
+            assert all(v is None or 0 < v < 3 for v in prof.values())
+        if r["n_heads"] == 1:  # one head: the head is the whole matrix (same rows, same draws)
+            assert r["post"]["Q_h0"] == r["post"]["Q_full"]
+            assert r["post"]["act_post_h0"] == r["post"]["act_post_full"]
+        assert r["pre"]["emb"] != r["post"]["emb"]  # training moved the embedding
+
+
+def test_pre_training_cv_recomputed_independently(m13):
+    cfg = m13["metrics"]["config"]
+    r = m13["metrics"]["runs"][0]
+    torch.manual_seed(r["seed"])
+    model = MHAClassifier(cfg["vocab"], r["dim"], r["n_heads"], cfg["seq_len"], cfg["n_classes"])
+    n = cfg["n_simplices"]
+    assert r["pre"]["emb"] == pytest.approx(gm.pentachoron_cv(model.emb.weight.detach(), n, seed=r["seed"]).cv, rel=1e-12)
+    wq = model.mha.in_proj_weight.detach()[: r["dim"]]
+    assert r["pre"]["Q_full"] == pytest.approx(gm.pentachoron_cv(wq, n, seed=r["seed"]).cv, rel=1e-12)
+    x, _ = noise_pattern_data(cfg["n_classes"], cfg["samples_per_class"], cfg["seq_len"], cfg["vocab"],
+                              cfg["noise"], seed=r["seed"])
+    emb = (model.emb(x) + model.pos).detach().reshape(-1, r["dim"])
+    assert r["pre"]["act_emb"] == pytest.approx(gm.pentachoron_cv(emb, n, seed=r["seed"]).cv, rel=1e-9)
+
+
+def test_tables_headline_and_figures(m13):
+    t = m13["metrics"]["tables"]
+    keys = {f"D{d}_H{h}" for d, h in m13["metrics"]["config"]["configs"]}
+    for name in ("post_weights", "post_activations", "activation_delta"):
+        assert set(t[name]) == keys
+    for cell in t["post_weights"].values():
+        assert set(cell) == {"emb", "Q_full", "K_full", "V_full", "out_proj"}
+    assert 0 <= m13["metrics"]["fraction_cells_in_band"] <= 1
+    h = m13["headline"]["act_Q_cv_post"]
+    assert h["value"] > 0 and h["baseline"] > 0 and h["baseline_kind"] == "random_init"
+    job = Path(m13["_job_dir"])
+    assert (job / "cv_vs_head_dim.png").stat().st_size > 1000 and (job / "cv_trajectory.png").exists()
