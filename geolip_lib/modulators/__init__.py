@@ -18,6 +18,11 @@ from .field import (  # noqa: F401
 )
 from .hooks import LOCATORS, ModulationHandle, attach, detect_family, freeze, locate_blocks, modulated, state_hash  # noqa: F401,E501
 from .pipeline import (  # noqa: F401
+    anchor_similarity,
+    build_procrustes_modulator,
+    definition_lemma_loss,
+    stack_size,
+    wordnet_pair_similarity,
     OBJECTIVES,
     batches,
     causal_completion_loss,

@@ -350,3 +350,128 @@ def embedding_regression_loss(model: nn.Module, tokenizer, inputs: Sequence[str]
 
 OBJECTIVES: dict[str, Callable] = {"t5": seq2seq_loss, "t5_v1_1": seq2seq_loss,
                                    "decoder_lm": causal_completion_loss, "bert": embedding_regression_loss}
+
+
+# --------------------------------------------------------------------------- one-call pipeline
+def anchor_similarity(synset_ids, kind: str = "wup") -> np.ndarray:
+    """Symmetric WordNet similarity matrix over anchors (seed §8).
+
+    The upper triangle ``sim(a_r, a_c)`` for r < c is mirrored (NLTK's Wu–Palmer is not
+    always symmetric; the seed filled both halves from r < c), the diagonal is 1 and
+    pairs NLTK does not score (None/NaN) are 0, as in the seed.
+
+    Returns
+    -------
+    (A, A) float64 array.
+    """
+    from ..lexical.engine import similarity_matrix
+
+    M = np.asarray(similarity_matrix(np.asarray(synset_ids), kind), dtype=np.float64)
+    M = np.nan_to_num(M, nan=0.0)
+    U = np.triu(M, k=1)
+    S = U + U.T
+    np.fill_diagonal(S, 1.0)
+    return S
+
+
+def stack_size(model, stack: str = "encoder", family: str | None = None) -> int:
+    """Number of blocks of ``stack`` (the modulator needs one alpha per block)."""
+    from .hooks import locate_blocks
+
+    return len(locate_blocks(model, stack, family)[1])
+
+
+def build_procrustes_modulator(lm, matched, encoder_reps, static_reps, *, n_anchor: int = 3000, n_geo: int = 64,
+                               k_neighbors: int = 10, temperature: float = 10.0, scale_fraction: float = 0.1,
+                               initial_alpha: float = 0.01, seed: int = 42, similarity: str = "wup",
+                               stack: str = "encoder"):
+    """Seed §8 in one call: anchors -> WordNet matrix -> eigen-embedding -> kNN projection
+    -> Procrustes -> an initialised :class:`GeometricResidualModulator`.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    matched : geolip_lib.lexical.matching.Matched
+        M matched entries (synset_ids, token_ids).
+    encoder_reps, static_reps : (M, d_model) arrays
+        Encoder (definition) and static (token embedding) representations of the entries.
+    n_anchor : int
+        Anchors drawn at random (``default_rng(seed)``), clipped to M.
+    n_geo : int
+        Geometric dimensions (<= min(n_anchor, d_model)).
+    k_neighbors, temperature : kNN projection settings.
+    scale_fraction : float
+        Projection scale as a fraction of the mean encoder norm (seed: 0.1).
+    initial_alpha : float
+    similarity : {"wup", "path"}
+    stack : str
+
+    Returns
+    -------
+    modulator : GeometricResidualModulator
+    info : dict with anchor_idx, similarity (A, A), eigenvalues, recon_corr, geo (M, n_geo),
+        alignment_cos, singular_value_sum, explained_variance, proj_norm
+    """
+    from .residual import GeometricResidualModulator
+
+    M = len(matched)
+    E = as_tensor(encoder_reps, "encoder_reps", ndim=2).numpy()
+    St = as_tensor(static_reps, "static_reps", ndim=2).numpy()
+    if E.shape[0] != M or St.shape[0] != M:
+        fail("encoder_reps", f"expected {M} rows (one per matched entry), got {E.shape[0]} and {St.shape[0]}")
+    n_anchor = min(check_positive_int(n_anchor, "n_anchor", minimum=2), M)
+    if n_geo > min(n_anchor, E.shape[1]):
+        fail("n_geo", f"must be <= min(n_anchor={n_anchor}, d_model={E.shape[1]}), got {n_geo}")
+    rng = np.random.default_rng(seed)
+    anchor_idx = np.sort(rng.choice(M, size=n_anchor, replace=False))
+    S = anchor_similarity(np.asarray(matched.synset_ids)[anchor_idx], similarity)
+    from .residual import eigen_embedding
+
+    anchor_geo, recon, ev = eigen_embedding(S, n_geo)
+    geo = knn_project(St, anchor_idx, anchor_geo, k=k_neighbors, temperature=temperature)
+    pr = procrustes_projection(E[anchor_idx], geo[anchor_idx], scale_fraction=scale_fraction)
+    model = lm.model if hasattr(lm, "model") else lm
+    cfg = model.config
+    d_model = getattr(cfg, "d_model", None) or cfg.hidden_size
+    n_layers = stack_size(lm, stack)
+    mod = GeometricResidualModulator(d_model, cfg.vocab_size, n_geometric_dims=n_geo, n_layers=n_layers,
+                                     initial_alpha=initial_alpha, seed=seed)
+    init_modulator_from_pipeline(mod, np.asarray(matched.token_ids), geo, pr["weight"])
+    info = {"anchor_idx": anchor_idx, "similarity": S, "eigenvalues": ev.numpy(), "recon_corr": recon,
+            "geo": geo, "alignment_cos": pr["alignment_cos"], "singular_value_sum": pr["singular_value_sum"],
+            "explained_variance": pr["explained_variance"], "proj_norm": float(pr["weight"].norm())}
+    return mod, info
+
+
+def wordnet_pair_similarity(matched, i, j, kind: str = "path") -> np.ndarray:
+    """WordNet similarity (NLTK-exact engine) of the matched entries' synsets for pairs (i, j)."""
+    from ..lexical.engine import path_similarity_pairs, wup_similarity_pairs
+
+    fn = {"path": path_similarity_pairs, "wup": wup_similarity_pairs}
+    if kind not in fn:
+        fail("kind", f"expected 'path' or 'wup', got {kind!r}")
+    syn = np.asarray(matched.synset_ids)
+    return fn[kind](syn[np.asarray(i)], syn[np.asarray(j)])
+
+
+def definition_lemma_loss(lm, matched, idx, *, prompt: str | None = None, max_input_len: int = 128,
+                          max_target_len: int = 16) -> torch.Tensor:
+    """The definition -> lemma objective for ``lm.family`` on entries ``idx``.
+
+    T5: sequence-to-sequence CE of the lemma given ``"summarize: {definition}"``;
+    decoder LMs: CE on the lemma after ``"{definition} =>"``; encoder-only (BERT):
+    cosine regression of the pooled definition onto the lemma token's embedding row.
+    """
+    from ..lexical.representations import prompt_for
+
+    fam = lm.family
+    if fam not in OBJECTIVES:
+        fail("lm", f"no definition -> lemma objective for family {fam!r} (have {sorted(OBJECTIVES)})")
+    template = prompt or prompt_for(fam)
+    idx = np.asarray(idx)
+    inputs = [template.format(definition=matched.definitions[k]) for k in idx]
+    if fam == "bert":
+        return embedding_regression_loss(lm.model, lm.tokenizer, inputs, np.asarray(matched.token_ids)[idx],
+                                         max_input_len=max_input_len)
+    return OBJECTIVES[fam](lm.model, lm.tokenizer, inputs, [matched.lemmas[k] for k in idx],
+                           max_input_len=max_input_len, max_target_len=max_target_len)
