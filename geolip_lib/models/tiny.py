@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .tokenizers import _atomic_dir, cache_root, load_tokenizer
+from .tokenizers import _atomic_dir, cache_root, load_tokenizer, tokenizer_dir
 
 FORMAT = 2  # bump to invalidate cached tiny models
 
@@ -119,8 +119,9 @@ def build_tiny(name: str, family: str, config: dict, tokenizer: str | None, seed
     """
     kind = tokenizer or DEFAULT_TOKENIZER[family]
     tok = load_tokenizer(kind) if kind else None
+    tok_id = tokenizer_dir(kind).name if kind else None  # e.g. unigram-wordnet-<hash of its corpus source>
     cfg = resolve_config(family, config, len(tok) if tok is not None else None)
-    key = hashlib.sha1(json.dumps([family, cfg, kind, seed, FORMAT, torch.__version__.split("+")[0]],
+    key = hashlib.sha1(json.dumps([family, cfg, tok_id, seed, FORMAT, torch.__version__.split("+")[0]],
                                   sort_keys=True).encode()).hexdigest()[:12]
 
     def build(out: Path) -> None:

@@ -40,7 +40,7 @@ from ..params import ROOT
 N_SENTINELS = 100
 UNIGRAM_VOCAB = 8000
 N_GLOSSES = 5000
-_FORMAT = 1  # bump to invalidate cached tokenizers
+_FORMAT = 3  # bump to invalidate cached tokenizers
 
 
 def cache_root() -> Path:
@@ -143,6 +143,12 @@ def _train_unigram(corpus: list[str], out: Path, vocab_size: int) -> None:
         vocab_size=vocab_size - N_SENTINELS, special_tokens=specials, unk_token="<unk>",
         initial_alphabet=alphabet, show_progress=False, shrinking_factor=0.75, max_piece_length=16)
     tok.train_from_iterator(corpus, trainer=trainer)
+    # The trainer's output order of equal-score pieces (and the last float bits) vary from run
+    # to run (Rust hash maps): canonicalise so a rebuild gives an identical vocabulary and ids.
+    vocab = json.loads(tok.to_str())["model"]["vocab"]
+    head = [(p, 0.0) for p, _ in vocab[: len(specials)]]
+    rest = sorted(((p, round(float(sc), 3)) for p, sc in vocab[len(specials):]), key=lambda x: (-x[1], x[0]))
+    tok.model = models.Unigram(head + rest, unk_id=specials.index("<unk>"), byte_fallback=False)
     sentinels = [f"<extra_id_{i}>" for i in range(N_SENTINELS - 1, -1, -1)]
     tok.add_special_tokens(sentinels)
     eos = tok.token_to_id("</s>")

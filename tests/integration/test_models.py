@@ -295,3 +295,13 @@ def test_qwen3_5_vlm_checkpoint_layout_loads_as_a_causal_lm(tmp_path):
     assert type(lm.model).__name__ == "Qwen3_5ForCausalLM"
     assert torch.equal(lm.input_embeddings(), vlm.get_input_embeddings().weight.float())
     assert len(lm.hidden_states(TEXTS).layers) == q.config.num_hidden_layers + 1
+
+
+def test_unigram_tokenizer_rebuild_is_identical(tmp_path, monkeypatch):
+    from geolip_lib.models.tokenizers import tokenizer_dir
+
+    ref = (tokenizer_dir("unigram-wordnet") / "tokenizer.json").read_text()
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path))
+    d = tokenizer_dir("unigram-wordnet")
+    assert str(d).startswith(str(tmp_path))
+    assert (d / "tokenizer.json").read_text() == ref
