@@ -1,0 +1,134 @@
+#!/usr/bin/env python
+"""Benchmark the streamed weight battery.
+
+(a) vs WeightWatcher ``analyze(randomize=False)`` on T5-small- and BERT-base-shaped random
+    models built from hand-written configs (no hub); time ratio, and our spectra vs a
+    float64 full-SVD reference (max |Δσ| / σ_max).
+(b) peak RSS (ru_maxrss) of the streamed battery vs ``from_pretrained`` on the T5-base
+    shape, each in its own subprocess.
+
+    .venv/bin/python benchmarks/weights.py [--quick]     # needs: pip install weightwatcher (bench extra)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+T5_SMALL = dict(model_type="t5", d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6, num_heads=8,
+                vocab_size=32128, feed_forward_proj="relu")
+T5_BASE = dict(T5_SMALL, d_model=768, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12)
+BERT_BASE = dict(model_type="bert", hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                 intermediate_size=3072, vocab_size=30522)
+
+
+def build(cfg: dict, out: Path) -> Path:
+    import torch
+    from transformers import AutoConfig, BertModel, T5ForConditionalGeneration
+
+    c = dict(cfg)
+    config = AutoConfig.for_model(c.pop("model_type"), **c)
+    torch.manual_seed(0)
+    cls = T5ForConditionalGeneration if config.model_type == "t5" else BertModel
+    cls(config).save_pretrained(out)
+    return out
+
+
+def bench_ww(name: str, cfg: dict, tmp: Path) -> None:
+    import torch
+    import weightwatcher as ww
+    from transformers import AutoModel, T5ForConditionalGeneration
+
+    from geolip_lib.weights import TensorStore
+    from geolip_lib.weights.battery import run_battery
+
+    d = build(cfg, tmp / name)
+    cls = T5ForConditionalGeneration if cfg["model_type"] == "t5" else AutoModel
+    model = cls.from_pretrained(d)
+    t = time.perf_counter()
+    watcher = ww.WeightWatcher(model=model)
+    details = watcher.analyze(randomize=False)
+    t_ww = time.perf_counter() - t
+    t = time.perf_counter()
+    res = run_battery(d)
+    t_us = time.perf_counter() - t
+    # spectra vs float64 full SVD of the same tensors
+    store = TensorStore(d)
+    worst = 0.0
+    for key, S in res.spectra.items():
+        e = next(x for x in res.catalog.entries if x.key == key)
+        ref = torch.linalg.svdvals(store.get(e, torch.float64)).numpy()
+        worst = max(worst, float(abs(S - ref).max() / ref[0]))
+    print(f"[{name}] WeightWatcher analyze: {t_ww:7.2f} s ({len(details)} layers) | geolip battery: {t_us:7.2f} s "
+          f"({len(res.svd)} matrices SVD + sparsity + QK per layer/head + MLP + cross-layer + norms) | "
+          f"speed-up x{t_ww / t_us:.2f} | max |dS|/S_max vs float64 full SVD: {worst:.2e} "
+          f"({'OK' if worst < 1e-6 else 'FAIL'} at 1e-6)")
+
+
+def _child(mode: str, d: str) -> None:
+    import torch
+
+    if mode == "stream":
+        from geolip_lib.weights.battery import run_battery
+
+        run_battery(d)
+    else:
+        from transformers import T5ForConditionalGeneration
+
+        m = T5ForConditionalGeneration.from_pretrained(d, dtype=torch.float32)
+        _ = sum(p.numel() for p in m.parameters())
+    print(json.dumps({"maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def bench_rss(tmp: Path) -> None:
+    from geolip_lib.weights import TensorStore
+
+    d = build(T5_BASE, tmp / "t5-base")
+    st = TensorStore(d)
+    largest = max(st.nbytes(n) for n in st.names()) / 2 ** 20
+    total = sum(st.nbytes(n) for n in st.names()) / 2 ** 20
+    base = json.loads(subprocess.run([sys.executable, "-c", "import torch, transformers, json, resource;"
+                                      "print(json.dumps({'maxrss_mb': resource.getrusage(resource.RUSAGE_SELF)"
+                                      ".ru_maxrss/1024}))"], capture_output=True, text=True).stdout)["maxrss_mb"]
+    out = {}
+    for mode in ("stream", "from_pretrained"):
+        p = subprocess.run([sys.executable, __file__, "--child", mode, str(d)], capture_output=True, text=True)
+        out[mode] = json.loads(p.stdout.strip().splitlines()[-1])["maxrss_mb"]
+    goal = 2 * largest + 1536
+    print(f"[t5-base shape] checkpoint {total:.0f} MiB, largest tensor {largest:.0f} MiB, "
+          f"python+torch+transformers import baseline {base:.0f} MiB")
+    print(f"  peak RSS streamed battery: {out['stream']:.0f} MiB | from_pretrained (load only): "
+          f"{out['from_pretrained']:.0f} MiB | goal <= 2*largest + 1.5 GiB = {goal:.0f} MiB: "
+          f"{'OK' if out['stream'] <= goal else 'FAIL'}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="BERT-base shape only for (a)")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+    import torch
+
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads (shared machine: timings are noisy)")
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        if not args.quick:
+            bench_ww("t5-small shape", T5_SMALL, tmp)
+        bench_ww("bert-base shape", BERT_BASE, tmp)
+        bench_rss(tmp)
+
+
+if __name__ == "__main__":
+    main()
