@@ -107,10 +107,14 @@ def split_heads(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None,
     return Q, K[..., idx, :, :]
 
 
-def _split(W_Q, W_K, n_heads, n_kv_heads, dtype):
-    """Shared validation: (..., H, d, n) Q, (..., Hkv, d, n) K, kv index (H,)."""
-    W_Q = as_tensor(W_Q, "W_Q", min_ndim=2)
-    W_K = as_tensor(W_K, "W_K", min_ndim=2)
+def _split(W_Q, W_K, n_heads, n_kv_heads, dtype, finite=True):
+    """Shared validation: (..., H, d, n) Q, (..., Hkv, d, n) K, kv index (H,).
+
+    ``finite=False`` skips the elementwise NaN/Inf scan (callers then check their
+    head_dim-sized Grams instead, which carry any non-finite weight).
+    """
+    W_Q = as_tensor(W_Q, "W_Q", min_ndim=2, finite=finite)
+    W_K = as_tensor(W_K, "W_K", min_ndim=2, finite=finite)
     n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
     idx = kv_head_index(n_heads, n_kv_heads)
     if W_Q.shape[-2] % n_heads:
@@ -238,16 +242,20 @@ def sym_eig(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None, top_k: int = 
         Unit eigenvectors of ``S`` matching ``eigvals[..., :top_k]``, sign fixed so that
         the largest-magnitude component is positive.
     """
-    Q, K, idx = _split(W_Q, W_K, n_heads, n_kv_heads, torch.float64)
+    Q, K, idx = _split(W_Q, W_K, n_heads, n_kv_heads, torch.float64, finite=False)
     H, d, n = Q.shape[-3:]
+    Hk = K.shape[-3]
     top_k = int(top_k)
     if top_k < 0 or top_k > 2 * d:
         fail("top_k", f"expected 0 <= top_k <= 2*head_dim = {2 * d}, got {top_k}")
     # Grams with GQA sharing: K Kᵀ once per kv head.
     QQ = Q @ Q.transpose(-1, -2)                              # (..., H, d, d)
     KK = (K @ K.transpose(-1, -2))[..., idx, :, :]            # (..., H, d, d)
-    Kh = K[..., idx, :, :]
-    QK = Q @ Kh.transpose(-1, -2)                             # (..., H, d, d)
+    # query heads of one kv group are contiguous: one (group·d × n)(n × d) product per group
+    Qg = Q.reshape(*Q.shape[:-3], Hk, (H // Hk) * d, n)
+    QK = (Qg @ K.transpose(-1, -2)).reshape(*Q.shape[:-3], H, d, d)
+    if not (bool(torch.isfinite(QQ).all()) and bool(torch.isfinite(KK).all())):
+        fail("W_Q" if not bool(torch.isfinite(QQ).all()) else "W_K", "contains NaN or Inf values")
     nq = QQ.diagonal(dim1=-2, dim2=-1).sum(-1).sqrt()
     nk = KK.diagonal(dim1=-2, dim2=-1).sum(-1).sqrt()
     alpha = torch.where((nq > 0) & (nk > 0), (nk / nq.clamp_min(1e-300)).sqrt(), torch.ones_like(nq))
@@ -255,10 +263,10 @@ def sym_eig(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None, top_k: int = 
     G = torch.cat([torch.cat([QQ * a2, QK], -1), torch.cat([QK.transpose(-1, -2), KK / a2], -1)], -2)
     G = 0.5 * (G + G.transpose(-1, -2))
     with _small_lapack(G):
-        return _sym_eig_from_gram(G, Q, Kh, alpha, d, top_k, rel_tol)
+        return _sym_eig_from_gram(G, Q, K, idx, alpha, d, top_k, rel_tol)
 
 
-def _sym_eig_from_gram(G, Q, Kh, alpha, d, top_k, rel_tol):
+def _sym_eig_from_gram(G, Q, K, idx, alpha, d, top_k, rel_tol):
     """Eigen-solve of the 2·head_dim problem given the balanced Gram ``G`` (see sym_eig)."""
     C, info = torch.linalg.cholesky_ex(G)
     Cinv_T = None
@@ -293,7 +301,7 @@ def _sym_eig_from_gram(G, Q, Kh, alpha, d, top_k, rel_tol):
         if bool(good.any()):
             Z[good] = torch.linalg.solve_triangular(C[good].transpose(-1, -2), Y[good], upper=True)
         Z[bad] = Cinv_T[bad] @ Y[bad]
-    M = torch.cat([Q * alpha[..., None, None], Kh / alpha[..., None, None]], -2)   # (..., H, 2d, n)
+    M = torch.cat([Q * alpha[..., None, None], K[..., idx, :, :] / alpha[..., None, None]], -2)  # (..., H, 2d, n)
     U = (M.transpose(-1, -2) @ Z).transpose(-1, -2)         # (..., H, k, n)
     U = U / U.norm(dim=-1, keepdim=True).clamp_min(1e-300)
     sgn = torch.sign(U.gather(-1, U.abs().argmax(-1, keepdim=True)))
