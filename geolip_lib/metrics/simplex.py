@@ -15,6 +15,7 @@ Everything is batched: no Python loop over simplices, only over memory-bounded c
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +25,23 @@ import torch
 from .. import validation as V
 from ._util import contig, is_torch, rng_for, to_output
 
-#: simplices processed per chunk (bounds memory to chunk * (k+1) * D float64 values)
-DEFAULT_CHUNK = 1024
+#: simplices processed per chunk (bounds memory to chunk * (k+1) * D float64 values); small
+#: chunks keep the gathered rows in cache, which is what makes the batched path fast on CPU
+DEFAULT_CHUNK = 128
+
+
+@contextmanager
+def _one_thread(enabled: bool = True):
+    """Run many tiny batched ops on one intra-op thread (on CPU, spawning threads for
+    (128, 4, D) products costs more than it saves, badly so on a loaded machine)."""
+    prev = torch.get_num_threads()
+    try:
+        if enabled and prev != 1:
+            torch.set_num_threads(1)
+        yield
+    finally:
+        if torch.get_num_threads() != prev:
+            torch.set_num_threads(prev)
 
 
 def _edge_gram(points: torch.Tensor) -> torch.Tensor:
@@ -50,11 +66,12 @@ def _volumes_sq_flat(flat: torch.Tensor, chunk: int) -> tuple[torch.Tensor, torc
     denom = float(math.factorial(k)) ** 2
     vol_sq = torch.empty(n, dtype=torch.float64, device=flat.device)
     rel = torch.empty(n, dtype=torch.float64, device=flat.device)
-    for s in range(0, n, chunk):
-        pts = flat[s:s + chunk].to(torch.float64)
-        det, r = _gram_det_rel(_edge_gram(pts))
-        vol_sq[s:s + chunk] = det / denom
-        rel[s:s + chunk] = r
+    with _one_thread(flat.device.type == "cpu"):
+        for s in range(0, n, chunk):
+            pts = flat[s:s + chunk].to(torch.float64)
+            det, r = _gram_det_rel(_edge_gram(pts))
+            vol_sq[s:s + chunk] = det / denom
+            rel[s:s + chunk] = r
     return vol_sq, rel
 
 
@@ -223,16 +240,8 @@ def simplex_volume_cv(
     if not (0 <= rtol < 1):
         V.fail("rtol", f"expected 0 <= rtol < 1, got {rtol!r}")
     idx = sample_distinct_rows(t.shape[0], n_simplices, n_vertices, seed)
-    vol_sq = torch.empty(n_simplices, dtype=torch.float64)
-    rel = torch.empty(n_simplices, dtype=torch.float64)
-    idx_t = torch.from_numpy(idx)
-    denom = float(math.factorial(n_vertices - 1)) ** 2
-    for s in range(0, n_simplices, chunk):
-        rows = idx_t[s:s + chunk]
-        pts = torch.index_select(t, 0, rows.reshape(-1)).reshape(rows.shape[0], n_vertices, -1)
-        det, r = _gram_det_rel(_edge_gram(pts.to(torch.float64)))
-        vol_sq[s:s + chunk] = det / denom
-        rel[s:s + chunk] = r
+    vol_sq, rel = simplex_volumes_sq_at(t, idx, chunk=chunk)
+    vol_sq, rel = vol_sq.cpu(), rel.cpu()
     valid = (rel > rtol) & (vol_sq > 0)
     vols = vol_sq[valid].sqrt().numpy()
     n_valid = int(vols.size)
@@ -251,6 +260,40 @@ def simplex_volume_cv(
     return SimplexCVResult(cv=cv, n_valid=n_valid, n_sampled=n_simplices, volumes=vols,
                            mean=mean, std=std, k=n_vertices - 1, reason=reason,
                            indices=idx, valid=valid.numpy())
+
+
+def simplex_volumes_sq_at(X: torch.Tensor, indices: Any, *, chunk: int = DEFAULT_CHUNK
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Squared volumes of the simplices whose vertices are rows ``indices`` of ``X``.
+
+    The rows are gathered chunk by chunk (never all at once), differenced in float64 and
+    reduced to the ``k x k`` edge Gram.
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (n, D)
+    indices : array-like of int, shape (m, k+1)
+    chunk : int
+
+    Returns
+    -------
+    vol_sq : torch.Tensor, shape (m,), float64
+    hadamard : torch.Tensor, shape (m,), float64
+        ``det(G) / prod(diag G)`` in [0, 1] (0 for a degenerate simplex).
+    """
+    idx_t = torch.as_tensor(np.asarray(indices), dtype=torch.long).to(X.device)
+    m, kp1 = idx_t.shape
+    denom = float(math.factorial(kp1 - 1)) ** 2
+    vol_sq = torch.empty(m, dtype=torch.float64, device=X.device)
+    rel = torch.empty(m, dtype=torch.float64, device=X.device)
+    with _one_thread(X.device.type == "cpu"):
+        for s in range(0, m, chunk):
+            rows = idx_t[s:s + chunk]
+            pts = torch.index_select(X, 0, rows.reshape(-1)).reshape(rows.shape[0], kp1, -1)
+            det, r = _gram_det_rel(_edge_gram(pts.to(torch.float64)))
+            vol_sq[s:s + chunk] = det / denom
+            rel[s:s + chunk] = r
+    return vol_sq, rel
 
 
 def pentachoron_cv(X: Any, n_simplices: int = 1000, seed: Any = 0, **kwargs: Any) -> SimplexCVResult:
