@@ -274,7 +274,7 @@ pd.DataFrame(verdicts)
 # %%
 metrics["groups"] = {g: {"analysis": analyses[g], "random_init": null_an.get(g),
                          "fro_sq_mean": float(ops[g].fro_sq.mean()),
-                         "sym_eigs_top": ops[g].sym_eigs[..., :min(8, ops[g].sym_eigs.shape[-1])].mean(1)}
+                         "abs_eig_top8_mean_over_heads": ops[g].sym_eigs[..., :8].abs().mean(1)}
                      for g in ops}
 metrics["verdicts"] = verdicts
 headline = {}

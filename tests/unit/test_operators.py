@@ -187,3 +187,18 @@ def test_save_load_roundtrip(tmp_path):
     assert not list(tmp_path.glob("*.pt")) and not list(tmp_path.glob("*.pkl"))
     with pytest.raises(ValueError, match="^path:"):
         op.load(tmp_path / "missing.json")
+
+
+def test_measure_layers_accepts_per_layer_lists_and_checks_them():
+    Wq, Wk = _weights(3, 2, 1, 4, 16, 8)
+    a = op.measure_layers(list(Wq), list(Wk), 2, 1, top_k=2)
+    b = op.measure_layers(Wq, Wk, 2, 1, top_k=2)
+    assert torch.equal(a.gram, b.gram) and torch.equal(a.sym_eigs, b.sym_eigs)
+    assert a.eig_dirs.shape == (3, 2, 2, 16) and a.layers == [0, 1, 2]
+    with pytest.raises(ValueError, match=r"^W_Qs\[1\]"):
+        op.measure_layers([Wq[0], Wq[1][:4]], list(Wk[:2]), 2, 1)
+    with pytest.raises(ValueError, match="^layers:"):
+        op.measure_layers(Wq, Wk, 2, 1, layers=[0, 1])
+    Wq[1, 0, 0] = float("inf")
+    with pytest.raises(ValueError, match="^W_Q"):
+        op.measure_layers(Wq, Wk, 2, 1)
