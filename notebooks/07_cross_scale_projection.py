@@ -282,10 +282,13 @@ if metrics["applicable"]:
     ax = axes[1, 0]
     ax.scatter(vol["vol_a"], vol["vol_b"], s=5, alpha=0.3, color="purple")
     if vol["n_valid"]:
-        m_ = float(max(vol["vol_a"].max(), vol["vol_b"].max()))
-        ax.plot([0, m_], [0, m_], "r--", alpha=0.5)
+        lo_ = float(min(vol["vol_a"].min(), vol["vol_b"].min()))
+        hi_ = float(max(vol["vol_a"].max(), vol["vol_b"].max()))
+        ax.plot([lo_, hi_], [lo_, hi_], "r--", alpha=0.5)
+        ax.set(xscale="log", yscale="log")  # volumes scale as s^4: log axes keep both visible
     ax.set(xlabel=f"native {name_s} volume", ylabel=f"projected {name_l} volume",
-           title=f"pentachoron volumes (r={vol.get('corr', float('nan')):.4f})")
+           title=f"pentachoron volumes (r={vol.get('corr', float('nan')):.4f}, "
+                 f"ratio={vol.get('ratio', float('nan')):.3g})")
     ax = axes[1, 1]
     step = max(1, V // 5000)
     ax.scatter(np.arange(0, V, step), all_cos[::step], s=1, alpha=0.3, color="darkorange")
