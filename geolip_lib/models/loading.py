@@ -385,8 +385,8 @@ class LoadedModel:
             with torch.device(dev):
                 model = open_clip.CLIP(**self.config["model_cfg"])
         else:
-            with torch.device(dev):
-                model = type(self.model)(self.config)
+            with torch.device(dev), quiet_transformers():  # built directly in the target dtype / device
+                model = type(self.model)._from_config(self.config, dtype=dt)
             if self.output_embeddings() is not None:
                 untie_output(model)
         model = model.to(dt).eval()
