@@ -234,6 +234,13 @@ thr = pd.DataFrame([{"arch": name, "ms": forward_ms(build(name), x_bench, N_TIMI
                      "params": n_params(build(name))} for name in BUILDERS]).set_index("arch")
 timing["throughput_ms"] = thr.ms.to_dict()
 metrics["params"] = thr.params.to_dict()
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+sns.barplot(x=thr.index, y=thr.ms, ax=axes[0])
+axes[0].set(xlabel="", ylabel="ms / forward (median)", title=f"throughput, B={BATCH} S={SEQ_LEN} ({device})")
+sns.barplot(x=thr.index, y=thr.params, ax=axes[1])
+axes[1].set(xlabel="", ylabel="parameters", title="parameters per layer")
+fig.tight_layout()
+plotting.savefig(fig, out, "throughput")
 thr
 
 # %% [markdown]

@@ -66,7 +66,7 @@ def test_depth_sweep_and_interleaved_rows(m12):
 
 def test_artifacts_and_timing(m12):
     job = Path(m12["_job_dir"])
-    for name in ("depth_sweep", "interleaved", "causal_intervention", "seq_scaling"):
+    for name in ("depth_sweep", "interleaved", "causal_intervention", "throughput", "seq_scaling"):
         assert (job / f"{name}.png").stat().st_size > 1000
     timing = json.loads((job / "timing.json").read_text())
     assert set(timing["throughput_ms"]) == {"vanilla_attn", "pure_relay", "hybrid"}
