@@ -53,7 +53,7 @@ def as_tensor(
         t = x
     else:
         try:
-            t = torch.as_tensor(np.asarray(x))
+            t = torch.as_tensor(np.ascontiguousarray(x))  # negative strides (a[::-1]) are not tensors
         except Exception as exc:  # noqa: BLE001 - re-raised as one line
             fail(name, f"cannot convert {type(x).__name__} to an array ({exc})")
     if ndim is not None:
