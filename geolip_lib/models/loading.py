@@ -493,6 +493,7 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) ->
         tok = AutoTokenizer.from_pretrained(str(d), **({"trust_remote_code": True} if p.trust_remote_code else {}))
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+        tok.padding_side = "right"  # causal models: real tokens keep positions 0..n-1, pads come after
     wd = weights_dir if weights_dir is not None else (d if _has_safetensors(d) else None)
     if wd is not None and p.dtype != "float32" and p.source == "tiny":
         wd = None  # tiny files are float32; write the requested dtype lazily
