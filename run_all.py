@@ -89,7 +89,39 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
             jobs.append(Job(profile=prof.name, notebook=nb, job_id=job_id, model=model,
                             parameters={**base, **extra}, timeout_s=entry.timeout_s or prof.timeout_s,
                             kernel=prof.kernel))
+    check_parameters(jobs, prof.name)
     return jobs
+
+
+def notebook_parameters(notebook: str) -> set[str]:
+    """Names assigned in the notebook's cell tagged ``parameters`` (parsed with ast)."""
+    import ast
+
+    import nbformat
+
+    path = NOTEBOOKS / f"{notebook}.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    if len(cells) != 1:
+        raise ParamsError(f"{path}: expected exactly one cell tagged 'parameters', found {len(cells)}")
+    names: set[str] = set()
+    for node in ast.parse(cells[0].source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def check_parameters(jobs: list[Job], profile: str) -> None:
+    """A profile parameter that the notebook does not declare is a typo: one-line error."""
+    declared: dict[str, set[str]] = {}
+    for job in jobs:
+        names = declared.setdefault(job.notebook, notebook_parameters(job.notebook))
+        unknown = sorted(set(job.parameters) - names)
+        if unknown:
+            raise ParamsError(f"profile '{profile}': notebook {job.notebook} (job {job.job_id}) has no parameter "
+                              f"{', '.join(unknown)} (declared: {', '.join(sorted(names))})")
+        if "OUT_DIR" not in names:
+            raise ParamsError(f"notebooks/{job.notebook}.ipynb: its parameters cell must declare OUT_DIR")
 
 
 def job_dir(job: Job, out_root: Path) -> Path:
@@ -114,9 +146,9 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
             shutil.rmtree(d)
     partial.mkdir(parents=True)
     params = dict(job.parameters)
-    params.update(OUT_DIR=str(partial), REPORT_ROOT=str(out_root))
-    if job.model is not None:
-        params["MODEL"] = job.model
+    declared = notebook_parameters(job.notebook)
+    injected = {"OUT_DIR": str(partial), "REPORT_ROOT": str(out_root), "MODEL": job.model}
+    params.update({k: v for k, v in injected.items() if k in declared and (k != "MODEL" or v is not None)})
     t0 = time.perf_counter()
     try:
         if job.model is not None:

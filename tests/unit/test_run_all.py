@@ -157,3 +157,12 @@ def test_record_is_atomic_and_json_clean(tmp_path):
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
     with pytest.raises(ValueError, match="metrics: expected a dict"):
         results.record(tmp_path, [1, 2])
+
+
+def test_misspelt_notebook_parameter_is_an_error(sandbox):
+    tmp, _ = sandbox
+    prof = tmp / "typo.yaml"
+    prof.write_text("name: typo\nnotebooks:\n  ok:\n    per_model: false\n    parameters: {VALU: 1.0}\n",
+                    encoding="utf-8")
+    with pytest.raises(ParamsError, match=r"notebook ok \(job all\) has no parameter VALU \(declared: OUT_DIR"):
+        run_all.jobs_for_profile(str(prof))
