@@ -33,10 +33,10 @@
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
 SEED = 42  # seed of the anchor draw, the pair sample and the modulator init
-N_MATCH_MAX = 400  # matched WordNet entries kept (a seeded random subset); None = all
-POS = None  # restrict the matching to parts of speech, e.g. "n" (None: all, as the seed)
+N_MATCH_MAX = 400  # matched WordNet entries kept (a seeded random subset), None for all
+POS = None  # restrict the matching to parts of speech, e.g. "n" (None for all, as the seed)
 N_ANCHOR = 120  # anchors of the Wu-Palmer matrix (seed: 3000)
-N_GEO = 16  # geometric dimensions (seed: 64); <= min(N_ANCHOR, d_model)
+N_GEO = 16  # geometric dimensions (seed: 64), at most min(N_ANCHOR, d_model)
 K_NEIGHBORS = 10  # anchors per softmax-kNN projection
 KNN_TEMPERATURE = 10.0  # softmax temperature of the kNN weights
 PROJ_SCALE = 0.1  # projection scale as a fraction of the mean encoder norm

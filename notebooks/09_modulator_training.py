@@ -33,7 +33,7 @@
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
 OUT_DIR = None  # job directory for metrics.json, PNGs and the checkpoint; None -> reports/adhoc/...
 SEED = 42  # seed of the subset, the split, the batches and the modulator init
-N_MATCH_MAX = 160  # matched WordNet entries used (seeded random subset); None = all
+N_MATCH_MAX = 160  # matched WordNet entries used (a seeded random subset), None for all
 N_ANCHOR = 60  # anchors of the Procrustes initialisation (seed: 3000)
 N_GEO = 8  # geometric dimensions (seed: 64)
 INIT = "procrustes"  # "procrustes" (the §8 pipeline) or "random"
@@ -54,7 +54,8 @@ PROMPTS = [  # prompts generated before / after training (greedy)
     "summarize: Seven is a prime number that comes after six and before eight.",
 ]
 MAX_NEW_TOKENS = 16  # generation length
-RESUME = False  # resume from OUT_DIR/checkpoint when it exists
+CHECKPOINT_DIR = None  # where checkpoints go, None means OUT_DIR/checkpoint
+RESUME = False  # resume from CHECKPOINT_DIR when a checkpoint exists there
 
 # %%
 from pathlib import Path
@@ -71,7 +72,7 @@ from geolip_lib.lexical.representations import definition_representations, stati
 
 NOTEBOOK = "09_modulator_training"
 out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-ckpt = Path(out) / "checkpoint"
+ckpt = Path(CHECKPOINT_DIR) if CHECKPOINT_DIR else Path(out) / "checkpoint"
 plotting.setup()
 torch.manual_seed(SEED)
 lm = models.load(MODEL)

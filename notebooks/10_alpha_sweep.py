@@ -28,8 +28,8 @@
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
 SEED = 42  # seed of the subset, the pairs and the modulator init
-ALPHAS = [0.0, 0.01, 0.05, 0.1, 0.2, 0.29154, 0.5]  # static alphas (seed: 0.01, 0.29154, 0.5; §11: 0.01-0.5)
-N_MATCH_MAX = 200  # matched WordNet entries used (seeded random subset); None = all
+ALPHAS = [0.0, 0.01, 0.05, 0.1, 0.2, 0.29154, 0.5]  # static alphas (seed §10: 0.01, 0.29154, 0.5, §11: 0.01-0.5)
+N_MATCH_MAX = 200  # matched WordNet entries used (a seeded random subset), None for all
 N_ANCHOR = 60  # anchors of the Procrustes initialisation (seed: 3000)
 N_GEO = 8  # geometric dimensions (seed: 64)
 N_PAIRS = 5000  # random pairs for the correlations (seed: 50000)

@@ -28,7 +28,7 @@ MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokeniz
 OUT_DIR = None  # job directory for metrics.json, PNGs and the checkpoint
 SEED = 42  # seed of the subset, the split, the batches and the parameter init
 EXPERT_KS = [1, 2, 4]  # simplex orders of the experts (edge, triangle, pentachoron)
-EXPERT_EDIM = 8  # simplex embedding dimension (>= max k)
+EXPERT_EDIM = 8  # simplex embedding dimension (at least max k)
 INITIAL_ALPHA = 0.01  # starting alpha of every (layer, expert)
 ALPHA_MIN = 0.001  # alpha floor
 ALPHA_MAX = 0.35  # alpha ceiling
@@ -39,7 +39,7 @@ CV_TARGET = 0.21  # pentachoron CV band centre (seed: universal band 0.20-0.23)
 CV_TOLERANCE = 0.05  # band half-width
 PATIENCE = 5  # early stop after this many consecutive out-of-band checks
 CHECK_EVERY = 2  # steps between CV checks
-N_MATCH_MAX = 160  # matched WordNet entries used (seeded random subset); None = all
+N_MATCH_MAX = 160  # matched WordNet entries used (a seeded random subset), None for all
 N_EPOCHS = 2  # epochs
 BATCH_SIZE = 32  # examples per step
 LR = 1e-3  # base learning rate

@@ -1,0 +1,40 @@
+"""Notebook 09 on the tiny profile: frozen base, gradients only in the modulator, alpha history."""
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.notebooks
+
+
+def test_09_training_metrics(run_notebook):
+    m = run_notebook("09_modulator_training", "tiny-t5")
+    mt = m["metrics"]
+    assert mt["gradient_check"]["base_params_with_grad"] == 0
+    assert mt["gradient_check"]["modulator_params_with_grad"] == mt["gradient_check"]["n_modulator_params"]
+    tr = mt["training"]
+    assert tr["base_unchanged"] and tr["base_hash_before"] == tr["base_hash_after"]
+    assert len(tr["epochs"]) == 2 and tr["steps"] == len(tr["loss_history"]) > 0
+    hist = mt["alpha"]["history"]
+    assert len(hist) == tr["steps"] + 1 and len(hist[0]) == 2  # one alpha per encoder block
+    assert hist[0] == pytest.approx([0.01, 0.01], abs=1e-6)
+    assert mt["alpha"]["final"] == pytest.approx(hist[-1])
+    assert 0.9 < mt["preservation"]["mean"] <= 1.0 + 1e-9
+    assert len(mt["generation"]) == 3 and all("token_diffs" in r for r in mt["generation"])
+    ck = Path(m["_job_dir"]) / "checkpoint"
+    assert (ck / "modulator.safetensors").exists()
+    saved = json.loads((ck / "history.json").read_text())
+    assert saved["loss_history"] == pytest.approx(tr["loss_history"])
+
+
+def test_09_resume_continues_from_checkpoint(run_notebook, tmp_path):
+    first = run_notebook("09_modulator_training", "tiny-t5")  # the cached 2-epoch run
+    import shutil
+
+    ck = Path(first["_job_dir"]) / "checkpoint"
+    shutil.copytree(ck, tmp_path / "checkpoint")
+    second = run_notebook("09_modulator_training", "tiny-t5", N_EPOCHS=3, RESUME=True,
+                          CHECKPOINT_DIR=str(tmp_path / "checkpoint"))
+    tr1, tr2 = first["metrics"]["training"], second["metrics"]["training"]
+    assert len(tr2["epochs"]) == 1 and tr2["epochs"][0]["epoch"] == 3  # only epoch 3 ran
+    assert tr2["loss_history"][:len(tr1["loss_history"])] == pytest.approx(tr1["loss_history"])
