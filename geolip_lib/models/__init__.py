@@ -8,9 +8,9 @@ from __future__ import annotations
 import importlib
 
 from ..params import ParamsError, model_names
-from .loading import HiddenStates, LoadedModel, ModelLoadError, load, pick_device
+from .loading import HiddenStates, LoadedModel, ModelLoadError, check, load, pick_device
 
-__all__ = ["load", "LoadedModel", "HiddenStates", "ModelLoadError", "ParamsError", "model_names", "pick_device"]
+__all__ = ["load", "check", "LoadedModel", "HiddenStates", "ModelLoadError", "ParamsError", "model_names", "pick_device"]
 
 
 def __getattr__(name: str):

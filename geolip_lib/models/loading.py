@@ -574,6 +574,23 @@ SOURCES: dict[str, Callable[[ModelParams], LoadedModel]] = {
 }
 
 
+def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
+    """Fail fast without loading weights: validate the params and check the source is reachable.
+
+    For a batch runner's preflight: raises the same one-line ``ParamsError`` /
+    ``ModelLoadError`` as :func:`load` would (hub: cached or downloadable; local: the
+    directory exists; package: importable). Tiny and open_clip tag sources are not probed.
+    """
+    p = load_model_params(name_or_params)
+    if p.source == "hub" and not p.local_dir:
+        _hub_dir(p)
+    elif p.source == "local" or (p.local_dir and p.source in ("hub", "open_clip")):
+        _local_dir(p)
+    elif p.source == "package":
+        _package_dir(p)
+    return p
+
+
 def load(name_or_params: Union[str, Path, dict, ModelParams], **overrides) -> LoadedModel:
     """Load a model described by ``params/models/<name>.yaml`` (a name, a yaml path, a dict or ModelParams).
 

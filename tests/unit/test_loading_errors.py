@@ -118,3 +118,14 @@ def test_device_auto_picks_cpu_without_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert models.pick_device("auto").type == "cuda"
     assert models.pick_device("cpu").type == "cpu"
+
+
+def test_check_is_a_cheap_preflight(offline_empty_cache, tmp_path):
+    assert models.check("tiny-bert").name == "tiny-bert"
+    assert models.check("all-minilm-l6-v2").source == "package"
+    with pytest.raises(models.ModelLoadError, match="set local_dir: /path/to/model in params/models/t5-base.yaml"):
+        models.check("t5-base")
+    with pytest.raises(models.ModelLoadError, match="does not exist"):
+        models.check({"name": "x", "family": "bert", "source": "local", "local_dir": str(tmp_path / "no")})
+    with pytest.raises(models.ParamsError):
+        models.check("no-such-model")
