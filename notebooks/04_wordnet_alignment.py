@@ -34,15 +34,15 @@
 MODEL = "tiny-bert"  # a params/models/<name>.yaml name (a text model)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
 SEED = 0  # seed of every random draw in this notebook
-MAX_ENTRIES = 600  # matched entries kept (seeded random subset); None = all (seed: all 9,362 for T5-Small)
+MAX_ENTRIES = 600  # matched entries kept (seeded random subset); None for all (seed: all 9,362 for T5-Small)
 MIN_DEFINITION_CHARS = 10  # keep entries whose definition is longer than this (seed: 10)
-POS = None  # restrict entries to parts of speech, letters of "nvasr" (e.g. "n"); None = all, as the seed
+POS = None  # restrict entries to parts of speech, letters of "nvasr" (e.g. "n"), None for all as the seed
 N_REL = 400  # entries sampled for the relational pairs (seed: 3000)
 N_PAIRS = 20000  # random pairs among them, self-pairs dropped (seed: 500,000)
 N_SIMPLICES = 300  # pentachora for the CV and the per-simplex volume correlation (seed: 1000)
 BATCH_SIZE = 64  # definitions per forward pass (seed: 64)
 MAX_LENGTH = 128  # truncation length of a definition in tokens (seed: 128)
-PROMPT = None  # template with {definition}; None = per family (T5: "summarize: {definition}")
+PROMPT = None  # template with {definition}; None for the family default (T5: "summarize: {definition}")
 POOLING = "mean"  # "mean" over non-padding tokens, or "last" (decoder LMs)
 MAX_CHAIN_STEPS = 10  # hypernym steps walked per chain (seed: 10)
 CHAIN_DEPTHS = 7  # chain depths reported (seed: up to 7)
@@ -287,6 +287,7 @@ results.record(out, metrics, notebook=NOTEBOOK, model=MODEL, headline=headline,
 # - Fixes relative to the seed: per-simplex volume correlation on the same valid
 #   simplices (the seed truncated two independently filtered lists); hypernym chains
 #   follow the first hypernym *by name* (NLTK's `hypernyms()[0]` depends on the process's
-#   string-hash seed); the band `[0.9, 1.0)` excludes 1.0 and the last band is `(0, 0.05]`
-#   as in the seed; distinct entries of one synset can form pairs of path similarity 1.
+#   string-hash seed); the distance bands partition [0, 1] (the seed's `[0.9, 1.0)` left
+#   out path similarity 1 — distinct entries of one synset — and its `(0, 0.05]` counted
+#   0.05 in two bands).
 # - Miller (1995), WordNet; Wu & Palmer (1994); NLTK 3.10 `wordnet.py`.

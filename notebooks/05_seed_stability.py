@@ -33,9 +33,9 @@ MODEL = "tiny-bert"  # a params/models/<name>.yaml name (a text model)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
 SEED = 0  # seeds SEED, SEED+1, ..., SEED+N_SEEDS-1 drive the per-seed draws
 N_SEEDS = 4  # number of seeds (seed: 50)
-MAX_ENTRIES = 600  # matched entries encoded (seeded random subset); None = all (seed: all)
+MAX_ENTRIES = 600  # matched entries encoded (seeded random subset); None for all (seed: all)
 MIN_DEFINITION_CHARS = 10  # keep entries whose definition is longer than this (seed: 10)
-POS = None  # restrict entries to parts of speech, letters of "nvasr" (e.g. "n"); None = all, as the seed
+POS = None  # restrict entries to parts of speech, letters of "nvasr" (e.g. "n"), None for all as the seed
 N_REL_SAMPLE = 300  # entries sampled per seed for the relational pairs (seed: 2000)
 N_PAIRS_PER = 10000  # random pairs per seed (seed: 200,000)
 N_SIMP_PER = 200  # pentachora per seed (seed: 500)
@@ -44,7 +44,7 @@ DEPTHS = [1, 3, 5]  # hypernym chain depths reported (seed: 1, 3, 5)
 NULL_BASELINE = True  # also run each seed with the entries' synsets shuffled
 BATCH_SIZE = 64  # definitions per forward pass
 MAX_LENGTH = 128  # truncation length of a definition in tokens
-PROMPT = None  # template with {definition}; None = per family (T5: "summarize: {definition}")
+PROMPT = None  # template with {definition}; None for the family default (T5: "summarize: {definition}")
 POOLING = "mean"  # "mean" over non-padding tokens, or "last" (decoder LMs)
 
 # %%

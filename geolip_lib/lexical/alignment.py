@@ -26,7 +26,8 @@ from ..validation import as_tensor, check_positive_int
 from .engine import SimilarityEngine, get_engine
 from .wordnet import Lexicon, load_lexicon
 
-#: the seed's path-similarity bands (lo, hi): [lo, hi), the last one (0, 0.05]
+#: the seed's path-similarity bands (lo, hi), used as a partition of [0, 1]: [lo, hi), the top
+#: one closed [0.9, 1.0] (the seed's bands left 1.0 out and counted 0.05 in two bands)
 BANDS = ((0.9, 1.0), (0.5, 0.9), (0.25, 0.5), (0.1, 0.25), (0.05, 0.1), (0.0, 0.05))
 HIGH_BAND, LOW_BAND = 0.25, 0.10  # §3: "high" = sim >= 0.25, "low" = sim < 0.10
 
@@ -65,15 +66,21 @@ def correlations(x: np.ndarray, y: np.ndarray) -> dict:
 
 def band_table(sims: np.ndarray, cos_static: np.ndarray, cos_enc: np.ndarray,
                bands=BANDS, min_count: int = 10) -> list[dict]:
-    """Mean static / encoder cosine per path-similarity band (bands with < min_count pairs skipped)."""
+    """Mean static / encoder cosine per path-similarity band (bands with < min_count pairs skipped).
+
+    Bands are half-open ``[lo, hi)`` except the one ending at the top (``hi`` = max of all
+    ``hi``), which is closed, so the bands partition the range.
+    """
     rows = []
+    top = max(hi for _, hi in bands)
     for lo, hi in bands:
-        m = (sims > lo) & (sims <= hi) if lo == 0 else (sims >= lo) & (sims < hi)
+        closed = hi == top
+        m = (sims >= lo) & ((sims <= hi) if closed else (sims < hi))
         n = int(m.sum())
         if n < min_count:
             continue
         s, e = float(cos_static[m].mean()), float(cos_enc[m].mean())
-        rows.append({"band": f"[{lo:.2f},{hi:.2f})", "lo": lo, "hi": hi, "n": n,
+        rows.append({"band": f"[{lo:.2f},{hi:.2f}{']' if closed else ')'}", "lo": lo, "hi": hi, "n": n,
                      "static_cos": s, "encoder_cos": e, "gap": e - s})
     return rows
 
