@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from geolip_lib.params import ParamsError, load_model_params, load_profile, model_names  # noqa: E402
+from geolip_lib.params import ParamsError, load_profile, model_names  # noqa: E402
 
 NOTEBOOKS = Path(os.environ.get("GEOLIP_NOTEBOOKS", ROOT / "notebooks"))
 REPORTS = ROOT / "reports"
@@ -152,7 +152,9 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
     t0 = time.perf_counter()
     try:
         if job.model is not None:
-            load_model_params(job.model)  # fail fast with the params error, not a kernel traceback
+            from geolip_lib.models import check
+
+            check(job.model)  # fail fast (bad params, hub model offline) with one line, not a kernel traceback
         pm.execute_notebook(
             str(NOTEBOOKS / f"{job.notebook}.ipynb"), str(partial / "executed.ipynb"),
             parameters=params, kernel_name=job.kernel, cwd=str(NOTEBOOKS),

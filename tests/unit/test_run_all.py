@@ -166,3 +166,15 @@ def test_misspelt_notebook_parameter_is_an_error(sandbox):
                     encoding="utf-8")
     with pytest.raises(ParamsError, match=r"notebook ok \(job all\) has no parameter VALU \(declared: OUT_DIR"):
         run_all.jobs_for_profile(str(prof))
+
+
+def test_offline_hub_model_fails_its_job_with_one_line(tmp_path, monkeypatch):
+    """A hub id while offline: the job fails with the loader's one line, the batch goes on."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))
+    job = run_all.Job(profile="t", notebook="01_embedding_terrain", job_id="t5-small", model="t5-small")
+    res = run_all.execute_job(job, out_root=tmp_path / "out")
+    assert not res.ok
+    assert "t5-small" in res.error and "local_dir" in res.error and "\n" not in res.error
+    assert not (tmp_path / "out" / "01_embedding_terrain" / "t5-small").exists()
