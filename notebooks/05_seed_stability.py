@@ -46,6 +46,7 @@ BATCH_SIZE = 64  # definitions per forward pass
 MAX_LENGTH = 128  # truncation length of a definition in tokens
 PROMPT = None  # template with {definition}; None for the family default (T5: "summarize: {definition}")
 POOLING = "mean"  # "mean" over non-padding tokens, or "last" (decoder LMs)
+ENCODING_CACHE = True  # reuse encodings of identical entries (notebooks 04 and 05 share them) from .cache/encodings
 
 # %%
 import time
@@ -84,7 +85,7 @@ else:
     m = matched_all
 prompt = PROMPT if PROMPT is not None else lexical.prompt_for(lm.family)
 E = lexical.definition_representations(lm, m.definitions, prompt=prompt, pooling=POOLING,
-                                       batch_size=BATCH_SIZE, max_length=MAX_LENGTH)
+                                       batch_size=BATCH_SIZE, max_length=MAX_LENGTH, cache=ENCODING_CACHE)
 S = lexical.static_representations(lm, m.token_ids)
 Sn, En = A.normalize(S), A.normalize(E)
 chains = A.hypernym_chains(m.synset_ids, lx)

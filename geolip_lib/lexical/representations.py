@@ -7,12 +7,16 @@
 """
 from __future__ import annotations
 
+import hashlib
+import io
 from typing import Sequence
 
 import numpy as np
 import torch
 
+from ..results import atomic_write_bytes
 from ..validation import check_choice, check_positive_int
+from .wordnet import cache_dir
 
 PROMPTS = {"t5": "summarize: {definition}", "t5_v1_1": "summarize: {definition}"}
 DEFAULT_PROMPT = "{definition}"
@@ -50,9 +54,22 @@ def _last_hidden(lm, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     raise NotImplementedError(lm.family)
 
 
-@torch.no_grad()
+def _fingerprint(lm, texts, pooling, batch_size, max_length) -> str:
+    """Key of an encoding: model identity + a digest of its weights + the inputs and options."""
+    h = hashlib.sha1(f"{getattr(lm, 'name', '')}|{lm.family}|{pooling}|{batch_size}|{max_length}|v1".encode())
+    params = list(lm.model.parameters())
+    for p in params[:4] + params[-4:]:
+        flat = p.detach().reshape(-1)
+        t = flat[:: max(1, flat.numel() // 65536)].to("cpu", torch.float64)  # strided sample: cheap on 11B models
+        h.update(f"{tuple(t.shape)}:{float(t.sum()):.17g}:{float(t.abs().sum()):.17g}".encode())
+    h.update(f"{sum(p.numel() for p in params)}".encode())
+    for t in texts:
+        h.update(t.encode("utf-8") + b"\0")
+    return h.hexdigest()[:24]
+
+
 def encode_texts(lm, texts: Sequence[str], *, pooling: str = "mean", batch_size: int = 64,
-                 max_length: int = 128, progress: bool = True) -> np.ndarray:
+                 max_length: int = 128, progress: bool = True, cache: bool = False) -> np.ndarray:
     """Pooled last hidden state of each text -> ``(n, D)`` float32.
 
     Parameters
@@ -68,17 +85,38 @@ def encode_texts(lm, texts: Sequence[str], *, pooling: str = "mean", batch_size:
         Rows per forward pass; truncation length (seed: 64 rows, 128 tokens).
     progress : bool
         Show a tqdm bar.
+    cache : bool
+        Reuse / store the result in ``<cache>/encodings/<key>.npy``; the key digests the
+        model (name, family, a checksum of its first and last weight tensors), the texts
+        and the options, so notebooks 04 and 05 encode shared entries once.
 
     Texts are processed in order of length (less padding) and returned in input order.
     """
-    from tqdm.auto import tqdm
-
     if not getattr(lm, "is_text", False) or lm.tokenizer is None:
         raise ValueError(f"lm: model '{getattr(lm, 'name', lm)}' is not a text model with a tokenizer")
     if isinstance(texts, str) or len(texts) == 0:
         raise ValueError("texts: expected a non-empty list of strings")
     check_choice(pooling, "pooling", POOLINGS)
     check_positive_int(batch_size, "batch_size")
+    if not cache:
+        return _encode(lm, texts, pooling, batch_size, max_length, progress)
+    path = cache_dir().parent / "encodings" / f"{_fingerprint(lm, texts, pooling, batch_size, max_length)}.npy"
+    if path.exists():
+        try:
+            return np.load(path)
+        except Exception:  # noqa: BLE001 - a corrupt cache entry is recomputed
+            pass
+    out = _encode(lm, texts, pooling, batch_size, max_length, progress)
+    buf = io.BytesIO()
+    np.save(buf, out)
+    atomic_write_bytes(path, buf.getvalue())
+    return out
+
+
+@torch.inference_mode()
+def _encode(lm, texts, pooling, batch_size, max_length, progress) -> np.ndarray:
+    from tqdm.auto import tqdm
+
     order = np.argsort([len(t) for t in texts], kind="stable")
     out = None
     dev = next(lm.model.parameters()).device
@@ -101,18 +139,18 @@ def encode_texts(lm, texts: Sequence[str], *, pooling: str = "mean", batch_size:
 
 def definition_representations(lm, definitions: Sequence[str], *, prompt: str | None = None,
                                pooling: str | None = None, batch_size: int = 64,
-                               max_length: int = 128, progress: bool = True) -> np.ndarray:
+                               max_length: int = 128, progress: bool = True, cache: bool = False) -> np.ndarray:
     """Encoder representation of each WordNet definition -> ``(n, D)`` float32.
 
     ``prompt`` defaults to :func:`prompt_for` ``(lm.family)``; ``pooling`` to ``"mean"``
-    (decoder LMs: pass ``"last"`` for last-token pooling).
+    (decoder LMs: pass ``"last"`` for last-token pooling); ``cache`` as in :func:`encode_texts`.
     """
     template = prompt if prompt is not None else prompt_for(lm.family)
     if "{definition}" not in template:
         raise ValueError(f"prompt: expected a template containing '{{definition}}', got {template!r}")
     texts = [template.format(definition=d) for d in definitions]
     return encode_texts(lm, texts, pooling=pooling or "mean", batch_size=batch_size,
-                        max_length=max_length, progress=progress)
+                        max_length=max_length, progress=progress, cache=cache)
 
 
 def static_representations(lm, token_ids) -> np.ndarray:

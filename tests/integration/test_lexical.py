@@ -95,3 +95,16 @@ def test_random_init_changes_encoder_not_tokenizer(lms):
     assert a.shape == b.shape and not np.allclose(a, b)
     assert torch.equal(torch.as_tensor(lm0.tokenizer(TEXTS[0])["input_ids"]),
                        torch.as_tensor(lm.tokenizer(TEXTS[0])["input_ids"]))
+
+
+def test_encoding_cache_roundtrip(lms, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path))
+    lm = lms["tiny-bert"]
+    a = lexical.encode_texts(lm, TEXTS, cache=True, progress=False)
+    files = list((tmp_path / "encodings").glob("*.npy"))
+    assert len(files) == 1
+    np.testing.assert_array_equal(lexical.encode_texts(lm, TEXTS, cache=True, progress=False), a)
+    np.testing.assert_array_equal(lexical.encode_texts(lm, TEXTS, progress=False), a)
+    lexical.encode_texts(lm.random_init(), TEXTS, cache=True, progress=False)  # other weights: other key
+    lexical.encode_texts(lm, TEXTS[:3], cache=True, progress=False)  # other texts: other key
+    assert len(list((tmp_path / "encodings").glob("*.npy"))) == 3
