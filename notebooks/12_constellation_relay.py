@@ -34,6 +34,7 @@
 
 # %% tags=["parameters"]
 MODEL = None  # no pretrained model: architecture experiment (kept for the run_all contract)
+REPORT_ROOT = None  # profile output root (injected by run_all, unused here)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
 SEED = 0  # seed of every random draw (inputs, module initialisation, simplex sampling)
 BATCH = 2  # B: sequences per input (seed: 4)

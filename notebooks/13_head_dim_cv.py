@@ -35,6 +35,7 @@
 
 # %% tags=["parameters"]
 MODEL = None  # no pretrained model: architecture experiment (kept for the run_all contract)
+REPORT_ROOT = None  # profile output root (injected by run_all, unused here)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
 SEEDS = [0, 1, 2]  # seeds: model init and (with VARY_DATA) the noise patterns
 CONFIGS = [[32, 1], [32, 4], [64, 2]]  # (dim, n_heads) pairs (seed: dims 64/128/256 x heads 1/2/4/8)

@@ -33,6 +33,7 @@
 
 # %% tags=["parameters"]
 MODEL = None  # no pretrained model: architecture experiment (kept for the run_all contract)
+REPORT_ROOT = None  # profile output root (injected by run_all, unused here)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
 SEED = 0  # seed of the example batch shown in section 1
 SEEDS = [0, 1, 2]  # training seeds; each attention type trains once per seed (same data stream)
