@@ -71,6 +71,7 @@ class _LocalTable:
         if self.n * len(self.U) <= DENSE_LIMIT:
             self.T = np.full((self.n, len(self.U)), INF, dtype=np.uint8)
             self.T[self.entry_row, self.entry_col] = self.entry_dist
+            self.T_flat = self.T.reshape(-1)
             self.keys = None
         else:
             self.T = None
@@ -80,8 +81,8 @@ class _LocalTable:
 
     def lookup(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Distance from local row ``rows`` to ancestor column ``cols`` (INF if not an ancestor)."""
-        if self.T is not None:
-            return self.T[rows, cols]
+        if self.T is not None:  # flat np.take: ~2x quicker than 2-D fancy indexing
+            return np.take(self.T_flat, rows * self.T.shape[1] + cols)
         k = rows * len(self.U) + cols
         at = np.minimum(np.searchsorted(self.keys, k), len(self.keys) - 1)
         return np.where(self.keys[at] == k, self.vals[at], INF).astype(np.uint8)
@@ -123,6 +124,8 @@ class SimilarityEngine:
         self.min_depth = lx.min_depth.astype(np.int64)
         self.max_depth = np.append(lx.max_depth.astype(np.int64), 0)  # *ROOT*: 0
         self.ecc = lx.ecc.astype(np.int64)
+        # subsumer order key of every synset (int32: at most 20 * (N + 1) < 2^31)
+        self.score_all = (self.min_depth * self.K + (self.K - 1 - lx.name_rank[:-1].astype(np.int64))).astype(np.int32)
 
     # ------------------------------------------------------------------ helpers
     def _pair_ids(self, a, b) -> tuple[np.ndarray, np.ndarray]:
@@ -166,8 +169,8 @@ class SimilarityEngine:
         pos, offs = _ranges(starts, lens)
         anc = lx.anc_ids[pos].astype(np.int64)
         common = tab.lookup(np.repeat(rj, lens), tab.colmap[anc]) < INF
-        score = np.where(common, self._score(anc), -1)
-        best = np.maximum.reduceat(score, offs)
+        score = np.where(common, self.score_all[anc], np.int32(-1))
+        best = np.maximum.reduceat(score, offs).astype(np.int64)
         r = self.needs_root[i] | self.needs_root[j]
         best = np.where(r, np.maximum(best, self.root_score), best)
         none = best < 0
