@@ -23,7 +23,7 @@ def test_both_attention_types_learn_the_copy_task(m14):
         assert len(r["acc_copied_per_seed"]) == len(cfg["seeds"])
         curve = r["loss_curve_mean"]
         assert len(curve) == len(r["loss_steps"]) and r["loss_steps"][-1] == cfg["steps"]
-        assert curve[-1] < curve[0]
+        assert curve[-1] < curve[0] and curve[-1] > r["loss_floor"] - 0.05  # cannot beat the floor
         assert r["acc_copied_mean"] > max(chance, r["acc_copied_init_mean"])
         assert r["memory_kind"] == "autograd_saved" and r["memory_bytes_per_step"] > 0
     assert m14["metrics"]["triple"]["n_params"] > m14["metrics"]["standard"]["n_params"]  # + W_r
