@@ -6,7 +6,7 @@ row-wise cosine to the input, and forward timing.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 import torch.nn as nn
