@@ -253,7 +253,7 @@ top = lex[:15]
 y = np.arange(len(top))
 axes[1, 2].barh(y - 0.15, [r["static_intra"] for r in top], 0.3, label="static", color="steelblue", alpha=0.7)
 axes[1, 2].barh(y + 0.15, [r["encoder_intra"] for r in top], 0.3, label="encoder", color="crimson", alpha=0.7)
-axes[1, 2].set_yticks(y, [r["lexname"].split(".")[-1][:12] for r in top])
+axes[1, 2].set_yticks(y, [r["lexname"][:18] for r in top])
 axes[1, 2].set_title("Intra-category cosine by WordNet lexname")
 axes[1, 2].legend()
 fig.tight_layout()
