@@ -10,7 +10,7 @@ synset's table of ancestors with their shortest hypernym distances), saves it as
 The key changes with the WordNet files and the NLTK version, so a stale cache is never
 used. ``<cache>`` is ``$GEOLIP_CACHE`` or ``<repo>/.cache``.
 
-Build it ahead of time with ``python -m geolip_lib.lexical.wordnet``.
+Build it ahead of time with ``python -m geolip_lib.lexical`` (part of ``make setup``).
 """
 from __future__ import annotations
 
@@ -322,13 +322,3 @@ def load_lexicon(progress: bool = True) -> Lexicon:
     lex = build_lexicon(progress=progress)
     atomic_write_bytes(path, lex.to_npz_bytes())
     return lex
-
-
-if __name__ == "__main__":  # python -m geolip_lib.lexical.wordnet : build the cache
-    import time
-
-    t0 = time.time()
-    load_lexicon.cache_clear()
-    lx = load_lexicon()
-    print(f"WordNet lexicon: {len(lx)} synsets, {len(lx.anc_ids)} ancestor entries "
-          f"({time.time() - t0:.1f} s) in {cache_dir()}")
