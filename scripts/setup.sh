@@ -27,6 +27,8 @@ fi
 
 echo "[setup] WordNet 3.0"
 .venv/bin/python scripts/provision_wordnet.py >/dev/null
+echo "[setup] WordNet lexicon arrays (.cache/wordnet; ~50 s once)"
+NLTK_DATA="$PWD/.cache/nltk_data" .venv/bin/python -m geolip_lib.lexical >/dev/null
 
 if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then
   echo "[setup] chromium present (PDF report)"
