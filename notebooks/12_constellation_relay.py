@@ -230,6 +230,8 @@ plotting.savefig(fig, out, "causal_intervention")
 # Median no-grad forward time at the test-1 sizes (machine-dependent: `timing.json`).
 
 # %%
+# NBVAL_IGNORE_OUTPUT
+# (wall-clock timings differ between runs: nbval does not compare this cell)
 x_bench = torch.randn(BATCH, SEQ_LEN, DIM, device=device)
 thr = pd.DataFrame([{"arch": name, "ms": forward_ms(build(name), x_bench, N_TIMING),
                      "params": n_params(build(name))} for name in BUILDERS]).set_index("arch")
@@ -252,6 +254,8 @@ thr
 # `benchmarks/attention.py`).
 
 # %%
+# NBVAL_IGNORE_OUTPUT
+# (wall-clock timings differ between runs: nbval does not compare this cell)
 scale_rows = []
 for sl in SCALING_SEQ_LENS:
     xs = torch.randn(SCALING_BATCH, sl, DIM, device=device)
