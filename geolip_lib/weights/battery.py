@@ -103,7 +103,7 @@ def svdvals(W: torch.Tensor, method: str = "gram", cond_limit: float = 1e6) -> t
 
 
 def svd_table(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_ROLES, *,
-              batch_bytes: int = 256 << 20, device: Any = None, keep_spectra: bool = True,
+              batch_bytes: int = 64 << 20, device: Any = None, keep_spectra: bool = True,
               method: str = "gram", progress: bool = False):
     """Singular-value statistics of every 2-D matrix of ``roles``.
 
@@ -321,7 +321,7 @@ def mlp_tables(store: TensorStore, cat: Catalog, *, dead: float = 0.01, weak: fl
 
 # ============================================================================ cross-layer
 def cross_layer(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_ROLES, *,
-                chunk_bytes: int = 256 << 20, progress: bool = False) -> dict:
+                chunk_bytes: int = 64 << 20, progress: bool = False) -> dict:
     """Cosine similarity between layers of the flattened weights of each role.
 
     The (L, L) Gram matrix is accumulated over row chunks read from every layer at
