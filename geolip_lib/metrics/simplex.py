@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from .. import validation as V
+from ._kernels import HAVE_NUMBA, gather_volumes_sq
 from ._util import contig, is_torch, rng_for, to_output
 
 #: simplices processed per chunk (bounds memory to chunk * (k+1) * D float64 values); small
@@ -267,7 +268,8 @@ def simplex_volumes_sq_at(X: torch.Tensor, indices: Any, *, chunk: int = DEFAULT
     """Squared volumes of the simplices whose vertices are rows ``indices`` of ``X``.
 
     The rows are gathered chunk by chunk (never all at once), differenced in float64 and
-    reduced to the ``k x k`` edge Gram.
+    reduced to the ``k x k`` edge Gram. On CPU this runs the fused numba kernel
+    (:mod:`geolip_lib.metrics._kernels`); on other devices, batched torch ops.
 
     Parameters
     ----------
@@ -281,6 +283,10 @@ def simplex_volumes_sq_at(X: torch.Tensor, indices: Any, *, chunk: int = DEFAULT
     hadamard : torch.Tensor, shape (m,), float64
         ``det(G) / prod(diag G)`` in [0, 1] (0 for a degenerate simplex).
     """
+    if X.device.type == "cpu" and HAVE_NUMBA and X.dtype in (torch.float32, torch.float64):
+        idx_np = np.ascontiguousarray(np.asarray(indices), dtype=np.int64)
+        vs, r = gather_volumes_sq(np.ascontiguousarray(X.numpy()), idx_np)
+        return torch.from_numpy(vs), torch.from_numpy(r)
     idx_t = torch.as_tensor(np.asarray(indices), dtype=torch.long).to(X.device)
     m, kp1 = idx_t.shape
     denom = float(math.factorial(kp1 - 1)) ** 2
