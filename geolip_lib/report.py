@@ -198,6 +198,8 @@ def combined_notebook(profile: str, groups: dict[str, list[JobRecord]], index_bo
                                                           f"{html.escape(name)} — {html.escape(r.job_id)}</h1>"))
             ex = nbformat.read(str(r.path / "executed.ipynb"), as_version=4)
             nb.cells.extend(c for c in ex.cells if "parameters" not in c.get("metadata", {}).get("tags", []))
+    for i, cell in enumerate(nb.cells):  # cells of different notebooks may share ids
+        cell["id"] = f"cell-{i}"
     return nb
 
 
