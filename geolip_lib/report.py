@@ -254,12 +254,13 @@ def build(profile: str, out_root: Path | None = None, pdf: bool = True) -> list[
                 page = notebook_html(r.path / "executed.ipynb", "../../_static/mathjax")
                 atomic_write_text(r.path / "executed.html", page)
     index = out_root / "index.html"
-    atomic_write_text(index, index_html(profile, groups, description))
+    index_page = index_html(profile, groups, description)
+    atomic_write_text(index, index_page)
     paths = [index]
     if pdf:
         import nbformat
 
-        body_start = index_html(profile, groups, description).split("<body>", 1)[1].rsplit("</body>", 1)[0]
+        body_start = index_page.split("<body>", 1)[1].rsplit("</body>", 1)[0]
         nb = combined_notebook(profile, groups, body_start)
         combined = out_root / "_static" / "report_combined.ipynb"
         atomic_write_text(combined, nbformat.writes(nb))
