@@ -47,12 +47,24 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..models.adapters import ATTN_ROLES, MATRIX_ROLES, Catalog, catalog as build_catalog, clean_weight
-from .spectral import qk_factored, sign_counts, spectrum_stats
+from ..models.adapters import (ATTN_ROLES, MATRIX_ROLES, Catalog, catalog as build_catalog, clean_weight,
+                               strip_interleaved)
+from . import _kernels
+from .spectral import eigvalsh_sym, gram64, qk_factored, sign_counts, spectrum_stats, svdvals, svdvals_one  # noqa: F401
 from .store import TensorStore
 
 THRESHOLDS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
-HIST_EDGES = np.linspace(-10.0, 1.0, 221)  # log10|w| bins (values outside are clipped)
+#: roles whose 2-D matrices get singular-value statistics (embeddings too: WeightWatcher
+#: analyses them, and their spectra are part of the terrain)
+SVD_ROLES = MATRIX_ROLES + ("embed", "unembed")
+# |w| histogram: the kernel's binary-exponent bins (8 per octave, exact float32 edges)
+# between 2**-34 (~5.8e-11) and 2**4; smaller values (zeros too) go to the first bin,
+# larger ones (inf, NaN too) to the last.
+_HIST_LO = int(np.float32(2.0 ** -34).view(np.int32)) >> _kernels.SHIFT
+_HIST_HI = int(np.float32(2.0 ** 4).view(np.int32)) >> _kernels.SHIFT
+_E = _kernels.bin_edges()
+HIST_EDGES = np.log10(_E[_HIST_LO:_HIST_HI + 1])  # log10|w| bin edges of the reported histogram
+del _E
 
 
 def _device(device: Any) -> torch.device:
@@ -74,35 +86,28 @@ def _row(e) -> dict:
 
 
 # ============================================================================ SVD
-def svdvals(W: torch.Tensor, method: str = "gram", cond_limit: float = 1e6) -> torch.Tensor:
-    """Singular values of a batch of matrices (..., m, n), descending, float64.
-
-    ``method="gram"``: square roots of the eigenvalues of the Gram matrix on the smaller
-    side (W Wᵀ or Wᵀ W) in float64, several times faster than an SVD; its absolute error
-    is ~eps·σ_max²/σ, so matrices whose σ_min/σ_max < 1/``cond_limit`` are recomputed
-    with ``torch.linalg.svdvals`` (exact to float64 round-off everywhere).
-    ``method="svd"``: ``torch.linalg.svdvals`` for all.
-    """
-    W = W.to(torch.float64)
-    if method == "svd":
-        return torch.linalg.svdvals(W)
-    if method != "gram":
-        raise ValueError(f"method: expected 'gram' or 'svd', got {method!r}")
-    m, n = W.shape[-2:]
-    G = W @ W.mT if m <= n else W.mT @ W
-    ev = torch.linalg.eigvalsh(G).flip(-1).clamp_min(0)
-    S = ev.sqrt()
-    bad = S[..., -1] * cond_limit < S[..., 0]
-    if bool(bad.any()):
-        flat = S.reshape(-1, S.shape[-1])
-        Wf = W.reshape(-1, m, n)
-        idx = bad.reshape(-1).nonzero().flatten()
-        flat[idx] = torch.linalg.svdvals(Wf[idx])
-        S = flat.reshape(S.shape)
-    return S
+def _svd_row(e, shp, S: torch.Tensor) -> dict:
+    st = spectrum_stats(S)
+    r = _row(e)
+    r.update(shape=shp, stable_rank=float(st["stable_rank"]), pr=float(st["pr"]),
+             active_frac=float(st["active_frac"]), rank_90=int(st["rank_energy"]),
+             condition=float(st["condition"]), max_sv=float(st["max_sv"]), min_sv=float(st["min_sv"]))
+    return r
 
 
-def svd_table(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_ROLES, *,
+def _svd_frame(rows: list) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        df = df.sort_values(["stack", "attn", "role", "layer", "name"], na_position="first", kind="stable")
+        df = df.reset_index(drop=True)
+    return df
+
+
+def _svd_shape(e) -> tuple:
+    return tuple(e.shape) if not e.head_stride else (e.shape[0] // e.head_stride * e.head_dim, e.shape[1])
+
+
+def svd_table(store: TensorStore, cat: Catalog, roles: Sequence[str] = SVD_ROLES, *,
               batch_bytes: int = 64 << 20, device: Any = None, keep_spectra: bool = True,
               method: str = "gram", progress: bool = False):
     """Singular-value statistics of every 2-D matrix of ``roles``.
@@ -111,7 +116,8 @@ def svd_table(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_RO
     ----------
     store, cat : TensorStore, Catalog
     roles : sequence of str
-        Catalog roles to analyse (default: q/k/v/o and the MLP roles).
+        Catalog roles to analyse (default :data:`SVD_ROLES`: q/k/v/o, the MLP roles and
+        the embeddings).
     batch_bytes : int
         Upper bound on the float64 bytes of one stacked batch of same-shape matrices.
     device : torch device or "auto"
@@ -127,11 +133,10 @@ def svd_table(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_RO
         active_frac, rank_90, condition, max_sv, min_sv) and ``{key: S}``.
     """
     dev = _device(device)
-    ents = [e for e in cat.select(role=tuple(roles)) if len(e.shape) == 2]
+    ents = [e for e in cat.select(role=tuple(roles)) if len(e.shape) == 2 and _is_float(e)]
     groups: dict = defaultdict(list)
     for e in ents:
-        shp = tuple(e.shape) if not e.head_stride else (e.shape[0] // e.head_stride * e.head_dim, e.shape[1])
-        groups[shp].append(e)
+        groups[_svd_shape(e)].append(e)
     rows, spectra = [], {}
     batches = []
     for shp, es in groups.items():
@@ -151,79 +156,95 @@ def svd_table(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_RO
             if keep_spectra:
                 spectra[e.key] = S[i]
         del W
-    df = pd.DataFrame(rows)
-    if not df.empty:
-        df = df.sort_values(["stack", "attn", "role", "layer"], na_position="first", kind="stable")
-        df = df.reset_index(drop=True)
-    return df, spectra
+    return _svd_frame(rows), spectra
 
 
 # ============================================================================ sparsity
+def _is_float(e) -> bool:
+    return str(e.dtype).startswith(("float", "bfloat"))
+
+
+class _Sparsity:
+    """Accumulates exact threshold counts and the |w| histogram tensor by tensor."""
+
+    def __init__(self, thresholds: Sequence[float], kernel: str = "fast"):
+        self.th = np.array(sorted(float(t) for t in thresholds))
+        _kernels.threshold_keys(self.th)  # validates
+        self.cols = [f"<{t:g}" for t in self.th]
+        self.fn = {"fast": _kernels.abs_hist, "reference": _kernels.abs_hist_reference}[kernel]
+        self.hist = np.zeros(_kernels.N_BINS, dtype=np.int64)
+        self.model_counts = np.zeros(len(self.th), dtype=np.int64)
+        self.model_n = 0
+        self.rows: dict = {}
+
+    def add(self, e, a: torch.Tensor, is_stored: bool) -> None:
+        """Count tensor ``a`` (the data of entry ``e``; any float dtype, any device)."""
+        x = a.detach().to(device="cpu", dtype=torch.float32).contiguous().numpy()
+        h, below = self.fn(x, self.th)
+        n = x.size
+        if is_stored:
+            self.model_counts += below
+            self.model_n += n
+            self.hist += h
+            if e.role == "qkv":
+                return  # counted through its views for the role tables
+        elif e.role == "bias":
+            return
+        r = _row(e)
+        r.update(n=n, **{c: int(v) for c, v in zip(self.cols, below)})
+        self.rows[(e.key, is_stored)] = r
+
+    def tables(self, order: list) -> dict:
+        rows = [self.rows[k] for k in order if k in self.rows]
+        per = pd.DataFrame(rows)
+        cols = self.cols
+
+        def agg(keys):
+            if per.empty:
+                return per
+            g = per.fillna({"stack": "-", "attn": "-"}).groupby(keys, dropna=False)[["n"] + cols].sum().reset_index()
+            for c in cols:
+                g[c] = g[c] / g["n"]
+            return g
+
+        frac_per = per.copy()
+        for c in cols:
+            if not frac_per.empty:
+                frac_per[c] = frac_per[c] / frac_per["n"]
+        n = self.model_n
+        model = pd.DataFrame([{"n": n, **{c: (v / n if n else float("nan")) for c, v in zip(cols, self.model_counts)}}])
+        cnt = self.hist[_HIST_LO:_HIST_HI].copy()
+        cnt[0] += self.hist[:_HIST_LO].sum()
+        cnt[-1] += self.hist[_HIST_HI:].sum()
+        h = pd.DataFrame({"left": HIST_EDGES[:-1], "right": HIST_EDGES[1:], "count": cnt})
+        return {"per_tensor": frac_per, "by_role": agg(["role"]), "by_stack_role": agg(["stack", "attn", "role"]),
+                "model": model, "hist": h, "columns": cols}
+
+
+def _sparsity_order(cat: Catalog) -> list:
+    return [(e.key, True) for e in cat.stored()] + [(e.key, False) for e in cat.entries if e.is_view]
+
+
 def sparsity_tables(store: TensorStore, cat: Catalog, thresholds: Sequence[float] = THRESHOLDS, *,
-                    progress: bool = False) -> dict:
+                    kernel: str = "fast", progress: bool = False) -> dict:
     """Fraction of |w| below each threshold, per tensor, role, (stack, attn, role) and model.
 
-    Fused QKV tensors are counted once for the model and once per q/k/v view for the
-    roles. Returns dict of DataFrames ``per_tensor``, ``by_role``, ``by_stack_role``,
-    ``model`` (one row) and ``hist`` (log10|w| histogram of the whole model: columns
-    ``left``, ``right``, ``count``).
+    Counts are exact (``|w| < float32(t)``). Fused QKV tensors are counted once for
+    the model and once per q/k/v view for the roles. ``kernel="reference"`` uses plain
+    float comparisons instead of the bit-pattern kernel (slow; for tests). Returns dict
+    of DataFrames ``per_tensor``, ``by_role``, ``by_stack_role``, ``model`` (one row)
+    and ``hist`` (|w| histogram of the whole model on eight bins per octave: columns
+    ``left``, ``right`` (log10 |w|) and ``count``), plus ``columns``.
     """
-    th = np.array(sorted(float(t) for t in thresholds))
-    cols = [f"<{t:g}" for t in th]
-    # one bucketize per tensor against the union of the threshold and histogram edges
-    hist_lin = 10.0 ** HIST_EDGES[1:-1]
-    edges = np.unique(np.concatenate([th, hist_lin]))
-    edges_t = torch.tensor(edges, dtype=torch.float32)
-    e32 = edges_t.numpy().astype(np.float64)
-    th_pos = np.searchsorted(e32, th.astype(np.float32).astype(np.float64))  # bins [0, pos) are < th
-    hist_pos = np.searchsorted(e32, hist_lin.astype(np.float32).astype(np.float64))
-    rows = []
-    hist = np.zeros(len(HIST_EDGES) - 1, dtype=np.int64)
-    model_counts = np.zeros(len(th), dtype=np.int64)
-    model_n = 0
+    acc = _Sparsity(thresholds, kernel)
     stored = cat.stored()
     views = [e for e in cat.entries if e.is_view]
     todo = [(e, True) for e in stored] + [(e, False) for e in views]
     for e, is_stored in _progress(todo, len(todo), "sparsity", progress):
-        if not str(e.dtype).startswith(("float", "bfloat")):
+        if not _is_float(e):
             continue
-        a = store.get(e, dtype=torch.float32).abs().reshape(-1)
-        # right=True: bin i holds edges[i-1] <= |w| < edges[i]; cum[k] = #(|w| < edges[k-1])
-        b = torch.bincount(torch.bucketize(a, edges_t, right=True), minlength=len(edges) + 1).numpy()
-        cum = np.concatenate([[0], b.cumsum()])
-        cnt = cum[th_pos + 1]
-        n = a.numel()
-        if is_stored:
-            model_counts += cnt
-            model_n += n
-            hc = cum[np.concatenate([hist_pos + 1, [len(edges) + 1]])]
-            hist += np.diff(np.concatenate([[0], hc]))
-        if is_stored and e.role == "qkv":
-            continue  # counted through its views for the role tables
-        if e.role == "bias" and e.is_view:
-            continue
-        r = _row(e)
-        r.update(n=n, **{c: int(v) for c, v in zip(cols, cnt)})
-        rows.append(r)
-    per = pd.DataFrame(rows)
-
-    def agg(keys):
-        if per.empty:
-            return per
-        g = per.fillna({"stack": "-", "attn": "-"}).groupby(keys, dropna=False)[["n"] + cols].sum().reset_index()
-        for c in cols:
-            g[c] = g[c] / g["n"]
-        return g
-
-    frac_per = per.copy()
-    for c in cols:
-        if not frac_per.empty:
-            frac_per[c] = frac_per[c] / frac_per["n"]
-    model = pd.DataFrame([{"n": model_n, **{c: (v / model_n if model_n else float("nan"))
-                                             for c, v in zip(cols, model_counts)}}])
-    h = pd.DataFrame({"left": HIST_EDGES[:-1], "right": HIST_EDGES[1:], "count": hist})
-    return {"per_tensor": frac_per, "by_role": agg(["role"]), "by_stack_role": agg(["stack", "attn", "role"]),
-            "model": model, "hist": h, "columns": cols}
+        acc.add(e, store.get(e, dtype=torch.float32), is_stored)
+    return acc.tables(_sparsity_order(cat))
 
 
 # ============================================================================ QK manifold
@@ -253,37 +274,50 @@ def qk_tables(store: TensorStore, cat: Catalog, *, device: Any = None, top: int 
     for b in _progress(blocks, len(blocks), "qk", progress):
         A = b.weight(store, "q", torch.float64).to(dev)
         K = b.weight(store, "k", torch.float64).to(dev)
-        B = _expand_kv(K, b.n_heads, b.n_kv_heads, b.head_dim)
-        d = A.shape[1]
-        f = qk_factored(A, B)
-        sc = sign_counts(f["eig"], d)
-        st = spectrum_stats(f["svals"])
-        ev = f["eig"].cpu().numpy()
-        full = np.sort(np.concatenate([ev, np.zeros(d - ev.size)]))[::-1]
+        lr, hr, full = _qk_block(b, A, K, top)
+        lrows.append(lr)
+        hrows += hr
         eigs[(b.stack, b.attn, b.layer)] = full
-        # per head: (H, hd, d) batched
-        Ah = A.reshape(b.n_heads, b.head_dim, d)
-        Bh = B.reshape(b.n_heads, b.head_dim, d)
-        fh = qk_factored(Ah, Bh)
-        sh = sign_counts(fh["eig"], d)
-        sth = spectrum_stats(fh["svals"])
-        lrows.append({"stack": b.stack, "attn": b.attn, "layer": b.layer, "d_model": d, "inner": A.shape[0],
-                      "n_heads": b.n_heads, "n_kv_heads": b.n_kv_heads, "head_dim": b.head_dim,
-                      "stable_rank": float(st["stable_rank"]), "pr": float(st["pr"]),
-                      "sym_dev": float(f["sym_dev"]), "n_pos": int(sc["n_pos"]), "n_neg": int(sc["n_neg"]),
-                      "n_zero": int(sc["n_zero"]), "pos_frac": float(sc["pos_frac"]),
-                      "balance": float(sc["balance"]), "top_eig": full[:top].tolist(),
-                      "bottom_eig": full[::-1][:top].tolist(),
-                      "head_balance_mean": float(sh["balance"].mean()),
-                      "qk_norm": bool(b.qk_norm)})
-        for h in range(b.n_heads):
-            hrows.append({"stack": b.stack, "attn": b.attn, "layer": b.layer, "head": h, "kv_head": b.kv_head(h),
-                          "stable_rank": float(sth["stable_rank"][h]), "pr": float(sth["pr"][h]),
-                          "sym_dev": float(fh["sym_dev"][h]), "n_pos": int(sh["n_pos"][h]),
-                          "n_neg": int(sh["n_neg"][h]), "balance": float(sh["balance"][h]),
-                          "fro": float(fh["fro"][h])})
-        del A, K, B
+        del A, K
     return {"layers": pd.DataFrame(lrows), "heads": pd.DataFrame(hrows), "eigs": eigs}
+
+
+def _qk_block(b, A: torch.Tensor, K: torch.Tensor, top: int = 5) -> tuple:
+    """QK statistics of one attention block from its clean float64 Q and K weights.
+
+    Returns (layer row, list of head rows, eigenvalues of the symmetric part incl. zeros).
+    """
+    B = _expand_kv(K, b.n_heads, b.n_kv_heads, b.head_dim)
+    d = A.shape[1]
+    f = qk_factored(A, B)
+    sc = sign_counts(f["eig"], d)
+    st = spectrum_stats(f["svals"])
+    ev = f["eig"].cpu().numpy()
+    full = np.sort(np.concatenate([ev, np.zeros(d - ev.size)]))[::-1]
+    # per head: (H, hd, d) batched
+    Ah = A.reshape(b.n_heads, b.head_dim, d)
+    Bh = B.reshape(b.n_heads, b.head_dim, d)
+    fh = qk_factored(Ah, Bh)
+    sh = sign_counts(fh["eig"], d)
+    sth = spectrum_stats(fh["svals"])
+    lrow = {"stack": b.stack, "attn": b.attn, "layer": b.layer, "d_model": d, "inner": A.shape[0],
+            "n_heads": b.n_heads, "n_kv_heads": b.n_kv_heads, "head_dim": b.head_dim,
+            "stable_rank": float(st["stable_rank"]), "pr": float(st["pr"]),
+            "sym_dev": float(f["sym_dev"]), "n_pos": int(sc["n_pos"]), "n_neg": int(sc["n_neg"]),
+            "n_zero": int(sc["n_zero"]), "pos_frac": float(sc["pos_frac"]),
+            "balance": float(sc["balance"]), "top_eig": full[:top].tolist(),
+            "bottom_eig": full[::-1][:top].tolist(),
+            "head_balance_mean": float(sh["balance"].mean()),
+            "qk_norm": bool(b.qk_norm)}
+    sth = {k: v.cpu().tolist() for k, v in sth.items()}
+    sh = {k: v.cpu().tolist() for k, v in sh.items()}
+    fro, sdev = fh["fro"].cpu().tolist(), fh["sym_dev"].cpu().tolist()
+    hrows = [{"stack": b.stack, "attn": b.attn, "layer": b.layer, "head": h, "kv_head": b.kv_head(h),
+              "stable_rank": float(sth["stable_rank"][h]), "pr": float(sth["pr"][h]),
+              "sym_dev": float(sdev[h]), "n_pos": int(sh["n_pos"][h]),
+              "n_neg": int(sh["n_neg"][h]), "balance": float(sh["balance"][h]),
+              "fro": float(fro[h])} for h in range(b.n_heads)]
+    return lrow, hrows, full
 
 
 # ============================================================================ MLP
@@ -302,21 +336,30 @@ def mlp_tables(store: TensorStore, cat: Catalog, *, dead: float = 0.01, weak: fl
     for b in _progress(blocks, len(blocks), "mlp", progress):
         up = clean_weight(store, b.up, torch.float64).norm(dim=1)
         down = clean_weight(store, b.down, torch.float64).norm(dim=0)
-        if up.shape != down.shape:
-            raise ValueError(f"weights: MLP of {b.stack} layer {b.layer}: {b.up.name} has {up.numel()} neurons, "
-                             f"{b.down.name} has {down.numel()}")
-        c = up * down
-        if b.gate is not None:
-            c = c * clean_weight(store, b.gate, torch.float64).norm(dim=1)
-        m = c.mean()
-        nd, nw = int((c < dead * m).sum()), int((c < weak * m).sum())
-        rows.append({"stack": b.stack, "layer": b.layer, "d_ff": c.numel(), "gated": b.gate is not None,
-                     "dead": nd, "weak": nw, "dead_frac": nd / c.numel(), "weak_frac": nw / c.numel(),
-                     "up_norm_mean": float(up.mean()), "down_norm_mean": float(down.mean()),
-                     "importance_cv": float(c.std() / m) if m > 0 else float("nan")})
+        gate = clean_weight(store, b.gate, torch.float64).norm(dim=1) if b.gate is not None else None
+        r, c = _mlp_row(b, up, down, gate, dead, weak)
+        rows.append(r)
         if keep_importance:
-            imp[(b.stack, b.layer)] = c.numpy()
+            imp[(b.stack, b.layer)] = c
     return {"layers": pd.DataFrame(rows), "importance": imp}
+
+
+def _mlp_row(b, up: torch.Tensor, down: torch.Tensor, gate: Optional[torch.Tensor], dead: float = 0.01,
+             weak: float = 0.10) -> tuple:
+    """Dead/weak neuron row of one MLP block from float64 neuron norms (up rows, down columns, gate rows)."""
+    if up.shape != down.shape:
+        raise ValueError(f"weights: MLP of {b.stack} layer {b.layer}: {b.up.name} has {up.numel()} neurons, "
+                         f"{b.down.name} has {down.numel()}")
+    c = up * down
+    if gate is not None:
+        c = c * gate
+    m = c.mean()
+    nd, nw = int((c < dead * m).sum()), int((c < weak * m).sum())
+    row = {"stack": b.stack, "layer": b.layer, "d_ff": c.numel(), "gated": gate is not None,
+           "dead": nd, "weak": nw, "dead_frac": nd / c.numel(), "weak_frac": nw / c.numel(),
+           "up_norm_mean": float(up.mean()), "down_norm_mean": float(down.mean()),
+           "importance_cv": float(c.std() / m) if m > 0 else float("nan")}
+    return row, c.cpu().numpy()
 
 
 # ============================================================================ cross-layer
@@ -432,7 +475,8 @@ class BatteryResult:
 
 def run_battery(source: Any, config: Any = None, family: Optional[str] = None, *, device: Any = None,
                 thresholds: Sequence[float] = THRESHOLDS, progress: bool = False,
-                cat: Optional[Catalog] = None) -> BatteryResult:
+                cat: Optional[Catalog] = None, engine: str = "fused",
+                svd_roles: Sequence[str] = SVD_ROLES) -> BatteryResult:
     """Run the whole battery on a checkpoint, streaming tensors.
 
     Parameters
@@ -443,9 +487,19 @@ def run_battery(source: Any, config: Any = None, family: Optional[str] = None, *
         Passed to :func:`geolip_lib.models.adapters.catalog`.
     device : "auto" | "cpu" | "cuda" | None
         Where SVDs and QK problems run (default: CUDA when available).
+    engine : "fused" | "reference"
+        "fused" (default) reads every stored tensor once per block (attention block,
+        MLP block, then the rest) and runs sparsity, SVD, QK and MLP statistics on it
+        while it is in memory; cross-layer cosines re-read row chunks. "reference"
+        runs each analysis as its own pass (:func:`svd_table`, :func:`sparsity_tables`
+        with plain float comparisons, :func:`qk_tables`, :func:`mlp_tables`): slower,
+        kept as the slow reference the fused engine is tested against.
+    svd_roles : roles whose 2-D matrices get singular-value statistics.
     """
     import time
 
+    if engine not in ("fused", "reference"):
+        raise ValueError(f"engine: expected 'fused' or 'reference', got {engine!r}")
     store = source if isinstance(source, TensorStore) else TensorStore(source)
     if cat is None:
         if hasattr(source, "config") and config is None:
@@ -453,23 +507,145 @@ def run_battery(source: Any, config: Any = None, family: Optional[str] = None, *
         if hasattr(source, "family") and family is None:
             family = source.family
         cat = build_catalog(store, config=config, family=family)
+    if engine == "fused":
+        return _run_fused(store, cat, thresholds, device=device, svd_roles=svd_roles, progress=progress)
     sec = {}
     t = time.perf_counter()
-    svd, spectra = svd_table(store, cat, device=device, progress=progress)
+    svd, spectra = svd_table(store, cat, roles=svd_roles, device=device, progress=progress)
     sec["svd"] = time.perf_counter() - t
     t = time.perf_counter()
-    sp = sparsity_tables(store, cat, thresholds, progress=progress)
+    sp = sparsity_tables(store, cat, thresholds, kernel="reference", progress=progress)
     sec["sparsity"] = time.perf_counter() - t
     t = time.perf_counter()
     qk = qk_tables(store, cat, device=device, progress=progress)
     sec["qk"] = time.perf_counter() - t
     t = time.perf_counter()
     mlp = mlp_tables(store, cat, progress=progress)
+    sec["mlp"] = time.perf_counter() - t
+    t = time.perf_counter()
     cross = cross_layer(store, cat, progress=progress)
+    sec["cross_layer"] = time.perf_counter() - t
+    t = time.perf_counter()
     norms, nv = norm_table(store, cat)
     pb, pt = position_bias_table(store, cat)
     sec["rest"] = time.perf_counter() - t
     return BatteryResult(cat, svd, spectra, sp, qk, mlp, cross, norms, nv, pb, pt, sec)
+
+
+def _run_fused(store: TensorStore, cat: Catalog, thresholds: Sequence[float], *, device: Any,
+               svd_roles: Sequence[str], progress: bool, top: int = 5) -> BatteryResult:
+    """The "fused" engine of :func:`run_battery` (one read per stored tensor and block)."""
+    import time
+
+    dev = _device(device)
+    sec: dict = defaultdict(float)
+    clock = time.perf_counter
+    sp = _Sparsity(thresholds, "fast")
+    counted: set = set()
+    svd_keys = {e.key for e in cat.select(role=tuple(svd_roles)) if len(e.shape) == 2 and _is_float(e)}
+    stored = {e.name: e for e in cat.stored()}
+    svd_rows, spectra = [], {}
+    lrows, hrows, eigs = [], [], {}
+    mrows, imp = [], {}
+
+    class Unit:
+        """The tensors of one block, each read once (float32, float64 if stored so)."""
+
+        def __init__(self):
+            self.cache: dict = {}
+
+        def data(self, e):
+            if e.name not in self.cache:
+                t0 = clock()
+                par = stored.get(e.name, e)
+                dt = torch.float64 if str(par.dtype) == "float64" else torch.float32
+                self.cache[e.name] = store.get(e.name, dtype=dt)
+                t1 = clock()
+                sec["read"] += t1 - t0
+                if (par.key, True) not in counted and _is_float(par):
+                    sp.add(par, self.cache[e.name], True)
+                    counted.add((par.key, True))
+                sec["sparsity"] += clock() - t1
+            t = self.cache[e.name]
+            if e.is_view:
+                t = t[e.row_slice[0]:e.row_slice[1]]
+                if (e.key, False) not in counted and _is_float(e):
+                    t1 = clock()
+                    sp.add(e, t, False)
+                    counted.add((e.key, False))
+                    sec["sparsity"] += clock() - t1
+            return t
+
+        def svd(self, e):
+            if e is None or e.key not in svd_keys or e.key in spectra:
+                return
+            W = strip_interleaved(e, self.data(e))
+            t0 = clock()
+            S = svdvals_one(W.to(dev))
+            svd_rows.append(_svd_row(e, _svd_shape(e), S))
+            spectra[e.key] = S.cpu().numpy()
+            sec["svd"] += clock() - t0
+
+    ablocks = cat.attention_blocks()
+    mblocks = cat.mlp_blocks()
+    rest = [e for e in cat.entries]
+    units = [("attn", b) for b in ablocks] + [("mlp", b) for b in mblocks] + [("rest", None)]
+    for kind, b in _progress(units, len(units), "battery", progress):
+        u = Unit()
+        if kind == "attn":
+            for e in (b.q, b.k, b.v, b.o):
+                u.svd(e)
+            if b.q is not None and b.k is not None:
+                A = strip_interleaved(b.q, u.data(b.q)).to(device=dev, dtype=torch.float64)
+                K = strip_interleaved(b.k, u.data(b.k)).to(device=dev, dtype=torch.float64)
+                t0 = clock()
+                lr, hr, full = _qk_block(b, A, K, top)
+                lrows.append(lr)
+                hrows += hr
+                eigs[(b.stack, b.attn, b.layer)] = full
+                sec["qk"] += clock() - t0
+                del A, K
+        elif kind == "mlp":
+            for e in (b.up, b.gate, b.down):
+                u.svd(e)
+            if b.up is not None and b.down is not None:
+                up = strip_interleaved(b.up, u.data(b.up))
+                down = strip_interleaved(b.down, u.data(b.down))
+                t0 = clock()
+                nu = up.to(torch.float64).norm(dim=1)
+                nd = down.to(torch.float64).norm(dim=0)
+                ng = (strip_interleaved(b.gate, u.data(b.gate)).to(torch.float64).norm(dim=1)
+                      if b.gate is not None else None)
+                r, c = _mlp_row(b, nu, nd, ng)
+                mrows.append(r)
+                imp[(b.stack, b.layer)] = c
+                sec["mlp"] += clock() - t0
+        else:  # everything not yet read: sparsity, and SVD of matrices outside blocks (embeddings)
+            by_name: dict = defaultdict(list)
+            for e in rest:
+                if ((e.key, not e.is_view) not in counted and _is_float(e)) or \
+                        (e.key in svd_keys and e.key not in spectra):
+                    by_name[e.name].append(e)
+            for name, es in by_name.items():
+                v = Unit()
+                for e in es:
+                    if e.key in svd_keys:
+                        v.svd(e)
+                    else:
+                        v.data(e)
+        del u
+    t0 = clock()
+    cross = cross_layer(store, cat, progress=progress)
+    sec["cross_layer"] = clock() - t0
+    t0 = clock()
+    norms, nv = norm_table(store, cat)
+    pb, pt = position_bias_table(store, cat)
+    sec["rest"] = clock() - t0
+    sparsity = sp.tables(_sparsity_order(cat))
+    qk = {"layers": pd.DataFrame(lrows), "heads": pd.DataFrame(hrows), "eigs": eigs}
+    mlp = {"layers": pd.DataFrame(mrows), "importance": imp}
+    return BatteryResult(cat, _svd_frame(svd_rows), spectra, sparsity, qk, mlp, cross, norms, nv, pb, pt,
+                         dict(sec))
 
 
 def _mean(x) -> Optional[float]:
@@ -496,7 +672,8 @@ def battery_summary(res: BatteryResult) -> dict:
         out["svd_per_layer"] = {
             f"{s}/{a}/{r}": {"layers": [int(x) for x in g["layer"]], "stable_rank": g["stable_rank"].tolist(),
                              "condition": g["condition"].tolist()}
-            for (s, a, r), g in finite.fillna({"stack": "-", "attn": "-"}).groupby(["stack", "attn", "role"])}
+            for (s, a, r), g in finite[finite["layer"].notna()].fillna({"stack": "-", "attn": "-"})
+            .groupby(["stack", "attn", "role"])}
     sp = res.sparsity
     cols = sp["columns"]
     out["sparsity_thresholds"] = cols

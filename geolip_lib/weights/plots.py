@@ -56,7 +56,11 @@ def battery_panel(res, title: str = "", stack: str | None = None):
     # 3 log|w| histogram
     a = ax[0, 2]
     h = res.sparsity["hist"]
-    a.bar(h["left"], h["count"], width=h["right"] - h["left"], align="edge", color="steelblue")
+    # bins are 1/8 octave (exact float32 edges), not equal in log10: plot density per decade
+    width = h["right"] - h["left"]
+    a.bar(h["left"], h["count"] / width / max(int(h["count"].sum()), 1), width=width, align="edge",
+          color="steelblue")
+    a.set_ylabel("fraction per decade")
     a.axvline(-2, color="red", ls="--", alpha=0.6, label="0.01")
     a.set_title("log10 |w| (all tensors)")
     a.legend(fontsize=8)

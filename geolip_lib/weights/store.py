@@ -1,14 +1,25 @@
 """Stream tensors one at a time from safetensors files (or from an in-memory state dict).
 
-``TensorStore(weights_dir).get(name)`` opens the file that holds ``name`` with
-``safetensors.safe_open``, reads that tensor only (or only a range of its rows), upcasts
-it (bf16/fp16 -> float32 by default) and closes the file again, so that the memory a
-battery needs is the tensors of one step, not the model. Tensor names and shapes come
-from the file headers without reading any data.
+``TensorStore(weights_dir).get(name)`` reads that tensor only (or only a range of its
+rows) from the safetensors file that holds it, upcasts it (bf16/fp16 -> float32 by
+default) and keeps nothing open, so that the memory a battery needs is the tensors of one
+step, not the model. Tensor names, shapes and byte offsets come from the file headers
+without reading any data.
+
+Why the bytes are read by hand instead of through ``safetensors.safe_open``: safe_open
+memory-maps the file and hands out tensors backed by the map, so every later pass over
+the data page-faults through it again (a full float64 pass over a T5-small checkpoint:
+0.41 s through safe_open, 0.09 s with one ``readinto`` per tensor, measured here), and
+pages of a map stay resident while any tensor views them. The safetensors layout is
+fixed and simple (8-byte little-endian header length, JSON header with ``data_offsets``
+relative to the end of the header, raw little-endian row-major data), so a byte-range
+``readinto`` of exactly the requested rows into a fresh tensor is exact and bounded. On
+a big-endian host the reader falls back to ``safe_open``.
 """
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
@@ -44,8 +55,10 @@ class TensorStore:
         self._mem: Optional[dict] = None
         self._where: dict = {}
         self._info: dict = {}
+        self._span: dict = {}  # name -> absolute (start, stop) byte offsets in its file
         if isinstance(source, TensorStore):
             self.root, self._mem, self._where, self._info = source.root, source._mem, source._where, source._info
+            self._span = source._span
             return
         if hasattr(source, "weights_dir") and hasattr(source, "model"):  # LoadedModel
             wd = getattr(source, "weights_dir", None)
@@ -92,6 +105,8 @@ class TensorStore:
                 continue
             self._where[name] = file
             self._info[name] = (tuple(meta["shape"]), _ST_DTYPES.get(meta["dtype"], meta["dtype"].lower()))
+            a, b = meta["data_offsets"]
+            self._span[name] = (8 + n + int(a), 8 + n + int(b))
 
     # ------------------------------------------------------------------ inspection
     def names(self) -> list:
@@ -162,15 +177,41 @@ class TensorStore:
                 t = t[rs[0]:rs[1]]
             t = t.to(dtype=dtype, copy=True)
         else:
+            t = self._read(name, rs).to(dtype)
+        return t if device is None else t.to(device)
+
+    def _read(self, name: str, rs: Optional[tuple]) -> torch.Tensor:
+        """The stored bytes of ``name`` (rows ``rs``) in a fresh tensor of the stored dtype."""
+        shape, dt = self._info[name]
+        tdt = getattr(torch, dt, None)
+        if sys.byteorder != "little" or not isinstance(tdt, torch.dtype):
             from safetensors import safe_open
 
             with safe_open(str(self._where[name]), framework="pt") as fh:
-                if rs is None:
-                    t = fh.get_tensor(name)
-                else:
-                    t = fh.get_slice(name)[rs[0]:rs[1]]
-            t = t.to(dtype)
-        return t if device is None else t.to(device)
+                return (fh.get_tensor(name) if rs is None else fh.get_slice(name)[rs[0]:rs[1]]).clone()
+        start, stop = self._span[name]
+        shape = list(shape)
+        if rs is not None:
+            row = (stop - start) // shape[0] if shape and shape[0] else 0
+            start, stop = start + rs[0] * row, start + rs[1] * row
+            shape[0] = rs[1] - rs[0]
+        t = torch.empty(shape, dtype=tdt)
+        nbytes = stop - start
+        if nbytes != t.numel() * t.element_size():
+            raise ValueError(f"name: {name!r} in {self._where[name]} holds {nbytes} bytes for shape "
+                             f"{tuple(shape)} {dt}; the file is corrupt or truncated (re-save it)")
+        if nbytes:
+            buf = memoryview(t.reshape(-1).view(torch.uint8).numpy())
+            with open(self._where[name], "rb", buffering=0) as fh:
+                fh.seek(start)
+                got = 0
+                while got < nbytes:
+                    k = fh.readinto(buf[got:])
+                    if not k:
+                        raise ValueError(f"name: {name!r}: {self._where[name]} ends before byte {stop} "
+                                         "(truncated file; re-download or re-save it)")
+                    got += k
+        return t
 
     def iter(self, names: Iterable, dtype: torch.dtype = torch.float32):
         """Yield ``(name, tensor)`` one at a time."""

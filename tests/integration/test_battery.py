@@ -66,3 +66,77 @@ def test_battery_runs_per_family_and_null_baseline(name):
         assert s["mlp"]["gated"] and "decoder/cross" in s["qk"] and s["position_bias"]
     if name == "tiny-open-clip":
         assert set(s["qk"]) == {"text/self", "vision/self"}
+
+
+def _assert_same_battery(a, b):
+    """Fused engine result ``a`` equals reference engine result ``b`` (round-off for spectra)."""
+    import pandas as pd
+
+    num = ["stable_rank", "pr", "active_frac", "condition", "max_sv", "min_sv"]
+    assert len(a.svd) == len(b.svd) > 0
+    pd.testing.assert_frame_equal(a.svd.drop(columns=num), b.svd.drop(columns=num))
+    for c in num:
+        assert np.allclose(a.svd[c], b.svd[c], rtol=1e-7, atol=0), c
+    assert a.spectra.keys() == b.spectra.keys()
+    for k in a.spectra:
+        assert np.allclose(a.spectra[k], b.spectra[k], rtol=0, atol=1e-10 * b.spectra[k][0]), k
+    for k in ("per_tensor", "by_role", "by_stack_role", "model", "hist"):
+        pd.testing.assert_frame_equal(a.sparsity[k], b.sparsity[k], check_exact=True)
+    qa, qb = a.qk["layers"], b.qk["layers"]
+    assert len(qa) == len(qb)
+    for c in qa.columns:
+        if c in ("top_eig", "bottom_eig"):
+            assert np.allclose(np.stack(qa[c]), np.stack(qb[c]), rtol=1e-9, atol=1e-12)
+        elif qa[c].dtype.kind == "f":
+            assert np.allclose(qa[c], qb[c], rtol=1e-9, atol=1e-12), c
+        else:
+            assert qa[c].tolist() == qb[c].tolist(), c
+    pd.testing.assert_frame_equal(a.qk["heads"], b.qk["heads"], rtol=1e-9)
+    pd.testing.assert_frame_equal(a.mlp["layers"], b.mlp["layers"], rtol=1e-12)
+    assert a.cross.keys() == b.cross.keys()
+    pd.testing.assert_frame_equal(a.norms, b.norms)
+    pd.testing.assert_frame_equal(a.pos_bias, b.pos_bias)
+
+
+@pytest.mark.parametrize("name", ["all-minilm-l6-v2", "tiny-t5", "tiny-t5-v1_1", "tiny-bert", "tiny-dinov2",
+                                  "tiny-open-clip", "tiny-qwen"])
+def test_fused_engine_equals_reference_engine(name):
+    lm = models.load(name)
+    fused = run_battery(lm)
+    ref = run_battery(lm, engine="reference")
+    _assert_same_battery(fused, ref)
+    assert {"read", "sparsity", "svd", "qk", "cross_layer"} <= set(fused.seconds)
+    # embeddings get spectra too; every stored float tensor is counted once for the model
+    assert "embed" in set(fused.svd["role"])
+    n = sum(e.numel for e in fused.catalog.stored() if "float" in str(e.dtype))
+    assert int(fused.sparsity["model"]["n"].iloc[0]) == n == int(fused.sparsity["hist"]["count"].sum())
+
+
+def test_fused_engine_equals_reference_on_fused_qkv_bf16_and_f64(tmp_path):
+    from safetensors.torch import save_file
+
+    from geolip_lib.models.adapters import Catalog, Entry, split_fused
+
+    g = torch.Generator().manual_seed(3)
+    t = {"in_proj": torch.randn(24, 8, generator=g).to(torch.bfloat16), "out": torch.randn(8, 8, generator=g),
+         "up": torch.randn(16, 8, generator=g, dtype=torch.float64), "down": torch.randn(8, 16, generator=g),
+         "emb": torch.randn(40, 8, generator=g).half(), "ln": torch.ones(8) + 0.1 * torch.randn(8, generator=g)}
+    save_file(t, str(tmp_path / "model.safetensors"))
+    parent = Entry("in_proj", "qkv", "vision", "self", 0, (24, 8), "bfloat16", n_heads=2, head_dim=4)
+    ents = [parent, *split_fused(parent),
+            Entry("out", "o", "vision", "self", 0, (8, 8), "float32", n_heads=2, head_dim=4),
+            Entry("up", "mlp_in", "vision", None, 0, (16, 8), "float64"),
+            Entry("down", "mlp_out", "vision", None, 0, (8, 16), "float32"),
+            Entry("emb", "embed", None, None, None, (40, 8), "float16"),
+            Entry("ln", "norm", "vision", None, 0, (8,), "float32")]
+    cat = Catalog(ents, family="toy", d_model=8)
+    st = TensorStore(tmp_path)
+    a, b = run_battery(st, cat=cat), run_battery(st, cat=cat, engine="reference")
+    _assert_same_battery(a, b)
+    assert set(a.svd["role"]) == {"q", "k", "v", "o", "mlp_in", "mlp_out", "embed"}
+    assert int(a.sparsity["model"]["n"].iloc[0]) == sum(v.numel() for v in t.values())
+    # a float64 tensor is analysed in float64 (not through float32)
+    S = torch.linalg.svdvals(t["up"])
+    assert np.allclose(a.spectra["up"], S.numpy(), rtol=0, atol=1e-13 * float(S[0]))
+    with pytest.raises(ValueError, match="engine"):
+        run_battery(st, cat=cat, engine="fast")

@@ -14,11 +14,13 @@ pytestmark = pytest.mark.unit
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("r,d", [(4, 16), (8, 16), (12, 16), (16, 16), (20, 16)])
-def test_qk_factored_equals_dense(seed, r, d):
+@pytest.mark.parametrize("method", ["auto", "factored", "dense"])
+def test_qk_factored_equals_dense(seed, r, d, method):
     g = torch.Generator().manual_seed(seed)
     A = torch.randn(3, r, d, generator=g, dtype=torch.float64)
     B = torch.randn(3, r, d, generator=g, dtype=torch.float64)
-    f = qk_factored(A, B)
+    f = qk_factored(A, B, method=method)
+    assert f["svals"].shape[-1] == min(r, d) and f["eig"].shape[-1] == min(2 * r, d)
     M = A.mT @ B
     sv = torch.linalg.svdvals(M)
     m = f["svals"].shape[-1]

@@ -306,7 +306,11 @@ def clean_weight(store, e: Entry, dtype=None):
     """Read entry ``e`` from ``store`` and drop interleaved rows (``head_stride``): the matrix of its role."""
     import torch
 
-    W = store.get(e, dtype=dtype or torch.float32)
+    return strip_interleaved(e, store.get(e, dtype=dtype or torch.float32))
+
+
+def strip_interleaved(e: Entry, W):
+    """Drop the rows between heads (``head_stride``) from the data ``W`` of entry ``e``."""
     if e.head_stride and e.head_stride != e.head_dim and W.ndim == 2:
         n = W.shape[0] // e.head_stride
         W = W.reshape(n, e.head_stride, -1)[:, : e.head_dim].reshape(n * e.head_dim, -1)
