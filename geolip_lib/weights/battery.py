@@ -5,13 +5,19 @@ at a time (one batch of same-shape matrices, one attention block, one MLP block,
 chunk of one role across layers), so the memory a step needs is bounded by
 ``batch_bytes`` or by the tensors of one block, never by the model.
 
+:func:`run_battery` has two engines with the same results (tested equal): "fused"
+(default) reads each stored tensor once per block and runs sparsity, SVD, QK and MLP
+statistics while it is in memory (cross-layer cosines re-read row chunks); "reference"
+runs the per-analysis functions below one after the other, each with its own pass.
+
 Measurements (seed 001 §4–6), per matrix and aggregated by role / stack / layer:
 
 - ``svd_table``: stable rank, PR of singular values, active fraction (> 1 % of max),
-  rank at 90 % energy (of S², see the note), condition number; batched ``svdvals`` in
-  float64 over stacked same-shape matrices.
-- ``sparsity_tables``: fraction of |w| below thresholds per role, per (stack, attn,
-  role), for the whole model, plus a log10|w| histogram.
+  rank at 90 % energy (of S², see the note), condition number of every attention, MLP
+  and embedding matrix; float64 spectra from Gram eigenvalues (exact SVD where the
+  matrix is ill-conditioned).
+- ``sparsity_tables``: exact fraction of |w| below thresholds per role, per (stack,
+  attn, role), for the whole model, plus a |w| histogram (1/8-octave bins).
 - ``qk_tables``: the QK bilinear form M = W_Qᵀ W_K per layer (self and cross), from its
   factored form (never a d_model² product): stable rank, PR, symmetry deviation, sign
   counts of the eigenvalues of its symmetric part, top eigenvalues; and per head.
