@@ -563,12 +563,12 @@ def _run_fused(store: TensorStore, cat: Catalog, thresholds: Sequence[float], *,
         def data(self, e):
             if e.name not in self.cache:
                 t0 = clock()
-                par = stored.get(e.name, e)
-                dt = torch.float64 if str(par.dtype) == "float64" else torch.float32
+                par = stored.get(e.name)  # None: a view whose stored tensor has no entry
+                dt = torch.float64 if str((par or e).dtype) == "float64" else torch.float32
                 self.cache[e.name] = store.get(e.name, dtype=dt)
                 t1 = clock()
                 sec["read"] += t1 - t0
-                if (par.key, True) not in counted and _is_float(par):
+                if par is not None and (par.key, True) not in counted and _is_float(par):
                     sp.add(par, self.cache[e.name], True)
                     counted.add((par.key, True))
                 sec["sparsity"] += clock() - t1
