@@ -52,12 +52,11 @@ if HAVE_NUMBA:
     def _abs_hist(bits, tkeys, n_chunks):  # pragma: no cover - compiled
         n = bits.size
         T = tkeys.size
-        nb = 1 << (31 - 20)
         # first threshold whose key falls in each bin (-1: none)
-        first = np.full(nb, -1, dtype=np.int64)
+        first = np.full(N_BINS, -1, dtype=np.int64)
         for j in range(T - 1, -1, -1):
-            first[tkeys[j] >> 20] = j
-        hist = np.zeros((n_chunks, nb), dtype=np.int64)
+            first[tkeys[j] >> SHIFT] = j
+        hist = np.zeros((n_chunks, N_BINS), dtype=np.int64)
         part = np.zeros((n_chunks, max(T, 1)), dtype=np.int64)
         step = (n + n_chunks - 1) // n_chunks
         for c in numba.prange(n_chunks):
@@ -65,21 +64,15 @@ if HAVE_NUMBA:
             hi = min(n, lo + step)
             for i in range(lo, hi):
                 key = np.int64(bits[i] & 0x7FFFFFFF)
-                b = key >> 20
+                b = key >> SHIFT
                 hist[c, b] += 1
                 j = first[b]
                 if j >= 0:
-                    while j < T and (tkeys[j] >> 20) == b:
+                    while j < T and (tkeys[j] >> SHIFT) == b:
                         if key < tkeys[j]:
                             part[c, j] += 1
                         j += 1
         return hist.sum(axis=0), part.sum(axis=0)[:T]
-
-
-def _finish(hist: np.ndarray, part: np.ndarray, tkeys: np.ndarray) -> tuple:
-    csum = np.concatenate([[0], np.cumsum(hist)])
-    below = csum[tkeys >> SHIFT] + part
-    return hist, below
 
 
 def abs_hist(x: np.ndarray, thresholds) -> tuple:
@@ -103,7 +96,9 @@ def abs_hist(x: np.ndarray, thresholds) -> tuple:
         return abs_hist_reference(x, thresholds)
     n_chunks = max(1, min(64, x.size // (1 << 16))) * max(1, numba.get_num_threads())
     hist, part = _abs_hist(x.view(np.int32), tkeys, n_chunks)
-    return _finish(hist, part, tkeys)
+    # |x| < t: every bin below t's bin, plus the part of t's bin the kernel counted
+    below = np.concatenate([[0], np.cumsum(hist)])[tkeys >> SHIFT] + part
+    return hist, below
 
 
 def abs_hist_reference(x: np.ndarray, thresholds) -> tuple:

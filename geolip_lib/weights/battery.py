@@ -56,7 +56,7 @@ import torch
 from ..models.adapters import (ATTN_ROLES, MATRIX_ROLES, Catalog, catalog as build_catalog, clean_weight,
                                strip_interleaved)
 from . import _kernels
-from .spectral import eigvalsh_sym, gram64, qk_factored, sign_counts, spectrum_stats, svdvals, svdvals_one  # noqa: F401
+from .spectral import qk_factored, sign_counts, spectrum_stats, svdvals
 from .store import TensorStore
 
 THRESHOLDS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -150,17 +150,11 @@ def svd_table(store: TensorStore, cat: Catalog, roles: Sequence[str] = SVD_ROLES
         batches += [(shp, es[i:i + per]) for i in range(0, len(es), per)]
     for shp, es in _progress(batches, len(batches), "svd", progress):
         W = torch.stack([clean_weight(store, e, torch.float64) for e in es]).to(dev)
-        S = svdvals(W, method=method)
-        st = {k: v.cpu().numpy() for k, v in spectrum_stats(S).items()}
-        S = S.cpu().numpy()
+        S = svdvals(W, method=method).cpu()
         for i, e in enumerate(es):
-            r = _row(e)
-            r.update(shape=shp, stable_rank=st["stable_rank"][i], pr=st["pr"][i],
-                     active_frac=st["active_frac"][i], rank_90=int(st["rank_energy"][i]),
-                     condition=st["condition"][i], max_sv=st["max_sv"][i], min_sv=st["min_sv"][i])
-            rows.append(r)
+            rows.append(_svd_row(e, shp, S[i]))
             if keep_spectra:
-                spectra[e.key] = S[i]
+                spectra[e.key] = S[i].numpy()
         del W
     return _svd_frame(rows), spectra
 
@@ -587,17 +581,14 @@ def _run_fused(store: TensorStore, cat: Catalog, thresholds: Sequence[float], *,
                 return
             W = strip_interleaved(e, self.data(e))
             t0 = clock()
-            S = svdvals_one(W.to(dev))
+            S = svdvals(W.to(dev))
             svd_rows.append(_svd_row(e, _svd_shape(e), S))
             spectra[e.key] = S.cpu().numpy()
             sec["svd"] += clock() - t0
 
-    ablocks = cat.attention_blocks()
-    mblocks = cat.mlp_blocks()
-    rest = [e for e in cat.entries]
-    units = [("attn", b) for b in ablocks] + [("mlp", b) for b in mblocks] + [("rest", None)]
+    units = [("attn", b) for b in cat.attention_blocks()] + [("mlp", b) for b in cat.mlp_blocks()] + [("rest", None)]
     for kind, b in _progress(units, len(units), "battery", progress):
-        u = Unit()
+        u = Unit()  # the block's tensors: freed when the next block starts
         if kind == "attn":
             for e in (b.q, b.k, b.v, b.o):
                 u.svd(e)
@@ -628,17 +619,17 @@ def _run_fused(store: TensorStore, cat: Catalog, thresholds: Sequence[float], *,
                 sec["mlp"] += clock() - t0
         else:  # everything not yet read: sparsity, and SVD of matrices outside blocks (embeddings)
             by_name: dict = defaultdict(list)
-            for e in rest:
+            for e in cat.entries:
                 if ((e.key, not e.is_view) not in counted and _is_float(e)) or \
                         (e.key in svd_keys and e.key not in spectra):
                     by_name[e.name].append(e)
-            for name, es in by_name.items():
-                v = Unit()
+            for es in by_name.values():  # one read per stored tensor
+                u = Unit()
                 for e in es:
                     if e.key in svd_keys:
-                        v.svd(e)
+                        u.svd(e)
                     else:
-                        v.data(e)
+                        u.data(e)
         del u
     t0 = clock()
     cross = cross_layer(store, cat, progress=progress)

@@ -2,6 +2,12 @@
 
 All functions take torch tensors with arbitrary leading batch dimensions and compute in
 the dtype they are given (the battery passes float64).
+
+Every symmetric eigenproblem goes to ``torch.linalg.eigvalsh``. Measured here (2-core
+CPU): SciPy's LAPACK ``dsyevd`` (OpenBLAS) is 1.3-1.6x faster in isolation, but inside
+the battery OpenBLAS's busy-waiting threads fight torch's OpenMP threads for the cores
+(T5-small battery 7.5 s with it vs 3.0 s with torch), so everything stays in torch's
+thread pool.
 """
 from __future__ import annotations
 
@@ -10,42 +16,37 @@ import torch
 from ..validation import as_tensor
 
 
-def eigvalsh_sym(G: torch.Tensor) -> torch.Tensor:
-    """Eigenvalues of symmetric matrices (..., n, n), ascending (``torch.linalg.eigvalsh``).
-
-    One entry point for every symmetric eigenproblem of the battery. Measured here
-    (2-core CPU): SciPy's LAPACK ``dsyevd`` (OpenBLAS) is 1.3-1.6x faster than torch's
-    in isolation, but inside the battery OpenBLAS's busy-waiting threads fight torch's
-    OpenMP threads for the cores (T5-small battery 7.5 s with it vs 3.0 s with torch),
-    so everything stays in torch's thread pool.
-    """
-    return torch.linalg.eigvalsh(G)
-
-
-def svdvals(W: torch.Tensor, method: str = "gram", cond_limit: float = 1e6) -> torch.Tensor:
-    """Singular values of a batch of matrices (..., m, n), descending, float64.
+def svdvals(W: torch.Tensor, method: str = "gram", cond_limit: float = 1e6,
+            chunk_bytes: int = 64 << 20) -> torch.Tensor:
+    """Singular values of a matrix (m, n) or a batch of matrices (..., m, n), descending, float64.
 
     ``method="gram"``: square roots of the eigenvalues of the Gram matrix on the smaller
     side (W Wᵀ or Wᵀ W) in float64, several times faster than an SVD; its absolute error
     is ~eps·σ_max²/σ, so matrices whose σ_min/σ_max < 1/``cond_limit`` are recomputed
-    with ``torch.linalg.svdvals`` (exact to float64 round-off everywhere).
+    with ``torch.linalg.svdvals`` (exact to float64 round-off everywhere). For a single
+    matrix the Gram is accumulated ``chunk_bytes`` at a time (:func:`gram64`), so a
+    large float32 ``W`` is never copied to float64 whole.
     ``method="svd"``: ``torch.linalg.svdvals`` for all.
     """
-    W = W.to(torch.float64)
     if method == "svd":
-        return torch.linalg.svdvals(W)
+        return torch.linalg.svdvals(W.to(torch.float64))
     if method != "gram":
         raise ValueError(f"method: expected 'gram' or 'svd', got {method!r}")
     m, n = W.shape[-2:]
-    G = W @ W.mT if m <= n else W.mT @ W
-    ev = eigvalsh_sym(G).flip(-1).clamp_min(0)
-    S = ev.sqrt()
+    if W.ndim == 2:
+        G = gram64(W, chunk_bytes)
+    else:
+        W = W.to(torch.float64)
+        G = W @ W.mT if m <= n else W.mT @ W
+    S = torch.linalg.eigvalsh(G).flip(-1).clamp_min(0).sqrt()
+    if S.shape[-1] == 0:
+        return S
     bad = S[..., -1] * cond_limit < S[..., 0]
     if bool(bad.any()):
         flat = S.reshape(-1, S.shape[-1])
         Wf = W.reshape(-1, m, n)
         idx = bad.reshape(-1).nonzero().flatten()
-        flat[idx] = torch.linalg.svdvals(Wf[idx])
+        flat[idx] = torch.linalg.svdvals(Wf[idx].to(torch.float64))
         S = flat.reshape(S.shape)
     return S
 
@@ -74,23 +75,6 @@ def gram64(W: torch.Tensor, chunk_bytes: int = 64 << 20) -> torch.Tensor:
         C = W[:, a:a + step].to(torch.float64)
         G.addmm_(C, C.mT)
     return G
-
-
-def svdvals_one(W: torch.Tensor, method: str = "gram", cond_limit: float = 1e6,
-                chunk_bytes: int = 64 << 20) -> torch.Tensor:
-    """Singular values of one (m, n) matrix, descending, float64 (see :func:`svdvals`).
-
-    Same numbers as ``svdvals(W[None])[0]`` (the Gram is accumulated in chunks, so up
-    to float64 round-off), without a float64 copy of a large ``W``.
-    """
-    if method == "svd":
-        return torch.linalg.svdvals(W.to(torch.float64))
-    if method != "gram":
-        raise ValueError(f"method: expected 'gram' or 'svd', got {method!r}")
-    S = eigvalsh_sym(gram64(W, chunk_bytes)).flip(-1).clamp_min(0).sqrt()
-    if S.numel() and S[-1] * cond_limit < S[0]:
-        S = torch.linalg.svdvals(W.to(torch.float64))
-    return S
 
 
 def spectrum_stats(S: torch.Tensor, active: float = 0.01, energy: float = 0.9) -> dict:
@@ -191,7 +175,7 @@ def qk_factored(A: torch.Tensor, B: torch.Tensor, method: str = "auto") -> dict:
         svals = torch.linalg.svdvals(core)
     if dense_eig:
         S = 0.5 * (M + M.transpose(-1, -2))
-        eig = eigvalsh_sym(S).flip(-1)
+        eig = torch.linalg.eigvalsh(S).flip(-1)
         if 2 * r < d:  # keep the 2r nonzero candidates (largest |λ|), descending
             idx = eig.abs().argsort(dim=-1, descending=True)[..., : 2 * r]
             eig = eig.gather(-1, idx).sort(dim=-1, descending=True).values
@@ -201,7 +185,7 @@ def qk_factored(A: torch.Tensor, B: torch.Tensor, method: str = "auto") -> dict:
         RJ = torch.cat([R[..., r:], R[..., :r]], dim=-1) * 0.5  # R J  (J swaps the halves, / 2)
         S = RJ @ R.transpose(-1, -2)
         S = 0.5 * (S + S.transpose(-1, -2))
-        eig = eigvalsh_sym(S).flip(-1)
+        eig = torch.linalg.eigvalsh(S).flip(-1)
     fro2 = svals.square().sum(-1)
     if M is not None:
         dev2 = (M - M.transpose(-1, -2)).square().sum((-1, -2))

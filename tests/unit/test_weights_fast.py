@@ -7,7 +7,7 @@ from safetensors.torch import load_file, save_file
 
 from geolip_lib.weights import TensorStore
 from geolip_lib.weights import _kernels as K
-from geolip_lib.weights.spectral import gram64, qk_factored, spectrum_stats, svdvals, svdvals_one
+from geolip_lib.weights.spectral import gram64, qk_factored, spectrum_stats, svdvals
 
 pytestmark = pytest.mark.unit
 
@@ -66,12 +66,12 @@ def test_gram64_chunked_equals_one_product(seed, shape):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_svdvals_one_equals_full_svd(seed):
+def test_single_matrix_svdvals_equals_full_svd(seed):
     g = torch.Generator().manual_seed(seed)
     for W in (torch.randn(50, 20, generator=g), torch.randn(20, 50, generator=g),
               torch.randn(30, 1, generator=g) @ torch.randn(1, 40, generator=g)):  # rank 1: exact fallback
         ref = torch.linalg.svdvals(W.double())
-        got = svdvals_one(W, chunk_bytes=512)
+        got = svdvals(W, chunk_bytes=512)
         assert float((got - ref).abs().max() / ref[0]) < 1e-12
         assert torch.allclose(got, svdvals(W.double()[None])[0], rtol=0, atol=1e-12 * float(ref[0]))
 
