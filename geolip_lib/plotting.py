@@ -1,33 +1,38 @@
-"""One seaborn style for every figure, and saving figures as PNG into the job directory."""
+"""One seaborn style for every figure, and PNG bytes/files of a figure.
+
+No backend is forced here: in a Jupyter kernel the runtime selects the inline backend,
+and headless processes get matplotlib's own default (Agg). Figures made by the library
+(``<package>/plots.py``) are shown by :meth:`geolip_lib.runtime.Job.figure`.
+"""
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import seaborn as sns
 
-matplotlib.use(os.environ.get("MPLBACKEND", "Agg") if "ipykernel" not in os.environ.get("MPLBACKEND", "") else os.environ["MPLBACKEND"])  # noqa: E501
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
+from .results import atomic_write_bytes
 
-from .results import atomic_write_bytes  # noqa: E402
+DPI = 110
 
 
 def setup() -> None:
-    """Apply the project's plotting style (call once at the top of a notebook)."""
+    """Apply the project's plotting style (the runtime calls it once per notebook)."""
     sns.set_theme(context="notebook", style="whitegrid", palette="deep")
-    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110, "figure.autolayout": False,
+    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": DPI, "figure.autolayout": False,
                          "svg.hashsalt": "geolip", "path.simplify": True})
 
 
-def savefig(fig: "matplotlib.figure.Figure", out_dir: str | os.PathLike, name: str) -> Path:
-    """Save ``fig`` as ``<out_dir>/<name>.png`` (atomically) and return the path.
-
-    The figure stays open so that the notebook still displays it inline.
-    """
-    import io
-
+def png_bytes(fig: "matplotlib.figure.Figure") -> bytes:
+    """The figure as PNG bytes (tight bounding box, no timestamp metadata)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def savefig(fig: "matplotlib.figure.Figure", out_dir: str | os.PathLike, name: str) -> Path:
+    """Save ``fig`` as ``<out_dir>/<name>.png`` (atomically) and return the path; the figure stays open."""
     path = Path(out_dir) / (name if name.endswith(".png") else f"{name}.png")
-    return atomic_write_bytes(path, buf.getvalue())
+    return atomic_write_bytes(path, png_bytes(fig))

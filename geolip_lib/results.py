@@ -90,29 +90,71 @@ def to_jsonable(obj: Any) -> Any:
 def headline(
     value: Any,
     *,
+    interval: Any = None,
+    nulls: dict | None = None,
     baseline: Any = None,
     baseline_kind: str | None = None,
     label: str | None = None,
     fmt: str = ".4g",
+    note: str | None = None,
 ) -> dict:
-    """One headline number for the composite table.
+    """One headline number for the composite table: value, 95 % interval, null baselines.
 
     Parameters
     ----------
     value : float
-        The measured value.
-    baseline : float, optional
-        The same metric on the null baseline.
-    baseline_kind : str, optional
-        ``"gaussian"`` (isotropic Gaussian of matched shape/scale), ``"random_init"``
-        (same architecture at random init), ``"shuffled"``...
+        The measured value (``None`` when the measurement does not apply to this model).
+    interval : Interval, dict, (lo, hi) or ``"exact"``
+        The 95 % interval (:mod:`geolip_lib.metrics.intervals`). ``"exact"`` marks a number
+        that involves no sampling (a count, a closed form); it is recorded as ``[v, v]``.
+    nulls : dict, optional
+        ``{kind: value}`` or ``{kind: {"value": v, "interval": ...}}`` — the same metric on
+        each null model: ``"gaussian"`` (isotropic Gaussian of matched shape and scale),
+        ``"random_init"`` (same architecture at random init), ``"sphere"`` (uniform on the
+        unit sphere), ``"shuffled"`` ... Each null gets ``separated``: whether the interval
+        excludes it (and its own interval).
+    baseline, baseline_kind : optional
+        One null given the short way (kept for callers that have a single null).
     label : str, optional
         Column label in the report (defaults to the key).
     fmt : str
-        Format spec used by the report.
+        Format spec used when there is no interval.
+    note : str, optional
+        One sentence shown under the table (what the number means, why a null explains it).
     """
-    return {"value": value, "baseline": baseline, "baseline_kind": baseline_kind,
-            "label": label, "fmt": fmt}
+    from .metrics.intervals import Interval, separates
+
+    if isinstance(interval, str):
+        if interval != "exact":
+            raise ValueError(f"interval: expected an Interval, (lo, hi) or 'exact', got {interval!r}")
+        v = None if value is None else float(value)
+        iv: dict | None = {"lo": v, "hi": v, "method": "exact (no sampling)", "level": 1.0}
+    elif isinstance(interval, Interval):
+        iv = interval.as_dict()
+    elif isinstance(interval, dict):
+        iv = dict(interval)
+    elif interval is not None:
+        lo, hi = interval
+        iv = {"lo": lo, "hi": hi, "method": "given", "level": 0.95}
+    else:
+        iv = None
+    all_nulls: dict = {}
+    if baseline is not None or baseline_kind is not None:
+        all_nulls[baseline_kind or "null"] = baseline
+    all_nulls.update(nulls or {})
+    out_nulls = {}
+    for kind, nv in all_nulls.items():
+        n_iv = None
+        if isinstance(nv, dict):
+            nv, n_iv = nv.get("value"), nv.get("interval")
+        if isinstance(n_iv, Interval):
+            n_iv = n_iv.as_dict()
+        nv = to_jsonable(nv)
+        out_nulls[kind] = {"value": nv, "interval": to_jsonable(n_iv),
+                           "separated": separates(iv, nv, n_iv) if value is not None else None}
+    first = next(iter(out_nulls.items()), (None, {"value": None}))
+    return {"value": value, "interval": iv, "nulls": out_nulls, "baseline": first[1]["value"],
+            "baseline_kind": first[0], "label": label, "fmt": fmt, "note": note}
 
 
 def job_dir(out_dir: str | os.PathLike | None, notebook: str, model: str | None) -> Path:
@@ -137,6 +179,8 @@ def record(
     notebook: str | None = None,
     model: str | None = None,
     parameters: dict | None = None,
+    figures: list | None = None,
+    provenance: dict | None = None,
 ) -> Path:
     """Write ``<out_dir>/metrics.json`` atomically and return its path.
 
@@ -152,6 +196,10 @@ def record(
         Identify the job (the report groups by them).
     parameters : dict, optional
         The notebook's parameters, kept for provenance.
+    figures : list, optional
+        ``[{"file", "title", "key"}]`` of the PNGs saved beside ``metrics.json``.
+    provenance : dict, optional
+        Commit, versions, model and weight digests, device (:mod:`geolip_lib.provenance`).
     """
     if not isinstance(metrics, dict):
         raise ValueError(f"metrics: expected a dict, got {type(metrics).__name__}")
@@ -161,15 +209,28 @@ def record(
         "parameters": parameters or {},
         "headline": headline or {},
         "metrics": metrics,
+        "figures": figures or [],
+        "provenance": provenance or {},
     }
     text = json.dumps(to_jsonable(payload), indent=1, sort_keys=False, allow_nan=False)
     return atomic_write_text(Path(out_dir) / METRICS_FILE, text + "\n")
 
 
+class MetricsFileError(ValueError):
+    """A ``metrics.json`` that cannot be read (message names the file)."""
+
+
 def read(path: str | os.PathLike) -> dict:
-    """Read a ``metrics.json`` (or the one inside a job directory)."""
+    """Read a ``metrics.json`` (or the one inside a job directory); one-line error naming the file."""
     path = Path(path)
     if path.is_dir():
         path = path / METRICS_FILE
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise MetricsFileError(f"{path}: unreadable metrics file ({type(exc).__name__}: {exc}); "
+                               f"rerun its job with run_all.py --resume") from None
+    if not isinstance(data, dict):
+        raise MetricsFileError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data

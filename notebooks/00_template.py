@@ -27,32 +27,39 @@ OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc
 SEED = 0  # seed of every random draw in this notebook
 
 # %%
-from geolip_lib import models, plotting, results
+from geolip_lib import metrics as M
+from geolip_lib import results, runtime
 
-NOTEBOOK = "00_template"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
-lm = models.load(MODEL)
+job = runtime.start("00_template", globals())  # job dir, plot style, inline figures, seeds, job.lm = MODEL
+E = job.lm.input_embeddings()
 metrics: dict = {}
 
 # %% [markdown]
 # ## 1. First section (mirrors the seed's first measurement)
 #
 # One paragraph of narrative: what is measured and what a reader should look for.
+# Cells are library calls (at most ~15 lines, no `def`/`lambda`); figures come from a
+# `plots.py` function and are shown + saved by `job.figure`; results are shown with
+# `job.table` (formatted), never printed dicts.
 
 # %%
-metrics["example"] = {"n_params": sum(p.numel() for p in lm.model.parameters())}
-metrics["example"]
+pent = M.pentachoron_cv(E, 500, seed=SEED)
+metrics["pentachoron"] = pent.as_dict()
+job.table({"embedding": pent.as_dict()}, caption="Pentachoron volumes")
 
 # %% [markdown]
 # ## Results
 #
-# One call records every number to `metrics.json`; the headline numbers appear in the
-# report's composite table beside their null baselines.
+# `job.finish` records `metrics.json` (metrics, headline numbers with their 95 %
+# intervals and nulls, the declared parameters, figures, provenance) and shows the
+# headline table.
 
 # %%
-results.record(out, metrics, notebook=NOTEBOOK, model=MODEL,
-               headline={"n_params": results.headline(metrics["example"]["n_params"])})
+cv_iv = M.intervals.bootstrap(pent.volumes, M.intervals.cv, seed=SEED, what="simplices")
+job.finish(metrics, {
+    "pentachoron_cv": results.headline(pent.cv, interval=cv_iv, nulls={"gaussian": 0.0}, label="pentachoron CV"),
+    "n_rows": results.headline(int(E.shape[0]), interval="exact", label="rows"),
+})
 
 # %% [markdown]
 # ## References

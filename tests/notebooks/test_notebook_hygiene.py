@@ -43,3 +43,38 @@ def test_profiles_validate_and_cover_every_notebook(profile):
     prof = load_profile(profile)
     missing = [p.stem for p in NOTEBOOKS if p.stem not in prof.notebooks]
     assert not missing, f"profile {profile} lacks {missing}"
+
+
+MAX_CELL_LINES = 15  # code lines (not blank, not comments) per cell; the parameters cell is exempt
+BANNED_IMPORTS = ("matplotlib", "seaborn")
+
+
+def _code_lines(src: str) -> int:
+    return sum(1 for ln in src.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", "%", "!")))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_narrative_plus_library_calls(path):
+    """Thin notebooks: one runtime.start, one job.finish, no functions, short cells,
+    figures drawn by library functions (no matplotlib in the notebook), no printed dicts."""
+    import ast
+
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])]
+    text = "\n".join(c.source for c in code)
+    assert text.count("runtime.start(") == 1, f"{path.name}: open with exactly one job = runtime.start(...)"
+    assert text.count("job.finish(") == 1, f"{path.name}: close with exactly one job.finish(...)"
+    for i, cell in enumerate(code):
+        n = _code_lines(cell.source)
+        assert n <= MAX_CELL_LINES, f"{path.name} code cell {i}: {n} lines (max {MAX_CELL_LINES}): move it to the library"
+        tree = ast.parse(cell.source)
+        for node in ast.walk(tree):
+            assert not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)), \
+                f"{path.name} code cell {i}: defines a function/class (line {node.lineno}): move it to the library"
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                assert not any(m.split(".")[0] in BANNED_IMPORTS for m in mods), \
+                    f"{path.name} code cell {i}: imports {mods}: figures are <package>/plots.py functions"
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                assert all(isinstance(a, (ast.Constant, ast.JoinedStr)) for a in node.args), \
+                    f"{path.name} code cell {i} line {node.lineno}: print only sentences; show data with job.table"

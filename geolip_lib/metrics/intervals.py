@@ -1,0 +1,258 @@
+"""95 % intervals for headline numbers, and the precision an interval supports.
+
+Every headline number in ``metrics.json`` carries an interval (``results.headline(...,
+interval=...)``). Three ways to get one, by what the notebook sampled:
+
+- :func:`bootstrap` — a statistic of sampled items (volumes of random simplices, sampled
+  pairs, sampled rows): resample the items with replacement. This is ``scipy.stats.bootstrap``
+  (BCa by default, percentile on request); nothing here re-implements it.
+- :func:`bootstrap_weighted` — a statistic that needs the whole sample at once (PR of a
+  covariance, mean pairwise cosine of a row sample): resampling rows is the same as giving
+  each row a multinomial count, so the statistic is written as a function of per-row
+  weights and evaluated for ``n_boot`` weight vectors (scipy's bootstrap cannot do that
+  without materialising every resample).
+- :func:`over_seeds` — a notebook that repeats the whole measurement over several seeds:
+  a Student-t interval of the mean over seeds.
+
+:class:`Interval` is the one record for all three; :func:`format_value` prints
+``value [lo, hi]`` to the decimal that the interval's half-width supports.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+LEVEL = 0.95
+N_BOOT = 1000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided interval with how it was obtained.
+
+    Attributes
+    ----------
+    lo, hi : float
+        Bounds (``lo <= hi``); NaN when the interval could not be formed.
+    method : str
+        For example ``"bootstrap BCa, 1000 resamples of 1000 simplices"``.
+    level : float
+        Nominal coverage (0.95).
+    """
+
+    lo: float
+    hi: float
+    method: str
+    level: float = LEVEL
+
+    def as_dict(self) -> dict:
+        return {"lo": self.lo, "hi": self.hi, "method": self.method, "level": self.level}
+
+    def contains(self, x: float) -> bool:
+        return bool(self.lo <= x <= self.hi)
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.lo) and math.isfinite(self.hi)
+
+
+def _nan(method: str) -> Interval:
+    return Interval(float("nan"), float("nan"), method)
+
+
+def bootstrap(data: Any, statistic: Callable[..., Any] = np.mean, *, n_boot: int = N_BOOT,
+              level: float = LEVEL, seed: int = 0, method: str = "BCa", what: str = "items") -> Interval:
+    """Bootstrap interval of ``statistic`` over the items (axis 0) of ``data``.
+
+    Parameters
+    ----------
+    data : array-like, shape (n,) or (n, ...)
+        The sampled items; NaNs are dropped (1-D data only).
+    statistic : callable
+        ``statistic(x, axis=-1)`` vectorised as ``scipy.stats.bootstrap`` expects
+        (``np.mean``, :func:`cv`, ``np.median`` ...).
+    method : {"BCa", "percentile", "basic"}
+        scipy's interval method.
+    what : str
+        Name of the items, for the method string ("simplices", "pairs", "rows").
+    """
+    from scipy import stats
+
+    x = np.asarray(data, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[np.isfinite(x)]
+    n = x.shape[0] if x.ndim else 0
+    label = f"bootstrap {method}, {n_boot} resamples of {n} {what}"
+    if n < 3 or np.ptp(x) == 0:
+        if n >= 1 and np.ptp(x) == 0:  # a constant sample: the statistic cannot move
+            v = float(statistic(x, axis=-1)) if x.ndim == 1 else float("nan")
+            return Interval(v, v, label)
+        return _nan(label)
+    res = stats.bootstrap((x,), statistic, n_resamples=n_boot, confidence_level=level, method=method,
+                          random_state=np.random.default_rng(seed), vectorized=True, axis=0)
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (math.isfinite(lo) and math.isfinite(hi)) and method == "BCa":  # degenerate BCa -> percentile
+        return bootstrap(data, statistic, n_boot=n_boot, level=level, seed=seed, method="percentile", what=what)
+    return Interval(lo, hi, label, level)
+
+
+def bootstrap_weighted(n: int, weighted_statistic: Callable[[np.ndarray], Any], *, n_boot: int = 200,
+                       level: float = LEVEL, seed: int = 0, what: str = "rows", batch: int = 50) -> Interval:
+    """Percentile bootstrap of a statistic written as a function of per-item counts.
+
+    Resampling ``n`` items with replacement gives item ``i`` a multinomial count ``w_i``
+    (``sum w = n``). ``weighted_statistic(W)`` receives a ``(b, n)`` float64 array of such
+    counts and returns ``b`` values; it evaluates the statistic on each resample without
+    copying rows (for example ``PR`` from ``X.T @ (w * X)``).
+    """
+    if n < 3:
+        return _nan(f"bootstrap percentile, {n_boot} resamples of {n} {what}")
+    rng = np.random.default_rng(seed)
+    vals: list[np.ndarray] = []
+    p = np.full(n, 1.0 / n)
+    for start in range(0, n_boot, batch):
+        b = min(batch, n_boot - start)
+        W = rng.multinomial(n, p, size=b).astype(np.float64)
+        vals.append(np.asarray(weighted_statistic(W), dtype=np.float64).reshape(b))
+    v = np.concatenate(vals)
+    v = v[np.isfinite(v)]
+    a = (1 - level) / 2
+    label = f"bootstrap percentile, {n_boot} resamples of {n} {what}"
+    if len(v) < 2:
+        return _nan(label)
+    return Interval(float(np.quantile(v, a)), float(np.quantile(v, 1 - a)), label, level)
+
+
+def over_seeds(values: Any, *, level: float = LEVEL) -> Interval:
+    """Student-t interval of the mean of per-seed values (each seed one full repetition)."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    n = len(v)
+    label = f"t interval of the mean over {n} seeds"
+    if n < 2:
+        return _nan(label)
+    m, s = float(v.mean()), float(v.std(ddof=1))
+    h = float(stats.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
+    return Interval(m - h, m + h, label, level)
+
+
+def cv(x: Any, axis: int = -1) -> Any:
+    """Coefficient of variation ``std / mean`` (population std), vectorised over ``axis``."""
+    x = np.asarray(x, dtype=np.float64)
+    return x.std(axis=axis) / x.mean(axis=axis)
+
+
+def weighted_mean_pairwise_cosine(U: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Weighted statistic for :func:`bootstrap_weighted`: mean cosine over distinct pairs.
+
+    ``U`` holds unit rows. For counts ``w`` the resample's pairs of distinct draws have
+    mean ``(wᵀ G w − Σ w_i² G_ii) / (n² − Σ w_i²)`` with ``G = U Uᵀ`` (draws of the same
+    row are not a pair, as in the unresampled statistic).
+    """
+    G = np.asarray(U, dtype=np.float64) @ np.asarray(U, dtype=np.float64).T
+    d = np.diag(G).copy()
+
+    def stat(W: np.ndarray) -> np.ndarray:
+        quad = np.einsum("bi,bi->b", W @ G, W)
+        self_ = (W ** 2) @ d
+        n = W.sum(axis=1)
+        return (quad - self_) / (n ** 2 - (W ** 2).sum(axis=1))
+
+    return stat
+
+
+def weighted_participation_ratio(X: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Weighted statistic for :func:`bootstrap_weighted`: PR of the centred covariance.
+
+    For counts ``w`` the resample's covariance is ``Σ w_i (x_i − μ_w)(x_i − μ_w)ᵀ / Σ w``;
+    ``PR = tr(C)² / ‖C‖_F²`` needs no eigen-decomposition.
+    """
+    import torch
+
+    Xt = torch.as_tensor(np.asarray(X), dtype=torch.float64)
+
+    def stat(W: np.ndarray) -> np.ndarray:
+        out = np.empty(len(W))
+        for i, w in enumerate(torch.as_tensor(W)):
+            s = w.sum()
+            mu = (w @ Xt) / s
+            C = (Xt * w[:, None]).T @ Xt / s - torch.outer(mu, mu)
+            out[i] = float(torch.trace(C) ** 2 / (C * C).sum())
+        return out
+
+    return stat
+
+
+# ---------------------------------------------------------------- printing at supported precision
+def decimals_for(half_width: float, value: float | None = None, max_decimals: int = 8) -> int:
+    """Decimals that an interval of this half-width supports.
+
+    The half-width is kept to one significant digit (two when that digit is 1, so that
+    0.14 does not become 0.1), and the value is printed to the same decimal place.
+    """
+    if half_width is None or not math.isfinite(half_width) or half_width <= 0:
+        if value is None or not math.isfinite(value) or value == 0:
+            return 4
+        return max(0, min(max_decimals, 4 - int(math.floor(math.log10(abs(value))))))
+    e = int(math.floor(math.log10(half_width)))
+    lead = int(half_width / 10 ** e)
+    sig = 2 if lead == 1 else 1
+    return max(0, min(max_decimals, -(e - sig + 1)))
+
+
+def format_value(value: Any, interval: Any = None, fmt: str | None = None) -> str:
+    """``value [lo, hi]`` at the precision the interval supports; ``fmt`` when there is none.
+
+    ``interval`` is an :class:`Interval`, a ``{"lo", "hi"}`` dict or a ``(lo, hi)`` pair.
+    """
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return str(value)
+    lo, hi = _bounds(interval)
+    if lo is None:
+        if fmt:
+            try:
+                return format(value, fmt)
+            except (TypeError, ValueError):
+                pass
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+    d = decimals_for((hi - lo) / 2, float(value))
+    return f"{value:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
+
+
+def _bounds(interval: Any) -> tuple[float | None, float | None]:
+    if interval is None:
+        return None, None
+    if isinstance(interval, Interval):
+        lo, hi = interval.lo, interval.hi
+    elif isinstance(interval, dict):
+        lo, hi = interval.get("lo"), interval.get("hi")
+    else:
+        lo, hi = interval
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return None, None
+    return float(lo), float(hi)
+
+
+def separates(interval: Any, null: Any, null_interval: Any = None) -> bool | None:
+    """Whether the interval excludes the null (and the null's own interval, when given).
+
+    ``None`` when there is no interval or no null value to compare.
+    """
+    lo, hi = _bounds(interval)
+    if lo is None or null is None or not isinstance(null, (int, float)) or not math.isfinite(null):
+        return None
+    nlo, nhi = _bounds(null_interval)
+    if nlo is None:
+        nlo = nhi = float(null)
+    return bool(hi < nlo or lo > nhi)
+
+
+__all__ = ["Interval", "bootstrap", "bootstrap_weighted", "over_seeds", "cv", "weighted_mean_pairwise_cosine",
+           "weighted_participation_ratio", "decimals_for", "format_value", "separates", "LEVEL", "N_BOOT"]

@@ -1,0 +1,158 @@
+"""Where a result came from: code, packages, model, weights, device — and whether it is stale.
+
+:func:`collect` is what every ``metrics.json`` records under ``"provenance"`` (the notebook
+runtime calls it in :func:`geolip_lib.runtime.Job.finish`):
+
+- ``git``: the commit (``git rev-parse HEAD``) and a dirty flag (tracked files modified);
+- ``versions``: python, torch, transformers, open_clip, numpy and geolip;
+- ``library_hash``: sha256 over the library's source files (what ``--resume`` compares);
+- ``models``: for each model the notebook loaded, its source, id, revision (the hub's
+  commit hash where there is one) and the sha256 of each weight file;
+- ``device``/``dtype``, ``parameters`` and ``wall_time_s`` (added by the runtime).
+
+sha256 of a multi-GB weight file takes tens of seconds, so digests are cached in
+``.cache/sha256.json`` keyed by path, size and mtime: a file that changed is hashed again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from .results import ROOT, atomic_write_text
+
+LIBRARY = Path(__file__).resolve().parent
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+PACKAGES = {"torch": "torch", "transformers": "transformers", "open_clip": "open_clip_torch", "numpy": "numpy",
+            "geolip": "geolip"}
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("GEOLIP_CACHE", ROOT / ".cache"))
+
+
+def git_info(root: Path = ROOT) -> dict:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the checkout at ``root``."""
+    def git(*args: str) -> str | None:
+        try:
+            r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+@lru_cache(maxsize=1)
+def versions() -> dict:
+    """Versions of python and the packages a result depends on (None when not installed)."""
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for key, dist in PACKAGES.items():
+        try:
+            out[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[key] = None
+    return out
+
+
+def tree_hash(paths: Iterable[Path], root: Path | None = None) -> str:
+    """sha256 over the (relative path, content) of ``paths``, in sorted order."""
+    h = hashlib.sha256()
+    for p in sorted(Path(p) for p in paths):
+        rel = p.relative_to(root) if root else p
+        h.update(str(rel).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def library_hash() -> str:
+    """sha256 of every ``*.py`` file of ``geolip_lib`` (a code change makes results stale)."""
+    return tree_hash((p for p in LIBRARY.rglob("*.py") if "__pycache__" not in p.parts), LIBRARY)
+
+
+def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
+    """sha256 of a file, cached by (absolute path, size, mtime) in ``.cache/sha256.json``."""
+    path = Path(path).resolve()
+    st = path.stat()
+    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    cache = cache or _cache_root() / "sha256.json"
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return known[key]
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    try:  # re-read before writing: another job may have added entries meanwhile
+        known = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    known = {k: v for k, v in known.items() if not k.startswith(f"{path}|")}
+    known[key] = digest
+    try:
+        atomic_write_text(cache, json.dumps(known, indent=0, sort_keys=True))
+    except OSError:  # a read-only cache only costs the next run a re-hash
+        pass
+    return digest
+
+
+def weight_files(directory: Path | None) -> list[Path]:
+    if directory is None or not Path(directory).is_dir():
+        return []
+    return sorted(p for p in Path(directory).iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+
+
+def model_provenance(lm: Any) -> dict:
+    """Source, id, revision and weight digests of a :class:`~geolip_lib.models.LoadedModel`.
+
+    Weight files are the safetensors the model was loaded from (hub snapshot, local or
+    package directory, or the tiny model's cache). A model built in memory from a config
+    (tiny models before their first ``weights_dir`` use, random-init twins) has none; its
+    identity is its params (config and seed), which ``--resume`` fingerprints.
+    """
+    p = lm.params
+    wdir = getattr(lm, "_weights_dir", None)
+    revision = getattr(p, "revision", None)
+    commit = getattr(getattr(lm, "config", None), "_commit_hash", None)
+    if commit is None and wdir is not None and Path(wdir).parent.name == "snapshots":
+        commit = Path(wdir).name
+    files = weight_files(wdir)
+    return {
+        "name": lm.name, "family": lm.family, "source": p.source, "id": getattr(p, "id", None),
+        "local_dir": getattr(p, "local_dir", None), "revision": revision, "commit_hash": commit,
+        "dtype": str(lm.dtype).replace("torch.", ""), "device": str(lm.device),
+        "weights": {f.name: {"sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files},
+        "weights_note": None if files else "built in memory from its params (config + seed); no weight file",
+    }
+
+
+def device_info() -> dict:
+    """The accelerator a kernel sees (name and count), or the CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        n = torch.cuda.device_count()
+        return {"kind": "cuda", "count": n, "name": torch.cuda.get_device_name(0)}
+    return {"kind": "cpu", "count": os.cpu_count(), "name": platform.processor() or platform.machine()}
+
+
+def collect(models: Iterable[Any] = ()) -> dict:
+    """The provenance block of ``metrics.json`` (the runtime adds parameters and wall time)."""
+    return {"git": git_info(), "versions": dict(versions()), "library_hash": library_hash(),
+            "device": device_info(), "models": [model_provenance(lm) for lm in models]}
+
+
+__all__ = ["collect", "device_info", "file_sha256", "git_info", "library_hash", "model_provenance", "tree_hash",
+           "versions"]
