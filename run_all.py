@@ -4,7 +4,7 @@
     python run_all.py --profile demo                      # every job of the profile, then the report
     python run_all.py --profile demo --models tiny-bert   # a subset of models
     python run_all.py --profile demo --notebooks 01_embedding_terrain
-    python run_all.py --profile demo --resume             # skip jobs that already completed
+    python run_all.py --profile demo --resume             # skip finished jobs that are still current
     python run_all.py --profile demo --report-only        # rebuild the HTML/PDF report only
 
 Each job runs its notebook with papermill into a temporary directory
@@ -13,10 +13,19 @@ Each job runs its notebook with papermill into a temporary directory
 leaves a half-written result that counts as done. A failing job is kept as
 ``<job>.failed/`` (executed notebook up to the error, plus ``error.txt``), the batch goes
 on, and the failures are listed at the end (exit code 1).
+
+Fresh results: each finished job keeps ``fingerprint.json`` — digests of the notebook's
+cells, the job's parameters, the params file of every model it names and the library's
+code. ``--resume`` skips a job only when all four are unchanged, and prints why it re-ran
+one otherwise. The console shows one line per job; what the kernel and papermill print
+(kernel start-up warnings, papermill's logging) goes to the job's ``kernel.log``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
+import json
 import os
 import shutil
 import sys
@@ -128,9 +137,102 @@ def job_dir(job: Job, out_root: Path) -> Path:
     return out_root / job.notebook / job.job_id
 
 
-def is_done(job: Job, out_root: Path) -> bool:
+FINGERPRINT = "fingerprint.json"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def notebook_digest(notebook: str) -> str:
+    """sha256 of the notebook's cells (type + source): saving it in JupyterLab without an
+    edit (new metadata, outputs) does not make results stale."""
+    import nbformat
+
+    nb = nbformat.read(str(NOTEBOOKS / f"{notebook}.ipynb"), as_version=4)
+    return _sha(json.dumps([[c.cell_type, c.source] for c in nb.cells]).encode())
+
+
+def job_models(job: Job) -> list[str]:
+    """Models a job depends on: its own and any parameter value naming a params file."""
+    known = set(model_names())
+    names = [job.model] if job.model else []
+    for v in job.parameters.values():
+        for item in (v if isinstance(v, list) else [v]):
+            if isinstance(item, str) and item in known and item not in names:
+                names.append(item)
+    return names
+
+
+def fingerprint(job: Job) -> dict:
+    """What a finished job's result depends on (compared by ``--resume``)."""
+    from geolip_lib.params import PARAMS
+    from geolip_lib.provenance import library_hash
+
+    models = {}
+    for m in job_models(job):
+        f = PARAMS / "models" / f"{m}.yaml"
+        models[m] = _sha(f.read_bytes()) if f.exists() else None
+    return {"notebook": notebook_digest(job.notebook), "parameters": job.parameters, "model": job.model,
+            "model_params": models, "library": library_hash()}
+
+
+def stale_reasons(job: Job, out_root: Path) -> list[str]:
+    """Why a finished job must run again (empty: it is done and current)."""
     d = job_dir(job, out_root)
-    return (d / "metrics.json").exists() and (d / "executed.ipynb").exists()
+    if not ((d / "metrics.json").exists() and (d / "executed.ipynb").exists()):
+        return ["not run yet"]
+    try:
+        json.loads((d / "metrics.json").read_text(encoding="utf-8"))
+        old = json.loads((d / FINGERPRINT).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ["no fingerprint.json (made before fingerprints)"]
+    except ValueError:
+        return ["metrics.json or fingerprint.json is unreadable"]
+    new = fingerprint(job)
+    why = []
+    if old.get("notebook") != new["notebook"]:
+        why.append(f"notebook {job.notebook} changed")
+    op, np_ = old.get("parameters") or {}, new["parameters"]
+    changed = sorted(k for k in set(op) | set(np_) if op.get(k) != np_.get(k))
+    if changed:
+        why.append("parameters changed: " + ", ".join(f"{k} {op.get(k)!r} -> {np_.get(k)!r}" for k in changed))
+    om = old.get("model_params") or {}
+    for m, h in new["model_params"].items():
+        if om.get(m) != h:
+            why.append(f"params/models/{m}.yaml changed")
+    if old.get("library") != new["library"]:
+        why.append("geolip_lib code changed")
+    return why
+
+
+def is_done(job: Job, out_root: Path) -> bool:
+    """Finished and current (see :func:`stale_reasons`)."""
+    return not stale_reasons(job, out_root)
+
+
+@contextlib.contextmanager
+def kernel_output_to(log: Path):
+    """Send file descriptors 1 and 2 (kernel start-up noise, papermill's logging) to ``log``.
+
+    The kernel is a child process: it inherits the descriptors at start, so this is the one
+    place its stderr can be caught. The runner's own lines go to :data:`CONSOLE`.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(log, "ab") as fh:
+        os.dup2(fh.fileno(), 1)
+        os.dup2(fh.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
 
 
 def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) -> JobResult:
@@ -155,15 +257,18 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
             from geolip_lib.models import check
 
             check(job.model)  # fail fast (bad params, hub model offline) with one line, not a kernel traceback
-        pm.execute_notebook(
-            str(NOTEBOOKS / f"{job.notebook}.ipynb"), str(partial / "executed.ipynb"),
-            parameters=params, kernel_name=job.kernel, cwd=str(NOTEBOOKS),
-            progress_bar=progress, execution_timeout=job.timeout_s, log_output=False,
-            report_mode=False,
-        )
+        fp = fingerprint(job)
+        with kernel_output_to(partial / "kernel.log"):
+            pm.execute_notebook(
+                str(NOTEBOOKS / f"{job.notebook}.ipynb"), str(partial / "executed.ipynb"),
+                parameters=params, kernel_name=job.kernel, cwd=str(NOTEBOOKS),
+                progress_bar=progress, execution_timeout=job.timeout_s, log_output=False,
+                report_mode=False,
+            )
         if not (partial / "metrics.json").exists():
             raise RuntimeError("the notebook finished without recording metrics.json "
-                               "(call geolip_lib.results.record(OUT_DIR, ...) in its last cell)")
+                               "(end it with job.finish(metrics, headline))")
+        (partial / FINGERPRINT).write_text(json.dumps(fp, indent=1, default=str), encoding="utf-8")
     except BaseException as exc:  # noqa: BLE001 - one failing job never takes the batch down
         if isinstance(exc, KeyboardInterrupt):
             shutil.rmtree(partial, ignore_errors=True)
@@ -188,24 +293,29 @@ def _one_line_error(exc: BaseException) -> str:
     return f"{name}: {line}"[:500]
 
 
-def run(profile: str, models=None, notebooks=None, resume=False, out_root: Path | None = None) -> list[JobResult]:
-    from tqdm.auto import tqdm
-
+def run(profile: str, models=None, notebooks=None, resume=False, out_root: Path | None = None,
+        console=None) -> list[JobResult]:
+    """Run a profile's jobs one after another; one line per job on ``console`` (stderr)."""
+    console = console or sys.stderr
     jobs = jobs_for_profile(profile, models, notebooks)
     out_root = Path(out_root) if out_root else REPORTS / Path(profile).stem
     results: list[JobResult] = []
-    bar = tqdm(jobs, desc=f"profile {profile}", unit="job", file=sys.stderr, dynamic_ncols=True)
-    for job in bar:
-        bar.set_postfix_str(job.label)
-        if resume and is_done(job, out_root):
-            results.append(JobResult(job, True, job_dir(job, out_root), 0.0, skipped=True))
-            tqdm.write(f"  skip  {job.label} (done)", file=sys.stderr)
-            continue
+    width = len(str(len(jobs)))
+    for i, job in enumerate(jobs, 1):
+        tag = f"[{i:>{width}}/{len(jobs)}]"
+        if resume:
+            why = stale_reasons(job, out_root)
+            if not why:
+                results.append(JobResult(job, True, job_dir(job, out_root), 0.0, skipped=True))
+                print(f"{tag} skip  {job.label} (done, unchanged)", file=console, flush=True)
+                continue
+            if why != ["not run yet"]:
+                print(f"{tag} rerun {job.label}: {'; '.join(why)}", file=console, flush=True)
         res = execute_job(job, out_root)
         results.append(res)
         status = "ok   " if res.ok else "FAIL "
-        tqdm.write(f"  {status} {job.label}  {res.seconds:6.1f}s" + ("" if res.ok else f"  {res.error}"),
-                   file=sys.stderr)
+        print(f"{tag} {status} {job.label}  {res.seconds:6.1f}s" + ("" if res.ok else f"  {res.error}"),
+              file=console, flush=True)
     return results
 
 
@@ -215,12 +325,14 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="demo", help="params/profiles/<name>.yaml (default: demo)")
     ap.add_argument("--models", nargs="+", help="only these models")
     ap.add_argument("--notebooks", nargs="+", help="only these notebooks")
-    ap.add_argument("--resume", action="store_true", help="skip jobs that already completed")
+    ap.add_argument("--resume", action="store_true",
+                    help="skip finished jobs whose notebook, parameters, model params and library code are unchanged")
     ap.add_argument("--report-only", action="store_true", help="only rebuild the report")
     ap.add_argument("--no-pdf", action="store_true", help="skip report.pdf")
     ap.add_argument("--out", type=Path, help="output root (default: reports/<profile>)")
     args = ap.parse_args(argv)
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # kernels inherit this environment:
+    os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars inside executed notebooks (run_all shows progress)
     out_root = args.out or REPORTS / Path(args.profile).stem
     failures: list[JobResult] = []
     try:

@@ -2,23 +2,29 @@
 
 Reads back what the jobs recorded (``reports/<profile>/<notebook>/<job>/``):
 
-- each ``executed.ipynb`` -> ``executed.html`` (nbconvert, lab template);
-- ``index.html``: one section per notebook with the composite table of headline metrics
-  across models, each beside its null baseline, links to every executed notebook, and the
-  failed jobs with their one-line errors;
-- ``report.pdf``: the index followed by every executed notebook (code hidden), printed
-  by headless Chromium (Debian ``chromium``), or by nbconvert's LaTeX route when Chromium
-  is missing but ``xelatex`` is present.
+- each ``executed.ipynb`` -> ``executed.html`` (nbconvert, lab template, code shown);
+- ``index.html`` leads with findings: for each notebook its question, one to three key
+  figures as thumbnails linking to the executed notebook, and the composite table of
+  headline numbers across models — ``value [95 % interval]`` at the precision the interval
+  supports, every null model beside it, ``✱`` where the interval excludes that null — then
+  the failed jobs with their one-line errors and a provenance footer (commit, packages,
+  devices, models and weight digests, wall times);
+- ``report.pdf``: the same findings, then each notebook's narrative with its figures and
+  tables (code, printed streams and plain-text dumps left out), printed by headless
+  Chromium (Debian ``chromium``). The executed notebooks stay as linked HTML.
 
-Math renders offline: MathJax 2.7 is copied from the ``jupyter-server-mathjax`` package
-into ``<profile>/_static/mathjax`` and every HTML page points at that copy (the default
-CDN is unreachable on a machine without network).
+Math renders offline: MathJax 2.7 is copied from the ``jupyter-server-mathjax`` package into
+``<profile>/_static/mathjax``. That copy ships only the STIX-Web fonts, so every page sets
+MathJax to them before MathJax loads (MathJax's default TeX fonts are absent and it would
+show "File failed to load: .../fonts/TeX/fontdata.js").
 """
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,19 +33,39 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .metrics.intervals import format_value
 from .results import REPORTS, atomic_write_text
 
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
+#: set before MathJax.js loads (window.MathJax is MathJax 2.7's documented pre-load config)
+MATHJAX_PRECONFIG = ("<script>window.MathJax={'HTML-CSS':{webFont:'STIX-Web',availableFonts:[],"
+                     "preferredFont:null,imageFont:null},SVG:{font:'STIX-Web'},messageStyle:'none',"
+                     "tex2jax:{inlineMath:[['$','$'],['\\\\(','\\\\)']],processEscapes:true}};</script>")
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+SEPARATED = "✱"
+MAX_KEY_FIGURES = 3
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:1200px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
-h1{border-bottom:2px solid #446;padding-bottom:.2em}h2{margin-top:2em;color:#335}
-table.composite{border-collapse:collapse;font-size:.88em;margin:.6em 0 1em}
-table.composite th,table.composite td{border:1px solid #ccd;padding:.25em .55em;text-align:right}
+h1{border-bottom:2px solid #446;padding-bottom:.2em}h2{margin-top:2em;color:#335;border-bottom:1px solid #ccd}
+table.composite{border-collapse:collapse;font-size:.86em;margin:.6em 0 1em}
+table.composite th,table.composite td{border:1px solid #ccd;padding:.25em .5em;text-align:right;vertical-align:top}
 table.composite th{background:#eef;text-align:center}table.composite td.model{text-align:left;font-weight:600}
-span.base{color:#777;font-size:.85em}.fail{color:#b00}.note{color:#555;font-size:.9em}
-a{color:#2a5db0}
+span.null{display:block;color:#666;font-size:.85em;white-space:nowrap}span.null.sep{color:#1a6b2a}
+.fail{color:#b00}.note{color:#555;font-size:.9em}.question{margin:.3em 0 .8em}
+a{color:#2a5db0}.figs{display:flex;flex-wrap:wrap;gap:12px;margin:.5em 0}
+figure.thumb{margin:0;width:370px}figure.thumb img{width:100%;border:1px solid #ccd}
+figure.thumb figcaption{font-size:.8em;color:#555}
+footer{margin-top:3em;border-top:2px solid #446;padding-top:.5em;font-size:.85em;color:#444}
+footer table{border-collapse:collapse;font-size:.95em}footer td,footer th{border:1px solid #dde;padding:.15em .45em;
+text-align:left}
+"""
+PRINT_CSS = """
+body{max-width:none;margin:0;padding:0 .6em;font-size:11pt}
+figure.thumb{width:48%}h2{break-before:page}h2.first{break-before:auto}
+.jp-OutputArea-output img{max-width:100%;max-height:21cm}
+.jp-Cell,.jp-OutputArea-output,figure,table{break-inside:avoid}
+.jp-InputPrompt,.jp-OutputPrompt{display:none}
 """
 
 
@@ -55,109 +81,269 @@ class JobRecord:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def headline(self) -> dict:
+        return self.data.get("headline") or {}
+
+    @property
+    def figures(self) -> list[dict]:
+        return [f for f in self.data.get("figures") or [] if (self.path / f.get("file", "")).exists()]
+
+    @property
+    def provenance(self) -> dict:
+        return self.data.get("provenance") or {}
+
 
 def collect(out_root: Path) -> dict[str, list[JobRecord]]:
-    """Every completed and failed job under ``out_root``, grouped by notebook (sorted)."""
+    """Every completed and failed job under ``out_root``, grouped by notebook (sorted).
+
+    An unreadable ``metrics.json`` makes its job a failed record naming the file (the rest
+    of the report still builds).
+    """
     groups: dict[str, list[JobRecord]] = {}
     for nb_dir in sorted(p for p in out_root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
         recs = []
         for job in sorted(nb_dir.iterdir()):
-            if job.name.startswith("."):
+            if job.name.startswith(".") or not job.is_dir():
                 continue  # .partial (running or killed) and .old directories never count
             if job.name.endswith(".failed"):
-                err = (job / "error.txt").read_text(encoding="utf-8").split("\n", 1)[0] \
-                    if (job / "error.txt").exists() else "failed"
-                recs.append(JobRecord(nb_dir.name, job.name[:-7], job, error=err))
+                err = (job / "error.txt").read_text(encoding="utf-8", errors="replace").split("\n", 1)[0] \
+                    if (job / "error.txt").exists() else "failed (no error.txt)"
+                recs.append(JobRecord(nb_dir.name, job.name[:-7], job, error=err or "failed"))
             elif (job / "metrics.json").exists():
-                with open(job / "metrics.json", encoding="utf-8") as fh:
-                    recs.append(JobRecord(nb_dir.name, job.name, job, json.load(fh)))
+                try:
+                    data = json.loads((job / "metrics.json").read_text(encoding="utf-8"))
+                    if not isinstance(data, dict):
+                        raise ValueError("not a JSON object")
+                except (OSError, ValueError) as exc:
+                    recs.append(JobRecord(nb_dir.name, job.name, job,
+                                          error=f"{job / 'metrics.json'}: unreadable ({exc}); rerun with --resume"))
+                    continue
+                recs.append(JobRecord(nb_dir.name, job.name, job, data))
         if recs:
             groups[nb_dir.name] = recs
     return groups
 
 
-def _fmt(v, fmt: str) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, (int, float)):
-        try:
-            return format(v, fmt)
-        except (ValueError, TypeError):
-            return str(v)
-    return html.escape(str(v))
+# ------------------------------------------------------------------------------ tables
+def _cell(h: dict) -> str:
+    value = format_value(h.get("value"), h.get("interval"), h.get("fmt"))
+    parts = [f"<span class='val'>{html.escape(value)}</span>"]
+    for kind, n in (h.get("nulls") or {}).items():
+        if n is None or n.get("value") is None:
+            continue
+        nv = format_value(n.get("value"), n.get("interval"), h.get("fmt"))
+        sep = n.get("separated")
+        mark = f" {SEPARATED}" if sep else ""
+        parts.append(f"<span class='null{' sep' if sep else ''}'>{html.escape(kind)}: {html.escape(nv)}{mark}</span>")
+    return "".join(parts)
 
 
-def composite_table(records: list[JobRecord]) -> str:
-    """HTML table: one row per job, one column per headline metric, 'value (null: b)'."""
+def composite_table(records: list[JobRecord], link_prefix: str = "") -> str:
+    """HTML table: one row per job, one column per headline metric.
+
+    Each cell holds ``value [lo, hi]`` and, below it, each null model's value; ``✱`` marks
+    a null that the interval excludes.
+    """
     ok = [r for r in records if r.ok]
     keys: list[str] = []
     labels: dict[str, str] = {}
+    notes: dict[str, str] = {}
     for r in ok:
-        for k, h in r.data.get("headline", {}).items():
+        for k, h in r.headline.items():
             if k not in keys:
                 keys.append(k)
                 labels[k] = (h or {}).get("label") or k
+            if (h or {}).get("note") and k not in notes:
+                notes[k] = h["note"]
     if not ok or not keys:
         return "<p class='note'>No headline metrics recorded.</p>"
     head = "".join(f"<th>{html.escape(labels[k])}</th>" for k in keys)
     rows = []
     for r in ok:
-        cells = []
-        for k in keys:
-            h = r.data.get("headline", {}).get(k)
-            if h is None:
-                cells.append("<td>n/a</td>")
-                continue
-            fmt = h.get("fmt") or ".4g"
-            cell = _fmt(h.get("value"), fmt)
-            if h.get("baseline") is not None:
-                kind = h.get("baseline_kind") or "null"
-                cell += f"<br><span class='base'>{html.escape(kind)}: {_fmt(h['baseline'], fmt)}</span>"
-            cells.append(f"<td>{cell}</td>")
-        link = f"{r.notebook}/{r.job_id}/executed.html"
-        rows.append(f"<tr><td class='model'><a href='{link}'>{html.escape(r.job_id)}</a></td>{''.join(cells)}</tr>")
+        cells = "".join(f"<td>{_cell(r.headline[k])}</td>" if r.headline.get(k) else "<td>n/a</td>" for k in keys)
+        link = f"{link_prefix}{r.notebook}/{r.job_id}/executed.html"
+        rows.append(f"<tr><td class='model'><a href='{link}'>{html.escape(r.job_id)}</a></td>{cells}</tr>")
+    methods = sorted({(r.headline[k].get("interval") or {}).get("method", "") for r in ok for k in keys
+                      if r.headline.get(k) and r.headline[k].get("value") is not None} - {""})
+    note_items = "".join(f"<li><b>{html.escape(labels[k])}</b>: {html.escape(v)}</li>" for k, v in notes.items())
+    foot = ("<p class='note'>Intervals: " + html.escape("; ".join(_shorten_methods(methods))) + ".</p>") if methods else ""
     return (f"<table class='composite'><thead><tr><th>job</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+            f"<tbody>{''.join(rows)}</tbody></table>{foot}"
+            + (f"<ul class='note'>{note_items}</ul>" if note_items else ""))
 
 
-def _title_of(records: list[JobRecord], notebook: str) -> str:
-    nb = records[0].path / "executed.ipynb" if records and records[0].ok else Path("/nonexistent")
+def _shorten_methods(methods: list[str]) -> list[str]:
+    """Distinct interval methods with the sample counts dropped (they differ per job)."""
+    out: list[str] = []
+    for m in methods:
+        s = re.sub(r"\b\d+ (?=resamples)", "", m)
+        s = re.sub(r"of \d+ ", "of ", s)
+        s = re.sub(r"\(\d+ rows\)", "", s).strip()
+        s = re.sub(r"over \d+ ", "over ", s)
+        if s not in out:
+            out.append(s)
+    return out
+
+
+# ------------------------------------------------------------------------------ notebook facts
+def _markdown_cells(rec: JobRecord) -> list[str]:
     try:
         import nbformat
 
-        first = next(c for c in nbformat.read(str(nb), as_version=4).cells if c.cell_type == "markdown")
-        line = next(ln for ln in first.source.splitlines() if ln.startswith("#"))
-        return line.lstrip("# ").strip()
-    except Exception:  # noqa: BLE001 - a title is decoration
-        return notebook
+        nb = nbformat.read(str(rec.path / "executed.ipynb"), as_version=4)
+    except Exception:  # noqa: BLE001 - a missing notebook only costs the title
+        return []
+    return [c.source for c in nb.cells if c.cell_type == "markdown"]
 
 
-def index_html(profile: str, groups: dict[str, list[JobRecord]], description: str = "",
-               mathjax: str = "_static/mathjax") -> str:
+def title_and_question(records: list[JobRecord], notebook: str) -> tuple[str, str]:
+    """The notebook's first heading and its **Question.** paragraph (markdown)."""
+    for rec in records:
+        if not rec.ok:
+            continue
+        cells = _markdown_cells(rec)
+        if not cells:
+            continue
+        first = cells[0]
+        title = next((ln.lstrip("# ").strip() for ln in first.splitlines() if ln.startswith("#")), notebook)
+        q = next((p for p in re.split(r"\n\s*\n", first) if p.strip().startswith("**Question")), "")
+        return title, q.strip()
+    return notebook, ""
+
+
+def _md_inline(text: str) -> str:
+    """Markdown of one paragraph -> HTML (bold, code, math left for MathJax)."""
+    try:
+        import mistune
+
+        return mistune.html(text)
+    except Exception:  # noqa: BLE001 - plain text is a fine fallback
+        return f"<p>{html.escape(text)}</p>"
+
+
+def lead_record(records: list[JobRecord]) -> JobRecord | None:
+    """The job whose figures represent the notebook: a real model before tiny ones."""
+    ok = [r for r in records if r.ok]
+    real = [r for r in ok if not r.job_id.startswith("tiny")]
+    return (real or ok or [None])[0]
+
+
+def key_figures(records: list[JobRecord]) -> list[tuple[JobRecord, dict]]:
+    """One to three key figures of a notebook: the lead job's first, then other jobs'."""
+    lead = lead_record(records)
+    order = ([lead] if lead else []) + [r for r in records if r.ok and r is not lead]
+    picked: list[tuple[JobRecord, dict]] = []
+    for r in order:
+        figs = r.figures
+        keys = [f for f in figs if f.get("key")] or figs[:1]
+        for f in keys:
+            if len(picked) < MAX_KEY_FIGURES and all(f["file"] != p[1]["file"] for p in picked):
+                picked.append((r, f))
+    return picked
+
+
+def _img_src(rec: JobRecord, fig: dict, embed: bool, prefix: str) -> str:
+    if embed:
+        data = base64.b64encode((rec.path / fig["file"]).read_bytes()).decode()
+        return f"data:image/png;base64,{data}"
+    return f"{prefix}{rec.notebook}/{rec.job_id}/{fig['file']}"
+
+
+def figures_html(records: list[JobRecord], embed: bool = False, prefix: str = "") -> str:
+    items = []
+    for rec, fig in key_figures(records):
+        link = f"{prefix}{rec.notebook}/{rec.job_id}/executed.html"
+        cap = f"{html.escape(fig.get('title') or fig['file'])} — <a href='{link}'>{html.escape(rec.job_id)}</a>"
+        items.append(f"<figure class='thumb'><a href='{link}'><img src='{_img_src(rec, fig, embed, prefix)}' "
+                     f"alt='{html.escape(fig.get('title') or fig['file'])}'></a><figcaption>{cap}</figcaption></figure>")
+    return f"<div class='figs'>{''.join(items)}</div>" if items else ""
+
+
+# ------------------------------------------------------------------------------ provenance
+def provenance_footer(groups: dict[str, list[JobRecord]]) -> str:
+    """Commits, package versions, devices, models (source, revision, weight digests), wall times."""
+    ok = [r for rs in groups.values() for r in rs if r.ok]
+    commits, versions, devices, models = {}, {}, {}, {}
+    rows = []
+    for r in ok:
+        p = r.provenance
+        g = p.get("git") or {}
+        if g.get("commit"):
+            commits[g["commit"][:12] + (" (dirty)" if g.get("dirty") else "")] = None
+        v = p.get("versions") or {}
+        if v:
+            versions[", ".join(f"{k} {val}" for k, val in v.items() if val)] = None
+        d = p.get("device") or {}
+        if d:
+            devices[f"{d.get('kind')} × {d.get('count')} ({d.get('name')})"] = None
+        for m in p.get("models") or []:
+            w = m.get("weights") or {}
+            digest = ", ".join(f"{name}: {info.get('sha256', '')[:12]}" for name, info in w.items()) \
+                or (m.get("weights_note") or "–")
+            src = m.get("id") or m.get("local_dir") or "–"
+            rev = m.get("commit_hash") or m.get("revision") or "–"
+            models[m.get("name")] = (m.get("source"), src, rev, m.get("dtype"), digest)
+        rows.append(f"<tr><td>{html.escape(r.notebook)}</td><td>{html.escape(r.job_id)}</td>"
+                    f"<td>{p.get('wall_time_s', '–')}</td><td>{html.escape(str(p.get('dtype') or '–'))}</td>"
+                    f"<td>{html.escape(str(p.get('model_device') or '–'))}</td></tr>")
+    if not ok:
+        return ""
+    mrows = "".join(f"<tr><td>{html.escape(str(n))}</td>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in vals)
+                    + "</tr>" for n, vals in sorted(models.items(), key=lambda kv: str(kv[0])))
+    return ("<footer><h3>Provenance</h3>"
+            f"<p>Commit: <code>{html.escape(' / '.join(commits) or 'unknown')}</code><br>"
+            f"Packages: {html.escape(' / '.join(versions) or 'unknown')}<br>"
+            f"Devices: {html.escape(' / '.join(devices) or 'unknown')}</p>"
+            "<table><thead><tr><th>model</th><th>source</th><th>id / directory</th><th>revision</th><th>dtype</th>"
+            f"<th>weights sha256</th></tr></thead><tbody>{mrows}</tbody></table>"
+            "<details><summary>Jobs: wall time, dtype, device</summary><table><thead><tr><th>notebook</th>"
+            "<th>job</th><th>wall s</th><th>dtype</th><th>device</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></details></footer>")
+
+
+# ------------------------------------------------------------------------------ pages
+def findings_body(profile: str, groups: dict[str, list[JobRecord]], description: str = "", *,
+                  embed: bool = False, prefix: str = "") -> str:
+    """The findings: header, table of contents, one section per notebook, failures, provenance."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     n_ok = sum(r.ok for rs in groups.values() for r in rs)
     n_fail = sum(not r.ok for rs in groups.values() for r in rs)
     parts = [f"<h1>geolip findings report — profile <code>{html.escape(profile)}</code></h1>",
              f"<p>{html.escape(description)}</p>",
-             f"<p class='note'>Generated {now}. {n_ok} completed job(s), {n_fail} failed. "
-             "Each headline number is shown above its null baseline (gaussian: isotropic Gaussian "
-             "of matched shape and scale; random_init: the same architecture at random init).</p>"]
-    toc = "".join(f"<li><a href='#{nb}'>{html.escape(_title_of(rs, nb))}</a></li>" for nb, rs in groups.items())
+             f"<p class='note'>Generated {now}. {n_ok} completed job(s), {n_fail} failed. Each headline number "
+             "is printed as <b>value [95 % interval]</b> to the decimal its interval supports; the null models "
+             "follow below it (gaussian: isotropic Gaussian of matched shape and scale; random_init: the same "
+             f"architecture at random initialisation; sphere: uniform on the unit sphere; shuffled: pairing "
+             f"destroyed). <span style='color:#1a6b2a'>{SEPARATED}</span> marks a null that the interval excludes.</p>"]
+    titles = {nb: title_and_question(recs, nb) for nb, recs in groups.items()}
+    toc = "".join(f"<li><a href='#{nb}'>{html.escape(titles[nb][0])}</a></li>" for nb in groups)
     parts.append(f"<ol>{toc}</ol>")
-    for nb, recs in groups.items():
-        parts.append(f"<h2 id='{nb}'>{html.escape(_title_of(recs, nb))}</h2>")
-        parts.append(composite_table(recs))
+    for i, (nb, recs) in enumerate(groups.items()):
+        title, question = titles[nb]
+        parts.append(f"<h2 id='{nb}' class='{'first' if i == 0 else ''}'>{html.escape(title)}</h2>")
+        if question:
+            parts.append(f"<div class='question'>{_md_inline(question)}</div>")
+        parts.append(figures_html(recs, embed=embed, prefix=prefix))
+        parts.append(composite_table(recs, link_prefix=prefix))
         for r in recs:
             if not r.ok:
                 parts.append(f"<p class='fail'>FAILED {html.escape(r.job_id)}: {html.escape(r.error or '')} "
-                             f"(<a href='{nb}/{r.job_id}.failed/error.txt'>log</a>)</p>")
-    body = "\n".join(parts)
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>geolip — {html.escape(profile)}</title>"
-            f"<style>{CSS}</style>"
+                             f"(<a href='{prefix}{nb}/{r.job_id}.failed/error.txt'>log</a>)</p>")
+    parts.append(provenance_footer(groups))
+    return "\n".join(p for p in parts if p)
+
+
+def page(title: str, body: str, mathjax: str, extra_css: str = "") -> str:
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{CSS}{extra_css}</style>{MATHJAX_PRECONFIG}"
             f"<script src='{mathjax}/MathJax.js?config={MATHJAX_CONFIG}'></script>"
             f"</head><body>{body}</body></html>")
+
+
+def index_html(profile: str, groups: dict[str, list[JobRecord]], description: str = "",
+               mathjax: str = "_static/mathjax") -> str:
+    return page(f"geolip — {profile}", findings_body(profile, groups, description), mathjax)
 
 
 def install_mathjax(out_root: Path) -> Path:
@@ -175,29 +361,79 @@ def install_mathjax(out_root: Path) -> Path:
     return dest
 
 
+def _with_preconfig(page_html: str) -> str:
+    """Insert the MathJax font configuration before the first script of an nbconvert page."""
+    return page_html.replace("<script", MATHJAX_PRECONFIG + "<script", 1)
+
+
 def notebook_html(executed: Path, mathjax_rel: str, exclude_input: bool = False) -> str:
+    """An executed notebook as a lab-template HTML page with local MathJax."""
     from nbconvert import HTMLExporter
 
     exp = HTMLExporter(template_name="lab", exclude_input=exclude_input)
     exp.mathjax_url = f"{mathjax_rel}/MathJax.js?config={MATHJAX_CONFIG}"
     body, _ = exp.from_filename(str(executed))
-    return body
+    return _with_preconfig(body)
 
 
-def combined_notebook(profile: str, groups: dict[str, list[JobRecord]], index_body: str):
-    """One notebook: the index tables, then every executed notebook (for the PDF)."""
+def _is_displayed_result(out: dict) -> bool:
+    """Figures and tables stay in the PDF; printed streams, errors and plain-text dumps do not."""
+    if out.get("output_type") not in ("display_data", "execute_result"):
+        return False
+    data = out.get("data") or {}
+    return "image/png" in data or "text/html" in data or "text/markdown" in data
+
+
+def narrative_cells(rec: JobRecord, figures_and_tables_only: bool = False) -> list:
+    """The executed notebook's markdown cells and its displayed figures/tables (no code).
+
+    ``figures_and_tables_only`` keeps just the outputs (for a second model of a notebook
+    whose narrative is already in the document).
+    """
+    import nbformat
+
+    nb = nbformat.read(str(rec.path / "executed.ipynb"), as_version=4)
+    cells = []
+    for c in nb.cells:
+        tags = c.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            continue
+        if c.cell_type == "markdown":
+            if not figures_and_tables_only and not c.source.lstrip().startswith("## References"):
+                cells.append(c)
+            continue
+        if c.cell_type != "code":
+            continue
+        outs = [o for o in c.get("outputs", []) if _is_displayed_result(o)]
+        if figures_and_tables_only:
+            outs = [o for o in outs if "image/png" in (o.get("data") or {})]
+        if outs:
+            cc = nbformat.v4.new_code_cell("")
+            cc.outputs = outs
+            cells.append(cc)
+    return cells
+
+
+def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings: str):
+    """One notebook for the PDF: the findings, then per notebook the lead job's narrative,
+    figures and tables, then the other jobs' figures."""
     import nbformat
 
     nb = nbformat.v4.new_notebook()
-    nb.cells.append(nbformat.v4.new_markdown_cell(index_body))
+    nb.cells.append(nbformat.v4.new_markdown_cell(findings))
     for name, recs in groups.items():
-        for r in recs:
-            if not r.ok:
+        ok = [r for r in recs if r.ok and (r.path / "executed.ipynb").exists()]
+        lead = lead_record(ok)
+        if lead is None:
+            continue
+        nb.cells.append(nbformat.v4.new_markdown_cell(
+            f"<h2 class='appendix'>Appendix · {html.escape(name)} — {html.escape(lead.job_id)}</h2>"))
+        nb.cells.extend(narrative_cells(lead))
+        for r in ok:
+            if r is lead:
                 continue
-            nb.cells.append(nbformat.v4.new_markdown_cell(f"<h1 style='page-break-before:always'>"
-                                                          f"{html.escape(name)} — {html.escape(r.job_id)}</h1>"))
-            ex = nbformat.read(str(r.path / "executed.ipynb"), as_version=4)
-            nb.cells.extend(c for c in ex.cells if "parameters" not in c.get("metadata", {}).get("tags", []))
+            nb.cells.append(nbformat.v4.new_markdown_cell(f"<h3>{html.escape(name)} — {html.escape(r.job_id)}</h3>"))
+            nb.cells.extend(narrative_cells(r, figures_and_tables_only=True))
     for i, cell in enumerate(nb.cells):  # cells of different notebooks may share ids
         cell["id"] = f"cell-{i}"
     return nb
@@ -211,6 +447,13 @@ def find_chromium() -> str | None:
     return None
 
 
+def chromium_cmd(chromium: str, profile_dir: str, *extra: str) -> list[str]:
+    """Headless Chromium that stays off the (closed) network."""
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-dev-shm-usage", f"--user-data-dir={profile_dir}", *extra]
+
+
 def print_pdf(html_path: Path, pdf_path: Path, timeout: int = 600) -> None:
     """Print an HTML file to PDF with headless Chromium (waits for MathJax via a time budget)."""
     chromium = find_chromium()
@@ -219,17 +462,27 @@ def print_pdf(html_path: Path, pdf_path: Path, timeout: int = 600) -> None:
                            "(make setup does it as root), or rerun with --no-pdf")
     with tempfile.TemporaryDirectory() as profile_dir:
         tmp_pdf = pdf_path.with_name(f".{pdf_path.name}.tmp")
-        cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               "--disable-dev-shm-usage", f"--user-data-dir={profile_dir}", "--virtual-time-budget=20000",
-               "--run-all-compositor-stages-before-draw", "--no-pdf-header-footer",
-               f"--print-to-pdf={tmp_pdf}", html_path.resolve().as_uri()]
+        cmd = chromium_cmd(chromium, profile_dir, "--virtual-time-budget=30000",
+                           "--run-all-compositor-stages-before-draw", "--no-pdf-header-footer",
+                           f"--print-to-pdf={tmp_pdf}", html_path.resolve().as_uri())
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0 or not tmp_pdf.exists() or tmp_pdf.stat().st_size == 0:
             tmp_pdf.unlink(missing_ok=True)
             raise RuntimeError(f"chromium failed to print {html_path.name} (exit {r.returncode}): "
-                               f"{(r.stderr or '').strip().splitlines()[-1:] }")
+                               f"{(r.stderr or '').strip().splitlines()[-1:]}")
         os.replace(tmp_pdf, pdf_path)
+
+
+def console_messages(html_path: Path, timeout: int = 120) -> list[str]:
+    """Console messages (errors, warnings, failed loads) Chromium logs while loading a page."""
+    chromium = find_chromium()
+    if chromium is None:
+        raise RuntimeError("console_messages needs Chromium (Debian package 'chromium')")
+    with tempfile.TemporaryDirectory() as profile_dir:
+        cmd = chromium_cmd(chromium, profile_dir, "--enable-logging=stderr", "--v=0", "--log-level=0",
+                           "--virtual-time-budget=15000", "--dump-dom", html_path.resolve().as_uri())
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln or "ERR_FILE_NOT_FOUND" in ln]
 
 
 def build(profile: str, out_root: Path | None = None, pdf: bool = True) -> list[Path]:
@@ -251,26 +504,25 @@ def build(profile: str, out_root: Path | None = None, pdf: bool = True) -> list[
     for recs in groups.values():
         for r in recs:
             if r.ok and (r.path / "executed.ipynb").exists():
-                page = notebook_html(r.path / "executed.ipynb", "../../_static/mathjax")
-                atomic_write_text(r.path / "executed.html", page)
+                atomic_write_text(r.path / "executed.html", notebook_html(r.path / "executed.ipynb",
+                                                                          "../../_static/mathjax"))
     index = out_root / "index.html"
-    index_page = index_html(profile, groups, description)
-    atomic_write_text(index, index_page)
+    atomic_write_text(index, index_html(profile, groups, description))
     paths = [index]
     if pdf:
         import nbformat
 
-        body_start = index_page.split("<body>", 1)[1].rsplit("</body>", 1)[0]
-        nb = combined_notebook(profile, groups, body_start)
-        combined = out_root / "_static" / "report_combined.ipynb"
+        findings = findings_body(profile, groups, description, embed=True, prefix="../")
+        nb = document_notebook(profile, groups, findings)
+        combined = out_root / "_static" / "report_document.ipynb"
         atomic_write_text(combined, nbformat.writes(nb))
-        page = notebook_html(combined, "mathjax", exclude_input=True)
-        page = page.replace("</head>", f"<style>{CSS} body{{max-width:none}}</style></head>", 1)
-        combined_html = out_root / "_static" / "report_combined.html"
-        atomic_write_text(combined_html, page)
+        doc = notebook_html(combined, "mathjax", exclude_input=True)
+        doc = doc.replace("</head>", f"<style>{CSS}{PRINT_CSS}</style></head>", 1)
+        doc_html = out_root / "_static" / "report_document.html"
+        atomic_write_text(doc_html, doc)
         pdf_path = out_root / "report.pdf"
         try:
-            print_pdf(combined_html, pdf_path)
+            print_pdf(doc_html, pdf_path)
             paths.append(pdf_path)
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             print(f"warning: report.pdf not written: {exc}", file=sys.stderr)
@@ -287,4 +539,12 @@ def pdf_text(pdf_path: Path) -> str:
     return unicodedata.normalize("NFKC", text)  # undo ligatures such as "fi"
 
 
-__all__ = ["build", "collect", "composite_table", "index_html", "print_pdf", "pdf_text", "install_mathjax"]
+def pdf_image_count(pdf_path: Path) -> int:
+    """Number of images embedded in a PDF's pages (pypdf)."""
+    from pypdf import PdfReader
+
+    return sum(len(page.images) for page in PdfReader(str(pdf_path)).pages)
+
+
+__all__ = ["build", "collect", "composite_table", "console_messages", "findings_body", "index_html",
+           "install_mathjax", "key_figures", "pdf_image_count", "pdf_text", "print_pdf", "provenance_footer"]
