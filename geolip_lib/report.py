@@ -14,9 +14,11 @@ Reads back what the jobs recorded (``reports/<profile>/<notebook>/<job>/``):
   Chromium (Debian ``chromium``). The executed notebooks stay as linked HTML.
 
 Math renders offline: MathJax 2.7 is copied from the ``jupyter-server-mathjax`` package into
-``<profile>/_static/mathjax``. That copy ships only the STIX-Web fonts, so every page sets
-MathJax to them before MathJax loads (MathJax's default TeX fonts are absent and it would
-show "File failed to load: .../fonts/TeX/fontdata.js").
+``<profile>/_static/mathjax``. That copy lacks MathJax's TeX fonts ("File failed to load:
+.../fonts/TeX/fontdata.js"), and the STIX-Web fonts it has are web fonts that a browser
+refuses to load from ``file://`` pages (CORS). So every page selects MathJax's NativeMML
+output before MathJax loads: TeX becomes MathML, which Chromium and Firefox render
+natively, with no font files.
 """
 from __future__ import annotations
 
@@ -38,8 +40,7 @@ from .results import REPORTS, atomic_write_text
 
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
 #: set before MathJax.js loads (window.MathJax is MathJax 2.7's documented pre-load config)
-MATHJAX_PRECONFIG = ("<script>window.MathJax={'HTML-CSS':{webFont:'STIX-Web',availableFonts:[],"
-                     "preferredFont:null,imageFont:null},SVG:{font:'STIX-Web'},messageStyle:'none',"
+MATHJAX_PRECONFIG = ("<script>window.MathJax={menuSettings:{renderer:'NativeMML'},messageStyle:'none',"
                      "tex2jax:{inlineMath:[['$','$'],['\\\\(','\\\\)']],processEscapes:true}};</script>")
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 SEPARATED = "✱"
