@@ -10,7 +10,6 @@ export NLTK_DATA := $(CURDIR)/.cache/nltk_data
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
-export MPLBACKEND := Agg
 PROFILE ?= demo
 PYTEST_ARGS ?=
 RUN_ARGS ?=
