@@ -78,3 +78,23 @@ def test_notebook_is_narrative_plus_library_calls(path):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
                 assert all(isinstance(a, (ast.Constant, ast.JoinedStr)) for a in node.args), \
                     f"{path.name} code cell {i} line {node.lineno}: print only sentences; show data with job.table"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_parses_every_parameter(path, caplog):
+    """papermill infers each parameter's type from its line; a line it cannot parse is logged
+    ("Unable to parse line ...") and the parameter is missing from `papermill --help-notebook`."""
+    import logging
+
+    import papermill as pm
+
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        params = pm.inspect_notebook(str(path))
+    assert not [r.getMessage() for r in caplog.records], [r.getMessage() for r in caplog.records]
+    nb = nbformat.read(str(path), as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    import ast
+
+    declared = {t.id for node in ast.parse(cell.source).body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
+    assert set(params) == declared
