@@ -40,3 +40,9 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 else
   echo "[setup] note: no chromium; the PDF report needs it (sudo apt-get install chromium). HTML still works."
 fi
+
+if ! command -v pdftoppm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "[setup] installing Debian poppler-utils (pdftoppm: look at report.pdf pages as PNG)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null 2>&1 \
+    || echo "[setup] note: poppler-utils not installed (optional: pdftoppm -png reports/demo/report.pdf page)"
+fi
