@@ -113,8 +113,7 @@ class Job:
         fname = name if name.endswith(".png") else f"{name}.png"
         results.atomic_write_bytes(self.out / fname, data)
         if title is None:
-            sup = getattr(fig, "_suptitle", None)
-            title = sup.get_text() if sup is not None else (fig.axes[0].get_title() if fig.axes else name)
+            title = fig.get_suptitle() or (fig.axes[0].get_title() if fig.axes else "") or name
         plt.close(fig)
         self.figures = [f for f in self.figures if f["file"] != fname]
         self.figures.append({"file": fname, "title": title or name, "key": bool(key)})
