@@ -21,7 +21,11 @@ from ..validation import as_tensor, check_positive_int, fail
 from .measure import QKOperators
 
 __all__ = ["operator_cosine", "rescale_residual", "sign_agreement", "fraction_positive",
-           "principal_angles", "top1_overlap", "depth_bands", "verdict", "analyse"]
+           "principal_angles", "top1_overlap", "depth_bands", "verdict", "analyse", "headline_samples"]
+
+#: a headline is bootstrapped over its layer pairs (each pair's mean over heads) when it
+#: averages at least this many; below that (2- or 3-layer stacks) over (layer pair, head) cells
+MIN_PAIRS = 4
 
 VERDICTS = ((0.9, "STRONG", "same operator up to scalar across all layers"),
             (0.5, "MEDIUM", "substantial shared operator, but layer-specific drift"),
@@ -213,3 +217,52 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
         "mean_cos_to_anchor": mean_to_anchor,
         "verdict": verdict(mean_to_anchor),
     }
+
+
+def headline_samples(ops: QKOperators, anchor: int = -1, k: int | None = None,
+                     min_pairs: int = MIN_PAIRS) -> dict:
+    """The items each headline of :func:`analyse` averages, for a bootstrap interval.
+
+    Every headline is a mean over layer pairs and heads: ``cos_to_anchor`` over (layer ≠
+    anchor, head) of the operator cosine to the anchor, ``cos_adjacent`` over (adjacent
+    layer pair, head), ``pa_deg`` over (layer ≠ anchor, head) of the mean top-k principal
+    angle to the anchor (degrees), ``sign_agree`` over (layer, head) of the top-``k`` sign
+    agreement (the anchor's own layer included, as in :func:`analyse`). The items are the
+    layer pairs — each pair's mean over heads, so that the heads of one pair, which share
+    its layers, stay together — when there are at least ``min_pairs`` of them, else the
+    (layer pair, head) cells. All groups have equal sizes, so the mean of the items is the
+    headline value exactly.
+
+    Returns
+    -------
+    dict ``{key: {"values": ndarray, "what": str}}``; ``what`` names the items for the
+    interval's method string, which :func:`geolip_lib.metrics.intervals.bootstrap`
+    prefixes with their number ("5 layer pairs with the anchor, each the mean over 12
+    heads"; "4 (layer pair, head) cells (1 layer pair with the anchor × 4 heads)"). Keys
+    whose stack has no layer pair (a single layer) are left out; ``sign_agree`` only when
+    ``k`` is given.
+    """
+    L, H = ops.n_layers, ops.n_heads
+    a = _anchor(anchor, L)
+    others = [i for i in range(L) if i != a]
+    cos_h = operator_cosine(ops.gram)                                         # (L, L, H)
+    cells = {}  # key: (values (n, H), unit, qualifier)
+    if others:
+        cells["cos_to_anchor"] = (cos_h[others, a, :], "layer pair", "with the anchor")
+        pa = principal_angles(ops.eig_dirs, ops.eig_dirs[a][None].expand_as(ops.eig_dirs))
+        cells["pa_deg"] = (torch.rad2deg(pa).mean(-1)[others], "layer pair", "with the anchor")
+    if L > 1:
+        cells["cos_adjacent"] = (torch.stack([cos_h[i, i + 1] for i in range(L - 1)]), "adjacent layer pair", "")
+    if k is not None and k <= ops.sym_eigs.shape[-1]:
+        cells["sign_agree"] = (sign_agreement(ops.sym_eigs, a, k), "layer", "vs the anchor (anchor included)")
+    out = {}
+    for key, (v, unit, qual) in cells.items():
+        v = v.double()                                                         # (n, H)
+        n = v.shape[0]
+        units = f"{n} {unit}{'' if n == 1 else 's'}{' ' + qual if qual else ''}"
+        if n >= min_pairs:
+            out[key] = {"values": v.mean(-1).numpy(),
+                        "what": f"{unit}s{' ' + qual if qual else ''}, each the mean over {H} heads"}
+        else:
+            out[key] = {"values": v.reshape(-1).numpy(), "what": f"({unit}, head) cells ({units} × {H} heads)"}
+    return out

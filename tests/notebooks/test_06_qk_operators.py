@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import nbformat
+import numpy as np
 import pytest
 import torch
 
@@ -30,6 +32,50 @@ def test_t5_groups_include_cross_attention_and_self_cosine_is_one(t5_run):
     h = t5_run["headline"]
     assert h["cos_to_anchor"]["baseline_kind"] == "random_init"
     assert h["cos_to_anchor"]["value"] == pytest.approx(m["groups"]["encoder.self"]["analysis"]["mean_cos_to_anchor"])
+
+
+def test_headlines_have_bootstrap_intervals_and_random_init_nulls(t5_run):
+    """Each headline: a bootstrap over the (layer pair, head) cells it averages (2-layer tiny
+    stacks), containing the value; the random-init null with its own interval."""
+    h = t5_run["headline"]
+    assert set(h) == {"cos_to_anchor", "cos_adjacent", "pa_deg", "sign_agree"}
+    for key, e in h.items():
+        iv = e["interval"]
+        assert iv["lo"] <= e["value"] <= iv["hi"], key
+        assert iv["method"].startswith("bootstrap") and "heads" in iv["method"], iv["method"]
+        null = e["nulls"]["random_init"]
+        assert null["value"] is not None and null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"]
+    assert h["sign_agree"]["nulls"]["chance"]["value"] == 0.5
+    # the recorded items average to the headline value (layer pair x head cells here)
+    ops = op.load(Path(t5_run["_job_dir"]) / "qk_encoder.self.json")
+    p = t5_run["parameters"]
+    s = op.headline_samples(ops, anchor=p["ANCHOR"], k=p["TOP_K"])
+    assert np.mean(s["cos_to_anchor"]["values"]) == pytest.approx(h["cos_to_anchor"]["value"], abs=1e-12)
+    assert "4 (layer pair, head) cells" in h["cos_to_anchor"]["interval"]["method"]
+
+
+def test_executed_notebook_shows_every_figure_and_no_partial_paths(t5_run):
+    job = Path(t5_run["_job_dir"])
+    nb = nbformat.read(str(job / "executed.ipynb"), as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    n_png = sum(1 for o in outputs if "image/png" in o.get("data", {}))
+    assert n_png >= len(t5_run["figures"]) == 3
+    assert {f["file"] for f in t5_run["figures"] if f["key"]} == {"cos_matrix.png", "principal_angles.png"}
+    text = json.dumps([{k: v for k, v in o.items() if k != "data"} | {"data": {k: v for k, v in o.get("data", {}).items()
+                       if not k.startswith("image/")}} for o in outputs])
+    assert ".partial" not in text
+    assert all(e["interval"] is not None for e in t5_run["headline"].values() if e["value"] is not None)
+    assert not any(k.startswith("_") for k in _all_keys(t5_run["metrics"]))
+
+
+def _all_keys(obj):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from _all_keys(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _all_keys(v)
 
 
 def test_saved_operator_files_match_an_independent_recomputation(t5_run):
