@@ -48,33 +48,37 @@ SEED = 0  # seed of every random draw in this notebook
 N_COS_SAMPLE = 2000  # rows sampled for the pairwise-cosine distribution (seed: 5000)
 N_SIMPLICES = 1000  # pentachora drawn for the volume CV (seed: 1000)
 N_DIST_SAMPLE = 1000  # rows sampled for Euclidean distances (seed: 2000)
-PCA_ROWS = None  # rows for the eigenspectrum; None = every row (seed §1), 10000 in seed §13a
+PCA_ROWS = None  # rows for the eigenspectrum (None: every row, as in seed §1; seed §13a used 10000)
 RANDOM_INIT_BASELINE = True  # also measure the same architecture at random init (null baseline)
 N_IMAGES = 8  # synthetic probe images for vision stacks
 MAX_LENGTH = 64  # token truncation for the probe sentences
 
 # %%
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-import seaborn as sns
-
 from geolip_lib import metrics as M
-from geolip_lib import models, plotting, probes, results
+from geolip_lib import probes, results, runtime
+from geolip_lib.probes import plots
 
-NOTEBOOK = "01_embedding_terrain"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
-lm = models.load(MODEL)
+job = runtime.start("01_embedding_terrain", globals())  # job dir, plot style, inline figures, seeds, job.lm = MODEL
+lm = job.lm
 E = lm.input_embeddings()
 V_, D_ = E.shape
-metrics: dict = {"model": {"name": lm.name, "family": lm.family, "is_text": lm.is_text,
-                           "stacks": list(lm.stacks)}}
 twin = lm.random_init() if RANDOM_INIT_BASELINE else None
 E_init = twin.input_embeddings() if twin is not None else None
 E_gauss = M.gaussian_like(E, seed=SEED + 1)
-table = "token embedding" if lm.is_text else "position embedding"
-print(f"{lm.name} ({lm.family}): {table} table E = {V_} x {D_}")
+mats = {k: T for k, T in {"embedding": E, "gaussian": E_gauss, "random_init": E_init}.items() if T is not None}
+metrics: dict = {"model": {"name": lm.name, "family": lm.family, "is_text": lm.is_text, "stacks": list(lm.stacks)},
+                 "embedding_shape": [V_, D_]}
+headline: dict = {}
+print(f"{lm.name} ({lm.family}): {'token' if lm.is_text else 'position'} embedding table E = {V_} x {D_}.")
+
+# %% [markdown]
+# **Null models.** Every headline number is measured three or four times: on `E`; on
+# `gaussian` — an isotropic Gaussian of `E`'s shape and total variance
+# (`M.gaussian_like(E, seed=SEED + 1)`); on `random_init` — the same table from the same
+# architecture at random initialisation (when `RANDOM_INIT_BASELINE`); and, for the
+# scale-free pentachoron CV, on `sphere` — points uniform on the unit sphere $S^{D-1}$ of
+# the same dimension. Each carries its own 95 % interval, computed on exactly the rows or
+# simplices that were measured (`geolip_lib.probes.uncertainty`).
 
 # %% [markdown]
 # ## 1. Architecture introspection
@@ -85,13 +89,10 @@ print(f"{lm.name} ({lm.family}): {table} table E = {V_} x {D_}")
 # %%
 census = probes.parameter_census(lm.model)
 tying = probes.weight_tying(lm.model)
-metrics["census"] = census
-metrics["tying"] = tying
-metrics["embedding_shape"] = [V_, D_]
-print(pd.Series(census["components"], name="params").to_frame()
-      .assign(share=lambda d: (100 * d.params / census["total"]).round(1)).head(12))
-print(f"total parameters: {census['total']:,}")
-print("tying:", tying if tying.get("applicable") else tying["reason"])
+metrics.update(census=census, tying=tying)
+job.table(probes.tables.census_frame(census), caption=f"Parameters by component (largest 12; total {census['total']:,})",
+          formats={"params": "{:,}", "share": "{:.1%}"})
+job.table(probes.tables.tying_frame(tying), caption="Weight tying", index=False)
 
 # %% [markdown]
 # ## 2. Global embedding statistics
@@ -99,105 +100,137 @@ print("tying:", tying if tying.get("applicable") else tying["reason"])
 # Row norms (mean, spread, percentiles, zero rows) and per-dimension means and stds.
 
 # %%
-ns = probes.norm_stats(E)
-metrics["norms"] = probes.strip_private(ns)
-print({k: round(v, 6) for k, v in ns["norm"].items() if isinstance(v, float)}, "zero rows:", ns["n_zero"])
-print("per-dim:", {k: round(v, 8) for k, v in ns["per_dim"].items()})
+ns, norms = probes.norm_stats(E, return_data=True)
+metrics["norms"] = ns
+job.table(probes.tables.norm_frame(ns), caption="Row norms of E and per-dimension statistics",
+          formats={"zero rows": "{:,}"})
 
 # %% [markdown]
 # ## 3. Cosine-similarity distribution
 #
 # Pairwise cosines on a seeded row sample, their percentiles, and the share of pairs
 # within ±0.01 of the seed's named constants (0, 0.19471, 0.29514, 0.5). The Gaussian
-# baseline centres on 0 with std ≈ 1/√D.
+# baseline centres on 0 with std ≈ 1/√D. The interval of the mean is a bootstrap over
+# the sampled rows (every pair of distinct draws enters a resample).
 
 # %%
-cos = M.cosine_stats(E, n_sample=N_COS_SAMPLE, seed=SEED, return_values=True)
-cos_g = M.cosine_stats(E_gauss, n_sample=N_COS_SAMPLE, seed=SEED, return_values=True)
-cos_vals, cos_g_vals = cos.pop("values"), cos_g.pop("values")
-metrics["cosine"] = cos
-metrics["cosine_gaussian"] = cos_g
-if E_init is not None:
-    metrics["cosine_random_init"] = M.cosine_stats(E_init, n_sample=N_COS_SAMPLE, seed=SEED)
-print(f"pairs={cos['n_pairs']:,} mean={cos['mean']:.6f} std={cos['std']:.6f} "
-      f"(gaussian mean={cos_g['mean']:.6f} std={cos_g['std']:.6f})")
-print(pd.DataFrame(cos["near_constants"]).T)
+cos = {k: M.cosine_stats(T, n_sample=N_COS_SAMPLE, seed=SEED, return_values=True) for k, T in mats.items()}
+cos_vals = {k: c.pop("values") for k, c in cos.items()}
+cos_iv = {k: probes.mean_cosine_interval(T, N_COS_SAMPLE, SEED) for k, T in mats.items()}
+metrics.update({"cosine" + ("" if k == "embedding" else f"_{k}"): c for k, c in cos.items()})
+job.table(probes.tables.cosine_frame(cos, cos_iv), caption="Pairwise cosine on the seeded row sample",
+          formats={"pairs": "{:,}"})
+near = probes.tables.near_constants_frame(cos)
+job.table(near, caption="Share of pairs within ±0.01 of each named constant", formats={c: "{:.2%}" for c in near})
+headline["cosine_mean"] = results.headline(
+    cos["embedding"]["mean"], interval=cos_iv["embedding"], label="mean cosine", fmt=".4f",
+    nulls={k: {"value": c["mean"], "interval": cos_iv[k]} for k, c in cos.items() if k != "embedding"})
 
 # %% [markdown]
 # ## 4. Eigenspectrum and intrinsic dimensionality
 #
 # Participation ratio `(Σλ)² / Σλ²` of the centred covariance, entropy effective
-# dimension, and the number of components for 80/90/95/99 % of the variance.
+# dimension, and the number of components for 80/90/95/99 % of the variance. The PR
+# interval is a group bootstrap of the covariance over the rows used (basic interval);
+# PR / D shares it (D is exact).
 
 # %%
-eig = probes.eigenspectrum(E, max_rows=PCA_ROWS, seed=SEED)
-eig_g = probes.eigenspectrum(E_gauss, max_rows=PCA_ROWS, seed=SEED)
-metrics["eigenspectrum"] = probes.strip_private(eig)
-metrics["eigenspectrum_gaussian"] = probes.strip_private(eig_g)
-if E_init is not None:
-    metrics["eigenspectrum_random_init"] = probes.strip_private(probes.eigenspectrum(E_init, max_rows=PCA_ROWS, seed=SEED))
-print(f"PR={eig['pr']:.2f} (PR/D={eig['pr_over_dim']:.3f}; gaussian PR={eig_g['pr']:.2f}) "
-      f"effective dim={eig['effective_dimension']:.2f} dims for variance={eig['dims_for_variance']}")
+eig, ev = {}, {}
+for k, T in mats.items():
+    eig[k], ev[k] = probes.eigenspectrum(T, max_rows=PCA_ROWS, seed=SEED, return_data=True)
+pr_iv = {k: probes.pr_interval(T, PCA_ROWS, SEED) for k, T in mats.items()}
+prd_iv = {k: probes.scale_interval(iv, 1 / D_, "divided by D") for k, iv in pr_iv.items()}
+metrics.update({"eigenspectrum" + ("" if k == "embedding" else f"_{k}"): e for k, e in eig.items()})
+job.table(probes.tables.eigen_frame(eig, pr_iv), caption=f"Eigenspectrum of the centred covariance (D = {D_})",
+          formats={"PR / D": "{:.3f}", "top share": "{:.1%}", "rows": "{:,}"})
+headline["pr"] = results.headline(eig["embedding"]["pr"], interval=pr_iv["embedding"], label="PR", fmt=".1f",
+                                  nulls={k: {"value": e["pr"], "interval": pr_iv[k]} for k, e in eig.items() if k != "embedding"})
+headline["pr_over_dim"] = results.headline(
+    eig["embedding"]["pr_over_dim"], interval=prd_iv["embedding"], label="PR / D", fmt=".3f",
+    nulls={k: {"value": e["pr_over_dim"], "interval": prd_iv[k]} for k, e in eig.items() if k != "embedding"})
 
 # %% [markdown]
 # ## 5. Pentachoron geometry (Cayley–Menger)
 #
 # Volumes of random 4-simplices drawn from the whole table; the coefficient of
-# variation (std / mean) and the mean-volume ratio against the Gaussian baseline (and the
-# random-init table).
+# variation (std / mean) beside the Gaussian, the unit sphere of the same dimension and
+# the random-init table (all measured on the same index sets), and the mean-volume ratio
+# against the Gaussian. CV intervals: BCa bootstrap over the sampled simplices; volume
+# ratio: the same, with each simplex's two volumes resampled together.
 
 # %%
-pent = probes.pentachoron_probe(E, N_SIMPLICES, seed=SEED, random_init=E_init)
-metrics["pentachoron"] = probes.strip_private(pent)
-for k in ("embedding", "gaussian", "random_init"):
-    if k in pent:
-        r = pent[k]
-        print(f"{k:12s} cv={r['cv']:.4f} valid={r['n_valid']}/{r['n_sampled']} mean vol={r['mean']:.6g}"
-              + (f"  ({r['reason']})" if r["reason"] else ""))
-print(f"volume ratio vs gaussian: {pent['volume_ratio_gaussian']:.4f}")
+pent, vols = probes.pentachoron_probe(E, N_SIMPLICES, seed=SEED, random_init=E_init, return_data=True)
+metrics["pentachoron"] = pent
+cv_iv = {k: M.intervals.bootstrap(v, M.intervals.cv, seed=SEED, what="simplices") for k, v in vols.items()}
+job.table(probes.tables.pentachoron_frame(pent, cv_iv), caption=f"Pentachoron volumes ({N_SIMPLICES} draws per table)",
+          formats={"mean volume": "{:.4g}", "std volume": "{:.4g}"})
+job.figure(plots.pentachoron_volumes(vols, {k: pent[k]["cv"] for k in vols}, cv_iv,
+                                     title=f"{lm.name}: pentachoron volume / mean (D = {D_})"), "pentachoron_volumes")
+
+# %% [markdown]
+# Is the CV a property of the table or of its dimension? Points uniform on $S^{D-1}$ and
+# the isotropic Gaussian have a CV that only `D` sets; where the table's CV sits inside
+# (or within 10 % of) those nulls, the headline carries a note saying so.
 
 # %%
-fig, ax = plt.subplots(2, 2, figsize=(12, 8))
-sns.histplot(ns["_norms"], bins=100, ax=ax[0, 0], color="steelblue")
-ax[0, 0].set(title="Row-norm distribution", xlabel="L2 norm")
-sns.histplot({"embedding": cos_vals, "gaussian": cos_g_vals}, bins=200, stat="density",
-             element="step", ax=ax[0, 1], common_norm=False)
-for c in M.NAMED_CONSTANTS.values():
-    ax[0, 1].axvline(c, color="grey", ls=":", lw=0.8)
-ax[0, 1].set(title="Pairwise cosine (seeded sample)", xlabel="cosine")
-ev = eig["_eigenvalues"]
-ax[1, 0].semilogy(np.arange(1, min(len(ev), 200) + 1), ev[:200], label=f"embedding (PR={eig['pr']:.1f})")
-ax[1, 0].semilogy(np.arange(1, min(len(ev), 200) + 1), eig_g["_eigenvalues"][:200], label=f"gaussian (PR={eig_g['pr']:.1f})")
-ax[1, 0].set(title="Covariance eigenspectrum", xlabel="component", ylabel="eigenvalue")
-ax[1, 0].legend()
-vols = {k: np.log10(v) for k, v in pent["_volumes"].items() if len(v)}
-if vols:
-    sns.histplot(vols, bins=60, element="step", stat="density", common_norm=False, ax=ax[1, 1])
-ax[1, 1].set(title=f"Pentachoron volumes (ratio vs gaussian {pent['volume_ratio_gaussian']:.3f})", xlabel="log10 volume")
-fig.suptitle(f"{lm.name}: embedding terrain ({V_} x {D_})")
-fig.tight_layout()
-plotting.savefig(fig, out, "terrain_map")
+cv_nulls = {k: {"value": pent[k]["cv"], "interval": cv_iv[k]} for k in ("gaussian", "sphere", "random_init") if k in pent}
+cv_note = probes.dimension_note(f"{lm.name}: pentachoron CV", pent["embedding"]["cv"], cv_iv["embedding"],
+                                {k: (n["value"], n["interval"]) for k, n in cv_nulls.items() if k != "random_init"}, D_)
+headline["pentachoron_cv"] = results.headline(pent["embedding"]["cv"], interval=cv_iv["embedding"], nulls=cv_nulls,
+                                              label="pentachoron CV", fmt=".4f", note=cv_note)
+if "random_init" in pent:
+    headline["pentachoron_cv_init"] = results.headline(pent["embedding"]["cv"], interval=cv_iv["embedding"],
+                                                       nulls={"random_init": cv_nulls["random_init"]},
+                                                       label="pentachoron CV vs init", fmt=".4f")
+
+# %% [markdown]
+# The mean-volume ratio against the Gaussian of matched total variance (1 by
+# construction for the Gaussian itself); its null is the same ratio for the random-init
+# table against its own Gaussian — the ratio an untrained table has.
+
+# %%
+ratio_iv = probes.volume_ratio_interval(vols["embedding"], vols["gaussian"], SEED)
+ratio_nulls: dict = {"gaussian": 1.0}
+if "random_init" in pent:
+    ratio_nulls["random_init"] = {"value": pent["volume_ratio_gaussian_random_init"],
+                                  "interval": probes.volume_ratio_interval(vols["random_init"], vols["random_init_gaussian"], SEED)}
+headline["volume_ratio"] = results.headline(pent["volume_ratio_gaussian"], interval=ratio_iv, nulls=ratio_nulls,
+                                            label="volume ratio", fmt=".3f",
+                                            note="Mean pentachoron volume over that of a Gaussian of matched total "
+                                                 "variance (1 for the Gaussian by construction).")
+print(f"Mean-volume ratio vs gaussian: {M.intervals.format_value(pent['volume_ratio_gaussian'], ratio_iv)}.")
+
+# %% [markdown]
+# The terrain map: row norms, the cosine distribution beside its nulls, the covariance
+# eigenspectra and the log pentachoron volumes.
+
+# %%
+job.figure(plots.terrain_map(norms, cos_vals, ev, vols, title=f"{lm.name}: embedding terrain ({V_} x {D_})",
+                             volume_ratio=pent["volume_ratio_gaussian"]), "terrain_map", key=True)
 
 # %% [markdown]
 # ## 6. Digit manifold
 #
 # Cosine between the embeddings of the digits 0–9 and its correlation with `|i − j|`
-# (a number line shows as a negative correlation, adjacent digits closer).
+# (a number line shows as a negative correlation, adjacent digits closer). The interval
+# is a bootstrap over the ten digits (a resample keeps every pair of distinct draws), on
+# the table, its Gaussian and its random-init twin.
 
 # %%
 dig = probes.digit_manifold(E, lm.tokenizer)
 metrics["digits"] = dig
+digs, dig_iv = {"embedding": dig}, {}
 if dig["applicable"]:
-    if E_init is not None:
-        metrics["digits_random_init"] = probes.digit_manifold(E_init, lm.tokenizer)
-    print(f"|i-j| correlation={dig['corr_abs_diff']:.4f} adjacent={dig['adjacent_mean']:.4f} "
-          f"non-adjacent={dig['nonadjacent_mean']:.4f} gap={dig['gap']:.4f}")
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    sns.heatmap(dig["cosine"], annot=False, cmap="YlOrRd", ax=ax, xticklabels=range(10), yticklabels=range(10))
-    ax.set_title(f"Digit cosine (|i-j| corr={dig['corr_abs_diff']:.3f})")
-    plotting.savefig(fig, out, "digits")
+    digs.update({k: probes.digit_manifold(T, lm.tokenizer) for k, T in mats.items() if k != "embedding"})
+    metrics.update({f"digits_{k}": d for k, d in digs.items() if k != "embedding"})
+    dig_iv = {k: probes.digit_corr_interval(d["cosine"], SEED) for k, d in digs.items()}
+    job.table(probes.tables.digits_frame(digs, dig_iv), caption="Digit cosine structure")
+    job.figure(plots.digits_heatmap(dig["cosine"], dig["corr_abs_diff"], dig_iv["embedding"]), "digits")
 else:
-    print("Digit manifold: not applicable —", dig["reason"])
+    print(f"Digit manifold: not applicable — {dig['reason']}.")
+headline["digit_corr"] = results.headline(
+    dig.get("corr_abs_diff"), interval=dig_iv.get("embedding"), label="digit |i-j| corr", fmt=".3f",
+    nulls={k: {"value": digs[k].get("corr_abs_diff"), "interval": dig_iv.get(k)} for k in ("random_init", "gaussian") if k in digs})
 
 # %% [markdown]
 # ## 7. Semantic categories
@@ -206,17 +239,13 @@ else:
 # lift over the global mean cosine, and the cosine matrix of the category centroids.
 
 # %%
-cat = probes.category_probe(E, lm.tokenizer, global_mean_cos=cos["mean"])
+cat = probes.category_probe(E, lm.tokenizer, global_mean_cos=cos["embedding"]["mean"])
 metrics["categories"] = cat
 if cat["applicable"]:
-    print(pd.DataFrame(cat["categories"]).T[["n", "intra_cos", "lift"]])
-    fig, ax = plt.subplots(figsize=(6.5, 5))
-    sns.heatmap(cat["centroid_cosine"], annot=True, fmt=".2f", cmap="RdBu_r", center=0, ax=ax,
-                xticklabels=cat["centroid_names"], yticklabels=cat["centroid_names"])
-    ax.set_title("Category-centroid cosine")
-    plotting.savefig(fig, out, "categories")
+    job.table(probes.tables.category_frame(cat), caption="Intra-category cosine and its lift over the global mean")
+    job.figure(plots.categories_heatmap(cat["centroid_cosine"], cat["centroid_names"]), "categories")
 else:
-    print("Semantic categories: not applicable —", cat["reason"])
+    print(f"Semantic categories: not applicable — {cat['reason']}.")
 
 # %% [markdown]
 # ## 8. Layer-by-layer hidden-state geometry
@@ -235,15 +264,8 @@ for stack in lm.stacks:
         hs = lm.hidden_states(probes.SENTENCES, stack=stack, max_length=MAX_LENGTH)
     layers[stack] = probes.layer_geometry(hs.layers, hs.mask)
 metrics["layers"] = layers
-fig, ax = plt.subplots(1, 2, figsize=(12, 4))
-for stack, g in layers.items():
-    ax[0].plot(g["layer"], g["mean_norm"], "o-", label=stack)
-    ax[1].plot(g["layer"], g["mean_cos"], "s-", label=stack)
-    print(stack, pd.DataFrame(g)[["layer", "mean_norm", "std_norm", "mean_cos", "std_cos"]].round(4).to_string(index=False), sep="\n")
-ax[0].set(title="Mean token norm by layer", xlabel="layer")
-ax[1].set(title="Mean pairwise cosine by layer", xlabel="layer")
-ax[0].legend()
-plotting.savefig(fig, out, "layers")
+job.figure(plots.layers(layers), "layers")
+job.table(probes.tables.layers_frame(layers), caption="Hidden-state geometry by layer", index=False)
 
 # %% [markdown]
 # ## 9. Special tokens
@@ -255,9 +277,10 @@ plotting.savefig(fig, out, "layers")
 sp = probes.special_tokens(E, lm.tokenizer)
 metrics["special_tokens"] = sp
 if sp["applicable"]:
-    print(pd.DataFrame(sp["tokens"]).T)
+    job.table(probes.tables.special_tokens_frame(sp), caption="Special tokens: norm and its z-score in the vocabulary")
+    job.table(sp["pairwise"], caption="Cosine between special tokens")
 else:
-    print("Special tokens: not applicable —", sp["reason"])
+    print(f"Special tokens: not applicable — {sp['reason']}.")
 
 # %% [markdown]
 # ## 10. Relative position bias
@@ -265,18 +288,13 @@ else:
 # T5's learned relative-position bias per head (buckets × heads), one table per stack.
 
 # %%
-rpb = probes.relative_position_bias(lm.model)
-metrics["position_bias"] = probes.strip_private(rpb)
+rpb, rpb_weights = probes.relative_position_bias(lm.model, return_data=True)
+metrics["position_bias"] = rpb
 if rpb["applicable"]:
-    w = rpb["_weights"]
-    fig, axes = plt.subplots(1, len(w), figsize=(6 * len(w), 3.5), squeeze=False)
-    for a, (name, tab) in zip(axes[0], w.items()):
-        sns.heatmap(tab.T, cmap="RdBu_r", center=0, ax=a)
-        a.set(title=name.split(".")[0] + " bias (heads × buckets)", xlabel="bucket", ylabel="head")
-        print(name, {k: round(v, 4) for k, v in rpb["tables"][name].items() if isinstance(v, float)})
-    plotting.savefig(fig, out, "position_bias")
+    job.table(probes.tables.position_bias_frame(rpb), caption="Relative-position-bias tables")
+    job.figure(plots.position_bias(rpb_weights), "position_bias")
 else:
-    print("Relative position bias: not applicable —", rpb["reason"])
+    print(f"Relative position bias: not applicable — {rpb['reason']}.")
 
 # %% [markdown]
 # ## 11. Euclidean distance structure
@@ -285,8 +303,9 @@ else:
 
 # %%
 dist = probes.euclidean_distances(E, n_sample=N_DIST_SAMPLE, seed=SEED)
-metrics["distances"] = probes.strip_private(dist)
-print({k: round(v, 6) for k, v in dist.items() if isinstance(v, float)})
+metrics["distances"] = dist
+job.table(probes.tables.distances_frame(dist), caption=f"Pairwise distances of {dist['n_sample']:,} sampled rows",
+          formats={"n pairs": "{:,}"})
 
 # %% [markdown]
 # ## 12. Input vs output embedding
@@ -297,13 +316,11 @@ print({k: round(v, 6) for k, v in dist.items() if isinstance(v, float)})
 # %%
 O = lm.output_embeddings()
 if O is not None and tuple(O.shape) == tuple(E.shape):
-    evo = probes.embed_vs_output(E, O)
-    metrics["embed_vs_output"] = probes.strip_private(evo)
-    print(f"per-token cosine mean={evo['per_token_cosine']['mean']:.4f}; relative difference="
-          f"{evo['frobenius']['relative']:.4f}")
+    metrics["embed_vs_output"] = probes.embed_vs_output(E, O)
+    job.table(probes.tables.embed_vs_output_frame(metrics["embed_vs_output"]), caption="Input vs output embedding")
 else:
     metrics["embed_vs_output"] = {"applicable": False, "reason": "output embedding tied or absent"}
-    print("Input vs output embedding: not applicable — output embedding tied or absent")
+    print("Input vs output embedding: not applicable — the output embedding is tied or absent.")
 
 # %% [markdown]
 # ## 13. Vision-tower embedding tables
@@ -314,48 +331,28 @@ else:
 # %%
 vis = {}
 for name, T in probes.vision_embedding_tables(lm).items():
-    entry = {"shape": list(T.shape), "pr": M.participation_ratio(T),
-             "pr_gaussian": M.gaussian_baseline(M.participation_ratio, T, seed=SEED + 1),
-             "cosine": M.cosine_stats(T, n_sample=N_COS_SAMPLE, seed=SEED),
-             "pentachoron": M.pentachoron_cv(T, N_SIMPLICES, seed=SEED).as_dict() if T.shape[0] >= 5 else None}
-    vis[name] = entry
-    print(f"{name}: {tuple(T.shape)} PR={entry['pr']:.2f} (gaussian {entry['pr_gaussian']:.2f}) "
-          f"cos mean={entry['cosine']['mean']:.4f}")
-if not vis:
-    print("Vision-tower tables: not applicable — text-only model")
+    vis[name] = {"shape": list(T.shape), "pr": M.participation_ratio(T),
+                 "pr_gaussian": M.gaussian_baseline(M.participation_ratio, T, seed=SEED + 1),
+                 "cosine": M.cosine_stats(T, n_sample=N_COS_SAMPLE, seed=SEED),
+                 "pentachoron": M.pentachoron_cv(T, N_SIMPLICES, seed=SEED).as_dict() if T.shape[0] >= 5 else None}
 metrics["vision_tables"] = vis
+if vis:
+    job.table(probes.tables.vision_frame(vis), caption="Vision-tower embedding tables")
+else:
+    print("Vision-tower tables: not applicable — text-only model.")
 
 # %% [markdown]
 # ## Results
 #
-# Headline numbers for the composite table, each beside its null baseline: the
-# isotropic Gaussian of matched shape and total variance, or the same architecture at
-# random init.
+# Headline numbers for the composite table, each with its 95 % interval beside its null
+# models: the isotropic Gaussian of matched shape and total variance, the same
+# architecture at random init, and (for the pentachoron CV) the unit sphere of the same
+# dimension. The figure puts each number and its nulls on one axis.
 
 # %%
-init = lambda key, sub: (metrics.get(key) or {}).get(sub)  # noqa: E731
-headline = {
-    "pr": results.headline(eig["pr"], baseline=eig_g["pr"], baseline_kind="gaussian", label="PR", fmt=".1f"),
-    "pr_over_dim": results.headline(eig["pr_over_dim"], baseline=eig_g["pr_over_dim"], baseline_kind="gaussian",
-                                    label="PR / D", fmt=".3f"),
-    "pentachoron_cv": results.headline(pent["embedding"]["cv"], baseline=pent["gaussian"]["cv"],
-                                       baseline_kind="gaussian", label="pentachoron CV", fmt=".4f"),
-    "volume_ratio": results.headline(pent["volume_ratio_gaussian"], baseline=1.0, baseline_kind="gaussian",
-                                     label="volume ratio", fmt=".3f"),
-    "cosine_mean": results.headline(cos["mean"], baseline=cos_g["mean"], baseline_kind="gaussian",
-                                    label="mean cosine", fmt=".4f"),
-    "digit_corr": results.headline(dig.get("corr_abs_diff"), baseline=init("digits_random_init", "corr_abs_diff"),
-                                   baseline_kind="random_init", label="digit |i-j| corr", fmt=".3f"),
-}
-if "random_init" in pent:
-    headline["pentachoron_cv_init"] = results.headline(pent["embedding"]["cv"], baseline=pent["random_init"]["cv"],
-                                                       baseline_kind="random_init", label="pentachoron CV vs init",
-                                                       fmt=".4f")
-params = {"SEED": SEED, "N_COS_SAMPLE": N_COS_SAMPLE, "N_SIMPLICES": N_SIMPLICES, "N_DIST_SAMPLE": N_DIST_SAMPLE,
-          "PCA_ROWS": PCA_ROWS, "RANDOM_INIT_BASELINE": RANDOM_INIT_BASELINE, "N_IMAGES": N_IMAGES,
-          "MAX_LENGTH": MAX_LENGTH}
-results.record(out, metrics, notebook=NOTEBOOK, model=MODEL, headline=headline, parameters=params)
-pd.DataFrame(headline).T[["value", "baseline", "baseline_kind"]]
+job.figure(plots.headline_nulls(headline, title=f"{lm.name}: headline numbers and null models (95 % intervals)"),
+           "headline_nulls", key=True)
+job.finish(metrics, headline)
 
 # %% [markdown]
 # ## References

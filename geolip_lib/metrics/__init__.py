@@ -5,7 +5,7 @@ Conventions: inputs are array-likes or torch tensors validated through
 float64; tensors in give tensors out, anything else gives NumPy arrays / floats.
 """
 from . import intervals
-from .baselines import gaussian_baseline, gaussian_like, matched_scale, random_init_baseline, ratio
+from .baselines import gaussian_baseline, gaussian_like, matched_scale, random_init_baseline, ratio, sphere_like
 from .cosine import (
     NAMED_CONSTANTS,
     constant_proximity,
@@ -50,5 +50,5 @@ __all__ = [
     "pairwise_cosines", "participation_ratio", "participation_ratio_from_eigenvalues",
     "pentachoron_cv", "random_init_baseline", "ratio", "regular_simplex_volume",
     "sample_distinct_rows", "sample_rows", "simplex_volume_cv", "singular_values",
-    "stable_rank",
+    "sphere_like", "stable_rank",
 ]

@@ -1,5 +1,6 @@
 """Null baselines: the same metric on an isotropic Gaussian of matched shape and scale,
-or on the same architecture at random initialisation.
+on points uniform on the unit sphere of the same dimension, or on the same architecture
+at random initialisation.
 
 Matched scale means matched *total variance*: the Gaussian is ``N(0, s^2 I_D)`` with
 ``s^2 = trace(Cov(X)) / D`` (the mean per-dimension variance of ``X``). Its mean is zero,
@@ -48,6 +49,34 @@ def gaussian_like(X: Any, seed: Any = 0, *, n_rows: int | None = None,
     dtype = t.dtype if t.is_floating_point() else torch.float64
     g = rng_for(seed).standard_normal((n, t.shape[1]))
     g = torch.from_numpy(g * s).to(dtype)
+    return g if is_torch(X) else g.numpy()
+
+
+def sphere_like(X: Any, seed: Any = 0, *, n_rows: int | None = None) -> Any:
+    """Points uniform on the unit sphere ``S^{D-1}`` with ``X``'s dimension ``D``.
+
+    The null of a scale-free statistic (a CV of simplex volumes, cosines) that only the
+    dimension sets: normalised rows of ``numpy.random.default_rng(seed).standard_normal``.
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor, shape (n, D)
+        Only its shape (and container / floating dtype) is used.
+    seed : int or numpy.random.Generator
+    n_rows : int, optional
+        Rows of the sample (default ``n``).
+
+    Returns
+    -------
+    ndarray or torch.Tensor, shape (n_rows, D)
+        Unit rows, same container and floating dtype as ``X``.
+    """
+    t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 1, 1: 1})
+    n = t.shape[0] if n_rows is None else V.check_positive_int(n_rows, "n_rows")
+    dtype = t.dtype if t.is_floating_point() else torch.float64
+    g = rng_for(seed).standard_normal((n, t.shape[1]))
+    g /= np.linalg.norm(g, axis=1, keepdims=True)
+    g = torch.from_numpy(g).to(dtype)
     return g if is_torch(X) else g.numpy()
 
 

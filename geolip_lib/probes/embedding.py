@@ -1,9 +1,11 @@
 """Embedding-matrix probes (seed 001 sections 1 and 13a), generic over model families.
 
-Each probe is a small function returning a JSON-friendly dict (plus, where a figure needs
-it, an array under a key documented in its docstring). Probes that need a tokenizer
-return ``{"applicable": False, "reason": ...}`` when the model has none, so notebooks can
-print one line and go on.
+Each probe is a small function returning a JSON-friendly dict, ready for ``metrics.json``.
+Where a figure or an interval needs the per-item data (row norms, eigenvalues, volumes,
+distances), ``return_data=True`` returns it separately: ``(summary, data)``; the summary
+never carries arrays for plotting. Probes that need a tokenizer return
+``{"applicable": False, "reason": ...}`` when the model has none, so notebooks can say so
+in one sentence and go on.
 """
 from __future__ import annotations
 
@@ -105,7 +107,8 @@ def weight_tying(model: torch.nn.Module, reference: torch.Tensor | None = None) 
 
 
 # ---------------------------------------------------------------- global statistics
-def norm_stats(E: Any, percentiles: Sequence[float] = PERCENTILES, zero_tol: float = 1e-6) -> dict:
+def norm_stats(E: Any, percentiles: Sequence[float] = PERCENTILES, zero_tol: float = 1e-6, *,
+               return_data: bool = False) -> dict | tuple[dict, np.ndarray]:
     """Row-norm and per-dimension statistics of an embedding matrix.
 
     Parameters
@@ -117,14 +120,14 @@ def norm_stats(E: Any, percentiles: Sequence[float] = PERCENTILES, zero_tol: flo
     dict
         ``norm`` {mean, std, min, max, median, argmin, argmax, percentiles}, ``n_zero``
         (rows with norm < ``zero_tol``), ``per_dim`` {mean_of_means, mean_of_stds,
-        std_of_means, std_of_stds} (population stds), ``shape``. ``norms`` (V,) ndarray
-        is returned under ``"_norms"`` for plotting (strip keys starting with ``_``
-        before recording).
+        std_of_means, std_of_stds} (population stds), ``shape``.
+    norms : ndarray, shape (V,)
+        The row norms, only with ``return_data=True`` (the summary comes first).
     """
     t = _matrix(E)
     norms = t.norm(dim=1).numpy()
     dm, ds = t.mean(0), t.std(0, unbiased=False)
-    return {
+    out = {
         "shape": list(t.shape),
         "norm": {"mean": float(norms.mean()), "std": float(norms.std()), "min": float(norms.min()),
                  "max": float(norms.max()), "median": float(np.median(norms)),
@@ -133,12 +136,13 @@ def norm_stats(E: Any, percentiles: Sequence[float] = PERCENTILES, zero_tol: flo
         "n_zero": int((norms < zero_tol).sum()),
         "per_dim": {"mean_of_means": float(dm.mean()), "mean_of_stds": float(ds.mean()),
                     "std_of_means": float(dm.std(unbiased=False)), "std_of_stds": float(ds.std(unbiased=False))},
-        "_norms": norms,
     }
+    return (out, norms) if return_data else out
 
 
 def eigenspectrum(E: Any, fractions: Sequence[float] = (0.8, 0.9, 0.95, 0.99), *,
-                  max_rows: int | None = None, seed: int = 0, top: int = 20) -> dict:
+                  max_rows: int | None = None, seed: int = 0, top: int = 20,
+                  return_data: bool = False) -> dict | tuple[dict, np.ndarray]:
     """Covariance eigenspectrum: PR, PR / D, entropy effective dimension, dims per variance.
 
     Parameters
@@ -157,31 +161,37 @@ def eigenspectrum(E: Any, fractions: Sequence[float] = (0.8, 0.9, 0.95, 0.99), *
     dict
         ``pr``, ``pr_over_dim``, ``effective_dimension``, ``dims_for_variance`` {"0.95": n},
         ``top_eigenvalues``, ``top_fraction`` (share of the first), ``total_variance``,
-        ``n_rows_used``; ``_eigenvalues`` (full spectrum, for plotting).
+        ``n_rows_used``.
+    eigenvalues : ndarray, shape (D,)
+        The full spectrum (descending), only with ``return_data=True``.
     """
     t = _matrix(E)
     idx = M.sample_rows(t.shape[0], max_rows, seed)
     ev = M.covariance_eigenvalues(t[torch.from_numpy(idx)])
     pr = M.participation_ratio_from_eigenvalues(ev)
     dims = M.dims_for_variance_from_eigenvalues(ev, list(fractions))
-    return {
+    out = {
         "pr": pr, "pr_over_dim": pr / t.shape[1],
         "effective_dimension": M.effective_dimension_from_eigenvalues(ev),
         "dims_for_variance": {f"{f:g}": d for f, d in zip(fractions, dims)},
         "top_eigenvalues": ev[:top].tolist(), "top_fraction": float(ev[0] / ev.sum()),
-        "total_variance": float(ev.sum()), "n_rows_used": int(idx.size), "_eigenvalues": ev,
+        "total_variance": float(ev.sum()), "n_rows_used": int(idx.size),
     }
+    return (out, ev) if return_data else out
 
 
 def euclidean_distances(E: Any, n_sample: int | None = 2000, seed: int = 0,
-                        percentiles: Sequence[float] = PERCENTILES) -> dict:
+                        percentiles: Sequence[float] = PERCENTILES, *,
+                        return_data: bool = False) -> dict | tuple[dict, np.ndarray]:
     """Pairwise Euclidean distances on a seeded row sample (``metrics.sample_rows``).
 
     Returns
     -------
     dict
         ``n_sample``, ``n_pairs``, ``mean``, ``std``, ``cv`` (std / mean), ``min``, ``max``,
-        ``median``, ``percentiles``, ``mean_over_sqrt_dim``; ``_values`` for plotting.
+        ``median``, ``percentiles``, ``mean_over_sqrt_dim``.
+    distances : ndarray, shape (n_pairs,)
+        The pairwise distances (upper triangle), only with ``return_data=True``.
     """
     t = _matrix(E)
     idx = M.sample_rows(t.shape[0], n_sample, seed)
@@ -191,42 +201,67 @@ def euclidean_distances(E: Any, n_sample: int | None = 2000, seed: int = 0,
     i, j = torch.triu_indices(s.shape[0], s.shape[0], offset=1)
     d = torch.cdist(s, s, compute_mode="donot_use_mm_for_euclid_dist")[i, j].numpy()
     st = M.distribution_stats(d, percentiles)
-    return {"n_sample": int(idx.size), "n_pairs": st.pop("n"), **st,
-            "cv": st["std"] / st["mean"] if st["mean"] > 0 else float("nan"),
-            "mean_over_sqrt_dim": st["mean"] / float(np.sqrt(t.shape[1])), "_values": d}
+    out = {"n_sample": int(idx.size), "n_pairs": st.pop("n"), **st,
+           "cv": st["std"] / st["mean"] if st["mean"] > 0 else float("nan"),
+           "mean_over_sqrt_dim": st["mean"] / float(np.sqrt(t.shape[1]))}
+    return (out, d) if return_data else out
 
 
-def pentachoron_probe(E: Any, n_simplices: int = 1000, seed: int = 0,
-                      random_init: Any = None) -> dict:
-    """Pentachoron CV of ``E`` beside its Gaussian (and optional random-init) baseline.
+def pentachoron_probe(E: Any, n_simplices: int = 1000, seed: int = 0, random_init: Any = None, *,
+                      sphere: bool = True, return_data: bool = False) -> dict | tuple[dict, dict]:
+    """Pentachoron CV of ``E`` beside its null models, on the same index draws.
+
+    Every table is measured on the same ``n_simplices`` sets of 5 row indices
+    (``metrics.sample_distinct_rows(V, n_simplices, 5, seed)``), so volumes are paired
+    simplex by simplex across the tables.
 
     Parameters
     ----------
     E : array-like or torch.Tensor, shape (V, D)
     n_simplices : int
     seed : int
-        Seeds both the simplex draw (``seed``) and the Gaussian matrix (``seed + 1``).
-    random_init : array-like, shape (V', D'), optional
+        Seeds the simplex draw (``seed``), the Gaussian matrix (``seed + 1``), the sphere
+        points (``seed + 2``) and the random-init table's Gaussian (``seed + 3``).
+    random_init : array-like, shape (V, D), optional
         The same table from the architecture at random init.
+    sphere : bool
+        Also measure ``V`` points uniform on the unit sphere ``S^{D-1}``
+        (:func:`geolip_lib.metrics.sphere_like`): the CV that the dimension alone gives.
+    return_data : bool
+        Also return the per-simplex volumes.
 
     Returns
     -------
-    dict
-        ``embedding`` / ``gaussian`` / ``random_init`` (:meth:`SimplexCVResult.as_dict`),
-        ``volume_ratio_gaussian`` (mean volume / Gaussian mean volume), and
-        ``volume_ratio_random_init``; ``_volumes`` {name: ndarray} for plotting.
+    summary : dict
+        ``embedding`` / ``gaussian`` / ``sphere`` / ``random_init`` /
+        ``random_init_gaussian`` (:meth:`SimplexCVResult.as_dict`), ``volume_ratio_gaussian``
+        (mean volume / Gaussian mean volume), ``volume_ratio_random_init`` (mean volume /
+        random-init mean volume) and ``volume_ratio_gaussian_random_init`` (the random-init
+        table's mean volume / its own Gaussian's: the volume ratio without training).
+    volumes : dict, only with ``return_data=True``
+        ``{name: (n_simplices,) ndarray}`` in draw order, NaN where a simplex is degenerate.
     """
-    emb = M.pentachoron_cv(E, n_simplices, seed=seed)
-    gau = M.pentachoron_cv(M.gaussian_like(E, seed=seed + 1), n_simplices, seed=seed)
-    out = {"embedding": emb.as_dict(), "gaussian": gau.as_dict(),
-           "volume_ratio_gaussian": M.ratio(emb.mean, gau.mean),
-           "_volumes": {"embedding": emb.volumes, "gaussian": gau.volumes}}
+    tables = {"embedding": E, "gaussian": M.gaussian_like(E, seed=seed + 1)}
+    if sphere:
+        tables["sphere"] = M.sphere_like(E, seed=seed + 2)
     if random_init is not None:
-        ri = M.pentachoron_cv(random_init, n_simplices, seed=seed)
-        out["random_init"] = ri.as_dict()
-        out["volume_ratio_random_init"] = M.ratio(emb.mean, ri.mean)
-        out["_volumes"]["random_init"] = ri.volumes
-    return out
+        tables["random_init"] = random_init
+        tables["random_init_gaussian"] = M.gaussian_like(random_init, seed=seed + 3)
+    res = {k: M.pentachoron_cv(T, n_simplices, seed=seed) for k, T in tables.items()}
+    out: dict = {k: r.as_dict() for k, r in res.items()}
+    out["volume_ratio_gaussian"] = M.ratio(res["embedding"].mean, res["gaussian"].mean)
+    if random_init is not None:
+        out["volume_ratio_random_init"] = M.ratio(res["embedding"].mean, res["random_init"].mean)
+        out["volume_ratio_gaussian_random_init"] = M.ratio(res["random_init"].mean,
+                                                           res["random_init_gaussian"].mean)
+    if not return_data:
+        return out
+    volumes = {}
+    for k, r in res.items():
+        v = np.full(r.n_sampled, np.nan)
+        v[r.valid] = r.volumes
+        volumes[k] = v
+    return out, volumes
 
 
 # ---------------------------------------------------------------- token-level probes
@@ -350,14 +385,16 @@ def special_tokens(E: Any, tokenizer: Any, max_tokens: int = 32) -> dict:
     return {"applicable": True, "tokens": toks, "pairwise": pairwise}
 
 
-def embed_vs_output(E: Any, O: Any) -> dict:
+def embed_vs_output(E: Any, O: Any, *, return_data: bool = False) -> dict | tuple[dict, np.ndarray]:
     """Input embedding vs output (unembedding) matrix of the same vocabulary (untied models).
 
     Returns
     -------
     dict
         ``per_token_cosine`` {mean, std, min, max, ...}, ``frobenius`` {embed, output,
-        difference, relative}; ``_cosines`` (V,) for plotting.
+        difference, relative}.
+    cosines : ndarray, shape (V,)
+        Per-token cosines, only with ``return_data=True``.
     """
     a, b = _matrix(E), _matrix(O, "O")
     if a.shape != b.shape:
@@ -366,19 +403,21 @@ def embed_vs_output(E: Any, O: Any) -> dict:
     st = M.distribution_stats(cos)
     st.pop("n")
     fe, fo, fd = float(a.norm()), float(b.norm()), float((a - b).norm())
-    return {"per_token_cosine": st,
-            "frobenius": {"embed": fe, "output": fo, "difference": fd, "relative": fd / fe if fe else float("nan")},
-            "_cosines": cos}
+    out = {"per_token_cosine": st,
+           "frobenius": {"embed": fe, "output": fo, "difference": fd, "relative": fd / fe if fe else float("nan")}}
+    return (out, cos) if return_data else out
 
 
-def relative_position_bias(model: torch.nn.Module) -> dict:
+def relative_position_bias(model: torch.nn.Module, *, return_data: bool = False) -> dict | tuple[dict, dict]:
     """Per-head statistics of every relative-position-bias table (T5: one per stack).
 
     Returns
     -------
     dict
         ``applicable``; ``tables`` {module name: {shape [buckets, heads], mean, std, min,
-        max, per_head: [{mean, std, min, max}]}}; ``_weights`` {name: (buckets, heads)}.
+        max, per_head: [{mean, std, min, max}]}}.
+    weights : dict, only with ``return_data=True``
+        ``{name: (buckets, heads) ndarray}`` (empty when not applicable).
     """
     tables, weights = {}, {}
     for name, mod in model.named_modules():
@@ -392,8 +431,10 @@ def relative_position_bias(model: torch.nn.Module) -> dict:
                            "min": float(w.min()), "max": float(w.max()), "per_head": per}
             weights[key] = w.numpy()
     if not tables:
-        return {"applicable": False, "reason": "no relative position bias (absolute or rotary positions)"}
-    return {"applicable": True, "tables": tables, "_weights": weights}
+        out = {"applicable": False, "reason": "no relative position bias (absolute or rotary positions)"}
+    else:
+        out = {"applicable": True, "tables": tables}
+    return (out, weights) if return_data else out
 
 
 def vision_embedding_tables(lm: Any) -> dict:
@@ -416,12 +457,3 @@ def vision_embedding_tables(lm: Any) -> dict:
         if conv is not None:
             out["patch"] = conv.weight.flatten(1)
     return {k: v.detach().to("cpu", torch.float32) for k, v in out.items()}
-
-
-def strip_private(d: Any) -> Any:
-    """Drop keys starting with ``_`` (arrays kept for plotting) recursively, for recording."""
-    if isinstance(d, dict):
-        return {k: strip_private(v) for k, v in d.items() if not str(k).startswith("_")}
-    if isinstance(d, list):
-        return [strip_private(v) for v in d]
-    return d

@@ -5,6 +5,7 @@ import json
 import math
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -42,7 +43,43 @@ def _check_common(m: dict, model: str) -> dict:
     assert set(cos["near_constants"]) == set(M.NAMED_CONSTANTS)
     job = Path(m["_job_dir"])
     assert (job / "terrain_map.png").stat().st_size > 1000 and (job / "layers.png").exists()
+    # every headline with a value has a 95 % interval; every sampled null has its own
+    for key, h in head.items():
+        if h["value"] is not None:
+            assert h["interval"] and h["interval"]["level"] == 0.95, key
+            assert h["interval"]["lo"] <= h["interval"]["hi"], key
+    iv = head["pentachoron_cv"]["interval"]
+    assert iv["lo"] <= head["pentachoron_cv"]["value"] <= iv["hi"] and "simplices" in iv["method"]
+    assert list(head["pentachoron_cv"]["nulls"]) == ["gaussian", "sphere", "random_init"]
+    assert all(n["interval"] for n in head["pentachoron_cv"]["nulls"].values())
+    assert "group bootstrap" in head["pr"]["interval"]["method"]
+    assert list(head["pr"]["nulls"]) == ["gaussian", "random_init"]
+    assert head["cosine_mean"]["nulls"]["gaussian"]["interval"]["lo"] <= met["cosine_gaussian"]["mean"]
+    # the sphere null: points on the unit sphere of the same dimension, same draws
+    assert pent["sphere"]["n_sampled"] == m["parameters"]["N_SIMPLICES"]
+    # no figure data under private keys anywhere
+    _no_private_keys({k: v for k, v in m.items() if k != "_job_dir"})
+    # figures: key figures marked, each saved one shown as an image output, no temporary paths
+    figs = m["figures"]
+    assert {f["file"] for f in figs if f["key"]} == {"terrain_map.png", "headline_nulls.png"}
+    assert all((job / f["file"]).exists() for f in figs)
+    nb = nbformat.read(str(job / "executed.ipynb"), as_version=4)
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert sum("image/png" in o.get("data", {}) for o in outs) >= len(figs)
+    text = json.dumps(outs)
+    assert ".partial" not in text
+    assert not [o for o in outs if o.get("name") == "stderr" and "Warning" in o.get("text", "")]
     return met
+
+
+def _no_private_keys(d, path="") -> None:
+    if isinstance(d, dict):
+        for k, v in d.items():
+            assert not str(k).startswith("_"), f"private key {path}/{k} in metrics.json"
+            _no_private_keys(v, f"{path}/{k}")
+    elif isinstance(d, list):
+        for v in d:
+            _no_private_keys(v, path)
 
 
 def test_tiny_t5_values_match_an_independent_computation(run_notebook):
@@ -60,6 +97,14 @@ def test_tiny_t5_values_match_an_independent_computation(run_notebook):
     idx = M.sample_distinct_rows(E.shape[0], p["N_SIMPLICES"], 5, seed=p["SEED"])
     vols = np.sqrt([M.cayley_menger_volume_sq_reference(E[i]) for i in idx])
     assert m["headline"]["pentachoron_cv"]["value"] == pytest.approx(vols.std() / vols.mean(), rel=1e-8)
+    # its interval: BCa bootstrap over exactly those simplices
+    iv = M.intervals.bootstrap(vols, M.intervals.cv, seed=p["SEED"], what="simplices")
+    assert m["headline"]["pentachoron_cv"]["interval"]["lo"] == pytest.approx(iv.lo, rel=1e-6)
+    assert m["headline"]["pentachoron_cv"]["interval"]["hi"] == pytest.approx(iv.hi, rel=1e-6)
+    # PR interval: the covariance group bootstrap of every row
+    pr_iv = M.intervals.bootstrap_covariance_stat(E, seed=p["SEED"])
+    assert m["headline"]["pr"]["interval"]["lo"] == pytest.approx(pr_iv.lo, rel=1e-9)
+    assert m["headline"]["pr_over_dim"]["interval"]["hi"] == pytest.approx(pr_iv.hi / E.shape[1], rel=1e-9)
     # cosine distribution on default_rng(SEED).choice(V, N_COS_SAMPLE, replace=False)
     rows = np.random.default_rng(p["SEED"]).choice(E.shape[0], p["N_COS_SAMPLE"], replace=False)
     S = E[rows] / np.linalg.norm(E[rows], axis=1, keepdims=True)
@@ -82,7 +127,7 @@ def test_tiny_dinov2_vision_paths(run_notebook):
     met = _check_common(m, "tiny-dinov2")
     for probe in ("digits", "categories", "special_tokens"):
         assert met[probe]["applicable"] is False and met[probe]["reason"]
-    assert m["headline"]["digit_corr"]["value"] is None
+    assert m["headline"]["digit_corr"]["value"] is None and m["headline"]["digit_corr"]["nulls"] == {}
     assert set(met["vision_tables"]) == {"position", "patch"}
     assert met["layers"]["vision"]["n_sequences"] == m["parameters"]["N_IMAGES"]
     assert met["position_bias"]["applicable"] is False
@@ -94,4 +139,5 @@ def test_deterministic_metrics_json(run_notebook):
     assert a["_job_dir"] != b["_job_dir"]
     ja = json.loads(Path(a["_job_dir"], "metrics.json").read_text())
     jb = json.loads(Path(b["_job_dir"], "metrics.json").read_text())
+    ja.pop("provenance"), jb.pop("provenance")  # wall time, timestamps
     assert ja == jb

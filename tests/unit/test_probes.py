@@ -103,12 +103,59 @@ def test_eigenspectrum_matches_metrics():
 def test_pentachoron_probe_baselines():
     rng = np.random.default_rng(0)
     E = rng.standard_normal((400, 16)).astype(np.float32)
-    p = P.pentachoron_probe(E, 200, seed=0, random_init=rng.standard_normal((400, 16)))
+    p, vols = P.pentachoron_probe(E, 200, seed=0, random_init=rng.standard_normal((400, 16)), return_data=True)
     assert p["embedding"]["cv"] == pytest.approx(M.pentachoron_cv(E, 200, seed=0).cv)
     # a Gaussian table is its own null: volume ratio close to 1
     assert 0.85 < p["volume_ratio_gaussian"] < 1.15
-    assert set(p["_volumes"]) == {"embedding", "gaussian", "random_init"}
+    assert 0.85 < p["volume_ratio_gaussian_random_init"] < 1.15
+    assert set(vols) == {"embedding", "gaussian", "sphere", "random_init", "random_init_gaussian"}
+    assert all(v.shape == (200,) for v in vols.values())
     assert math.isfinite(p["volume_ratio_random_init"])
+    # the per-simplex volumes are the probe's own: their CV is the recorded CV
+    assert np.nanstd(vols["sphere"]) / np.nanmean(vols["sphere"]) == pytest.approx(p["sphere"]["cv"])
+    # the sphere null has the same index draws on unit rows
+    S = M.sphere_like(E, seed=2)
+    assert p["sphere"]["cv"] == pytest.approx(M.pentachoron_cv(S, 200, seed=0).cv)
+    # JSON summary only: no arrays, no private keys
+    assert not any(isinstance(v, np.ndarray) or k.startswith("_") for k, v in p.items())
+    assert set(P.pentachoron_probe(E, 50, seed=0, sphere=False)) == {"embedding", "gaussian", "volume_ratio_gaussian"}
+
+
+def test_pentachoron_probe_marks_degenerate_simplices_nan():
+    E = np.zeros((50, 8))
+    E[:, 0] = np.arange(50)  # collinear rows: every simplex degenerate
+    p, vols = P.pentachoron_probe(E, 30, seed=0, sphere=False, return_data=True)
+    assert p["embedding"]["n_valid"] == 0 and np.isnan(vols["embedding"]).all()
+    assert np.isfinite(vols["gaussian"]).all()
+
+
+def test_sphere_like_is_unit_and_shaped_like_x():
+    X = torch.randn(300, 7, dtype=torch.float32) * 5
+    S = M.sphere_like(X, seed=3)
+    assert isinstance(S, torch.Tensor) and S.shape == X.shape and S.dtype == torch.float32
+    assert torch.allclose(S.norm(dim=1), torch.ones(300), atol=1e-6)
+    assert torch.equal(S, M.sphere_like(X, seed=3))
+    s = M.sphere_like(X.numpy(), seed=3, n_rows=20000)
+    assert isinstance(s, np.ndarray) and s.shape == (20000, 7)
+    # uniform on the sphere: mean ~ 0, second moment I / D
+    assert np.abs(s.mean(0)).max() < 0.02
+    np.testing.assert_allclose(s.T @ s / len(s), np.eye(7) / 7, atol=0.01)
+
+
+def test_probes_return_figure_data_separately():
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((120, 6))
+    ns, norms = P.norm_stats(E, return_data=True)
+    assert ns == P.norm_stats(E) and np.allclose(norms, np.linalg.norm(E, axis=1))
+    eig, ev = P.eigenspectrum(E, return_data=True)
+    assert eig == P.eigenspectrum(E) and np.allclose(ev, M.covariance_eigenvalues(E))
+    dist, d = P.euclidean_distances(E, n_sample=50, seed=1, return_data=True)
+    assert dist == P.euclidean_distances(E, n_sample=50, seed=1) and d.shape == (50 * 49 // 2,)
+    evo, c = P.embed_vs_output(E, 2 * E, return_data=True)
+    assert evo == P.embed_vs_output(E, 2 * E) and np.allclose(c, 1)
+    for summary in (ns, eig, dist, evo):
+        assert not any(str(k).startswith("_") for k in summary)
+    assert not hasattr(P, "strip_private")
 
 
 def _digit_table(monotone: bool):
@@ -188,7 +235,10 @@ def test_relative_position_bias_tables():
     w = m["enc"].relative_attention_bias.weight.detach().double()
     assert t["shape"] == [32, 4] and len(t["per_head"]) == 4
     assert t["per_head"][2]["mean"] == pytest.approx(float(w[:, 2].mean()))
+    r2, weights = P.relative_position_bias(m, return_data=True)
+    assert r2 == r and set(weights) == set(r["tables"]) and np.allclose(weights["enc.relative_attention_bias"], w)
     assert P.relative_position_bias(torch.nn.Linear(2, 2))["applicable"] is False
+    assert P.relative_position_bias(torch.nn.Linear(2, 2), return_data=True)[1] == {}
 
 
 def test_layer_geometry_against_per_sequence_loop():
@@ -229,6 +279,91 @@ def test_synthetic_images_deterministic_in_range():
     assert not torch.equal(a, P.synthetic_images(5, 16, seed=4))
 
 
-def test_strip_private():
-    d = {"a": 1, "_b": np.zeros(3), "c": {"_d": 1, "e": [{"_f": 2, "g": 3}]}}
-    assert P.strip_private(d) == {"a": 1, "c": {"e": [{"g": 3}]}}
+# ---------------------------------------------------------------- intervals of the headline numbers
+def test_pr_interval_covers_the_gaussian_pr_and_uses_the_eigenspectrum_rows():
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((3000, 10))
+    iv = P.pr_interval(E, seed=0, n_boot=300)
+    assert iv.lo < 10 < iv.hi + 1e-9 and "group bootstrap" in iv.method
+    # with max_rows the rows are eigenspectrum's sample
+    X = rng.standard_normal((3000, 10)) * np.linspace(1, 3, 10)
+    sub = P.pr_interval(X, max_rows=500, seed=4, n_boot=200)
+    assert "(500 rows)" in sub.method
+    assert sub.lo - 0.5 < P.eigenspectrum(X, max_rows=500, seed=4)["pr"] < sub.hi + 0.5
+    s = P.scale_interval(iv, 0.1, "divided by D")
+    assert s.lo == pytest.approx(iv.lo / 10) and s.method.endswith("divided by D")
+    with pytest.raises(ValueError, match="factor"):
+        P.scale_interval(iv, 0)
+
+
+def test_mean_cosine_interval_is_over_the_sampled_rows():
+    rng = np.random.default_rng(1)
+    E = rng.standard_normal((800, 16)) + 0.5  # a common direction: mean cosine > 0
+    iv = P.mean_cosine_interval(E, n_sample=200, seed=2, n_boot=300)
+    mean = M.cosine_stats(E, n_sample=200, seed=2)["mean"]
+    assert iv.lo < mean < iv.hi and "200 sampled rows" in iv.method
+    assert iv.hi - iv.lo < 0.1
+
+
+def test_volume_ratio_interval_pairs_and_drops_degenerate():
+    rng = np.random.default_rng(2)
+    b = rng.gamma(4, 1, 500)
+    a = 0.8 * b * rng.lognormal(0, 0.05, 500)
+    a[7] = np.nan
+    iv = P.volume_ratio_interval(a, b, seed=0)
+    ok = np.isfinite(a)
+    assert iv.lo < a[ok].mean() / b[ok].mean() < iv.hi
+    assert iv.hi - iv.lo < 0.03  # pairing: tight (volumes of one simplex move together; unpaired would be ~0.1)
+    assert "499 paired simplices" in iv.method
+    with pytest.raises(ValueError, match="volumes"):
+        P.volume_ratio_interval(a, b[:10])
+
+
+def test_digit_corr_interval_and_weighted_statistic():
+    C = np.corrcoef(np.random.default_rng(3).standard_normal((10, 20)))
+    stat = P.uncertainty.weighted_digit_corr(C)
+    i, j = np.triu_indices(10, 1)
+    assert stat(np.ones((1, 10)))[0] == pytest.approx(np.corrcoef(np.abs(i - j), C[i, j])[0, 1])
+    # counts 2 on one digit = that digit's pairs counted twice
+    w = np.ones(10)
+    w[4] = 2
+    pw = w[i] * w[j]
+    gap, val = np.repeat(np.abs(i - j), pw.astype(int)), np.repeat(C[i, j], pw.astype(int))
+    assert stat(w[None])[0] == pytest.approx(np.corrcoef(gap, val)[0, 1])
+    # a number line: strongly negative, interval below 0
+    ang = np.linspace(0, 2.5, 10)
+    U = np.stack([np.cos(ang), np.sin(ang)], 1)
+    iv = P.digit_corr_interval(U @ U.T, seed=0)
+    assert iv.hi < -0.5 and "10 digits" in iv.method
+
+
+def test_dimension_note():
+    iv = M.intervals.Interval(0.40, 0.44, "t")
+    far = P.dimension_note("CV", 0.42, iv, {"sphere": (0.1, M.intervals.Interval(0.09, 0.11, "t"))}, 384)
+    assert far is None
+    near = P.dimension_note("CV", 0.42, iv, {"sphere": (0.1, None), "gaussian": (0.43, None)}, 384)
+    assert "D = 384" in near and "gaussian 0.43" in near and "sphere" not in near
+    # within 10 % counts as close even when the intervals separate
+    assert P.dimension_note("CV", 0.42, iv, {"gaussian": (0.45, M.intervals.Interval(0.449, 0.451, "t"))}, 8)
+    assert P.dimension_note("CV", None, None, {"gaussian": (0.4, None)}, 8) is None
+
+
+def test_tables_frames():
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((300, 8))
+    cos = {"embedding": M.cosine_stats(E, 100, seed=0), "gaussian": M.cosine_stats(M.gaussian_like(E), 100, seed=0)}
+    df = P.tables.cosine_frame(cos, {"embedding": M.intervals.Interval(-0.01, 0.01, "t")})
+    assert list(df.index) == ["embedding", "gaussian"] and "[" in df.loc["embedding", "mean [95 % interval]"]
+    assert df["std"].dtype.kind == "f"
+    eig = {"embedding": P.eigenspectrum(E)}
+    assert P.tables.eigen_frame(eig).loc["embedding", "dims 95%"] == eig["embedding"]["dims_for_variance"]["0.95"]
+    pent = P.pentachoron_probe(E, 50, seed=0)
+    pf = P.tables.pentachoron_frame(pent)
+    assert list(pf.index) == ["embedding", "gaussian", "sphere"] and (pf["sampled"] == 50).all()
+    census = {"components": {"a": 30, "b": 10}, "total": 40, "n_tensors": 2}
+    cf = P.tables.census_frame(census)
+    assert cf.loc["a", "share"] == pytest.approx(0.75) and cf["params"].dtype.kind == "i"
+    g = {"layer": [0, 1], "mean_norm": [1.0, 2.0], "std_norm": [0.1, 0.1], "mean_cos": [0.2, 0.3], "std_cos": [0.0, 0.1]}
+    lf = P.tables.layers_frame({"encoder": g, "decoder": g})
+    assert len(lf) == 4 and list(lf.columns)[:2] == ["stack", "layer"]
+    assert P.tables.norm_frame(P.norm_stats(E)).loc["row norm", "zero rows"] == 0

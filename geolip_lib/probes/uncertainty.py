@@ -1,0 +1,164 @@
+"""95 % intervals for notebook 01's headline numbers, on exactly the samples the probes used.
+
+Each function re-draws nothing: it takes the rows, simplices or digits a probe measured
+(same seed, same sampler) and hands them to :mod:`geolip_lib.metrics.intervals`:
+
+- PR of the covariance — :func:`pr_interval`: the covariance group bootstrap (basic
+  interval) over the rows :func:`~geolip_lib.probes.eigenspectrum` used;
+- mean pairwise cosine — :func:`mean_cosine_interval`: the weighted row bootstrap over the
+  rows :func:`geolip_lib.metrics.cosine_stats` sampled;
+- pentachoron CV — ``metrics.intervals.bootstrap(volumes, metrics.intervals.cv)`` (BCa over
+  simplices; no wrapper needed);
+- volume ratio — :func:`volume_ratio_interval`: BCa over simplices, paired (both tables are
+  measured on the same index sets);
+- digit ``|i - j|`` correlation — :func:`digit_corr_interval`: bootstrap over the ten
+  digits (a resample keeps every pair of distinct draws).
+
+:func:`dimension_note` writes the one-sentence note when a scale-free number is what the
+dimension alone gives (it sits inside a null's interval, or within 10 % of it).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from .. import metrics as M
+from ..metrics.intervals import N_BOOT, Interval, separates
+
+#: a value within this relative distance of a null counts as "set by the null"
+CLOSE_REL = 0.10
+
+
+def _rows(E: Any, n_sample: int | None, seed: int) -> Any:
+    t = E if isinstance(E, torch.Tensor) else torch.as_tensor(np.asarray(E))
+    return t[torch.from_numpy(M.sample_rows(t.shape[0], n_sample, seed))]
+
+
+def pr_interval(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: int = N_BOOT) -> Interval:
+    """Interval of the participation ratio of ``E``'s centred covariance.
+
+    The rows are those of ``eigenspectrum(E, max_rows=max_rows, seed=seed)`` (every row
+    when ``max_rows`` is None); :func:`geolip_lib.metrics.intervals.bootstrap_covariance_stat`
+    resamples random row groups (basic interval).
+    """
+    return M.intervals.bootstrap_covariance_stat(_rows(E, max_rows, seed), seed=seed, n_boot=n_boot)
+
+
+def scale_interval(interval: Interval, factor: float, what: str = "") -> Interval:
+    """``interval`` times a positive exact ``factor`` (PR -> PR / D); ``what`` is appended to the method."""
+    if not factor > 0:
+        raise ValueError(f"factor: expected a positive number, got {factor!r}")
+    method = f"{interval.method}{', ' + what if what else ''}"
+    return Interval(interval.lo * factor, interval.hi * factor, method, interval.level)
+
+
+def mean_cosine_interval(E: Any, n_sample: int | None = 2000, seed: int = 0, *,
+                         n_boot: int = N_BOOT) -> Interval:
+    """Interval of the mean pairwise cosine over the rows ``cosine_stats(E, n_sample, seed)`` drew.
+
+    Percentile bootstrap over those rows (:func:`~geolip_lib.metrics.intervals.bootstrap_weighted`
+    with :func:`~geolip_lib.metrics.intervals.weighted_mean_pairwise_cosine`).
+    """
+    U = M.normalize_rows(_rows(E, n_sample, seed)).numpy()
+    return M.intervals.bootstrap_weighted(len(U), M.intervals.weighted_mean_pairwise_cosine(U), n_boot=n_boot,
+                                          seed=seed, what="sampled rows")
+
+
+def ratio_of_means(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``mean(x[0]) / mean(x[1])`` along ``axis``: the vectorised statistic of paired samples."""
+    x = np.asarray(x, dtype=np.float64)
+    return x[0].mean(axis=axis) / x[1].mean(axis=axis)
+
+
+def volume_ratio_interval(volumes: np.ndarray, reference: np.ndarray, seed: int = 0, *,
+                          n_boot: int = N_BOOT) -> Interval:
+    """Interval of ``mean(volumes) / mean(reference)`` by a paired bootstrap over simplices.
+
+    ``volumes`` and ``reference`` are per-simplex volumes of two tables on the same index
+    sets (``pentachoron_probe(..., return_data=True)``); simplices degenerate (NaN) in
+    either are left out, and the pairs are resampled together (BCa).
+    """
+    a, b = np.asarray(volumes, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"volumes, reference: expected two 1-D arrays of one length, got {a.shape} and {b.shape}")
+    ok = np.isfinite(a) & np.isfinite(b)
+    return M.intervals.bootstrap(np.stack([a[ok], b[ok]], axis=1), ratio_of_means, n_boot=n_boot, seed=seed,
+                                 what="paired simplices")
+
+
+def _digit_pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    i, j = np.triu_indices(n, k=1)
+    return i, j, np.abs(i - j).astype(np.float64)
+
+
+def weighted_digit_corr(cosine: Any):
+    """Weighted statistic for :func:`~geolip_lib.metrics.intervals.bootstrap_weighted`:
+    Pearson correlation of ``|i - j|`` with ``cosine[i, j]`` over the pairs of a digit resample.
+
+    Resampling the digits gives digit ``i`` a count ``w_i``; every pair of distinct draws
+    enters once, so pair ``(i, j)`` has weight ``w_i w_j`` (draws of one digit are no pair,
+    as in the unresampled statistic). All counts equal gives the plain correlation.
+    """
+    C = np.asarray(cosine, dtype=np.float64)
+    i, j, gap = _digit_pairs(C.shape[0])
+    val = C[i, j]
+
+    def stat(W: np.ndarray) -> np.ndarray:
+        pw = W[:, i] * W[:, j]
+        s = pw.sum(1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mg, mv = (pw * gap).sum(1, keepdims=True) / s, (pw * val).sum(1, keepdims=True) / s
+            cov = (pw * (gap - mg) * (val - mv)).sum(1)
+            var_g, var_v = (pw * (gap - mg) ** 2).sum(1), (pw * (val - mv) ** 2).sum(1)
+            return cov / np.sqrt(var_g * var_v)
+
+    return stat
+
+
+def digit_corr_interval(cosine: Any, seed: int = 0, *, n_boot: int = N_BOOT) -> Interval:
+    """Interval of the digits' ``|i - j|``-cosine correlation (``digit_manifold``'s ``corr_abs_diff``).
+
+    Percentile bootstrap over the ten digits (pairs share digits, so digits, not pairs,
+    are the resampled units); resamples whose pairs have no spread are dropped.
+    """
+    C = np.asarray(cosine, dtype=np.float64)
+    return M.intervals.bootstrap_weighted(C.shape[0], weighted_digit_corr(C), n_boot=n_boot, seed=seed,
+                                          what="digits")
+
+
+def dimension_note(label: str, value: float | None, interval: Interval | Mapping | None,
+                   nulls: Mapping[str, tuple[float | None, Any]], dim: int, *,
+                   rel: float = CLOSE_REL) -> str | None:
+    """One sentence when ``value`` is what a dimension-only null gives, else None.
+
+    Parameters
+    ----------
+    label : str
+        What is measured ("pentachoron CV of all-minilm-l6-v2").
+    value, interval : the measurement and its 95 % interval.
+    nulls : {name: (value, interval)}
+        Nulls that only the dimension sets (``"sphere"``, ``"gaussian"``).
+    dim : int
+        The dimension ``D``.
+    rel : float
+        Relative distance under which a null counts as close even when the intervals separate.
+    """
+    if value is None or not math.isfinite(value):
+        return None
+    close = []
+    for name, (nv, niv) in nulls.items():
+        if nv is None or not math.isfinite(nv) or nv == 0:
+            continue
+        if separates(interval, nv, niv) is False or abs(value - nv) / abs(nv) < rel:
+            close.append(f"{name} {nv:.3g}")
+    if not close:
+        return None
+    return (f"{label} = {value:.3g} is close to the null of points at the same dimension D = {dim} "
+            f"({', '.join(close)}): the dimension, not training, sets it.")
+
+
+__all__ = ["CLOSE_REL", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "pr_interval",
+           "ratio_of_means", "scale_interval", "volume_ratio_interval", "weighted_digit_corr"]

@@ -1,0 +1,151 @@
+"""Smoke tests of geolip_lib.probes.plots: every figure drawn from a small synthetic fixture."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from geolip_lib import metrics as M  # noqa: E402
+from geolip_lib import results  # noqa: E402
+from geolip_lib.plotting import png_bytes  # noqa: E402
+from geolip_lib.probes import plots  # noqa: E402
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((200, 12))
+    G = rng.standard_normal((200, 12))
+    vols = {k: rng.gamma(4, 1, 120) for k in ("embedding", "gaussian", "sphere", "random_init", "random_init_gaussian")}
+    vols["embedding"][3] = np.nan  # a degenerate simplex
+    return {
+        "norms": np.linalg.norm(E, axis=1),
+        "cosines": {"embedding": M.pairwise_cosines(E[:40]), "gaussian": M.pairwise_cosines(G[:40])},
+        "eigenvalues": {"embedding": M.covariance_eigenvalues(E), "gaussian": M.covariance_eigenvalues(G)},
+        "volumes": vols,
+        "cvs": {k: float(np.nanstd(v) / np.nanmean(v)) for k, v in vols.items()},
+    }
+
+
+def _is_png(fig) -> None:
+    b = png_bytes(fig)
+    assert len(b) > 1000 and b[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _titles(fig) -> list[str]:
+    return [a.get_title() for a in fig.axes]
+
+
+def test_terrain_map(data):
+    fig = plots.terrain_map(data["norms"], data["cosines"], data["eigenvalues"], data["volumes"],
+                            title="toy: embedding terrain", volume_ratio=0.9)
+    assert len(fig.axes) == 4
+    t = _titles(fig)
+    assert t[0] == "Row-norm distribution" and t[1].startswith("Pairwise cosine") and t[2] == "Covariance eigenspectrum"
+    assert "0.900" in t[3]
+    assert [a.get_xlabel() for a in fig.axes] == ["L2 norm", "cosine", "component", "log10 volume"]
+    assert fig.axes[2].get_ylabel() == "eigenvalue" and fig.axes[2].get_yscale() == "log"
+    assert fig._suptitle.get_text() == "toy: embedding terrain"
+    # the legend of the spectrum names the PR of each full spectrum
+    labels = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]
+    pr = M.participation_ratio_from_eigenvalues(data["eigenvalues"]["embedding"])
+    assert labels[0] == f"embedding (PR {pr:.1f})"
+    _is_png(fig)
+
+
+def test_terrain_map_without_volumes(data):
+    fig = plots.terrain_map(data["norms"], data["cosines"], data["eigenvalues"], {"embedding": np.full(5, np.nan)})
+    assert len(fig.axes) == 4 and "no non-degenerate" in fig.axes[3].texts[0].get_text()
+    _is_png(fig)
+
+
+def test_pentachoron_volumes(data):
+    ivs = {k: M.intervals.bootstrap(v, M.intervals.cv, n_boot=200) for k, v in data["volumes"].items()}
+    fig = plots.pentachoron_volumes(data["volumes"], data["cvs"], ivs, title="toy volumes")
+    assert len(fig.axes) == 1
+    ax = fig.axes[0]
+    assert ax.get_title() == "toy volumes" and ax.get_xlabel() == "volume / mean volume" and ax.get_ylabel() == "density"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert [lab.split(":")[0] for lab in labels] == ["embedding", "gaussian", "sphere", "random_init"]
+    assert all("[" in lab for lab in labels)  # CV with its interval
+    _is_png(fig)
+
+
+def test_digits_heatmap():
+    C = np.corrcoef(np.random.default_rng(1).standard_normal((10, 30)))
+    iv = M.intervals.Interval(-0.8, -0.2, "toy")
+    fig = plots.digits_heatmap(C, -0.5, iv)
+    assert len(fig.axes) == 2  # heatmap + colour bar
+    ax = fig.axes[0]
+    assert ax.get_title().startswith("Digit cosine (|i−j| corr") and "[" in ax.get_title()
+    assert ax.get_xlabel() == "digit" and ax.get_ylabel() == "digit"
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(d) for d in range(10)]
+    assert plots.digits_heatmap(C).axes[0].get_title() == "Digit cosine"
+    _is_png(fig)
+
+
+def test_categories_heatmap():
+    C = np.array([[1.0, 0.2, -0.1], [0.2, 1.0, 0.4], [-0.1, 0.4, 1.0]])
+    fig = plots.categories_heatmap(C, ["animals", "colors", "food"])
+    assert len(fig.axes) == 2
+    ax = fig.axes[0]
+    assert ax.get_title() == "Category-centroid cosine" and ax.get_xlabel() == "category"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["animals", "colors", "food"]
+    assert len(ax.texts) == 9  # annotated cells
+    _is_png(fig)
+
+
+def test_layers():
+    g = {"layer": [0, 1, 2], "mean_norm": [1.0, 2.0, 3.0], "std_norm": [0.1, 0.2, 0.1],
+         "mean_cos": [0.1, 0.3, 0.5], "std_cos": [0.05, 0.05, 0.1]}
+    fig = plots.layers({"encoder": g, "decoder": g})
+    assert len(fig.axes) == 2
+    assert fig.axes[0].get_title().startswith("Mean token norm by layer")
+    assert fig.axes[1].get_title().startswith("Mean pairwise cosine by layer")
+    assert [a.get_xlabel() for a in fig.axes] == ["layer", "layer"]
+    assert [a.get_ylabel() for a in fig.axes] == ["norm", "cosine"]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["encoder", "decoder"]
+    _is_png(fig)
+
+
+def test_position_bias():
+    rng = np.random.default_rng(2)
+    w = {"encoder.block.0.layer.0.SelfAttention.relative_attention_bias": rng.standard_normal((32, 4)),
+         "decoder.block.0.layer.0.SelfAttention.relative_attention_bias": rng.standard_normal((32, 4))}
+    fig = plots.position_bias(w)
+    heat = [a for a in fig.axes if a.get_title()]
+    assert len(fig.axes) == 4 and len(heat) == 2  # two heatmaps + two colour bars
+    assert [a.get_title() for a in heat] == ["encoder bias (heads × buckets)", "decoder bias (heads × buckets)"]
+    assert all(a.get_xlabel() == "bucket" and a.get_ylabel() == "head" for a in heat)
+    _is_png(fig)
+    with pytest.raises(ValueError, match="weights"):
+        plots.position_bias({})
+
+
+def test_headline_nulls():
+    iv = M.intervals.Interval(0.40, 0.44, "toy")
+    h = {"cv": results.headline(0.42, interval=iv, label="pentachoron CV",
+                                nulls={"gaussian": {"value": 0.30, "interval": M.intervals.Interval(0.28, 0.32, "t")},
+                                       "sphere": 0.1}),
+         "ratio": results.headline(0.9, interval=(0.85, 0.95), nulls={"gaussian": 1.0}, label="volume ratio"),
+         "none": results.headline(None, label="not applicable")}
+    fig = plots.headline_nulls(h, title="toy headline")
+    assert len(fig.axes) == 2  # the None entry is skipped
+    assert [a.get_title(loc="left") for a in fig.axes] == ["pentachoron CV", "volume ratio"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["measured", "gaussian", "sphere"]
+    assert fig._suptitle.get_text() == "toy headline"
+    _is_png(fig)
+    with pytest.raises(ValueError, match="headline"):
+        plots.headline_nulls({"none": h["none"]})
