@@ -14,6 +14,12 @@ Fixes relative to the seed: ``scipy.linalg.orthogonal_procrustes`` returns the *
 singular values* of ``AᵀB`` as its second output, which the seed printed as a "scale
 factor"; the least-squares isotropic scale is that sum divided by ``‖A‖_F²`` (centred),
 returned here as ``scale``.
+
+Intervals (for the headline numbers of a projection): :func:`paired_pearson` is the
+statistic for a bootstrap over paired items (simplices), :func:`weighted_relational_r`
+resamples the *tokens* behind a pairwise-cosine correlation, and
+:func:`variance_retained_interval` is the covariance group bootstrap of the PCA's retained
+variance share (:mod:`geolip_lib.metrics.intervals` does the resampling).
 """
 from __future__ import annotations
 
@@ -26,7 +32,8 @@ from .validation import as_tensor, check_positive_int, fail
 
 __all__ = ["PCA", "pca_fit", "pca_transform", "Procrustes", "procrustes_fit", "procrustes_apply",
            "row_cosine", "pairwise_cosine", "relational_correlation", "residual_spectrum",
-           "threshold_fractions", "percentiles", "split_indices", "paired_volumes"]
+           "threshold_fractions", "percentiles", "split_indices", "paired_volumes", "paired_pearson",
+           "weighted_relational_r", "variance_retained_interval"]
 
 
 def _np64(x, name, ndim=2) -> np.ndarray:
@@ -249,3 +256,84 @@ def paired_volumes(A, B, sets) -> dict:
                    cv_b=float(vb.std() / vb.mean()), ratio=float(vb.mean() / va.mean()),
                    corr=float(np.corrcoef(va, vb)[0, 1]) if va.std() > 0 and vb.std() > 0 else float("nan"))
     return out
+
+
+# ---------------------------------------------------------------- intervals of the headline numbers
+def paired_pearson(x, axis: int = -1):
+    """Pearson r of paired samples, the statistic for a bootstrap over paired items.
+
+    ``x`` holds the two paired variables on its first axis and the items on ``axis``:
+    ``metrics.intervals.bootstrap(np.column_stack([a, b]), paired_pearson)`` resamples the
+    rows ``(a_i, b_i)`` together (scipy moves the item axis last, so the statistic sees
+    ``(2, ..., n)``).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    a, b = np.moveaxis(x[0], axis, -1), np.moveaxis(x[1], axis, -1)
+    a = a - a.mean(-1, keepdims=True)
+    b = b - b.mean(-1, keepdims=True)
+    return (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
+
+
+def weighted_relational_r(A, B):
+    """Weighted statistic for ``metrics.intervals.bootstrap_weighted``: the relational
+    correlation of :func:`relational_correlation` on a resample of the *rows*.
+
+    The correlated items are pairs of rows, which share rows, so the rows (tokens) are what
+    was sampled and what is resampled. A resample gives row ``i`` a count ``w_i``; the pair
+    of distinct draws of rows ``i ≠ j`` gets weight ``w_i w_j`` (two draws of the same row
+    are not a pair, as in the unresampled statistic), and the weighted Pearson r of the two
+    spaces' pairwise cosines follows from quadratic forms ``wᵀ M w`` of five n × n matrices.
+    At ``w = 1`` it equals :func:`relational_correlation`'s ``r``.
+
+    Parameters
+    ----------
+    A : array, shape (n, d1)
+    B : array, shape (n, d2)
+        Paired rows.
+
+    Returns
+    -------
+    callable ``stat(W)``: ``(b, n)`` counts -> ``(b,)`` values.
+    """
+    A, B = _np64(A, "A"), _np64(B, "B")
+    if A.shape[0] != B.shape[0]:
+        fail("B", f"{B.shape[0]} rows differ from A's {A.shape[0]} (rows must be paired)")
+    Ca, Cb = pairwise_cosine(A), pairwise_cosine(B)
+    mats = [Ca, Cb, Ca * Ca, Cb * Cb, Ca * Cb]
+    diags = [np.diag(m).copy() for m in mats]
+
+    def stat(W: np.ndarray) -> np.ndarray:
+        W = np.asarray(W, dtype=np.float64)
+        W2 = W * W
+        n0 = W.sum(1) ** 2 - W2.sum(1)
+        sa, sb, saa, sbb, sab = [(np.einsum("bi,bi->b", W @ m, W) - W2 @ d) / n0 for m, d in zip(mats, diags)]
+        return (sab - sa * sb) / np.sqrt((saa - sa * sa) * (sbb - sb * sb))
+
+    return stat
+
+
+def variance_retained_interval(X, n_components: int, *, seed: int = 0, n_boot: int | None = None):
+    """95 % interval of the share of variance the top ``n_components`` principal components
+    of ``X`` retain (:attr:`PCA.variance_retained`), by the covariance group bootstrap.
+
+    ``"exact"`` when ``n_components`` equals the width (the share is 1 by construction).
+    Each resample needs one ``eigvalsh`` of a D × D covariance, so ``n_boot`` defaults to
+    1000 up to D = 512 and 200 beyond (2560-d tables).
+
+    Returns
+    -------
+    :class:`~geolip_lib.metrics.intervals.Interval` or ``"exact"``.
+    """
+    from .metrics.intervals import bootstrap_covariance_stat
+
+    X = _np64(X, "X")
+    k = check_positive_int(n_components, "n_components")
+    D = X.shape[1]
+    if k >= D:
+        return "exact"
+
+    def share(C):
+        lam = torch.linalg.eigvalsh(C)                      # ascending
+        return lam[..., -k:].sum(-1) / lam.sum(-1)
+
+    return bootstrap_covariance_stat(X, share, seed=seed, n_boot=n_boot or (1000 if D <= 512 else 200))

@@ -55,33 +55,25 @@ N_SHOW = 20  # worst / best aligned tokens listed; seed: 20
 PROCRUSTES_SCALING = True  # fit an isotropic scale with the rotation
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
-from IPython.display import display
 
 from geolip_lib import alignment as al
 from geolip_lib import metrics as M
-from geolip_lib import models, plotting, results
+from geolip_lib import results, runtime
+from geolip_lib.operators import plots
 
-NOTEBOOK = "07_cross_scale_projection"
-out = results.job_dir(OUT_DIR, NOTEBOOK, f"{MODEL}__{MODEL_B}")
-plotting.setup()
+job = runtime.start("07_cross_scale_projection", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
 rng = np.random.default_rng(SEED)
-lm_a = models.load(MODEL)
-lm_b = models.load(MODEL_B)
+lm_a = job.lm
+lm_b = job.lm if MODEL_B == MODEL else job.load(MODEL_B)  # both models are recorded in the provenance
 if B_RANDOM_INIT:
     lm_b = lm_b.random_init()
 metrics: dict = {"model_a": lm_a.name, "model_b": lm_b.name, "applicable": True}
 
-
-def vocab_of(lm):
-    tok = lm.tokenizer
-    return tok.get_vocab() if tok is not None and hasattr(tok, "get_vocab") else None
-
-
-va, vb = vocab_of(lm_a), vocab_of(lm_b)
+# %%
+va = lm_a.tokenizer.get_vocab() if hasattr(lm_a.tokenizer, "get_vocab") else None
+vb = lm_b.tokenizer.get_vocab() if hasattr(lm_b.tokenizer, "get_vocab") else None
 reason = None
 if va is None or vb is None:
     reason = "both models need a tokenizer (text models) for token-paired embeddings"
@@ -108,23 +100,26 @@ if metrics["applicable"]:
     d_small = E_small.shape[1]
     metrics["tables"] = {"vocab": V, "large": name_l, "small": name_s, "d_large": E_large.shape[1],
                          "d_small": d_small}
-    print(f"large = {name_l} {E_large.shape}, small = {name_s} {E_small.shape}")
-    pd.DataFrame([metrics["tables"]])
+    job.table(metrics["tables"], caption="Embedding tables: the large one is projected onto the small one")
 
 # %% [markdown]
 # ## 2. PCA of the larger table down to the smaller width
 #
 # Fitted on `N_PCA` random tokens; the share of variance retained by the top `d_small`
-# components says how much of the larger geometry can survive the projection at all.
+# components says how much of the larger geometry can survive the projection at all. Its
+# interval is the covariance group bootstrap over those rows (exact when no dimension is
+# dropped); an isotropic table of the same width would keep `d_small / d_large`.
 
 # %%
 if metrics["applicable"]:
     pca_rows = rng.choice(V, size=min(N_PCA, V), replace=False)
     pca = al.pca_fit(E_large[pca_rows], d_small)
     E_proj = al.pca_transform(pca, E_large)
+    var_iv = al.variance_retained_interval(E_large[pca_rows], d_small, seed=SEED)
     metrics["pca"] = {"n_rows": len(pca_rows), "variance_retained": pca.variance_retained,
                       "components": d_small}
-    print(f"variance retained ({E_large.shape[1]} → {d_small}): {pca.variance_retained:.4f}")
+    print(f"Variance retained ({E_large.shape[1]} → {d_small}): "
+          f"{M.intervals.format_value(pca.variance_retained, None if var_iv == 'exact' else var_iv)}.")
 
 # %% [markdown]
 # ## 3. Orthogonal Procrustes on anchor tokens
@@ -139,66 +134,88 @@ if metrics["applicable"]:
     fit = al.procrustes_fit(E_proj[anchors], E_small[anchors], scaling=PROCRUSTES_SCALING)
     E_aligned = al.procrustes_apply(fit, E_proj)
     perm = np.random.default_rng(SEED + 1).permutation(V)          # destroys the token pairing
-    fit_null = al.procrustes_fit(E_proj[anchors], E_small[perm][anchors], scaling=PROCRUSTES_SCALING)
+    E_small_perm = E_small[perm]
+    fit_null = al.procrustes_fit(E_proj[anchors], E_small_perm[anchors], scaling=PROCRUSTES_SCALING)
     E_aligned_null = al.procrustes_apply(fit_null, E_proj)
     metrics["procrustes"] = {"n_anchor": len(anchors), "n_test": len(test), "scale": fit.scale,
                              "singular_sum": fit.singular_sum, "scale_null": fit_null.scale}
-    print(f"anchors {len(anchors)}, held-out {len(test)}; fitted scale {fit.scale:.4f} "
-          f"(seed's printed 'scale' = singular-value sum {fit.singular_sum:.4f})")
+    job.table(metrics["procrustes"], caption="Procrustes fit (scale: least-squares isotropic scale; "
+              "singular_sum: what the seed printed as 'scale')")
 
 # %% [markdown]
 # ## 4. Projection quality on held-out tokens
 #
 # Per-token cosine and L2 distance between the native small embedding and the aligned
-# projection of the large one.
+# projection of the large one. The interval of the mean cosine is a bootstrap over the
+# held-out tokens (the fitted map held fixed).
 
 # %%
 if metrics["applicable"]:
     cos_test = al.row_cosine(E_small[test], E_aligned[test])
-    cos_null = al.row_cosine(E_small[perm][test], E_aligned_null[test])
+    cos_null = al.row_cosine(E_small_perm[test], E_aligned_null[test])
     dist_test = np.linalg.norm(E_small[test] - E_aligned[test], axis=1)
+    cos_iv = M.intervals.bootstrap(cos_test, seed=SEED, what="held-out tokens")
+    cos_null_iv = M.intervals.bootstrap(cos_null, seed=SEED, what="held-out tokens (shuffled pairing)")
     metrics["heldout"] = {"cosine": al.percentiles(cos_test), "cosine_shuffled": al.percentiles(cos_null),
                           "l2": al.percentiles(dist_test, ps=(50,)),
                           "worst_test_token": int(test[cos_test.argmin()])}
-    pd.DataFrame({"aligned": metrics["heldout"]["cosine"], "shuffled pairing": metrics["heldout"]["cosine_shuffled"]})
+    job.figure(plots.heldout_cosine(cos_test, cos_null, cos_iv), "heldout_cosine", key=True)
+    job.table(pd.DataFrame({"aligned": metrics["heldout"]["cosine"],
+                            "shuffled pairing": metrics["heldout"]["cosine_shuffled"]}),
+              caption="Per-token cosine on held-out tokens")
 
 # %% [markdown]
 # ## 5. Relational structure after projection
 #
 # Pearson correlation between the pairwise cosines of `N_REL` held-out tokens in the
 # native small space and in the aligned projection (and, before any projection, in the
-# native large space: pairwise cosines need no alignment).
+# native large space: pairwise cosines need no alignment). The pairs share tokens, so the
+# interval resamples the *tokens* (each resampled token brings its pairs along, both
+# spaces together: `alignment.weighted_relational_r`).
 
 # %%
 if metrics["applicable"]:
     rel_idx = test[:N_REL]
     rel = al.relational_correlation(E_small[rel_idx], E_aligned[rel_idx])
     rel_native = al.relational_correlation(E_small[rel_idx], E_large[rel_idx])
-    rel_null = al.relational_correlation(E_small[perm][rel_idx], E_aligned[rel_idx])
+    rel_null = al.relational_correlation(E_small_perm[rel_idx], E_aligned[rel_idx])
+    rel_iv, rel_null_iv = (M.intervals.bootstrap_weighted(len(rel_idx), al.weighted_relational_r(X, E_aligned[rel_idx]),
+                           n_boot=1000, seed=SEED, what="held-out tokens (with all their pairs)")
+                           for X in (E_small[rel_idx], E_small_perm[rel_idx]))
     metrics["relational"] = {"r": rel["r"], "mean_abs_diff": rel["mean_abs_diff"], "r_native_large": rel_native["r"],
                              "r_shuffled": rel_null["r"], "n": len(rel_idx)}
-    pd.DataFrame([metrics["relational"]])
+    job.table({"aligned projection": {"r": rel["r"], "95 % interval": M.intervals.format_value(rel["r"], rel_iv)},
+               "native large (no alignment)": {"r": rel_native["r"], "95 % interval": "–"},
+               "shuffled pairing": {"r": rel_null["r"], "95 % interval": M.intervals.format_value(rel_null["r"], rel_null_iv)}},
+              caption=f"Relational correlation of pairwise cosines ({len(rel_idx)} held-out tokens)")
 
 # %% [markdown]
 # ## 6. Digit geometry after projection
 #
 # Tokens "0"–"9" (single-token digits of the shared tokenizer): per-digit cosine and the
-# correlation of the 10 × 10 pairwise-cosine structure.
+# correlation of the 10 × 10 pairwise-cosine structure (interval: bootstrap over the ten
+# digits; null: the digits' native rows replaced by shuffled tokens').
 
 # %%
 digit = None
 if metrics["applicable"]:
-    tok = lm_a.tokenizer
-    ids = [tok.encode(str(d), add_special_tokens=False) for d in range(10)]
-    if all(len(i) == 1 and i[0] < V for i in ids):
-        dig = np.array([i[0] for i in ids])
-        cs, ca = al.pairwise_cosine(E_small[dig]), al.pairwise_cosine(E_aligned[dig])
-        dr = al.relational_correlation(E_small[dig], E_aligned[dig])
-        digit = {"token_ids": dig, "per_digit_cos": al.row_cosine(E_small[dig], E_aligned[dig]),
-                 "r": dr["r"], "mean_abs_diff": dr["mean_abs_diff"], "diff": cs - ca}
-        print(f"digit pairwise-structure correlation r = {dr['r']:.4f}")
-    else:
-        print("digit structure: not applicable — digits are not single tokens of this tokenizer")
+    ids = [lm_a.tokenizer.encode(str(d), add_special_tokens=False) for d in range(10)]
+    dig = np.array([i[0] for i in ids]) if all(len(i) == 1 and i[0] < V for i in ids) else None
+    if dig is None:
+        print("Digit structure: not applicable — digits are not single tokens of this tokenizer.")
+
+# %%
+if metrics["applicable"] and dig is not None:
+    dr = al.relational_correlation(E_small[dig], E_aligned[dig])
+    dr_null = al.relational_correlation(E_small_perm[dig], E_aligned[dig])
+    digit = {"token_ids": dig, "per_digit_cos": al.row_cosine(E_small[dig], E_aligned[dig]), "r": dr["r"],
+             "mean_abs_diff": dr["mean_abs_diff"], "r_shuffled": dr_null["r"],
+             "diff": al.pairwise_cosine(E_small[dig]) - al.pairwise_cosine(E_aligned[dig])}
+    dig_iv, dig_null_iv = (M.intervals.bootstrap_weighted(10, al.weighted_relational_r(X, E_aligned[dig]), n_boot=1000,
+                           seed=SEED, what="digits") for X in (E_small[dig], E_small_perm[dig]))
+    job.table(pd.DataFrame({"digit": list(range(10)), "token_id": dig, "cos(native, projected)": digit["per_digit_cos"]}),
+              caption=f"Digits: pairwise-structure r = {M.intervals.format_value(dr['r'], dig_iv)}", index=False)
+if metrics["applicable"]:
     metrics["digits"] = None if digit is None else {k: v for k, v in digit.items() if k != "diff"}
 
 # %% [markdown]
@@ -210,42 +227,44 @@ if metrics["applicable"]:
 # %%
 if metrics["applicable"]:
     all_cos = al.row_cosine(E_small, E_aligned)
-    is_anchor = np.zeros(V, bool)
-    is_anchor[anchors] = True
+    is_anchor = np.isin(np.arange(V), anchors)
     order = np.argsort(all_cos, kind="stable")
-    ids_to_tok = lm_a.tokenizer.convert_ids_to_tokens
-
-    def token_rows(idx):
-        return pd.DataFrame({"token_id": idx, "token": ids_to_tok([int(i) for i in idx]),
-                             "cos": all_cos[idx], "anchor": is_anchor[idx]})
-
-    worst, best = token_rows(order[:N_SHOW]), token_rows(order[::-1][:N_SHOW])
-    metrics["divergences"] = {"worst": worst.to_dict("records"), "best": best.to_dict("records"),
+    extremes = {name: pd.DataFrame({"token_id": idx, "token": lm_a.tokenizer.convert_ids_to_tokens([int(i) for i in idx]),
+                                    "cos": all_cos[idx], "anchor": is_anchor[idx]})
+                for name, idx in (("worst", order[:N_SHOW]), ("best", order[::-1][:N_SHOW]))}
+    metrics["divergences"] = {"worst": extremes["worst"].to_dict("records"), "best": extremes["best"].to_dict("records"),
                               "all_tokens_cosine": al.percentiles(all_cos, ps=(50,)),
                               "fraction_above_heldout": al.threshold_fractions(cos_test),
                               "fraction_above_all": al.threshold_fractions(all_cos)}
-    print("worst aligned tokens")
-    display(worst)
-    best
+    job.table(extremes["worst"], caption="Worst aligned tokens", index=False)
+    job.table(extremes["best"], caption="Best aligned tokens", index=False)
 
 # %%
 if metrics["applicable"]:
-    pd.DataFrame({"held-out": metrics["divergences"]["fraction_above_heldout"],
-                  "all tokens": metrics["divergences"]["fraction_above_all"]}).rename_axis("cos >")
+    job.table(pd.DataFrame({"held-out": metrics["divergences"]["fraction_above_heldout"],
+                            "all tokens": metrics["divergences"]["fraction_above_all"]}).rename(index=str).rename_axis("cos >"),
+              caption="Share of tokens whose cosine exceeds each threshold",
+              formats={"held-out": "{:.1%}", "all tokens": "{:.1%}"})
 
 # %% [markdown]
 # ## 8. Pentachoron geometry in projected vs native space
 #
 # The same `N_SIMPLICES` random 5-token sets measured in the native small space and in the
 # aligned projection (Cayley–Menger volumes, `geolip_lib.metrics`): volume ratio, CVs and
-# per-simplex correlation.
+# per-simplex correlation (interval: bootstrap over the simplices, each resampled with
+# both of its volumes; null: native volumes of the shuffled tokens).
 
 # %%
 if metrics["applicable"]:
     sets = M.sample_distinct_rows(V, N_SIMPLICES, 5, seed=SEED)
     vol = al.paired_volumes(E_small, E_aligned, sets)
+    vol_null = al.paired_volumes(E_small_perm, E_aligned, sets)
+    vol_iv, vol_null_iv = (M.intervals.bootstrap(np.column_stack([v["vol_a"], v["vol_b"]]), al.paired_pearson,
+                           seed=SEED, what="simplices (paired volumes)") for v in (vol, vol_null))
     metrics["pentachoron"] = {k: v for k, v in vol.items() if k not in ("vol_a", "vol_b")}
-    pd.DataFrame([metrics["pentachoron"]])
+    metrics["pentachoron"]["corr_shuffled"] = vol_null.get("corr")
+    job.table(pd.DataFrame([metrics["pentachoron"]]), caption="Pentachoron volumes, native vs projected "
+              "(the same vertex sets)", index=False)
 
 # %% [markdown]
 # ## 9. Eigenspectrum of the residual and the seed's 2 × 3 figure
@@ -258,77 +277,39 @@ if metrics["applicable"]:
     res_eig = al.residual_spectrum(E_small[test], E_aligned[test])
     metrics["residual"] = {"eigenvalues_top": res_eig[:50], "pr": M.participation_ratio_from_eigenvalues(res_eig),
                            "total": float(res_eig.sum())}
-    fig, axes = plt.subplots(2, 3, figsize=(18, 10))
-    fig.suptitle(f"{name_l} → {name_s}: PCA + Procrustes projection", fontsize=14)
-    ax = axes[0, 0]
-    sns.histplot(cos_test, bins=60, ax=ax, color="steelblue", stat="density", label="held-out")
-    sns.histplot(cos_null, bins=60, ax=ax, color="grey", stat="density", alpha=0.4, label="shuffled pairing")
-    ax.axvline(cos_test.mean(), color="red", ls="--", label=f"mean={cos_test.mean():.3f}")
-    ax.set_title("per-token cosine(native, projected)")
-    ax.legend()
-    ax = axes[0, 1]
-    ax.scatter(rel["a"], rel["b"], s=1, alpha=0.05, color="darkgreen")
-    lo, hi = float(rel["a"].min()), float(rel["a"].max())
-    ax.plot([lo, hi], [lo, hi], "r--", alpha=0.5)
-    ax.set(xlabel=f"native {name_s} pairwise cosine", ylabel=f"projected {name_l} pairwise cosine",
-           title=f"relational structure (r={rel['r']:.4f})")
-    ax = axes[0, 2]
-    if digit is not None:
-        sns.heatmap(digit["diff"], ax=ax, cmap="RdBu_r", center=0, square=True, cbar_kws={"shrink": 0.7})
-        ax.set_title(f"digit cosine diff, native − projected (r={digit['r']:.3f})")
-    else:
-        ax.axis("off")
-        ax.set_title("digits: not single tokens")
-    ax = axes[1, 0]
-    ax.scatter(vol["vol_a"], vol["vol_b"], s=5, alpha=0.3, color="purple")
-    if vol["n_valid"]:
-        lo_ = float(min(vol["vol_a"].min(), vol["vol_b"].min()))
-        hi_ = float(max(vol["vol_a"].max(), vol["vol_b"].max()))
-        ax.plot([lo_, hi_], [lo_, hi_], "r--", alpha=0.5)
-        ax.set(xscale="log", yscale="log")  # volumes scale as s^4: log axes keep both visible
-    ax.set(xlabel=f"native {name_s} volume", ylabel=f"projected {name_l} volume",
-           title=f"pentachoron volumes (r={vol.get('corr', float('nan')):.4f}, "
-                 f"ratio={vol.get('ratio', float('nan')):.3g})")
-    ax = axes[1, 1]
-    step = max(1, V // 5000)
-    ax.scatter(np.arange(0, V, step), all_cos[::step], s=1, alpha=0.3, color="darkorange")
-    ax.axhline(all_cos.mean(), color="red", ls="--", alpha=0.5)
-    ax.set(xlabel="token id", ylabel="cosine alignment", title="alignment vs token id (anchors included)")
-    ax = axes[1, 2]
-    ax.semilogy(np.arange(min(200, len(res_eig))), np.maximum(res_eig[:200], 1e-300), color="crimson")
-    ax.set(xlabel="component", ylabel="variance", title="eigenspectrum of residual (native − projected)")
-    fig.tight_layout()
-    plotting.savefig(fig, out, "projection_2x3")
+    job.figure(plots.projection_summary(
+        name_large=name_l, name_small=name_s, cos=cos_test, cos_null=cos_null, rel_a=rel["a"], rel_b=rel["b"],
+        rel_r=rel["r"], digit_diff=None if digit is None else digit["diff"], digit_r=None if digit is None else digit["r"],
+        vol_a=vol["vol_a"], vol_b=vol["vol_b"], vol_corr=vol.get("corr", float("nan")),
+        vol_ratio=vol.get("ratio", float("nan")), all_cos=all_cos, residual_eigs=res_eig), "projection_2x3", key=True)
 
 # %% [markdown]
 # ## Results
 #
-# Headline numbers (held-out tokens) beside the shuffled-pairing null.
+# Headline numbers (held-out tokens) with their 95 % intervals, beside the shuffled-pairing
+# null (its own interval from the same bootstrap) and, for the PCA, an isotropic table.
 
 # %%
 headline = {}
 if metrics["applicable"]:
     headline = {
-        "variance_retained": results.headline(pca.variance_retained, label="PCA variance retained", fmt=".3f"),
-        "cos_heldout": results.headline(float(cos_test.mean()), baseline=float(cos_null.mean()),
-                                        baseline_kind="shuffled", label="held-out cosine", fmt=".4f"),
-        "relational_r": results.headline(rel["r"], baseline=rel_null["r"], baseline_kind="shuffled",
-                                         label="relational r", fmt=".4f"),
-        "volume_corr": results.headline(vol.get("corr"), label="pentachoron vol corr", fmt=".4f"),
+        "variance_retained": results.headline(pca.variance_retained, interval=var_iv, label="PCA variance retained",
+            nulls={"isotropic": d_small / E_large.shape[1]}, fmt=".3f",
+            note="An isotropic table keeps d_small / d_large of its variance; the (basic, bias-correcting) interval "
+                 "may lie below the estimate, since a PCA of a finite sample overstates its top components' share."),
+        "cos_heldout": results.headline(float(cos_test.mean()), interval=cos_iv, label="held-out cosine", fmt=".4f",
+            nulls={"shuffled": {"value": float(cos_null.mean()), "interval": cos_null_iv}}),
+        "relational_r": results.headline(rel["r"], interval=rel_iv, label="relational r", fmt=".4f",
+            nulls={"shuffled": {"value": rel_null["r"], "interval": rel_null_iv}}),
+        "volume_corr": results.headline(vol.get("corr"), interval=vol_iv, label="pentachoron vol corr", fmt=".4f",
+            nulls={"shuffled": {"value": vol_null.get("corr"), "interval": vol_null_iv}}),
     }
-    if digit is not None:
-        headline["digit_r"] = results.headline(digit["r"], label="digit structure r", fmt=".4f")
-    print(f"PCA variance retained: {pca.variance_retained * 100:.1f}%")
-    print(f"held-out cosine: mean {cos_test.mean():.4f} median {np.median(cos_test):.4f} "
-          f"(shuffled pairing {cos_null.mean():.4f})")
-    print(f"relational r: {rel['r']:.4f} (native large {rel_native['r']:.4f}, shuffled {rel_null['r']:.4f})")
-    print(f"pentachoron ratio (proj/native) {vol.get('ratio', float('nan')):.4f}, "
-          f"per-simplex r {vol.get('corr', float('nan')):.4f}")
-params = {"MODEL_B": MODEL_B, "B_RANDOM_INIT": B_RANDOM_INIT, "SEED": SEED, "N_PCA": N_PCA, "N_ANCHOR": N_ANCHOR,
-          "N_TEST": N_TEST, "N_REL": N_REL, "N_SIMPLICES": N_SIMPLICES, "N_SHOW": N_SHOW,
-          "PROCRUSTES_SCALING": PROCRUSTES_SCALING}
-results.record(out, metrics, notebook=NOTEBOOK, model=MODEL, headline=headline, parameters=params)
-pd.DataFrame(headline).T[["value", "baseline", "baseline_kind"]] if headline else None
+
+# %%
+if digit is not None:
+    headline["digit_r"] = results.headline(digit["r"], interval=dig_iv, label="digit structure r", fmt=".4f",
+                                           nulls={"shuffled": {"value": digit["r_shuffled"], "interval": dig_null_iv}})
+job.finish(metrics, headline)
 
 # %% [markdown]
 # ## References

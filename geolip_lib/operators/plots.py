@@ -183,10 +183,12 @@ def heldout_cosine(cos: Any, cos_null: Any = None, interval: Any = None) -> Figu
     Returns
     -------
     matplotlib.figure.Figure
-        One axis titled "per-token cosine(native, projected)", x label "cosine", y label "density".
+        One axis titled "per-token cosine(native, projected), held-out tokens", x label
+        "cosine", y label "density".
     """
     fig, ax = plt.subplots(figsize=(7, 4))
     _cosine_hist(ax, np.asarray(cos, float), None if cos_null is None else np.asarray(cos_null, float), interval)
+    ax.set_title("per-token cosine(native, projected), held-out tokens")
     fig.tight_layout()
     return fig
 

@@ -1,13 +1,17 @@
 """Notebook 07 on the tiny profile: metrics read back and recomputed independently."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 from scipy.linalg import orthogonal_procrustes
 
+from geolip_lib import alignment as al
 from geolip_lib import models
+from geolip_lib.metrics import intervals
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +57,53 @@ def test_recorded_numbers_match_an_independent_recomputation(run):
     cos = (al_ * EB[test]).sum(1) / np.linalg.norm(al_, axis=1) / np.linalg.norm(EB[test], axis=1)
     assert m["heldout"]["cosine"]["mean"] == pytest.approx(cos.mean(), abs=1e-9)
     assert run["headline"]["cos_heldout"]["value"] == pytest.approx(cos.mean(), abs=1e-9)
+
+
+def test_headlines_have_intervals_of_the_right_kind_and_shuffled_nulls(run):
+    h = run["headline"]
+    assert {"variance_retained", "cos_heldout", "relational_r", "volume_corr"} <= set(h)
+    p = run["parameters"]
+    methods = {k: e["interval"]["method"] for k, e in h.items()}
+    assert f"of {p['N_TEST']} held-out tokens" in methods["cos_heldout"]
+    assert f"of {p['N_REL']} held-out tokens" in methods["relational_r"]           # tokens, not pairs
+    assert "simplices" in methods["volume_corr"]
+    assert methods["variance_retained"].startswith("group bootstrap")
+    for key in ("cos_heldout", "relational_r", "volume_corr"):
+        e = h[key]
+        assert e["interval"]["lo"] <= e["value"] <= e["interval"]["hi"], key
+        null = e["nulls"]["shuffled"]
+        assert null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"], key
+    assert h["variance_retained"]["interval"]["lo"] < h["variance_retained"]["interval"]["hi"]
+    m = run["metrics"]
+    assert h["variance_retained"]["nulls"]["isotropic"]["value"] == pytest.approx(
+        m["tables"]["d_small"] / m["tables"]["d_large"])
+    assert h["relational_r"]["nulls"]["shuffled"]["value"] == pytest.approx(m["relational"]["r_shuffled"])
+
+
+def test_executed_notebook_shows_every_figure_and_no_partial_paths(run):
+    nb = nbformat.read(str(Path(run["_job_dir"]) / "executed.ipynb"), as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert sum(1 for o in outputs if "image/png" in o.get("data", {})) >= len(run["figures"]) == 2
+    assert all(f["key"] for f in run["figures"])
+    text = json.dumps([{k: v for k, v in o.get("data", {}).items() if not k.startswith("image/")} for o in outputs]
+                      + [o.get("text", "") for o in outputs])
+    assert ".partial" not in text
+    assert all(e["interval"] is not None for e in run["headline"].values() if e["value"] is not None)
+    names = {m.get("name") for m in run["provenance"]["models"]}
+    assert {"tiny-qwen-wide", "tiny-qwen"} <= names                       # both models are in the provenance
+
+
+def test_interval_statistics_equal_the_recorded_statistics():
+    """The resampled statistics reduce to the point statistics on the unresampled data."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(40, 6))
+    B = A @ rng.normal(size=(6, 9)) + rng.normal(size=(40, 9))
+    stat = al.weighted_relational_r(A, B)
+    assert stat(np.ones((3, 40))) == pytest.approx(al.relational_correlation(A, B)["r"], abs=1e-12)
+    a, b = rng.normal(size=200), rng.normal(size=200)
+    assert al.paired_pearson(np.stack([a, b])) == pytest.approx(np.corrcoef(a, b)[0, 1], abs=1e-12)
+    X = rng.normal(size=(500, 8)) * np.arange(1, 9)
+    iv = al.variance_retained_interval(X, 4, seed=0)
+    assert isinstance(iv, intervals.Interval) and iv.lo < iv.hi
+    assert abs((iv.lo + iv.hi) / 2 - al.pca_fit(X, 4).variance_retained) < 0.05
+    assert al.variance_retained_interval(X, 8) == "exact"
