@@ -385,12 +385,9 @@ def _is_displayed_result(out: dict) -> bool:
     return "image/png" in data or "text/html" in data or "text/markdown" in data
 
 
-def narrative_cells(rec: JobRecord, figures_and_tables_only: bool = False) -> list:
-    """The executed notebook's markdown cells and its displayed figures/tables (no code).
-
-    ``figures_and_tables_only`` keeps just the outputs (for a second model of a notebook
-    whose narrative is already in the document).
-    """
+def narrative_cells(rec: JobRecord) -> list:
+    """The executed notebook's markdown cells and its displayed figures/tables (no code,
+    no printed streams, no plain-text dumps; the references section is left to the HTML)."""
     import nbformat
 
     nb = nbformat.read(str(rec.path / "executed.ipynb"), as_version=4)
@@ -400,14 +397,12 @@ def narrative_cells(rec: JobRecord, figures_and_tables_only: bool = False) -> li
         if "parameters" in tags or "injected-parameters" in tags:
             continue
         if c.cell_type == "markdown":
-            if not figures_and_tables_only and not c.source.lstrip().startswith("## References"):
+            if not c.source.lstrip().startswith("## References"):
                 cells.append(c)
             continue
         if c.cell_type != "code":
             continue
         outs = [o for o in c.get("outputs", []) if _is_displayed_result(o)]
-        if figures_and_tables_only:
-            outs = [o for o in outs if "image/png" in (o.get("data") or {})]
         if outs:
             cc = nbformat.v4.new_code_cell("")
             cc.outputs = outs
@@ -415,9 +410,18 @@ def narrative_cells(rec: JobRecord, figures_and_tables_only: bool = False) -> li
     return cells
 
 
+def key_figure_grid(rec: JobRecord) -> str:
+    """A job's key figures, two per row, embedded (the other models of a notebook in the PDF)."""
+    figs = [f for f in rec.figures if f.get("key")] or rec.figures[:1]
+    items = "".join(f"<figure class='thumb'><img src='{_img_src(rec, f, True, '')}' alt='{html.escape(f['title'])}'>"
+                    f"<figcaption>{html.escape(f.get('title') or f['file'])}</figcaption></figure>" for f in figs)
+    return f"<div class='figs'>{items}</div>"
+
+
 def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings: str):
     """One notebook for the PDF: the findings, then per notebook the lead job's narrative,
-    figures and tables, then the other jobs' figures."""
+    figures and tables, then the other jobs' key figures (their numbers are in the findings'
+    composite tables; everything else is in their executed HTML)."""
     import nbformat
 
     nb = nbformat.v4.new_notebook()
@@ -433,8 +437,8 @@ def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings
         for r in ok:
             if r is lead:
                 continue
-            nb.cells.append(nbformat.v4.new_markdown_cell(f"<h3>{html.escape(name)} — {html.escape(r.job_id)}</h3>"))
-            nb.cells.extend(narrative_cells(r, figures_and_tables_only=True))
+            nb.cells.append(nbformat.v4.new_markdown_cell(
+                f"<h3>{html.escape(name)} — {html.escape(r.job_id)}: key figures</h3>{key_figure_grid(r)}"))
     for i, cell in enumerate(nb.cells):  # cells of different notebooks may share ids
         cell["id"] = f"cell-{i}"
     return nb
