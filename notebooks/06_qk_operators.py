@@ -208,7 +208,8 @@ iv0, niv0 = intervals.get(g0, {}), null_intervals.get(g0, {})
 headline = {} if a0 is None else {
     "cos_to_anchor": results.headline(a0["mean_cos_to_anchor"], interval=iv0.get("cos_to_anchor"), nulls={
         "random_init": {"value": b0 and b0["mean_cos_to_anchor"], "interval": niv0.get("cos_to_anchor")}},
-        label=f"{g0} cos→anchor", fmt="+.4f", note="Independent random operators have cosine ≈ 0."),
+        label="cos→anchor (first group)", fmt="+.4f",
+        note=f"First attention group ({g0}); independent random operators have cosine ≈ 0."),
     "cos_adjacent": results.headline(a0["adjacent_mean"], interval=iv0.get("cos_adjacent"), nulls={
         "random_init": {"value": b0 and b0["adjacent_mean"], "interval": niv0.get("cos_adjacent")}},
         label="cos adjacent", fmt="+.4f"),
