@@ -178,7 +178,7 @@ null_intervals = {g: {k: M.intervals.bootstrap(s["values"], seed=SEED, what=s["w
                   for g, gs in null_samples.items()}
 verdicts = tables.verdict_rows(analyses, null_an)
 shown = pd.DataFrame(verdicts)
-shown.insert(2, "cos→anchor [95 % interval]", [M.intervals.format_value(v["mean cos to anchor"],
+shown.insert(min(2, shown.shape[1]), "cos→anchor [95 % interval]", [M.intervals.format_value(v["mean cos to anchor"],
              intervals[v["group"]].get("cos_to_anchor")) for v in verdicts])
 job.table(shown, caption="Verdict per attention group (mean operator cosine to the anchor, anchor excluded)",
           index=False)
