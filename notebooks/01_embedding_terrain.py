@@ -52,6 +52,7 @@ PCA_ROWS = None  # rows for the eigenspectrum (None: every row, as in seed §1; 
 RANDOM_INIT_BASELINE = True  # also measure the same architecture at random init (null baseline)
 N_IMAGES = 8  # synthetic probe images for vision stacks
 MAX_LENGTH = 64  # token truncation for the probe sentences
+N_BOOT = 1000  # bootstrap resamples behind every 95 % interval
 
 # %%
 from geolip_lib import metrics as M
@@ -116,7 +117,7 @@ job.table(probes.tables.norm_frame(ns), caption="Row norms of E and per-dimensio
 # %%
 cos = {k: M.cosine_stats(T, n_sample=N_COS_SAMPLE, seed=SEED, return_values=True) for k, T in mats.items()}
 cos_vals = {k: c.pop("values") for k, c in cos.items()}
-cos_iv = {k: probes.mean_cosine_interval(T, N_COS_SAMPLE, SEED) for k, T in mats.items()}
+cos_iv = {k: probes.mean_cosine_interval(T, N_COS_SAMPLE, SEED, n_boot=N_BOOT) for k, T in mats.items()}
 metrics.update({"cosine" + ("" if k == "embedding" else f"_{k}"): c for k, c in cos.items()})
 job.table(probes.tables.cosine_frame(cos, cos_iv), caption="Pairwise cosine on the seeded row sample",
           formats={"pairs": "{:,}"})
@@ -132,19 +133,24 @@ headline["cosine_mean"] = results.headline(
 # Participation ratio `(Σλ)² / Σλ²` of the centred covariance, entropy effective
 # dimension, and the number of components for 80/90/95/99 % of the variance. The PR
 # interval is a group bootstrap of the covariance over the rows used (basic interval);
-# PR / D shares it (D is exact).
+# PR / D shares it (D is exact). Resampling rows lowers a covariance's PR (by the order of
+# PR² / V), and so does estimating it from V rows at all: the basic interval corrects
+# for that bias, so it is an interval for the PR of the distribution the rows are drawn
+# from and may lie slightly *above* the plug-in value of the table (the Gaussian's
+# interval covers its true PR = D).
 
 # %%
 eig, ev = {}, {}
 for k, T in mats.items():
     eig[k], ev[k] = probes.eigenspectrum(T, max_rows=PCA_ROWS, seed=SEED, return_data=True)
-pr_iv = {k: probes.pr_interval(T, PCA_ROWS, SEED) for k, T in mats.items()}
+pr_iv = {k: probes.pr_interval(T, PCA_ROWS, SEED, n_boot=N_BOOT) for k, T in mats.items()}
 prd_iv = {k: probes.scale_interval(iv, 1 / D_, "divided by D") for k, iv in pr_iv.items()}
 metrics.update({"eigenspectrum" + ("" if k == "embedding" else f"_{k}"): e for k, e in eig.items()})
 job.table(probes.tables.eigen_frame(eig, pr_iv), caption=f"Eigenspectrum of the centred covariance (D = {D_})",
           formats={"PR / D": "{:.3f}", "top share": "{:.1%}", "rows": "{:,}"})
 headline["pr"] = results.headline(eig["embedding"]["pr"], interval=pr_iv["embedding"], label="PR", fmt=".1f",
-                                  nulls={k: {"value": e["pr"], "interval": pr_iv[k]} for k, e in eig.items() if k != "embedding"})
+                                  nulls={k: {"value": e["pr"], "interval": pr_iv[k]} for k, e in eig.items() if k != "embedding"},
+                                  note=probes.uncertainty.PR_NOTE)
 headline["pr_over_dim"] = results.headline(
     eig["embedding"]["pr_over_dim"], interval=prd_iv["embedding"], label="PR / D", fmt=".3f",
     nulls={k: {"value": e["pr_over_dim"], "interval": prd_iv[k]} for k, e in eig.items() if k != "embedding"})
@@ -161,7 +167,7 @@ headline["pr_over_dim"] = results.headline(
 # %%
 pent, vols = probes.pentachoron_probe(E, N_SIMPLICES, seed=SEED, random_init=E_init, return_data=True)
 metrics["pentachoron"] = pent
-cv_iv = {k: M.intervals.bootstrap(v, M.intervals.cv, seed=SEED, what="simplices") for k, v in vols.items()}
+cv_iv = {k: M.intervals.bootstrap(v, M.intervals.cv, n_boot=N_BOOT, seed=SEED, what="simplices") for k, v in vols.items()}
 job.table(probes.tables.pentachoron_frame(pent, cv_iv), caption=f"Pentachoron volumes ({N_SIMPLICES} draws per table)",
           formats={"mean volume": "{:.4g}", "std volume": "{:.4g}"})
 job.figure(plots.pentachoron_volumes(vols, {k: pent[k]["cv"] for k in vols}, cv_iv,
@@ -189,11 +195,11 @@ if "random_init" in pent:
 # table against its own Gaussian — the ratio an untrained table has.
 
 # %%
-ratio_iv = probes.volume_ratio_interval(vols["embedding"], vols["gaussian"], SEED)
+ratio_iv = probes.volume_ratio_interval(vols["embedding"], vols["gaussian"], SEED, n_boot=N_BOOT)
 ratio_nulls: dict = {"gaussian": 1.0}
 if "random_init" in pent:
     ratio_nulls["random_init"] = {"value": pent["volume_ratio_gaussian_random_init"],
-                                  "interval": probes.volume_ratio_interval(vols["random_init"], vols["random_init_gaussian"], SEED)}
+                                  "interval": probes.volume_ratio_interval(vols["random_init"], vols["random_init_gaussian"], SEED, n_boot=N_BOOT)}
 headline["volume_ratio"] = results.headline(pent["volume_ratio_gaussian"], interval=ratio_iv, nulls=ratio_nulls,
                                             label="volume ratio", fmt=".3f",
                                             note="Mean pentachoron volume over that of a Gaussian of matched total "
@@ -223,7 +229,7 @@ digs, dig_iv = {"embedding": dig}, {}
 if dig["applicable"]:
     digs.update({k: probes.digit_manifold(T, lm.tokenizer) for k, T in mats.items() if k != "embedding"})
     metrics.update({f"digits_{k}": d for k, d in digs.items() if k != "embedding"})
-    dig_iv = {k: probes.digit_corr_interval(d["cosine"], SEED) for k, d in digs.items()}
+    dig_iv = {k: probes.digit_corr_interval(d["cosine"], SEED, n_boot=N_BOOT) for k, d in digs.items()}
     job.table(probes.tables.digits_frame(digs, dig_iv), caption="Digit cosine structure")
     job.figure(plots.digits_heatmap(dig["cosine"], dig["corr_abs_diff"], dig_iv["embedding"]), "digits")
 else:

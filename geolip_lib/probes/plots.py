@@ -28,6 +28,11 @@ def _empty(ax, msg: str) -> None:
     ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, color="grey", fontsize=9)
 
 
+def _n_bins(n: int, most: int) -> int:
+    """Histogram bins for ``n`` values: about 2·sqrt(n), between 10 and ``most``."""
+    return int(np.clip(2 * np.sqrt(max(n, 1)), 10, most))
+
+
 def _common_edges(samples: Sequence[np.ndarray], bins: int) -> np.ndarray:
     """Shared histogram bin edges over several samples (0.5-99.5 % range, so one outlier does not flatten all)."""
     if not samples:
@@ -51,8 +56,8 @@ def terrain_map(norms: np.ndarray, cosines: Mapping[str, np.ndarray], eigenvalue
     cosines : {name: ndarray}
         Pairwise cosines of the seeded row sample per table (``cosine_stats(..., return_values=True)``).
     eigenvalues : {name: ndarray}
-        Full covariance spectra (descending) per table; the first ``top`` are drawn, the
-        legend gives the PR of the full spectrum.
+        Full covariance spectra (descending) per table; the first ``top`` are drawn (numerical
+        zeros of a rank-deficient table left out), the legend gives the PR of the full spectrum.
     volumes : {name: ndarray}
         Pentachoron volumes per table (NaN = degenerate); only the tables of the embedding's
         scale (embedding, gaussian, random_init) are drawn, as log10 volume.
@@ -69,12 +74,12 @@ def terrain_map(norms: np.ndarray, cosines: Mapping[str, np.ndarray], eigenvalue
     """
     fig, ax = plt.subplots(2, 2, figsize=(12, 8))
     a = ax[0, 0]
-    sns.histplot(np.asarray(norms), bins=100, ax=a, color=_color("embedding"))
+    sns.histplot(np.asarray(norms), bins=_n_bins(len(norms), 100), ax=a, color=_color("embedding"))
     a.set(title="Row-norm distribution", xlabel="L2 norm", ylabel="rows")
     a = ax[0, 1]
     for name, v in cosines.items():
-        sns.histplot(np.asarray(v), bins=200, stat="density", element="step", fill=False, ax=a, label=name,
-                     color=_color(name))
+        sns.histplot(np.asarray(v), bins=_n_bins(len(v), 200), stat="density", element="step", fill=False, ax=a,
+                     label=name, color=_color(name))
     for c in M.NAMED_CONSTANTS.values():
         a.axvline(c, color="grey", ls=":", lw=0.8)
     a.set(title="Pairwise cosine (seeded row sample)", xlabel="cosine", ylabel="density")
@@ -83,7 +88,8 @@ def terrain_map(norms: np.ndarray, cosines: Mapping[str, np.ndarray], eigenvalue
     for name, ev in eigenvalues.items():
         ev = np.asarray(ev, dtype=np.float64)
         pr = M.participation_ratio_from_eigenvalues(np.clip(ev, 0, None)) if len(ev) else float("nan")
-        a.semilogy(np.arange(1, min(len(ev), top) + 1), ev[:top], label=f"{name} (PR {pr:.1f})", color=_color(name))
+        shown_ev = ev[:top][ev[:top] > (ev[0] * 1e-12 if len(ev) else 0)]  # rank-deficient tail: numerical zeros
+        a.semilogy(np.arange(1, len(shown_ev) + 1), shown_ev, label=f"{name} (PR {pr:.1f})", color=_color(name))
     a.set(title="Covariance eigenspectrum", xlabel="component", ylabel="eigenvalue")
     a.legend(fontsize=8)
     a = ax[1, 1]
@@ -93,7 +99,7 @@ def terrain_map(norms: np.ndarray, cosines: Mapping[str, np.ndarray], eigenvalue
         v = v[np.isfinite(v) & (v > 0)]
         if len(v):
             logv[name] = np.log10(v)
-    edges = _common_edges(list(logv.values()), 60)
+    edges = _common_edges(list(logv.values()), _n_bins(max(map(len, logv.values()), default=0), 60))
     for name, lv in logv.items():
         sns.histplot(lv, bins=edges, element="step", stat="density", ax=a, label=name, color=_color(name), fill=False)
     if logv:
@@ -134,7 +140,7 @@ def pentachoron_volumes(volumes: Mapping[str, np.ndarray], cvs: Mapping[str, flo
         v = v[np.isfinite(v)]
         if name != "random_init_gaussian" and len(v) and v.mean() > 0:
             rel[name] = v / v.mean()
-    edges = _common_edges(list(rel.values()), 50)
+    edges = _common_edges(list(rel.values()), _n_bins(max(map(len, rel.values()), default=0), 50))
     for name, r in rel.items():
         lab = f"{name}: CV {format_value(cvs.get(name), (intervals or {}).get(name))}"
         sns.histplot(r, bins=edges, element="step", stat="density", fill=False, ax=ax, label=lab, color=_color(name))
@@ -280,11 +286,15 @@ def headline_nulls(headline: Mapping[str, Mapping], *, title: str = ""):
     items = [(k, h) for k, h in headline.items() if h.get("value") is not None]
     if not items:
         raise ValueError("headline: no entry has a value")
-    fig, axes = plt.subplots(len(items), 1, figsize=(7.5, 0.95 * len(items) + 1.0), squeeze=False)
-    for a, (key, h) in zip(axes[:, 0], items):
+    per = []
+    for _key, h in items:
         rows = [("measured", h["value"], h.get("interval"))]
         rows += [(kind, n.get("value"), n.get("interval")) for kind, n in (h.get("nulls") or {}).items()]
-        rows = [r for r in rows if r[1] is not None]
+        per.append([r for r in rows if r[1] is not None])
+    heights = [len(rows) + 1.5 for rows in per]
+    fig, axes = plt.subplots(len(items), 1, figsize=(7.5, 0.26 * sum(heights) + 0.8), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for a, (key, h), rows in zip(axes[:, 0], items, per):
         for y, (name, v, iv) in enumerate(rows):
             col = _color("embedding" if name == "measured" else name)
             lo, hi = (iv or {}).get("lo"), (iv or {}).get("hi")

@@ -30,6 +30,9 @@ from ..metrics.intervals import N_BOOT, Interval, separates
 
 #: a value within this relative distance of a null counts as "set by the null"
 CLOSE_REL = 0.10
+#: what the PR headline's interval is (it can sit above the plug-in value; readers ask why)
+PR_NOTE = ("PR interval: group bootstrap of the covariance, basic interval; it corrects the downward bias of a "
+           "PR estimated from V rows (of the order of PR²/V), so it can lie just above the table's plug-in PR.")
 
 
 def _rows(E: Any, n_sample: int | None, seed: int) -> Any:
@@ -160,5 +163,5 @@ def dimension_note(label: str, value: float | None, interval: Interval | Mapping
             f"({', '.join(close)}): the dimension, not training, sets it.")
 
 
-__all__ = ["CLOSE_REL", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "pr_interval",
+__all__ = ["CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "pr_interval",
            "ratio_of_means", "scale_interval", "volume_ratio_interval", "weighted_digit_corr"]
