@@ -49,24 +49,22 @@ BATCH_SIZE = 64  # definitions per forward pass
 MAX_LEN = 128  # truncation length of the definitions
 
 # %%
-import matplotlib.pyplot as plt
+from functools import partial
+
 import numpy as np
 import pandas as pd
-import seaborn as sns
-import torch
 
-from geolip_lib import metrics, models, plotting, results
+from geolip_lib import metrics as M
+from geolip_lib import modulators as gm
+from geolip_lib import results, runtime
 from geolip_lib.lexical.matching import match_lemmas
 from geolip_lib.lexical.representations import definition_representations, static_representations
-from geolip_lib import modulators as gm
+from geolip_lib.modulators import plots, stats
 
-NOTEBOOK = "08_modulator_pipeline"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
-torch.manual_seed(SEED)
-lm = models.load(MODEL)
-metrics_out: dict = {}
-print(lm.name, lm.family)
+job = runtime.start("08_modulator_pipeline", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
+lm = job.lm
+metrics: dict = {}
+print(f"{lm.name} ({lm.family}).")
 
 # %% [markdown]
 # ## 1. Match WordNet lemmas to single tokens, encode the definitions
@@ -80,12 +78,13 @@ matched = match_lemmas(lm.tokenizer, pos=POS)
 n_all = len(matched)
 if N_MATCH_MAX is not None and n_all > N_MATCH_MAX:
     matched = matched.subset(np.sort(np.random.default_rng(SEED).choice(n_all, N_MATCH_MAX, replace=False)))
-M = len(matched)
-enc_reps = definition_representations(lm, matched.definitions, batch_size=BATCH_SIZE, max_length=MAX_LEN,
-                                      progress=False)
+n_used = len(matched)
+encode = partial(definition_representations, lm, matched.definitions, batch_size=BATCH_SIZE, max_length=MAX_LEN,
+                 progress=False)
+enc_reps = encode()
 static_reps = static_representations(lm, matched.token_ids)
-metrics_out["matched"] = {"n_matched": n_all, "n_used": M, "d_model": enc_reps.shape[1]}
-print(f"matched {n_all} entries, using {M}; encoder reps {enc_reps.shape}")
+metrics["matched"] = {"n_matched": n_all, "n_used": n_used, "d_model": enc_reps.shape[1]}
+job.table(metrics["matched"], caption="Matched WordNet entries (single-token lemmas) and the encoder width")
 
 # %% [markdown]
 # ## 2. Wu–Palmer matrix over anchors → eigen-embedding → kNN projection → Procrustes
@@ -94,39 +93,35 @@ print(f"matched {n_all} entries, using {M}; encoder reps {enc_reps.shape}")
 # reproduce it (reconstruction correlation); the other entries are placed by a softmax-kNN
 # over anchors in the static-embedding space; the PCA of the anchors' encoder
 # representations is aligned with the geometric space by orthogonal Procrustes, which fixes
-# the projection `P` (scaled to `PROJ_SCALE` × the mean encoder norm).
+# the projection `P` (scaled to `PROJ_SCALE` × the mean encoder norm). The reconstruction
+# correlation is taken over all anchor pairs, which share anchors, so its interval
+# resamples the *anchors* (each with all its pairs); its null correlates the same
+# similarity matrix with the anchors' vectors shuffled among them.
 
 # %%
-n_geo = min(N_GEO, N_ANCHOR, enc_reps.shape[1], M)
+n_geo = min(N_GEO, N_ANCHOR, enc_reps.shape[1], n_used)
 modulator, info = gm.build_procrustes_modulator(
     lm, matched, enc_reps, static_reps, n_anchor=N_ANCHOR, n_geo=n_geo, k_neighbors=K_NEIGHBORS,
     temperature=KNN_TEMPERATURE, scale_fraction=PROJ_SCALE, initial_alpha=INITIAL_ALPHA, seed=SEED)
-health = modulator.geometric_residuals(seed=SEED)
-ev = info["eigenvalues"]
-metrics_out["pipeline"] = {
+ev, anchor_geo = info["eigenvalues"], info["geo"][info["anchor_idx"]].numpy()
+recon_iv = stats.matrix_r_interval(info["similarity"], anchor_geo @ anchor_geo.T, seed=SEED)
+recon_null = stats.reconstruction_null(info["similarity"], anchor_geo, seed=SEED)
+metrics["pipeline"] = {
     "n_anchor": len(info["anchor_idx"]), "n_geo": n_geo, "recon_corr": info["recon_corr"],
-    "top_eigenvalues": ev[:10], "eigen_energy_kept": float(ev[:n_geo].clip(min=0).sum() / ev.clip(min=0).sum()),
+    "recon_corr_shuffled_anchors": recon_null["value"], "top_eigenvalues": ev[:10],
+    "eigen_energy_kept": float(ev[:n_geo].clip(min=0).sum() / ev.clip(min=0).sum()),
     "alignment_cos_mean": float(info["alignment_cos"].mean()), "alignment_cos_std": float(info["alignment_cos"].std()),
     "procrustes_singular_value_sum": info["singular_value_sum"], "pca_explained_variance": info["explained_variance"],
     "proj_norm": info["proj_norm"], "modulator_params": sum(p.numel() for p in modulator.parameters()),
-    "health": health}
-print({k: v for k, v in metrics_out["pipeline"].items() if k not in ("top_eigenvalues", "health")})
+    "health": modulator.geometric_residuals(seed=SEED)}
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-axes[0].plot(np.arange(1, min(len(ev), 4 * n_geo) + 1), ev[:4 * n_geo], marker=".")
-axes[0].axvline(n_geo, color="red", ls="--", label=f"N_GEO={n_geo}")
-axes[0].set(title="Wu–Palmer eigenvalues (anchors)", xlabel="rank", ylabel="eigenvalue")
-axes[0].legend()
-S = info["similarity"]
-iu = np.triu_indices(len(S), 1)
-G = info["geo"][info["anchor_idx"]].numpy()
-axes[1].hexbin(S[iu], (G @ G.T)[iu], gridsize=40, cmap="viridis", mincnt=1)
-axes[1].set(title=f"reconstruction r = {info['recon_corr']:.3f}", xlabel="Wu–Palmer", ylabel="cosine of eigen-embedding")
-sns.histplot(info["alignment_cos"], ax=axes[2], bins=30)
-axes[2].set(title="Procrustes alignment cosine (anchors)", xlabel="cosine")
-plotting.savefig(fig, out, "pipeline")
-plt.show()
+job.table({k: v for k, v in metrics["pipeline"].items() if np.isscalar(v)}, caption="Pipeline summary "
+          "(singular-value sum: what the seed printed as the Procrustes 'scale')")
+job.table(pd.DataFrame(metrics["pipeline"]["health"]["alpha"], columns=["alpha"]).rename_axis("layer"),
+          caption="Initial alpha per encoder block", formats={"alpha": "{:.4f}"})
+job.figure(plots.pipeline_summary(ev, n_geo, info["similarity"], anchor_geo, info["recon_corr"],
+                                  info["alignment_cos"]), "pipeline", key=True)
 
 # %% [markdown]
 # ## 3. Encode through the modulated encoder
@@ -134,25 +129,28 @@ plt.show()
 # The same definitions through the model with the modulator attached to every block of the
 # encoder stack (pre-block LERP, the seed's intervention point). A null comparison uses the
 # same modulator with the geometric rows of the matched tokens shuffled (same norms and
-# projection, WordNet structure destroyed).
+# projection, WordNet structure destroyed). Per-token preservation is the mean over the
+# entries of cos(original, modulated); its interval resamples the entries.
 
 # %%
-def encode_with(mod):
-    with gm.attach(lm, mod, stack="encoder"):
-        return definition_representations(lm, matched.definitions, batch_size=BATCH_SIZE, max_length=MAX_LEN,
-                                          progress=False)
-
-
-proc_reps = encode_with(modulator)
+with gm.attach(lm, modulator, stack="encoder"):
+    proc_reps = encode()
 shuffled = gm.GeometricResidualModulator(modulator.d_model, modulator.vocab_size, n_geo, modulator.n_layers,
                                          initial_alpha=INITIAL_ALPHA, seed=SEED)
 shuffled.load_state_dict(modulator.state_dict())
-perm = np.random.default_rng(SEED + 1).permutation(M)
+perm = np.random.default_rng(SEED + 1).permutation(n_used)
 gm.init_modulator_from_pipeline(shuffled, np.asarray(matched.token_ids), info["geo"][perm], modulator.proj.weight.detach())
-shuf_reps = encode_with(shuffled)
-pres = gm.per_token_preservation(enc_reps, proc_reps)
-metrics_out["preservation"] = {"procrustes": pres, "shuffled": gm.per_token_preservation(enc_reps, shuf_reps)}
-print(f"per-token cos(original, procrustes): mean={pres['mean']:.6f} std={pres['std']:.6f}")
+with gm.attach(lm, shuffled, stack="encoder"):
+    shuf_reps = encode()
+pres_cos = {"procrustes": gm.per_token_cosines(enc_reps, proc_reps), "shuffled": gm.per_token_cosines(enc_reps, shuf_reps)}
+pres_iv = {k: M.intervals.bootstrap(c, seed=SEED, what="entries") for k, c in pres_cos.items()}
+metrics["preservation"] = {"procrustes": gm.per_token_preservation(enc_reps, proc_reps),
+                           "shuffled": gm.per_token_preservation(enc_reps, shuf_reps)}
+
+# %%
+job.table(pd.DataFrame({k: {**v, "mean [95 %]": stats.iv_text(v["mean"], pres_iv[k])}
+                        for k, v in metrics["preservation"].items()}).T,
+          caption="Per-token preservation cos(original, modulated) over the entries")
 
 # %% [markdown]
 # ## 4. Static / Original / Procrustes: correlations with WordNet, distance bands, gradients
@@ -160,29 +158,29 @@ print(f"per-token cos(original, procrustes): mean={pres['mean']:.6f} std={pres['
 # Random pairs among `N_REL` entries; WordNet similarity by the exact engine (path, as in the
 # seed's comparison); Pearson and Spearman of each representation's cosines with it; mean
 # cosine per similarity band; gradient = mean cosine of close pairs (sim ≥ 0.25) minus
-# distant pairs (sim < 0.10).
+# distant pairs (sim < 0.10). Intervals: a paired bootstrap over the scored pairs (each
+# resampled pair keeps its similarity and its cosine in every representation; ΔPearson is
+# recomputed against Original on each resample). The unmodulated encoder (Original), the
+# static embeddings and the shuffled-geometry modulator are the nulls of the modulated one.
 
 # %%
 rng = np.random.default_rng(SEED)
-rel_idx = rng.choice(M, size=min(N_REL, M), replace=False)
+rel_idx = rng.choice(n_used, size=min(N_REL, n_used), replace=False)
 pi, pj = gm.sample_pairs(len(rel_idx), N_PAIRS, seed=SEED)
 sim = gm.wordnet_pair_similarity(matched, rel_idx[pi], rel_idx[pj], REL_SIMILARITY)
 reps = {"Static": static_reps, "Original": enc_reps, "Procrustes": proc_reps, "Shuffled": shuf_reps}
 rel = gm.relational_comparison(sim, {k: v[rel_idx] for k, v in reps.items()}, pi, pj, reference="Original")
-table = pd.DataFrame({k: {m: rel[k][m] for m in ("pearson", "spearman", "gradient", "delta_pearson",
-                                                  "delta_spearman", "delta_gradient")} for k in reps}).T
-metrics_out["relational"] = rel
-table
+rel_iv = stats.relational_intervals(sim, {k: v[rel_idx] for k, v in reps.items()}, pi, pj, seed=SEED)
+metrics["relational"] = rel
+rel_table = stats.relational_frame(rel, rel_iv)
+job.table(rel_table.drop(columns=["pearson", "lo", "hi"]),
+          caption=f"Correlation with WordNet {REL_SIMILARITY} similarity over {rel['n_pairs']} scored pairs")
 
 # %%
-bands = pd.DataFrame([{"rep": k, "band": f"[{b['lo']:.2f},{b['hi']:.2f}]", "n": b["n"], "mean_cos": b["mean_cos"]}
-                      for k in reps for b in rel[k]["bands"]])
-fig, ax = plt.subplots(figsize=(8, 4))
-sns.barplot(data=bands.dropna(), x="band", y="mean_cos", hue="rep", ax=ax)
-ax.set(title=f"Mean cosine per WordNet {REL_SIMILARITY}-similarity band ({rel['n_pairs']} pairs)")
-plotting.savefig(fig, out, "distance_bands")
-plt.show()
-bands.pivot(index="band", columns="rep", values="mean_cos")
+job.figure(plots.correlation_intervals(rel_table, similarity_kind=REL_SIMILARITY), "relational_correlations", key=True)
+job.figure(plots.distance_bands(rel, list(reps), REL_SIMILARITY), "distance_bands", key=True)
+job.table(pd.DataFrame({k: {f"[{b['lo']:.2f}, {b['hi']:.2f}]": b["mean_cos"] for b in rel[k]["bands"]} for k in reps}),
+          caption="Mean cosine per similarity band (– : fewer than 5 pairs)")
 
 # %% [markdown]
 # ## 5. Pentachoron geometry
@@ -191,29 +189,36 @@ bands.pivot(index="band", columns="rep", values="mean_cos")
 # isotropic Gaussian of the same shape and scale.
 
 # %%
-cv = {k: metrics.pentachoron_cv(v, N_SIMPLICES, seed=SEED).as_dict() for k, v in reps.items()}
-cv["gaussian_of_original"] = metrics.gaussian_baseline(lambda X: metrics.pentachoron_cv(X, N_SIMPLICES, seed=SEED).cv,
-                                                       enc_reps, seed=SEED)
-metrics_out["pentachoron"] = cv
-pd.DataFrame({k: v for k, v in cv.items() if isinstance(v, dict)}).T[["cv", "mean", "n_valid"]]
+cv = {k: M.pentachoron_cv(v, N_SIMPLICES, seed=SEED).as_dict() for k, v in reps.items()}
+cv["gaussian_of_original"] = M.pentachoron_cv(M.gaussian_like(enc_reps, SEED), N_SIMPLICES, seed=SEED).cv
+metrics["pentachoron"] = cv
+job.table(pd.DataFrame({k: v for k, v in cv.items() if isinstance(v, dict)}).T[["cv", "mean", "n_valid"]],
+          caption=f"Pentachoron volume CV ({N_SIMPLICES} simplices); isotropic Gaussian of the original: "
+                  f"{cv['gaussian_of_original']:.4f}")
 
 # %% [markdown]
 # ## Results
+#
+# Headline numbers with their 95 % intervals: correlations over the scored pairs (paired
+# bootstrap), preservation over the entries, the reconstruction r over the anchors; each
+# beside its nulls with their own intervals.
 
 # %%
-headline = {
-    "procrustes_pearson": results.headline(rel["Procrustes"]["pearson"], baseline=rel["Original"]["pearson"],
-                                           baseline_kind="unmodulated", label="Pearson (modulated)"),
+null_r = {k.lower(): {"value": rel[k]["pearson"], "interval": rel_iv[k]["pearson"]} for k in ("Original", "Shuffled", "Static")}
+job.finish(metrics, {
+    "procrustes_pearson": results.headline(rel["Procrustes"]["pearson"], interval=rel_iv["Procrustes"]["pearson"],
+        nulls=null_r, label="Pearson (modulated)", fmt=".4f",
+        note="Original is the same encoder unmodulated: the modulator's effect is the gap to it, not to 0."),
     "procrustes_delta_pearson": results.headline(rel["Procrustes"]["delta_pearson"],
-                                                 baseline=rel["Shuffled"]["delta_pearson"],
-                                                 baseline_kind="shuffled geometry", label="ΔPearson vs original"),
-    "per_token_preservation": results.headline(pres["mean"], label="per-token cos(orig, mod)"),
-    "recon_corr": results.headline(info["recon_corr"], label="eigen reconstruction r"),
-}
-results.record(out, metrics_out, notebook=NOTEBOOK, model=MODEL, headline=headline,
-               parameters={"N_MATCH_MAX": N_MATCH_MAX, "N_ANCHOR": N_ANCHOR, "N_GEO": n_geo, "SEED": SEED,
-                           "INITIAL_ALPHA": INITIAL_ALPHA, "N_PAIRS": N_PAIRS})
-print({k: v["value"] for k, v in headline.items()})
+        interval=rel_iv["Procrustes"]["delta_pearson"], label="ΔPearson vs original", fmt=".4f",
+        nulls={"no change": 0.0, "shuffled": {"value": rel["Shuffled"]["delta_pearson"],
+                                              "interval": rel_iv["Shuffled"]["delta_pearson"]}}),
+    "per_token_preservation": results.headline(pres_cos["procrustes"].mean(), interval=pres_iv["procrustes"],
+        label="per-token cos(orig, mod)", fmt=".6f", nulls={"original (identity)": 1.0, "shuffled": {
+            "value": float(pres_cos["shuffled"].mean()), "interval": pres_iv["shuffled"]}}),
+    "recon_corr": results.headline(info["recon_corr"], interval=recon_iv, label="eigen reconstruction r", fmt=".3f",
+        nulls={"shuffled anchors": recon_null}),
+})
 
 # %% [markdown]
 # ## References
@@ -224,5 +229,6 @@ print({k: v["value"] for k, v in headline.items()})
 # - Differences from the seed: hooks instead of a re-implemented encoder loop; the kNN
 #   projection, PCA and Procrustes run batched in float64; the pair correlations use the exact
 #   vectorised WordNet engine; the pentachoron CV samples distinct rows of the whole matrix;
-#   a shuffled-geometry null modulator is added; scipy's second Procrustes output is reported
+#   a shuffled-geometry null modulator is added; every headline carries a 95 % interval
+#   (paired bootstrap over pairs, bootstrap over entries, anchor bootstrap) and its nulls; scipy's second Procrustes output is reported
 #   as the singular-value sum it is (the seed printed it as a "scale").

@@ -58,25 +58,23 @@ CHECKPOINT_DIR = None  # where checkpoints go, None means OUT_DIR/checkpoint
 RESUME = False  # resume from CHECKPOINT_DIR when a checkpoint exists there
 
 # %%
+from functools import partial
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 
-from geolip_lib import metrics, models, plotting, results
+from geolip_lib import metrics as M
 from geolip_lib import modulators as gm
+from geolip_lib import results, runtime
 from geolip_lib.lexical.matching import match_lemmas
 from geolip_lib.lexical.representations import definition_representations, static_representations
+from geolip_lib.modulators import plots, stats
 
-NOTEBOOK = "09_modulator_training"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-ckpt = Path(CHECKPOINT_DIR) if CHECKPOINT_DIR else Path(out) / "checkpoint"
-plotting.setup()
-torch.manual_seed(SEED)
-lm = models.load(MODEL)
-metrics_out: dict = {}
+job = runtime.start("09_modulator_training", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
+lm = job.lm
+ckpt = Path(CHECKPOINT_DIR) if CHECKPOINT_DIR else job.out / "checkpoint"
+metrics: dict = {}
 
 # %% [markdown]
 # ## 1. Data: matched WordNet entries, train/val split, representations before training
@@ -85,13 +83,16 @@ metrics_out: dict = {}
 matched = match_lemmas(lm.tokenizer)
 if N_MATCH_MAX is not None and len(matched) > N_MATCH_MAX:
     matched = matched.subset(np.sort(np.random.default_rng(SEED).choice(len(matched), N_MATCH_MAX, replace=False)))
-M = len(matched)
-train_idx, val_idx = gm.split_indices(M, VAL_FRACTION, seed=SEED)
-enc_reps = definition_representations(lm, matched.definitions, max_length=MAX_INPUT_LEN, progress=False)
+n_used = len(matched)
+train_idx, val_idx = gm.split_indices(n_used, VAL_FRACTION, seed=SEED)
+encode = partial(definition_representations, lm, matched.definitions, max_length=MAX_INPUT_LEN, progress=False)
+enc_reps = encode()
 static_reps = static_representations(lm, matched.token_ids)
-metrics_out["data"] = {"n": M, "n_train": len(train_idx), "n_val": len(val_idx),
-                       "example": [matched.definitions[train_idx[0]], matched.lemmas[train_idx[0]]]}
-print(metrics_out["data"])
+metrics["data"] = {"n": n_used, "n_train": len(train_idx), "n_val": len(val_idx),
+                   "example": [matched.definitions[train_idx[0]], matched.lemmas[train_idx[0]]]}
+job.table({k: v for k, v in metrics["data"].items() if k != "example"}, caption="Entries and the train/val split")
+job.table({"definition": [metrics["data"]["example"][0]], "lemma": [metrics["data"]["example"][1]]},
+          caption="A training example (definition → lemma)", index=False)
 
 # %% [markdown]
 # ## 2. Modulator and frozen base
@@ -100,29 +101,25 @@ print(metrics_out["data"])
 # (decoder LMs: every block). The base weights' SHA-256 is taken now and after training.
 
 # %%
-n_geo = min(N_GEO, N_ANCHOR, enc_reps.shape[1], M)
+n_geo = min(N_GEO, N_ANCHOR, enc_reps.shape[1], n_used)
 if INIT == "procrustes":
     modulator, info = gm.build_procrustes_modulator(lm, matched, enc_reps, static_reps, n_anchor=N_ANCHOR,
                                                     n_geo=n_geo, initial_alpha=INITIAL_ALPHA, seed=SEED)
 else:
-    cfg = lm.model.config
-    modulator = gm.GeometricResidualModulator(enc_reps.shape[1], cfg.vocab_size, n_geo, gm.stack_size(lm),
-                                              initial_alpha=INITIAL_ALPHA, seed=SEED)
+    modulator = gm.GeometricResidualModulator(enc_reps.shape[1], lm.model.config.vocab_size, n_geo,
+                                              gm.stack_size(lm), initial_alpha=INITIAL_ALPHA, seed=SEED)
 n_frozen = gm.freeze(lm.model)
 hash_before = gm.state_hash(lm.model)
 n_train = sum(p.numel() for p in modulator.parameters() if p.requires_grad)
-metrics_out["params"] = {"frozen": n_frozen, "trainable": n_train, "ratio_percent": 100 * n_train / n_frozen}
-print(metrics_out["params"])
+metrics["params"] = {"frozen": n_frozen, "trainable": n_train, "ratio_percent": 100 * n_train / n_frozen}
+job.table(metrics["params"], caption="Parameters: frozen base vs trainable modulator")
 
-
-def loss_fn(idx):
-    return gm.definition_lemma_loss(lm, matched, idx, max_input_len=MAX_INPUT_LEN, max_target_len=MAX_TARGET_LEN)
-
-
+# %%
+loss_fn = partial(gm.definition_lemma_loss, lm, matched, max_input_len=MAX_INPUT_LEN, max_target_len=MAX_TARGET_LEN)
 is_generative = lm.family in ("t5", "t5_v1_1", "decoder_lm")
 gen_before = gm.greedy_generate(lm.model, lm.tokenizer, PROMPTS, MAX_NEW_TOKENS) if is_generative else []
 if not is_generative:
-    print(f"generation does not apply to {lm.family} (encoder-only); skipped")
+    print(f"Generation does not apply to {lm.family} (encoder-only); skipped.")
 
 # %% [markdown]
 # ## 3. Gradients reach only the modulator
@@ -134,13 +131,15 @@ loss0.backward()
 base_grads = sum(p.grad is not None for p in lm.model.parameters())
 mod_grads = sum(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in modulator.parameters())
 modulator.zero_grad(set_to_none=True)
-metrics_out["gradient_check"] = {"base_params_with_grad": base_grads, "modulator_params_with_grad": mod_grads,
-                                 "n_modulator_params": len(list(modulator.parameters()))}
+metrics["gradient_check"] = {"base_params_with_grad": base_grads, "modulator_params_with_grad": mod_grads,
+                             "n_modulator_params": len(list(modulator.parameters()))}
 assert base_grads == 0, "a base parameter received a gradient"
-print(metrics_out["gradient_check"])
+job.table(metrics["gradient_check"], caption="Gradient check after one backward pass")
 
 # %% [markdown]
 # ## 4. Training (checkpoint every epoch; `RESUME=True` continues from the last one)
+#
+# Checkpoints go to `CHECKPOINT_DIR` (default: `checkpoint/` in the job directory).
 
 # %%
 steps_per_epoch = len(gm.batches(train_idx, BATCH_SIZE))
@@ -148,7 +147,7 @@ trainer = gm.ModulatorTrainer(modulator, lr=LR, weight_decay=WEIGHT_DECAY, gradi
                               total_steps=N_EPOCHS * steps_per_epoch)
 if RESUME and (ckpt / gm.trainer.MODULATOR_FILE).exists():
     trainer.load(ckpt)
-    print(f"resumed at epoch {trainer.epoch}, step {trainer.step_count}")
+    print(f"Resumed at epoch {trainer.epoch}, step {trainer.step_count}.")
 val_batches = gm.batches(val_idx, BATCH_SIZE)
 epochs = []
 while trainer.epoch < N_EPOCHS:
@@ -157,14 +156,17 @@ while trainer.epoch < N_EPOCHS:
     trainer.save(ckpt)
     epochs.append({"epoch": trainer.epoch, "train_loss": train_loss, "val_loss": val_loss,
                    "alpha_mean": float(modulator.alphas.detach().mean())})
-    print(epochs[-1])
+job.table(pd.DataFrame(epochs), caption="Epochs run in this session", index=False)
+
+# %%
 handle.remove()
 hash_after = gm.state_hash(lm.model)
-metrics_out["training"] = {"epochs": epochs, "steps": trainer.step_count,
-                           "loss_history": trainer.loss_history, "val_history": trainer.val_history,
-                           "base_hash_before": hash_before, "base_hash_after": hash_after,
-                           "base_unchanged": hash_before == hash_after}
+metrics["training"] = {"epochs": epochs, "steps": trainer.step_count,
+                       "loss_history": trainer.loss_history, "val_history": trainer.val_history,
+                       "base_hash_before": hash_before, "base_hash_after": hash_after,
+                       "base_unchanged": hash_before == hash_after}
 assert hash_before == hash_after, "base weights changed during training"
+print(f"Base weights unchanged by training (SHA-256 {hash_after[:12]}…); checkpoint in {ckpt.name}/.")
 
 # %% [markdown]
 # ## 5. Alpha convergence
@@ -172,63 +174,85 @@ assert hash_before == hash_after, "base weights changed during training"
 # %%
 alpha_hist = np.stack(trainer.alpha_history)  # (steps + 1, n_layers)
 final_alpha = modulator.alphas.detach().double().numpy()
-metrics_out["alpha"] = {"final": final_alpha, "mean": float(final_alpha.mean()), "std": float(final_alpha.std()),
-                        "history": alpha_hist,
-                        "distance_to": {str(c): float(abs(final_alpha.mean() - c))
-                                        for c in (gm.GOLDEN_ALPHA, 0.5, 1 - gm.GOLDEN_ALPHA)}}
-fig, axes = plt.subplots(1, 3, figsize=(16, 4))
-for layer in range(alpha_hist.shape[1]):
-    axes[0].plot(alpha_hist[:, layer], label=f"L{layer}")
-axes[0].axhline(gm.GOLDEN_ALPHA, color="red", ls="--", label="0.29154")
-axes[0].set(title="alpha per layer", xlabel="step", ylabel="alpha")
-axes[0].legend(fontsize=7)
-axes[1].plot(trainer.loss_history, label="train (per step)")
-axes[1].plot([v["step"] for v in trainer.val_history], [v["loss"] for v in trainer.val_history], "o-", label="val")
-axes[1].set(title="loss", xlabel="step")
-axes[1].legend()
-axes[2].bar(range(len(final_alpha)), final_alpha, color="teal")
-axes[2].axhline(gm.GOLDEN_ALPHA, color="red", ls="--")
-axes[2].set(title="final alpha per layer", xlabel="layer")
-plotting.savefig(fig, out, "training")
-plt.show()
+metrics["alpha"] = {"final": final_alpha, "mean": float(final_alpha.mean()), "std": float(final_alpha.std()),
+                    "history": alpha_hist,
+                    "distance_to": {str(c): float(abs(final_alpha.mean() - c))
+                                    for c in (gm.GOLDEN_ALPHA, 0.5, 1 - gm.GOLDEN_ALPHA)}}
+job.figure(plots.training_summary(alpha_hist, trainer.loss_history, trainer.val_history, final_alpha), "training",
+           key=True)
+job.table(pd.DataFrame({"alpha": final_alpha}).rename_axis("layer"), caption="Final alpha per layer",
+          formats={"alpha": "{:.4f}"})
+job.table(metrics["alpha"]["distance_to"], caption="|mean final alpha − c| for the seed's reference points")
 
 # %% [markdown]
-# ## 6. After training: relational measures, preservation, pentachoron CV, generation
+# ## 6. After training: validation loss, relational measures, preservation, pentachoron CV, generation
+#
+# The validation loss is re-measured item by item (the mean over the validation entries, so
+# its interval resamples them), with the trained modulator and, as the null, without it.
+# Correlations with WordNet path similarity: paired bootstrap over the scored pairs;
+# preservation: bootstrap over the entries.
 
 # %%
+modulator.eval()
 with gm.attach(lm, modulator):
-    trained_reps = definition_representations(lm, matched.definitions, max_length=MAX_INPUT_LEN, progress=False)
+    trained_reps = encode()
     gen_after = gm.greedy_generate(lm.model, lm.tokenizer, PROMPTS, MAX_NEW_TOKENS) if is_generative else []
-pi, pj = gm.sample_pairs(M, N_PAIRS, seed=SEED)
+    val_items = gm.per_item_losses(lm, matched, val_idx, max_input_len=MAX_INPUT_LEN, max_target_len=MAX_TARGET_LEN)
+val_items_orig = gm.per_item_losses(lm, matched, val_idx, max_input_len=MAX_INPUT_LEN, max_target_len=MAX_TARGET_LEN)
+val_iv = {k: M.intervals.bootstrap(v, seed=SEED, what="validation entries")
+          for k, v in {"trained": val_items, "unmodulated": val_items_orig}.items()}
+metrics["val_items"] = {"trained_mean": float(val_items.mean()), "unmodulated_mean": float(val_items_orig.mean()),
+                        "n": len(val_items), "trainer_val_loss": trainer.val_history[-1]["loss"] if trainer.val_history else None}
+job.table({"trained modulator": stats.iv_text(val_items.mean(), val_iv["trained"]),
+           "unmodulated": stats.iv_text(val_items_orig.mean(), val_iv["unmodulated"])},
+          caption=f"Validation loss: mean over {len(val_items)} entries [95 % interval]")
+
+# %%
+pi, pj = gm.sample_pairs(n_used, N_PAIRS, seed=SEED)
 sim = gm.wordnet_pair_similarity(matched, pi, pj, "path")
-rel = gm.relational_comparison(sim, {"Original": enc_reps, "Trained": trained_reps}, pi, pj)
+reps = {"Original": enc_reps, "Trained": trained_reps}
+rel = gm.relational_comparison(sim, reps, pi, pj)
+rel_iv = stats.relational_intervals(sim, reps, pi, pj, seed=SEED)
+pres_cos = gm.per_token_cosines(enc_reps, trained_reps)
+pres_iv = M.intervals.bootstrap(pres_cos, seed=SEED, what="entries")
 pres = gm.per_token_preservation(enc_reps, trained_reps)
-cv = {k: metrics.pentachoron_cv(v, N_SIMPLICES, seed=SEED).as_dict()
-      for k, v in {"Original": enc_reps, "Trained": trained_reps}.items()}
+cv = {k: M.pentachoron_cv(v, N_SIMPLICES, seed=SEED).as_dict() for k, v in reps.items()}
 generation = gm.compare_generations(gen_before, gen_after)
-metrics_out.update(relational=rel, preservation=pres, pentachoron=cv, generation=generation,
-                   health=modulator.geometric_residuals(seed=SEED))
-display_cols = ("pearson", "spearman", "gradient")
-print(pd.DataFrame({k: {c: rel[k][c] for c in display_cols} for k in ("Original", "Trained")}).T)
-print(f"per-token preservation {pres['mean']:.6f}")
-pd.DataFrame(generation)
+metrics.update(relational=rel, preservation=pres, pentachoron=cv, generation=generation,
+               health=modulator.geometric_residuals(seed=SEED))
+rel_table = stats.relational_frame(rel, rel_iv)
+
+# %%
+job.table(rel_table.drop(columns=["pearson", "lo", "hi"]),
+          caption=f"Correlation with WordNet path similarity over {rel['n_pairs']} scored pairs")
+job.figure(plots.correlation_intervals(rel_table), "relational_correlations", key=True)
+job.table({**pres, "mean [95 %]": stats.iv_text(pres["mean"], pres_iv)},
+          caption="Per-token preservation cos(original, trained) over the entries")
+job.table(pd.DataFrame(cv).T[["cv", "mean", "n_valid"]], caption=f"Pentachoron volume CV ({N_SIMPLICES} simplices)")
+if generation:
+    job.table(pd.DataFrame(generation), caption="Greedy generation before / after training", index=False)
 
 # %% [markdown]
 # ## Results
+#
+# Numbers from one training run: the final alpha is a deterministic outcome of that run
+# (one run gives no seed spread, so it is marked exact); the validation loss and the
+# post-training measures carry bootstrap intervals over their items.
 
 # %%
-headline = {
-    "final_alpha_mean": results.headline(float(final_alpha.mean()), baseline=INITIAL_ALPHA,
-                                         baseline_kind="initial alpha", label="final alpha (mean)"),
-    "val_loss": results.headline(trainer.val_history[-1]["loss"] if trainer.val_history else float("nan"),
-                                 label="val loss"),
-    "trained_pearson": results.headline(rel["Trained"]["pearson"], baseline=rel["Original"]["pearson"],
-                                        baseline_kind="unmodulated", label="Pearson (trained)"),
-    "per_token_preservation": results.headline(pres["mean"], label="per-token cos(orig, trained)"),
-}
-results.record(out, metrics_out, notebook=NOTEBOOK, model=MODEL, headline=headline,
-               parameters={"N_EPOCHS": N_EPOCHS, "LR": LR, "INIT": INIT, "N_GEO": n_geo, "SEED": SEED})
-print({k: v["value"] for k, v in headline.items()})
+job.finish(metrics, {
+    "final_alpha_mean": results.headline(float(final_alpha.mean()), interval="exact", label="final alpha (mean)",
+        fmt=".4f", nulls={"initial alpha": INITIAL_ALPHA},
+        note="One training run: no interval over seeds; the value is exact for this run and seed."),
+    "val_loss": results.headline(float(val_items.mean()), interval=val_iv["trained"], label="val loss", fmt=".4f",
+        nulls={"unmodulated": {"value": float(val_items_orig.mean()), "interval": val_iv["unmodulated"]}},
+        note="Mean of per-entry losses (the trainer's batch-weighted value is metrics.val_items.trainer_val_loss)."),
+    "trained_pearson": results.headline(rel["Trained"]["pearson"], interval=rel_iv["Trained"]["pearson"],
+        label="Pearson (trained)", fmt=".4f",
+        nulls={"original": {"value": rel["Original"]["pearson"], "interval": rel_iv["Original"]["pearson"]}}),
+    "per_token_preservation": results.headline(float(pres_cos.mean()), interval=pres_iv, fmt=".6f",
+        label="per-token cos(orig, trained)", nulls={"original (identity)": 1.0}),
+})
 
 # %% [markdown]
 # ## References

@@ -43,23 +43,19 @@ SWEEP_PROMPT = "summarize: A triangle is a polygon with three edges and three ve
 MAX_NEW_TOKENS = 16  # greedy generation length (seed: 64)
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
-import torch
 
-from geolip_lib import metrics, models, plotting, results
+from geolip_lib import metrics as M
 from geolip_lib import modulators as gm
+from geolip_lib import results, runtime
 from geolip_lib.lexical.matching import match_lemmas
 from geolip_lib.lexical.representations import definition_representations, static_representations
+from geolip_lib.modulators import plots, stats
 
-NOTEBOOK = "10_alpha_sweep"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
-torch.manual_seed(SEED)
-lm = models.load(MODEL)
-metrics_out: dict = {}
+job = runtime.start("10_alpha_sweep", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
+lm = job.lm
+metrics: dict = {}
 alphas = sorted({float(a) for a in ALPHAS} | {gm.GOLDEN_ALPHA})
 
 # %% [markdown]
@@ -69,61 +65,75 @@ alphas = sorted({float(a) for a in ALPHAS} | {gm.GOLDEN_ALPHA})
 matched = match_lemmas(lm.tokenizer)
 if N_MATCH_MAX is not None and len(matched) > N_MATCH_MAX:
     matched = matched.subset(np.sort(np.random.default_rng(SEED).choice(len(matched), N_MATCH_MAX, replace=False)))
-M = len(matched)
+n_used = len(matched)
 enc_reps = definition_representations(lm, matched.definitions, progress=False)
 static_reps = static_representations(lm, matched.token_ids)
 modulator, info = gm.build_procrustes_modulator(lm, matched, enc_reps, static_reps, n_anchor=N_ANCHOR,
-                                                n_geo=min(N_GEO, N_ANCHOR, enc_reps.shape[1], M), seed=SEED)
-pi, pj = gm.sample_pairs(M, N_PAIRS, seed=SEED)
+                                                n_geo=min(N_GEO, N_ANCHOR, enc_reps.shape[1], n_used), seed=SEED)
+pi, pj = gm.sample_pairs(n_used, N_PAIRS, seed=SEED)
 sim = gm.wordnet_pair_similarity(matched, pi, pj, "path")
-print(f"{M} entries, {int(np.isfinite(sim).sum())} scored pairs, recon r = {info['recon_corr']:.3f}")
+print(f"{n_used} entries, {int(np.isfinite(sim).sum())} scored pairs, reconstruction r = {info['recon_corr']:.3f}.")
 
 # %% [markdown]
 # ## 2. Relational metrics at each static alpha
 #
 # For each alpha: encode every definition through the modulated encoder; Pearson / Spearman
 # / gradient against WordNet path similarity, per-token preservation against alpha = 0
-# (the unmodified model), pentachoron CV.
+# (the unmodified model), pentachoron CV. Intervals: Pearson — paired bootstrap over the
+# scored pairs; preservation — bootstrap over the entries; the alpha of the largest
+# Pearson — the arg-max over the grid on each pair resample.
 
 # %%
-rows, reps_at = [], {}
+reps_at = {}
 for a in alphas:
     modulator.set_alpha(a)
     with gm.attach(lm, modulator):
         reps_at[a] = definition_representations(lm, matched.definitions, progress=False)
-for a in alphas:
-    rel = gm.relational_comparison(sim, {"Original": enc_reps, "Modulated": reps_at[a]}, pi, pj)
-    r = rel["Modulated"]
-    rows.append({"alpha": a, "pearson": r["pearson"], "spearman": r["spearman"], "gradient": r["gradient"],
-                 "delta_pearson": r["delta_pearson"], "delta_gradient": r["delta_gradient"],
-                 "preservation": gm.per_token_preservation(enc_reps, reps_at[a])["mean"],
-                 "pentachoron_cv": metrics.pentachoron_cv(reps_at[a], N_SIMPLICES, seed=SEED).cv,
-                 "bands": r["bands"]})
-sweep = pd.DataFrame(rows).set_index("alpha")
-metrics_out["sweep"] = rows
-metrics_out["alpha_zero_is_identity"] = bool(np.allclose(reps_at[0.0], enc_reps, atol=1e-6)) if 0.0 in reps_at else None
-sweep.drop(columns="bands")
+rel_all = gm.relational_comparison(sim, {"Original": enc_reps, **reps_at}, pi, pj)
+rel_iv = stats.relational_intervals(sim, {"Original": enc_reps, **reps_at}, pi, pj, reference=None, seed=SEED)
+pres_cos = {a: gm.per_token_cosines(enc_reps, reps_at[a]) for a in alphas}
+pres_iv = {a: M.intervals.bootstrap(c, seed=SEED, what="entries") for a, c in pres_cos.items()}
+best_iv = stats.argmax_interval(sim, reps_at, pi, pj, seed=SEED)
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(16, 4))
-for ax, col in zip(axes, ("pearson", "gradient", "preservation")):
-    sns.lineplot(x=sweep.index, y=sweep[col], marker="o", ax=ax)
-    ax.axvline(gm.GOLDEN_ALPHA, color="red", ls="--", label="0.29154")
-    ax.set(title=col, xlabel="alpha")
-    ax.legend()
-plotting.savefig(fig, out, "alpha_sweep")
-plt.show()
+rows = []
+for a in alphas:
+    r = rel_all[a]
+    rows.append({"alpha": a, "pearson": r["pearson"], "pearson_lo": rel_iv[a]["pearson"].lo,
+                 "pearson_hi": rel_iv[a]["pearson"].hi, "spearman": r["spearman"], "gradient": r["gradient"],
+                 "delta_pearson": r["delta_pearson"], "delta_gradient": r["delta_gradient"],
+                 "preservation": float(pres_cos[a].mean()), "preservation_lo": pres_iv[a].lo,
+                 "preservation_hi": pres_iv[a].hi,
+                 "pentachoron_cv": M.pentachoron_cv(reps_at[a], N_SIMPLICES, seed=SEED).cv, "bands": r["bands"]})
+sweep = pd.DataFrame(rows).set_index("alpha")
+metrics["sweep"] = rows
+metrics["alpha_zero_is_identity"] = bool(np.allclose(reps_at[0.0], enc_reps, atol=1e-6)) if 0.0 in reps_at else None
+
+# %%
+shown = sweep.assign(**{"Pearson [95 %]": [stats.iv_text(a["pearson"], rel_iv[k]["pearson"]) for k, a in sweep.iterrows()],
+                        "preservation [95 %]": [stats.iv_text(a["preservation"], pres_iv[k]) for k, a in sweep.iterrows()]})
+job.table(shown[["Pearson [95 %]", "spearman", "gradient", "delta_pearson", "delta_gradient", "preservation [95 %]",
+                 "pentachoron_cv"]], caption=f"Static alpha sweep ({rel_all['n_pairs']} scored pairs, {n_used} entries)")
+job.figure(plots.alpha_sweep(sweep.drop(columns="bands")), "alpha_sweep", key=True)
 
 # %% [markdown]
 # ## 3. Generation side by side at 0.29154, and the sensitivity sweep on one prompt
 
 # %%
-if lm.family in ("t5", "t5_v1_1", "decoder_lm"):
+generative = lm.family in ("t5", "t5_v1_1", "decoder_lm")
+metrics["generation"] = None
+if generative:
     original = gm.greedy_generate(lm.model, lm.tokenizer, PROMPTS + [SWEEP_PROMPT], MAX_NEW_TOKENS)
     modulator.set_alpha(gm.GOLDEN_ALPHA)
     with gm.attach(lm, modulator):
         golden = gm.greedy_generate(lm.model, lm.tokenizer, PROMPTS, MAX_NEW_TOKENS)
     side = gm.compare_generations(original[:len(PROMPTS)], golden)
+    job.table(pd.DataFrame(side), caption=f"Greedy generation, original vs alpha = {gm.GOLDEN_ALPHA}", index=False)
+else:
+    print(f"Generation does not apply to {lm.family} (encoder-only); skipped.")
+
+# %%
+if generative:
     sensitivity = []
     for a in alphas:
         modulator.set_alpha(a)
@@ -132,27 +142,28 @@ if lm.family in ("t5", "t5_v1_1", "decoder_lm"):
         row = gm.compare_generations(original[-1:], g)[0]
         sensitivity.append({"alpha": a, "text": row["modulated"], "token_diffs": row["token_diffs"],
                             "identical": row["identical"]})
-    metrics_out["generation"] = {"side_by_side": side, "sensitivity": sensitivity}
-    display(pd.DataFrame(side))
-    display(pd.DataFrame(sensitivity))
-else:
-    print(f"generation does not apply to {lm.family} (encoder-only); skipped")
-    metrics_out["generation"] = None
+    metrics["generation"] = {"side_by_side": side, "sensitivity": sensitivity}
+    job.table(pd.DataFrame(sensitivity), caption=f"Alpha sensitivity on: {SWEEP_PROMPT}", index=False)
 
 # %% [markdown]
 # ## Results
+#
+# The value at 0.29154 beside the unmodulated encoder (alpha = 0, the exact identity), each
+# with its own interval; the best alpha of the grid with the spread of the arg-max over pair
+# resamples.
 
 # %%
 g = sweep.loc[gm.GOLDEN_ALPHA]
-headline = {
-    "pearson_at_0.29154": results.headline(g["pearson"], baseline=sweep["pearson"].get(0.0, rows[0]["pearson"]),
-                                           baseline_kind="alpha=0", label="Pearson @ 0.29154"),
-    "preservation_at_0.29154": results.headline(g["preservation"], label="preservation @ 0.29154"),
-    "best_alpha_pearson": results.headline(float(sweep["pearson"].idxmax()), label="alpha of max Pearson"),
-}
-results.record(out, metrics_out, notebook=NOTEBOOK, model=MODEL, headline=headline,
-               parameters={"ALPHAS": alphas, "N_GEO": N_GEO, "N_ANCHOR": N_ANCHOR, "SEED": SEED})
-print({k: v["value"] for k, v in headline.items()})
+job.finish(metrics, {
+    "pearson_at_0.29154": results.headline(g["pearson"], interval=rel_iv[gm.GOLDEN_ALPHA]["pearson"], fmt=".4f",
+        label="Pearson @ 0.29154", nulls={"original (alpha=0)": {"value": rel_all["Original"]["pearson"],
+                                                                 "interval": rel_iv["Original"]["pearson"]}}),
+    "preservation_at_0.29154": results.headline(g["preservation"], interval=pres_iv[gm.GOLDEN_ALPHA], fmt=".4f",
+        label="preservation @ 0.29154", nulls={"original (identity)": 1.0}),
+    "best_alpha_pearson": results.headline(float(sweep["pearson"].idxmax()), interval=best_iv, fmt=".5g",
+        label="alpha of max Pearson", note="The interval's bounds are grid alphas: where the arg-max lands on "
+        "95 % of pair resamples."),
+})
 
 # %% [markdown]
 # ## References

@@ -34,14 +34,18 @@ from .pipeline import (  # noqa: F401
     init_modulator_from_pipeline,
     knn_project,
     pair_cosines,
+    per_item_losses,
+    per_token_cosines,
     per_token_preservation,
     procrustes_projection,
     relational_comparison,
+    relational_pairs,
     sample_pairs,
     seq2seq_loss,
     split_indices,
     token_differences,
 )
+from . import stats  # noqa: F401  (intervals of the modulator notebooks' headline numbers)
 from .residual import GeometricResidualModulator, alpha_to_logit, eigen_embedding  # noqa: F401
 from .trainer import FieldModulatorTrainer, ModulatorTrainer, load_modulator_weights  # noqa: F401
 

@@ -180,6 +180,17 @@ def pair_cosines(X, i, j) -> np.ndarray:
     return (Xn[ii] * Xn[jj]).sum(1).numpy()
 
 
+def relational_pairs(similarity, i, j) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scored pairs of :func:`relational_comparison`: those with a finite, positive
+    similarity (the seed kept ``sim > 0``); returns ``(similarity, i, j)`` of the kept pairs."""
+    s = np.asarray(similarity, dtype=np.float64)
+    i, j = np.asarray(i), np.asarray(j)
+    if not (s.shape == i.shape == j.shape):
+        fail("similarity", f"expected one value per pair ({i.shape}), got {s.shape}")
+    keep = np.isfinite(s) & (s > 0)
+    return s[keep], i[keep], j[keep]
+
+
 def relational_comparison(similarity, reps: dict, i, j, reference: str = "Original",
                           bands=SEED_BANDS, high: float = 0.25, low: float = 0.10) -> dict:
     """Correlations of representation cosines with a WordNet similarity over pairs (seed §8).
@@ -205,12 +216,7 @@ def relational_comparison(similarity, reps: dict, i, j, reference: str = "Origin
     (list of {lo, hi, n, mean_cos}), plus ``delta_pearson`` / ``delta_spearman`` /
     ``delta_gradient`` against ``reference``.
     """
-    s = np.asarray(similarity, dtype=np.float64)
-    i, j = np.asarray(i), np.asarray(j)
-    if not (s.shape == i.shape == j.shape):
-        fail("similarity", f"expected one value per pair ({i.shape}), got {s.shape}")
-    keep = np.isfinite(s) & (s > 0)
-    s, i, j = s[keep], i[keep], j[keep]
+    s, i, j = relational_pairs(similarity, i, j)
     out: dict = {"n_pairs": int(s.size)}
     hi_m, lo_m = s >= high, s < low
     for name, X in reps.items():
@@ -233,13 +239,19 @@ def relational_comparison(similarity, reps: dict, i, j, reference: str = "Origin
     return out
 
 
-def per_token_preservation(original, modulated) -> dict:
-    """Row-wise cosine between original and modulated representations (mean, std, min)."""
+def per_token_cosines(original, modulated) -> np.ndarray:
+    """Row-wise cosine between original and modulated representations, shape (N,) float64
+    (the items :func:`per_token_preservation` summarises and its interval resamples)."""
     a = as_tensor(original, "original", ndim=2, dtype=torch.float64)
     b = as_tensor(modulated, "modulated", ndim=2, dtype=torch.float64)
     if a.shape != b.shape:
         fail("modulated", f"shape {tuple(b.shape)} differs from original {tuple(a.shape)}")
-    c = F.cosine_similarity(a, b, dim=1, eps=1e-12)
+    return F.cosine_similarity(a, b, dim=1, eps=1e-12).numpy()
+
+
+def per_token_preservation(original, modulated) -> dict:
+    """Row-wise cosine between original and modulated representations (mean, std, min)."""
+    c = torch.as_tensor(per_token_cosines(original, modulated))
     return {"mean": float(c.mean()), "std": float(c.std()) if c.numel() > 1 else 0.0, "min": float(c.min())}
 
 
@@ -452,6 +464,18 @@ def wordnet_pair_similarity(matched, i, j, kind: str = "path") -> np.ndarray:
         fail("kind", f"expected 'path' or 'wup', got {kind!r}")
     syn = np.asarray(matched.synset_ids)
     return fn[kind](syn[np.asarray(i)], syn[np.asarray(j)])
+
+
+@torch.no_grad()
+def per_item_losses(lm, matched, idx, **kwargs) -> np.ndarray:
+    """:func:`definition_lemma_loss` of each entry of ``idx`` on its own, shape (len(idx),).
+
+    The items a validation loss averages, so its interval can resample them (the trainer's
+    ``evaluate`` averages per-batch losses, which weight the items by their target tokens).
+    Attached modulators apply; call it in eval mode.
+    """
+    return np.array([float(definition_lemma_loss(lm, matched, [k], **kwargs)) for k in np.asarray(idx)],
+                    dtype=np.float64)
 
 
 def definition_lemma_loss(lm, matched, idx, *, prompt: str | None = None, max_input_len: int = 128,

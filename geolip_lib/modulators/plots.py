@@ -1,0 +1,231 @@
+"""Figures of the modulator notebooks (08 pipeline, 09 training, 10 alpha sweep, 11 field).
+
+Every function takes data and returns a :class:`matplotlib.figure.Figure`; the notebook
+shows and saves it with ``job.figure(fig, name)``. Nothing here calls ``plt.show``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+__all__ = ["pipeline_summary", "distance_bands", "correlation_intervals", "training_summary", "alpha_sweep",
+           "field_summary"]
+
+GOLDEN_ALPHA = 0.29154  # the seed's constant (mirrors modulators.GOLDEN_ALPHA; no import cycle)
+
+
+def _arr(x: Any) -> np.ndarray:
+    return np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64)
+
+
+# ------------------------------------------------------------------ notebook 08
+def pipeline_summary(eigenvalues: Any, n_geo: int, similarity: Any, anchor_geo: Any, recon_corr: float,
+                     alignment_cos: Any) -> Figure:
+    """The Procrustes pipeline in three panels: the anchors' WordNet spectrum, how well the
+    eigen-embedding reproduces the matrix, and the Procrustes alignment of the anchors.
+
+    Parameters
+    ----------
+    eigenvalues : (A,) array
+        Eigenvalues of the anchors' similarity matrix, descending.
+    n_geo : int
+        Eigenpairs kept (marked).
+    similarity : (A, A) array
+        The anchors' WordNet similarity matrix.
+    anchor_geo : (A, n_geo) array
+        Unit eigen-embedding of the anchors (its cosines approximate ``similarity``).
+    recon_corr : float
+        Upper-triangle Pearson r of ``similarity`` and the embedding's cosines.
+    alignment_cos : (A,) array
+        Per-anchor cosine after the Procrustes rotation.
+
+    Returns
+    -------
+    Figure with three axes.
+    """
+    ev, S, G = _arr(eigenvalues), _arr(similarity), _arr(anchor_geo)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    k = min(len(ev), 4 * n_geo)
+    axes[0].plot(np.arange(1, k + 1), ev[:k], marker=".")
+    axes[0].axvline(n_geo, color="red", ls="--", label=f"N_GEO={n_geo}")
+    axes[0].set(title="Wu–Palmer eigenvalues (anchors)", xlabel="rank", ylabel="eigenvalue")
+    axes[0].legend()
+    iu = np.triu_indices(len(S), 1)
+    axes[1].hexbin(S[iu], (G @ G.T)[iu], gridsize=40, cmap="viridis", mincnt=1)
+    axes[1].set(title=f"reconstruction r = {recon_corr:.3f}", xlabel="Wu–Palmer similarity",
+                ylabel="cosine of eigen-embedding")
+    sns.histplot(_arr(alignment_cos), ax=axes[2], bins=30)
+    axes[2].set(title="Procrustes alignment cosine (anchors)", xlabel="cosine", ylabel="anchors")
+    fig.suptitle("Procrustes pipeline: WordNet spectrum, reconstruction, alignment")
+    fig.tight_layout()
+    return fig
+
+
+def distance_bands(relational: Mapping[str, Any], names: Sequence[str], similarity_kind: str = "path") -> Figure:
+    """Mean cosine of each representation per WordNet-similarity band (bars).
+
+    Parameters
+    ----------
+    relational : dict
+        :func:`~geolip_lib.modulators.relational_comparison` output (``n_pairs`` and per
+        name a ``bands`` list of ``{lo, hi, n, mean_cos}``).
+    names : sequence of str
+        Representations to draw (keys of ``relational``).
+    similarity_kind : str
+        WordNet similarity of the comparison (axis label).
+
+    Returns
+    -------
+    Figure with one axis.
+    """
+    rows = [{"representation": k, "band": f"[{b['lo']:.2f}, {b['hi']:.2f}]", "mean_cos": b["mean_cos"]}
+            for k in names for b in relational[k]["bands"]]
+    df = pd.DataFrame(rows).dropna()
+    fig, ax = plt.subplots(figsize=(9, 4))
+    if len(df):
+        sns.barplot(data=df, x="band", y="mean_cos", hue="representation", ax=ax)
+    ax.set(title=f"Mean cosine per WordNet {similarity_kind}-similarity band ({relational['n_pairs']} pairs)",
+           xlabel=f"{similarity_kind} similarity band", ylabel="mean cosine")
+    fig.tight_layout()
+    return fig
+
+
+def correlation_intervals(table: pd.DataFrame, reference: str | None = "Original",
+                          similarity_kind: str = "path") -> Figure:
+    """Pearson r of each representation with WordNet, with its 95 % interval (points and bars).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Indexed by representation, with columns ``pearson``, ``lo``, ``hi``.
+    reference : str, optional
+        Row drawn as a vertical reference line (the unmodulated model).
+    similarity_kind : str
+
+    Returns
+    -------
+    Figure with one axis.
+    """
+    t = table.iloc[::-1]
+    y = np.arange(len(t))
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(t) + 1.6))
+    err = np.vstack([t["pearson"] - t["lo"], t["hi"] - t["pearson"]]).clip(min=0)
+    ax.errorbar(t["pearson"], y, xerr=err, fmt="o", capsize=4, color="C0")
+    if reference is not None and reference in t.index:
+        ax.axvline(float(t.loc[reference, "pearson"]), color="grey", ls="--", lw=1, label=f"{reference}")
+        ax.legend(loc="best")
+    ax.set_yticks(y, list(t.index))
+    ax.set(title=f"Pearson r with WordNet {similarity_kind} similarity (95 % intervals)", xlabel="Pearson r",
+           ylabel="representation")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ notebook 09
+def training_summary(alpha_history: Any, loss_history: Sequence[float], val_history: Sequence[Mapping],
+                     final_alpha: Any) -> Figure:
+    """Alpha per layer over the steps, the training/validation loss, the final alphas.
+
+    Parameters
+    ----------
+    alpha_history : (steps + 1, n_layers) array
+        Alpha of every layer before the first step and after each step.
+    loss_history : sequence of float
+        Training loss per step.
+    val_history : sequence of dict
+        ``{"step", "loss"}`` per validation pass.
+    final_alpha : (n_layers,) array
+
+    Returns
+    -------
+    Figure with three axes.
+    """
+    A, fa = _arr(alpha_history), _arr(final_alpha)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    for layer in range(A.shape[1]):
+        axes[0].plot(A[:, layer], label=f"L{layer}")
+    axes[0].axhline(GOLDEN_ALPHA, color="red", ls="--", label=f"{GOLDEN_ALPHA}")
+    axes[0].set(title="alpha per layer", xlabel="step", ylabel="alpha")
+    axes[0].legend(fontsize=7)
+    axes[1].plot(list(loss_history), label="train (per step)")
+    axes[1].plot([v["step"] for v in val_history], [v["loss"] for v in val_history], "o-", label="val")
+    axes[1].set(title="loss", xlabel="step", ylabel="loss")
+    axes[1].legend()
+    axes[2].bar(range(len(fa)), fa, color="teal")
+    axes[2].axhline(GOLDEN_ALPHA, color="red", ls="--")
+    axes[2].set(title="final alpha per layer", xlabel="layer", ylabel="alpha")
+    fig.suptitle("Modulator training: alpha and loss")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ notebook 10
+def alpha_sweep(sweep: pd.DataFrame) -> Figure:
+    """Pearson with WordNet, gradient and per-token preservation against static alpha.
+
+    Parameters
+    ----------
+    sweep : DataFrame
+        Indexed by alpha, with columns ``pearson``, ``gradient``, ``preservation`` and the
+        interval columns ``pearson_lo/_hi``, ``preservation_lo/_hi`` (drawn as bands when
+        present).
+
+    Returns
+    -------
+    Figure with three axes.
+    """
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    x = np.asarray(sweep.index, dtype=np.float64)
+    for ax, col in zip(axes, ("pearson", "gradient", "preservation")):
+        ax.plot(x, sweep[col], marker="o")
+        if f"{col}_lo" in sweep:
+            ax.fill_between(x, sweep[f"{col}_lo"], sweep[f"{col}_hi"], alpha=0.25, label="95 % interval")
+        ax.axvline(GOLDEN_ALPHA, color="red", ls="--", label=f"{GOLDEN_ALPHA}")
+        ax.set(title=col, xlabel="alpha", ylabel=col)
+        ax.legend()
+    fig.suptitle("Static alpha sweep")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ notebook 11
+def field_summary(cv_history: Sequence[Mapping], cv_target: float, cv_tolerance: float, alphas: Any,
+                  expert_ks: Sequence[int], loss_history: Sequence[float]) -> Figure:
+    """Field modulator training: CV checks against the band, final alphas, training loss.
+
+    Parameters
+    ----------
+    cv_history : sequence of dict
+        ``{"step", "cv"}`` per CV check.
+    cv_target, cv_tolerance : float
+        The band ``cv_target ± cv_tolerance`` (shaded).
+    alphas : (n_layers, n_experts) array
+        Final alpha of each (layer, expert).
+    expert_ks : sequence of int
+        Simplex order of each expert (column labels).
+    loss_history : sequence of float
+
+    Returns
+    -------
+    Figure with three axes.
+    """
+    cvh = pd.DataFrame(list(cv_history))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    if len(cvh):
+        axes[0].plot(cvh["step"], cvh["cv"], "o-")
+    axes[0].axhspan(cv_target - cv_tolerance, cv_target + cv_tolerance, color="green", alpha=0.15, label="band")
+    axes[0].set(title="pentachoron CV (active dims)", xlabel="step", ylabel="CV")
+    axes[0].legend()
+    sns.heatmap(_arr(alphas), annot=True, fmt=".3f", ax=axes[1], xticklabels=[f"k{k}" for k in expert_ks],
+                cbar=False)
+    axes[1].set(title="final alpha (layer × expert)", xlabel="expert", ylabel="layer")
+    axes[2].plot(list(loss_history))
+    axes[2].set(title="training loss", xlabel="step", ylabel="loss")
+    fig.suptitle("Geometric field modulator: CV band, alphas, loss")
+    fig.tight_layout()
+    return fig
