@@ -36,28 +36,23 @@
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
 REPORT_ROOT = None  # the profile's output root (unused here; 03_cross_model reads it)
-SEED = 0  # seed of the random-init null baseline
+SEED = 0  # seed of the random-init null baseline and of the bootstrap intervals
 DEVICE = "auto"  # where SVDs / QK problems run: "auto" (CUDA if available), "cpu", "cuda"
 NULL_BASELINE = True  # also run the battery on the same architecture at random init
 SPARSITY_THRESHOLDS = [1e-6, 1e-4, 1e-3, 1e-2, 1e-1]  # |w| thresholds of the sparsity tables
-SHOW_LAYERS = 6  # rows of per-layer tables printed (all are recorded)
+SHOW_LAYERS = 6  # rows per group of the per-layer tables shown (all are recorded)
+N_BOOT = 1000  # bootstrap resamples of the headline intervals (over matrices / layers / layer pairs)
 
 # %%
 import warnings
 
-import pandas as pd
-from IPython.display import display
-
-from geolip_lib import models, plotting, results
+from geolip_lib import runtime
 from geolip_lib.models.adapters import catalog
-from geolip_lib.weights import TensorStore, run_battery
-from geolip_lib.weights.plots import battery_panel
+from geolip_lib.weights import TensorStore, plots, run_battery
+from geolip_lib.weights import tables as T
 
-NOTEBOOK = "02_weight_topology"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
-pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 4)
-lm = models.load(MODEL)
+job = runtime.start("02_weight_topology", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
+lm = job.lm
 store = TensorStore(lm.weights_dir)  # reads safetensors headers only
 metrics: dict = {}
 
@@ -73,16 +68,21 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     cat = catalog(store, config=lm.config, family=lm.family)
 for w in caught:
-    print("WARNING:", w.message)
-print(f"{MODEL}: family={cat.family}, d_model={cat.d_model}, {len(cat.stored())} tensors, "
-      f"{sum(e.numel for e in cat.stored()):,} parameters")
-display(cat.summary())
+    print(f"Warning: {w.message}")
+job.table(T.catalog_overview(cat), caption=f"{MODEL}: catalog", formats={"parameters": "{:,}"}, index=False)
+job.table(T.catalog_summary(cat), caption="Tensors per (stack, attention kind, role)", formats={"params": "{:,}"},
+          index=False)
+
+# %% [markdown]
+# The battery runs once on the checkpoint and, as the null, once on the same
+# architecture at random initialisation (`lm.random_init`): every property the
+# initialiser alone produces shows up in both.
 
 # %%
 res = run_battery(store, cat=cat, device=DEVICE, thresholds=SPARSITY_THRESHOLDS)
 summary = res.summary()
 summary.pop("seconds", None)  # wall times are not deterministic; not recorded
-null = None
+null_res, null = None, None
 if NULL_BASELINE:
     rnd = lm.random_init(seed=SEED + 1000)
     null_res = run_battery(TensorStore(rnd.model.state_dict()), config=lm.config, family=lm.family,
@@ -93,27 +93,18 @@ if NULL_BASELINE:
 metrics["battery"] = summary
 metrics["random_init"] = null
 
-
-def beside(a, b):
-    """(trained, random-init) pair for a table."""
-    return a, (b if null is not None else None)
-
-
 # %% [markdown]
 # ## 2. SVD effective rank
 #
 # Per matrix: stable rank ‖W‖²_F/‖W‖²₂, participation ratio of the singular values,
 # fraction of singular values above 1 % of the largest, rank at 90 % of the energy
 # Σσ², condition number. Spectra are float64 (Gram eigenvalues, exact SVD where the
-# matrix is ill-conditioned).
+# matrix is ill-conditioned). Means per (stack, attention kind, role), with the stable
+# rank and PR of the same matrices at random init.
 
 # %%
-cols = ["stable_rank", "pr", "active_frac", "rank_90", "condition"]
-tab = pd.DataFrame(summary.get("svd_by_stack_role", {})).T
-if null is not None and null.get("svd_by_stack_role"):
-    nt = pd.DataFrame(null["svd_by_stack_role"]).T.add_suffix(" (random)")
-    tab = tab.join(nt[["stable_rank (random)", "pr (random)"]])
-display(tab)
+job.table(T.svd_by_stack_role(summary, null), caption="SVD statistics: means per (stack, attn, role)",
+          formats={"active_frac": "{:.3f}", "rank_90": "{:.1f}"})
 
 # %% [markdown]
 # ## 3. Sparsity topology — the negative space
@@ -124,18 +115,13 @@ display(tab)
 # column shows what the initialiser alone gives.
 
 # %%
-sp = pd.DataFrame(summary["sparsity_by_role"]).T
-if null is not None:
-    sp = sp.join(pd.DataFrame(null["sparsity_by_role"]).T[[summary["qkv_sparsity_threshold"]]]
-                 .rename(columns=lambda c: f"{c} (random)"))
-display(sp)
-print("whole model:", {k: round(v, 4) for k, v in summary["sparsity_model"].items()})
 thr = summary["qkv_sparsity_threshold"]
-for r in ("q", "k", "v"):
-    v = summary["qkv_sparsity"][r]
-    b = null["qkv_sparsity"][r] if null else None
-    print(f"  {r.upper()} |w|{thr}: {'-' if v is None else f'{100 * v:.1f} %'}"
-          + ("" if b is None else f"   (random init {100 * b:.1f} %)"))
+pct = {c: "{:.2%}" for c in summary["sparsity_thresholds"] + [f"{thr} (random init)"]}
+job.table(T.sparsity_by_role(summary, null), caption="Fraction of |w| below each threshold, per role",
+          formats=pct)
+job.table(T.sparsity_model(summary, null), caption="Whole model", formats=pct)
+job.table(T.qkv_sparsity(summary, null), caption=f"Q vs K vs V: fraction |w| {thr}",
+          formats={"trained": "{:.1%}", "random init": "{:.1%}"})
 
 # %% [markdown]
 # ## 4. QK similarity manifold
@@ -154,16 +140,11 @@ qk = res.qk["layers"]
 if qk.empty:
     print(f"{MODEL}: no attention block with separate or fused Q/K in the catalog — QK manifold skipped.")
 else:
-    show = ["stack", "attn", "layer", "inner", "stable_rank", "pr", "sym_dev", "n_pos", "n_neg", "n_zero",
-            "pos_frac", "balance", "head_balance_mean"]
-    for (s, a), g in qk.groupby(["stack", "attn"]):
-        print(f"--- {s} / {a}-attention ---")
-        display(g[show].head(SHOW_LAYERS))
-        if null is not None and f"{s}/{a}" in null["qk"]:
-            n = null["qk"][f"{s}/{a}"]
-            print(f"  random init: pos_frac first={n['pos_frac_first']:.3f} last={n['pos_frac_last']:.3f}")
+    job.table(T.qk_layers(res, SHOW_LAYERS), caption=f"QK bilinear form per layer (first {SHOW_LAYERS} per group)",
+              index=False)
+    job.table(T.qk_random_init(summary, null), caption="Positive-eigenvalue fraction, trained vs random init")
     if qk["qk_norm"].any():
-        print("note: q and k are RMS-normalised per head before the product (q_norm/k_norm): "
+        print("Note: q and k are RMS-normalised per head before the product (q_norm/k_norm): "
               "W_Qᵀ W_K gives the scores only up to that per-token normalisation.")
 
 # %% [markdown]
@@ -177,10 +158,9 @@ ml = res.mlp["layers"]
 if ml.empty:
     print(f"{MODEL}: no MLP blocks in the catalog — dead-neuron analysis skipped.")
 else:
-    display(ml.head(2 * SHOW_LAYERS))
-    m, n = summary["mlp"], (null or {}).get("mlp", {})
-    print(f"dead {m['dead']}/{m['neurons']} ({100 * m['dead_frac']:.2f} %), weak {100 * m['weak_frac']:.2f} %"
-          + (f"   (random init: dead {100 * n['dead_frac']:.2f} %, weak {100 * n['weak_frac']:.2f} %)" if n else ""))
+    job.table(ml.head(2 * SHOW_LAYERS), caption="MLP neurons per layer", index=False)
+    job.table(T.mlp_overview(summary, null), caption="Dead and weak neurons, trained vs random init",
+              formats={"dead_frac": "{:.2%}", "weak_frac": "{:.2%}"})
 
 # %% [markdown]
 # ## 6. Cross-layer weight correlation
@@ -189,12 +169,11 @@ else:
 # row chunks, so no layer pair is ever materialised twice).
 
 # %%
-cl = pd.DataFrame({k: {c: v[c] for c in ("adj_mean", "adj_min", "adj_max", "offdiag_abs_mean")}
-                   for k, v in summary["cross_layer"].items()}).T
+cl = T.cross_layer_overview(summary, null)
 if cl.empty:
     print(f"{MODEL}: fewer than two layers per role — cross-layer correlation skipped.")
 else:
-    display(cl)
+    job.table(cl, caption="Cosine between layers of the same role (adjacent pairs; mean |off-diagonal|)")
 
 # %% [markdown]
 # ## 7. Norm scales and 8. relative position bias
@@ -208,60 +187,38 @@ else:
 if res.norms.empty:
     print(f"{MODEL}: no norm scales.")
 else:
-    display(res.norms.drop(columns=["name"]).head(2 * SHOW_LAYERS))
+    job.table(res.norms.drop(columns=["name"]).head(2 * SHOW_LAYERS), caption="Norm gains", index=False)
 if res.pos_bias.empty:
     print(f"{MODEL}: no relative position bias (absolute / rotary positions) — section 8 does not apply.")
 else:
-    display(res.pos_bias)
-    print(summary["position_bias"])
+    job.table(res.pos_bias.drop(columns=["name"]), caption="Relative position bias per head", index=False)
+    job.table(T.position_bias_overview(summary), caption="Position-bias head types per stack")
 
 # %% [markdown]
-# ## 9. The seed's 3×3 panel
+# ## 9. The seed's 3×3 panel, and the random-init null
+#
+# One panel per stack (encoder, decoder, vision, ...), then the trained weights beside
+# the random-init copy.
 
 # %%
-for stack in cat.stacks():
-    fig = battery_panel(res, title=MODEL, stack=stack)
-    plotting.savefig(fig, out, f"weight_panel_{stack}")
+for i, stack in enumerate(cat.stacks()):
+    job.figure(plots.battery_panel(res, title=MODEL, stack=stack), f"weight_panel_{stack}", key=i == 0)
+job.figure(plots.random_init_comparison(res, null_res, title=MODEL), "random_init_comparison",
+           key=null_res is not None)
 
 # %% [markdown]
 # ## Results
+#
+# Each headline pools many matrices, so its interval is a bootstrap over what it pools:
+# the Q (K) matrices for the sparsity and the stable rank, the MLP layers for the dead
+# fraction, the adjacent layer pairs for the cross-layer cosine — how much the number
+# depends on which layers this model has. The layer-0 QK sign fraction is one exact
+# eigen-decomposition. The null is the same architecture at random init, with its own
+# interval.
 
 # %%
-def _qk_first(s):
-    if not s or not s.get("qk"):
-        return None
-    k = sorted(s["qk"])[0] if not any(k.endswith("/self") for k in s["qk"]) else \
-        sorted(k for k in s["qk"] if k.endswith("/self"))[0]
-    return s["qk"][k]["pos_frac_first"]
-
-
-def _get(s, *path):
-    for p in path:
-        if not isinstance(s, dict) or p not in s:
-            return None
-        s = s[p]
-    return s
-
-
-B = "random_init"
-headline = {
-    "q_sparsity": results.headline(_get(summary, "qkv_sparsity", "q"), baseline=_get(null, "qkv_sparsity", "q"),
-                                   baseline_kind=B, label=f"Q |w|{thr}", fmt=".3f"),
-    "k_sparsity": results.headline(_get(summary, "qkv_sparsity", "k"), baseline=_get(null, "qkv_sparsity", "k"),
-                                   baseline_kind=B, label=f"K |w|{thr}", fmt=".3f"),
-    "q_stable_rank": results.headline(_get(summary, "svd_by_role", "q", "stable_rank"),
-                                      baseline=_get(null, "svd_by_role", "q", "stable_rank"), baseline_kind=B,
-                                      label="Q stable rank", fmt=".2f"),
-    "qk_pos_frac_first": results.headline(_qk_first(summary), baseline=_qk_first(null), baseline_kind=B,
-                                          label="QK pos. eig. frac (L0)", fmt=".3f"),
-    "mlp_dead_frac": results.headline(_get(summary, "mlp", "dead_frac"), baseline=_get(null, "mlp", "dead_frac"),
-                                      baseline_kind=B, label="dead MLP neurons", fmt=".4f"),
-    "cross_layer_adj": results.headline(summary.get("cross_layer_attn_adj_mean"),
-                                        baseline=(null or {}).get("cross_layer_attn_adj_mean"), baseline_kind=B,
-                                        label="adjacent-layer cos (attn)", fmt=".4f"),
-}
-results.record(out, metrics, notebook=NOTEBOOK, model=MODEL, headline=headline,
-               parameters={"SEED": SEED, "NULL_BASELINE": NULL_BASELINE, "SPARSITY_THRESHOLDS": SPARSITY_THRESHOLDS})
+headline = T.battery_headline(res, summary, null_res, null, seed=SEED, n_boot=N_BOOT)
+job.finish(metrics, headline)
 
 # %% [markdown]
 # ## References

@@ -30,82 +30,51 @@
 REPORT_ROOT = None  # profile output root holding 02_weight_topology/<job>/metrics.json; None -> compute below
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
 MODELS = ["tiny-t5", "tiny-bert"]  # models to run the battery on when REPORT_ROOT has no 02 results
-SEED = 0  # seed of the random-init baselines computed here (fallback path only)
+SEED = 0  # seed of the random-init baselines computed here (fallback path only) and of the bootstraps
+N_BOOT = 1000  # bootstrap resamples of the headline intervals (over models)
 
 # %%
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
-from IPython.display import display
 
-from geolip_lib import models, plotting, results
-from geolip_lib.weights import TensorStore, run_battery
+from geolip_lib import results, runtime
+from geolip_lib.weights import TensorStore, plots, run_battery
+from geolip_lib.weights import tables as T
 
-NOTEBOOK = "03_cross_model"
-out = results.job_dir(OUT_DIR, NOTEBOOK, None)
-plotting.setup()
-pd.set_option("display.width", 160, "display.precision", 4)
+job = runtime.start("03_cross_model", globals(), load_model=False)  # job dir, style, inline figures, seeds
 
 # %% [markdown]
 # ## 1. Collect the per-model batteries
+#
+# Each `02_weight_topology` job recorded its battery summary and that of the same
+# architecture at random initialisation. Without them (a notebook run on its own), the
+# battery runs here on `MODELS`.
 
 # %%
 batteries: dict = {}  # model -> (trained summary, random-init summary or None)
 files = sorted(Path(REPORT_ROOT).glob("02_weight_topology/*/metrics.json")) if REPORT_ROOT else []
+files = [f for f in files if not f.parent.name.startswith(".")]  # skip unfinished .partial jobs
 for f in files:
     m = json.loads(f.read_text(encoding="utf-8"))
     batteries[m["model"] or f.parent.name] = (m["metrics"]["battery"], m["metrics"].get("random_init"))
+source = "02_weight_topology jobs" if batteries else "computed here"
+
+# %%
 if not batteries:
-    print(f"no 02_weight_topology results under {REPORT_ROOT!r}: running the battery here on {MODELS}")
+    print(f"No 02_weight_topology results under {REPORT_ROOT!r}: running the battery here on {MODELS}.")
     for name in MODELS:
-        lm = models.load(name)
+        lm = job.load(name)  # recorded in the provenance
         s = run_battery(lm.weights_dir, config=lm.config, family=lm.family).summary()
         rnd = lm.random_init(seed=SEED + 1000)
         n = run_battery(TensorStore(rnd.model.state_dict()), config=lm.config, family=lm.family).summary()
-        for d in (s, n):
-            d.pop("seconds", None)
-        batteries[name] = (s, n)
-print("models:", list(batteries))
-
+        batteries[name] = ({k: v for k, v in s.items() if k != "seconds"}, {k: v for k, v in n.items() if k != "seconds"})
 
 # %%
-def g(d, *path):
-    for p in path:
-        if not isinstance(d, dict) or p not in d:
-            return None
-        d = d[p]
-    return d
-
-
-def qk_key(s):
-    ks = sorted(k for k in (s.get("qk") or {}) if k.endswith("/self"))
-    return ks[0] if ks else None
-
-
-def row(model, kind, s):
-    k = qk_key(s)
-    q = g(s, "qk", k) if k else None
-    return {
-        "model": model, "weights": kind, "family": s.get("family"), "d_model": s.get("d_model"),
-        "Q sparsity": g(s, "qkv_sparsity", "q"), "K sparsity": g(s, "qkv_sparsity", "k"),
-        "V sparsity": g(s, "qkv_sparsity", "v"),
-        "SR Q": g(s, "svd_by_role", "q", "stable_rank"), "SR K": g(s, "svd_by_role", "k", "stable_rank"),
-        "SR V": g(s, "svd_by_role", "v", "stable_rank"), "SR MLP in": g(s, "svd_by_role", "mlp_in", "stable_rank"),
-        "QK stack": k, "QK pos first": g(q, "pos_frac_first"), "QK pos last": g(q, "pos_frac_last"),
-        "QK trend": g(q, "pos_frac_trend"), "dead MLP": g(s, "mlp", "dead_frac"),
-        "weak MLP": g(s, "mlp", "weak_frac"), "adj-layer cos (attn)": s.get("cross_layer_attn_adj_mean"),
-    }
-
-
-rows = []
-for name, (s, n) in batteries.items():
-    rows.append(row(name, "trained", s))
-    if n:
-        rows.append(row(name, "random init", n))
-measured = pd.DataFrame(rows)
+measured = T.cross_model_frame(batteries)
+job.table(measured[["model", "family", "d_model"]].drop_duplicates(), caption=f"{len(batteries)} models ({source})",
+          index=False)
 
 # %% [markdown]
 # ## 2. Measured: Q/K/V sparsity (|w| < 0.1), stable ranks, QK manifold, dead neurons, cross-layer correlation
@@ -114,10 +83,13 @@ measured = pd.DataFrame(rows)
 # (tiny models are themselves random, so their two rows differ only by seed).
 
 # %%
-display(measured[["model", "weights", "Q sparsity", "K sparsity", "V sparsity"]])
-display(measured[["model", "weights", "SR Q", "SR K", "SR V", "SR MLP in"]])
-display(measured[["model", "weights", "QK stack", "QK pos first", "QK pos last", "QK trend"]])
-display(measured[["model", "weights", "dead MLP", "weak MLP", "adj-layer cos (attn)"]])
+cols, pct = T.CROSS_MODEL_COLUMNS, {c: "{:.1%}" for c in T.CROSS_MODEL_COLUMNS["sparsity"]}
+job.table(measured[["model", "weights"] + cols["sparsity"]], caption="Fraction of |w| < 0.1", formats=pct,
+          index=False)
+job.table(measured[["model", "weights"] + cols["stable_rank"]], caption="Mean stable rank per role", index=False)
+job.table(measured[["model", "weights"] + cols["qk"]], caption="QK form: positive-eigenvalue fraction", index=False)
+job.table(measured[["model", "weights"] + cols["mlp_cross"]], caption="Dead / weak MLP neurons, adjacent-layer cosine",
+          formats={"dead MLP": "{:.2%}", "weak MLP": "{:.2%}"}, index=False)
 
 # %% [markdown]
 # ## 3. Reported by the seed (not measured here)
@@ -139,50 +111,38 @@ SEED_REPORTED = [
 ]
 reported = pd.DataFrame(SEED_REPORTED)
 reported.insert(1, "source", "reported by the seed")
-display(reported)
+job.table(reported, caption="Reported by seed 001 (not measured here)", formats={"decoder mixed position heads": "{:.0f}"},
+          index=False)
 
 # %% [markdown]
 # ## 4. Figures
 
 # %%
-trained = measured[measured["weights"] == "trained"]
-long = measured.melt(id_vars=["model", "weights"], value_vars=["Q sparsity", "K sparsity", "V sparsity"],
-                     var_name="role", value_name="fraction |w| < 0.1").dropna()
-fig, ax = plt.subplots(1, 3, figsize=(17, 4.5))
-if not long.empty:
-    sns.barplot(data=long[long["weights"] == "trained"], x="model", y="fraction |w| < 0.1", hue="role", ax=ax[0])
-ax[0].set_title("Q/K/V sparsity (trained)")
-ax[0].tick_params(axis="x", rotation=30)
-sr = measured.melt(id_vars=["model", "weights"], value_vars=["SR Q", "SR K", "SR V", "SR MLP in"],
-                   var_name="role", value_name="stable rank").dropna()
-if not sr.empty:
-    sns.barplot(data=sr, x="model", y="stable rank", hue="weights", ax=ax[1], errorbar=None)
-ax[1].set_title("mean stable rank of Q/K/V/MLP-in (trained vs random)")
-ax[1].tick_params(axis="x", rotation=30)
-qk = measured.dropna(subset=["QK pos first"])
-if not qk.empty:
-    qkl = qk.melt(id_vars=["model", "weights"], value_vars=["QK pos first", "QK pos last"], var_name="layer",
-                  value_name="positive eigenvalue fraction")
-    sns.barplot(data=qkl, x="model", y="positive eigenvalue fraction", hue="layer", ax=ax[2], errorbar=None)
-    ax[2].axhline(0.5, color="gray", ls="--")
-ax[2].set_title("QK positive-eigenvalue fraction (first / last layer)")
-ax[2].tick_params(axis="x", rotation=30)
-fig.tight_layout()
-plotting.savefig(fig, out, "cross_model")
+job.figure(plots.cross_model(measured), "cross_model", key=True)
 
 # %% [markdown]
 # ## Results
+#
+# Each headline is a mean over the trained models, with a bootstrap over those models
+# (how much the mean depends on which models were compared; with two or fewer models no
+# interval can be formed). The null is the same mean over the random-init copies, with
+# its own bootstrap.
 
 # %%
 metrics = {"measured": measured.to_dict(orient="records"), "reported_by_seed": reported.to_dict(orient="records"),
-           "n_models": int(len(batteries))}
-tq = trained["Q sparsity"].dropna()
-rq = measured[measured["weights"] == "random init"]["Q sparsity"].dropna()
-results.record(out, metrics, notebook=NOTEBOOK, model=None, headline={
-    "n_models": results.headline(int(len(batteries)), label="models compared", fmt="d"),
-    "q_sparsity_mean": results.headline(float(tq.mean()) if len(tq) else None,
-                                        baseline=float(rq.mean()) if len(rq) else None,
-                                        baseline_kind="random_init", label="mean Q sparsity", fmt=".3f"),
+           "n_models": int(len(batteries)), "source": source,
+           "source_jobs": [f"02_weight_topology/{f.parent.name}" for f in files]}
+hl = {"seed": SEED, "n_boot": N_BOOT}
+job.finish(metrics, {
+    "n_models": results.headline(int(len(batteries)), interval="exact", label="models compared", fmt="d",
+                                 note="A count."),
+    "q_sparsity_mean": T.cross_model_headline(measured, "Q sparsity", label="mean Q sparsity", **hl,
+                                              note="|w| < 0.1 is a scale statement: compare with the random-init null."),
+    "qk_pos_frac_first_mean": T.cross_model_headline(measured, "QK pos first", label="mean QK pos. eig. frac (L0)",
+                                                     **hl, note="0.5 is sign balance."),
+    "mlp_dead_frac_mean": T.cross_model_headline(measured, "dead MLP", label="mean dead MLP fraction", fmt=".4f", **hl),
+    "cross_layer_adj_mean": T.cross_model_headline(measured, "adj-layer cos (attn)", fmt=".4f",
+                                                   label="mean adjacent-layer cos (attn)", **hl),
 })
 
 # %% [markdown]
