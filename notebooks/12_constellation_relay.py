@@ -61,57 +61,28 @@ TORCH_THREADS = 1  # torch intra-op threads (0: the torch default), 1 is fastest
 # %%
 import json
 
-import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 import torch
-import torch.nn.functional as F
 
-from geolip_lib import metrics as gm
-from geolip_lib import plotting, results
-from geolip_lib.attention import (HybridRelay, PureRelay, VanillaAttention, causal_intervention, forward_ms,
-                                  mean_row_cosine, n_params, run_stack, singular_value_pr)
+from geolip_lib import metrics as M
+from geolip_lib import results, runtime
+from geolip_lib.attention import (MIXERS, build_mixer, causal_intervention, forward_ms, geometry_samples,
+                                  mean_row_cosine, n_params, run_stack, stack_geometry, unit_rows)
+from geolip_lib.attention import plots, tables
 
-NOTEBOOK = "12_constellation_relay"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
+job = runtime.start("12_constellation_relay", globals(), load_model=False)  # job dir, style, seeds (torch too)
 if TORCH_THREADS:
     torch.set_num_threads(TORCH_THREADS)
 device = "cuda" if torch.cuda.is_available() else "cpu"
-torch.manual_seed(SEED)
+mix = dict(dim=DIM, patch_dim=PATCH_DIM, n_fixed=N_FIXED, n_dynamic=N_DYNAMIC, n_anchors=N_ANCHORS,
+           n_phases=N_PHASES, pw_hidden=PW_HIDDEN, attn_heads=ATTN_HEADS, device=device)
 
-BUILDERS = {
-    "vanilla_attn": lambda: VanillaAttention(DIM, ATTN_HEADS),
-    "pure_relay": lambda: PureRelay(DIM, PATCH_DIM, N_ANCHORS, N_PHASES, PW_HIDDEN),
-    "hybrid": lambda: HybridRelay(DIM, PATCH_DIM, N_FIXED, N_DYNAMIC, N_PHASES, PW_HIDDEN),
-}
-
-
-def build(name):
-    return BUILDERS[name]().to(device).eval()
-
-
-def unit_rows(z):
-    """(B, S, D) -> (B*S, D) rows on the unit sphere (the seed's CV_n is measured there)."""
-    return F.normalize(z.reshape(-1, z.shape[-1]).float(), dim=-1).cpu()
-
-
-def cv_n(z):
-    return gm.pentachoron_cv(unit_rows(z), n_simplices=N_CV, seed=SEED).cv
-
-
-def geometry(z, x):
-    """CV on the sphere, mean cosine to the input, effective dimensions of the rows."""
-    rows = z.reshape(-1, z.shape[-1]).cpu()
-    return {"cv_n": cv_n(z), "cos_to_input": mean_row_cosine(unit_rows(z), unit_rows(x)),
-            "eff_dim_sv_pr": singular_value_pr(rows), "eff_dim_entropy": gm.effective_dimension(rows)}
-
-
+# %%
 metrics: dict = {"config": {"B": BATCH, "S": SEQ_LEN, "D": DIM, "patch_dim": PATCH_DIM, "n_fixed": N_FIXED,
                             "n_dynamic": N_DYNAMIC, "n_anchors": N_ANCHORS, "n_phases": N_PHASES,
                             "pw_hidden": PW_HIDDEN, "attn_heads": ATTN_HEADS, "n_cv": N_CV, "device": device}}
 timing: dict = {"device": device, "note": "wall-clock, machine-dependent; kept out of metrics.json"}
-print(f"B={BATCH} S={SEQ_LEN} D={DIM} = {DIM // PATCH_DIM} patches x {PATCH_DIM}; device {device}")
+print(f"B={BATCH} S={SEQ_LEN} D={DIM} = {DIM // PATCH_DIM} patches x {PATCH_DIM}; device {device}.")
 
 # %% [markdown]
 # ## 1. Single pass
@@ -121,52 +92,48 @@ print(f"B={BATCH} S={SEQ_LEN} D={DIM} = {DIM // PATCH_DIM} patches x {PATCH_DIM}
 # `cos_to_input` is the mean cosine between each output token and its input token.
 
 # %%
-x = torch.randn(BATCH, SEQ_LEN, DIM, device=device)
-cv_base = cv_n(x)
+x = torch.randn(BATCH, SEQ_LEN, DIM, device=device)  # the first draw after runtime.start seeded torch with SEED
+base = M.pentachoron_cv(unit_rows(x), n_simplices=N_CV, seed=SEED)
+cv_base, cv_input_iv = base.cv, M.intervals.bootstrap(base.volumes, M.intervals.cv, seed=SEED, what="simplices")
 rows = []
 with torch.no_grad():
-    for name in BUILDERS:
-        m = build(name)
+    for name in MIXERS:
+        m = build_mixer(name, **mix)
         z = m(x)
-        rows.append({"arch": name, "params": n_params(m), "cv_n": cv_n(z),
+        rows.append({"arch": name, "params": n_params(m), "cv_n": M.pentachoron_cv(unit_rows(z), N_CV, seed=SEED).cv,
                      "cos_to_input": mean_row_cosine(unit_rows(z), unit_rows(x))})
-    _, diag = build("hybrid")(x, return_diagnostics=True)
-single = pd.DataFrame(rows).set_index("arch")
+    _, diag = build_mixer("hybrid", **mix)(x, return_diagnostics=True)
 metrics["single_pass"] = {"cv_input": cv_base, "rows": rows, "hybrid_diagnostics": diag}
-print(f"input (Gaussian) CV_n = {cv_base:.4f}")
-print("hybrid gates: " + ", ".join(f"{k}={v:.4f}" for k, v in diag.items()))
-single
+job.table(pd.DataFrame(rows).set_index("arch"), caption=f"One layer on Gaussian tokens (input CV_n = {cv_base:.4f})")
+job.table(diag, caption="Hybrid relay at init: gates, anchor drift and top-k relevances")
 
 # %% [markdown]
-# ## 2. Depth sweep (16 stacked layers at random init)
+# ## 2. Depth sweep (stacked layers at random init)
 #
 # Effective dimension twice: the seed's `eff_dim` (participation ratio of the singular
 # values of the centred rows, `(sum s)^2 / sum s^2`) and the entropy effective rank of the
-# covariance spectrum (`geolip_lib.metrics.effective_dimension`).
+# covariance spectrum (`geolip_lib.metrics.effective_dimension`). The shaded band around each
+# CV curve is its 95 % bootstrap interval over the sampled pentachora (for this input draw
+# and this initialisation).
 
 # %%
 x = torch.randn(BATCH, SEQ_LEN, DIM, device=device)
 checks = sorted(c for c in CHECKPOINTS if c <= DEPTH)
-depth_rows = []
-for name in BUILDERS:
-    stack = [build(name) for _ in range(DEPTH)]
+depth_rows, samples = [], {}
+for name in MIXERS:
+    stack = [build_mixer(name, **mix) for _ in range(DEPTH)]
     for d, z in run_stack(stack, x, checks).items():
-        depth_rows.append({"arch": name, "depth": d, **geometry(z, x)})
+        depth_rows.append({"arch": name, "depth": d, **stack_geometry(z, x, N_CV, SEED)})
+        samples[(name, d)] = geometry_samples(z, x, N_CV, SEED)
 depth_df = pd.DataFrame(depth_rows)
-metrics["depth_sweep"] = {"input": geometry(x, x), "rows": depth_rows}
-depth_df.pivot(index="depth", columns="arch", values=["cv_n", "cos_to_input", "eff_dim_sv_pr"]).round(4)
+metrics["depth_sweep"] = {"input": stack_geometry(x, x, N_CV, SEED), "rows": depth_rows}
+job.table(tables.depth_table(depth_rows), caption="Depth sweep: CV_n, cosine to input, effective dimension")
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-for ax, col, title in zip(axes, ["cv_n", "cos_to_input", "eff_dim_sv_pr"],
-                          ["pentachoron CV (unit rows)", "cosine to input", "effective dim (seed: s-PR)"]):
-    sns.lineplot(data=depth_df, x="depth", y=col, hue="arch", marker="o", ax=ax)
-    ax.set(title=title, ylabel="")
-axes[0].axhline(cv_base, color="k", ls=":", lw=1, label="Gaussian input")
-axes[0].axhspan(0.20, 0.23, color="tab:green", alpha=0.12, label="band 0.20-0.23")
-axes[0].legend(fontsize=8)
-fig.tight_layout()
-plotting.savefig(fig, out, "depth_sweep")
+cv_ivs = {k: M.intervals.bootstrap(s["volumes"], M.intervals.cv, seed=SEED, what="simplices")
+          for k, s in samples.items()}
+cv_iv_df = pd.DataFrame([{"arch": a, "depth": d, "lo": iv.lo, "hi": iv.hi} for (a, d), iv in cv_ivs.items()])
+job.figure(plots.depth_sweep(depth_df, cv_base, cv_intervals=cv_iv_df), "depth_sweep", key=True)
 
 # %% [markdown]
 # ## 3. Interleaved: attention -> hybrid -> attention -> hybrid ...
@@ -175,22 +142,14 @@ plotting.savefig(fig, out, "depth_sweep")
 x = torch.randn(BATCH, SEQ_LEN, DIM, device=device)
 layers, kinds = [], []
 for _ in range(N_INTERLEAVED):
-    layers += [build("vanilla_attn"), build("hybrid")]
+    layers += [build_mixer("vanilla_attn", **mix), build_mixer("hybrid", **mix)]
     kinds += ["attn", "hybrid"]
-inter_rows = [{"step": s, "type": kinds[s - 1], **geometry(z, x)} for s, z in run_stack(layers, x).items()]
+inter_rows = [{"step": s, "type": kinds[s - 1], **stack_geometry(z, x, N_CV, SEED)}
+              for s, z in run_stack(layers, x).items()]
 inter_df = pd.DataFrame(inter_rows)
 metrics["interleaved"] = {"rows": inter_rows}
-inter_df[inter_df.step.isin(checks)].set_index("step").round(4)
-
-# %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
-for ax, col in zip(axes, ["cv_n", "cos_to_input"]):
-    ax.plot(inter_df.step, inter_df[col], "-", color="grey", lw=1)
-    sns.scatterplot(data=inter_df, x="step", y=col, hue="type", s=40, ax=ax)
-    ax.set(title=f"interleaved stack: {col}")
-axes[0].axhspan(0.20, 0.23, color="tab:green", alpha=0.12)
-fig.tight_layout()
-plotting.savefig(fig, out, "interleaved")
+job.table(inter_df[inter_df.step.isin(checks)].set_index("step"), caption="Interleaved stack at the checkpoints")
+job.figure(plots.interleaved(inter_df), "interleaved")
 
 # %% [markdown]
 # ## 4. Causal intervention: does changing token 0 change the other tokens?
@@ -199,30 +158,32 @@ plotting.savefig(fig, out, "interleaved")
 # per-token mixer (pure relay) must leave tokens 1..S-1 *exactly* unchanged
 # (`other_delta_max = 0`); a mixer that routes information across tokens (attention, the
 # hybrid's dynamic path) changes them. One layer, then a stack of `CAUSAL_STACK` layers.
+# The interval of the mean change is a bootstrap over the `S-1` other tokens.
 
 # %%
 x_a = torch.randn(1, CAUSAL_SEQ_LEN, DIM, device=device)
-causal_rows = []
+causal_rows, deltas = [], {}
 for depth in (1, CAUSAL_STACK):
-    for name in BUILDERS:
-        stack = [build(name) for _ in range(depth)]
-        r = causal_intervention(stack, x_a, token=0, generator=torch.Generator().manual_seed(SEED + 1))
+    for name in MIXERS:
+        stack = [build_mixer(name, **mix) for _ in range(depth)]
+        r, deltas[(name, depth)] = causal_intervention(stack, x_a, token=0, return_deltas=True,
+                                                       generator=torch.Generator().manual_seed(SEED + 1))
         causal_rows.append({"arch": name, "layers": depth, **r})
 causal_df = pd.DataFrame(causal_rows)
 metrics["causal"] = {"rows": causal_rows,
                      "pure_relay_exact": bool((causal_df[causal_df.arch == "pure_relay"].other_delta_max == 0).all()),
                      "hybrid_routes": bool((causal_df[causal_df.arch == "hybrid"].other_delta_norm > 0).all())}
-print("pure relay leaves other tokens exactly unchanged:", metrics["causal"]["pure_relay_exact"])
-print("hybrid changes other tokens:", metrics["causal"]["hybrid_routes"])
-causal_df.set_index(["layers", "arch"])[["other_delta_norm", "other_delta_max", "other_one_minus_cos",
-                                         "token_delta_norm"]]
 
 # %%
-fig, ax = plt.subplots(figsize=(6.5, 3.6))
-plot_df = causal_df.assign(other_delta_norm=causal_df.other_delta_norm.clip(lower=1e-12))
-sns.barplot(data=plot_df, x="arch", y="other_delta_norm", hue="layers", ax=ax)
-ax.set(yscale="log", ylabel="mean |delta| of tokens 1..S-1", title="causal intervention on token 0 (0 shown at 1e-12)")
-plotting.savefig(fig, out, "causal_intervention")
+causal_ivs = {k: M.intervals.bootstrap(v, seed=SEED, what="other tokens") for k, v in deltas.items()}
+causal_df["lo"] = [causal_ivs[(a, d)].lo for a, d in zip(causal_df.arch, causal_df.layers)]
+causal_df["hi"] = [causal_ivs[(a, d)].hi for a, d in zip(causal_df.arch, causal_df.layers)]
+print(f"Pure relay leaves the other tokens exactly unchanged: {metrics['causal']['pure_relay_exact']}; "
+      f"the hybrid changes them: {metrics['causal']['hybrid_routes']}.")
+job.table(causal_df.set_index(["layers", "arch"])[["other_delta_norm", "lo", "hi", "other_delta_max",
+                                                   "other_one_minus_cos", "token_delta_norm"]],
+          caption="Causal intervention on token 0 (lo, hi: 95 % bootstrap interval over the other tokens)")
+job.figure(plots.causal_intervention(causal_df), "causal_intervention", key=True)
 
 # %% [markdown]
 # ## 5. Throughput
@@ -233,18 +194,12 @@ plotting.savefig(fig, out, "causal_intervention")
 # NBVAL_IGNORE_OUTPUT
 # (wall-clock timings differ between runs: nbval does not compare this cell)
 x_bench = torch.randn(BATCH, SEQ_LEN, DIM, device=device)
-thr = pd.DataFrame([{"arch": name, "ms": forward_ms(build(name), x_bench, N_TIMING),
-                     "params": n_params(build(name))} for name in BUILDERS]).set_index("arch")
+thr = pd.DataFrame([{"arch": name, "ms": forward_ms(build_mixer(name, **mix), x_bench, N_TIMING),
+                     "params": n_params(build_mixer(name, **mix))} for name in MIXERS]).set_index("arch")
 timing["throughput_ms"] = thr.ms.to_dict()
 metrics["params"] = thr.params.to_dict()
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-sns.barplot(x=thr.index, y=thr.ms, ax=axes[0])
-axes[0].set(xlabel="", ylabel="ms / forward (median)", title=f"throughput, B={BATCH} S={SEQ_LEN} ({device})")
-sns.barplot(x=thr.index, y=thr.params, ax=axes[1])
-axes[1].set(xlabel="", ylabel="parameters", title="parameters per layer")
-fig.tight_layout()
-plotting.savefig(fig, out, "throughput")
-thr
+job.figure(plots.throughput(thr, batch=BATCH, seq_len=SEQ_LEN, device=device), "throughput")
+job.table(thr, caption="Median forward time (this machine) and parameters per layer", formats={"ms": "{:.3f}"})
 
 # %% [markdown]
 # ## 6. Sequence-length scaling
@@ -259,43 +214,60 @@ thr
 scale_rows = []
 for sl in SCALING_SEQ_LENS:
     xs = torch.randn(SCALING_BATCH, sl, DIM, device=device)
-    h_ms, a_ms = forward_ms(build("hybrid"), xs, N_TIMING), forward_ms(build("vanilla_attn"), xs, N_TIMING)
+    h_ms = forward_ms(build_mixer("hybrid", **mix), xs, N_TIMING)
+    a_ms = forward_ms(build_mixer("vanilla_attn", **mix), xs, N_TIMING)
     scale_rows.append({"S": sl, "hybrid_ms": h_ms, "attn_ms": a_ms, "ratio": h_ms / a_ms})
 scale_df = pd.DataFrame(scale_rows).set_index("S")
 timing["seq_scaling"] = scale_rows
-fig, ax = plt.subplots(figsize=(5.5, 3.6))
-ax.plot(scale_df.index, scale_df.hybrid_ms, "o-", label="hybrid relay")
-ax.plot(scale_df.index, scale_df.attn_ms, "s-", label="vanilla attention")
-ax.set(xscale="log", yscale="log", xlabel="sequence length S", ylabel="ms / forward", title=f"scaling ({device})")
-ax.legend()
-plotting.savefig(fig, out, "seq_scaling")
-scale_df
+job.figure(plots.seq_scaling(scale_df, device=device), "seq_scaling")
+job.table(scale_df, caption="Forward time against sequence length (this machine)")
 
 # %% [markdown]
 # ## Results
 #
-# Headline: CV of the 16-deep hybrid stack beside the Gaussian input's CV, cosine to the
-# input after 16 layers, and the causal-intervention change of the other tokens through
-# the 4-layer hybrid stack beside the pure relay's (exactly 0). Timings: `timing.json`.
+# Headline: CV of the deepest hybrid stack beside the Gaussian input's CV and the other two
+# mixers at the same depth (interval: bootstrap over the sampled pentachora), cosine to the
+# input after the deepest stack beside attention and the pure relay (interval: bootstrap
+# over tokens), and the causal-intervention change of the other tokens through the
+# `CAUSAL_STACK`-layer hybrid stack beside the pure relay's (exactly 0) and attention's
+# (interval: bootstrap over the other tokens). All intervals hold the input draw and the
+# initialisation fixed: they measure the sampling of simplices / tokens, not seed-to-seed
+# variation. Timings: `timing.json`.
 
 # %%
-deep = depth_df[depth_df.depth == max(checks)].set_index("arch")
+top = max(checks)
+deep = depth_df[depth_df.depth == top].set_index("arch")
 stacked = causal_df[causal_df.layers == CAUSAL_STACK].set_index("arch")
-results.atomic_write_text(out / "timing.json", json.dumps(results.to_jsonable(timing), indent=1) + "\n")
-results.record(out, metrics, notebook=NOTEBOOK, model=MODEL,
-               parameters={"BATCH": BATCH, "SEQ_LEN": SEQ_LEN, "DIM": DIM, "N_CV": N_CV, "DEPTH": DEPTH},
-               headline={
-                   "cv_hybrid_deep": results.headline(deep.loc["hybrid", "cv_n"], baseline=cv_base,
-                                                      baseline_kind="gaussian", label=f"CV_n hybrid x{max(checks)}"),
-                   "cos_hybrid_deep": results.headline(deep.loc["hybrid", "cos_to_input"],
-                                                       baseline=deep.loc["vanilla_attn", "cos_to_input"],
-                                                       baseline_kind="vanilla attention",
-                                                       label=f"cos to input hybrid x{max(checks)}"),
-                   "causal_hybrid": results.headline(stacked.loc["hybrid", "other_delta_norm"],
-                                                     baseline=stacked.loc["pure_relay", "other_delta_norm"],
-                                                     baseline_kind="pure relay",
-                                                     label=f"other-token delta hybrid x{CAUSAL_STACK}"),
-               })
+cos_ivs = {a: M.intervals.bootstrap(samples[(a, top)]["cosines"], seed=SEED, what="tokens") for a in MIXERS}
+job.table(tables.interval_table({a: {f"CV_n x{top}": (deep.loc[a, "cv_n"], cv_ivs[(a, top)]),
+                                     f"cos to input x{top}": (deep.loc[a, "cos_to_input"], cos_ivs[a]),
+                                     f"other-token Δ x{CAUSAL_STACK}": (stacked.loc[a, "other_delta_norm"],
+                                                                         causal_ivs[(a, CAUSAL_STACK)])}
+                                 for a in MIXERS}), caption="Deepest stacks: value [95 % interval]")
+
+# %%
+headline = {
+    "cv_hybrid_deep": results.headline(deep.loc["hybrid", "cv_n"], interval=cv_ivs[("hybrid", top)],
+        label=f"CV_n hybrid x{top}", fmt=".4f",
+        nulls={"gaussian": {"value": cv_base, "interval": cv_input_iv},
+               **{a: {"value": deep.loc[a, "cv_n"], "interval": cv_ivs[(a, top)]} for a in ("vanilla_attn", "pure_relay")}},
+        note="gaussian: the CV of isotropic Gaussian tokens (the single-pass input); the other mixers: same depth, same input."),
+    "cos_hybrid_deep": results.headline(deep.loc["hybrid", "cos_to_input"], interval=cos_ivs["hybrid"],
+        label=f"cos to input hybrid x{top}", fmt=".4f",
+        nulls={a: {"value": deep.loc[a, "cos_to_input"], "interval": cos_ivs[a]} for a in ("vanilla_attn", "pure_relay")}),
+}
+
+# %%
+exact_zero = M.intervals.Interval(0.0, 0.0, "exact (a per-token mixer: no sampling)", 1.0)
+headline["causal_hybrid"] = results.headline(
+    stacked.loc["hybrid", "other_delta_norm"], interval=causal_ivs[("hybrid", CAUSAL_STACK)],
+    label=f"other-token Δ hybrid x{CAUSAL_STACK}", fmt=".4g",
+    nulls={"pure_relay": {"value": stacked.loc["pure_relay", "other_delta_norm"], "interval": exact_zero},
+           "vanilla_attn": {"value": stacked.loc["vanilla_attn", "other_delta_norm"],
+                            "interval": causal_ivs[("vanilla_attn", CAUSAL_STACK)]}},
+    note="pure_relay never reads another token: its other tokens cannot change (exactly 0).")
+results.atomic_write_text(job.out / "timing.json", json.dumps(results.to_jsonable(timing), indent=1) + "\n")
+job.finish(metrics, headline)
 
 # %% [markdown]
 # ## References

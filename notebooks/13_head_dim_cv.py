@@ -52,18 +52,15 @@ BAND = [0.20, 0.23]  # the CV band marked with * in the tables
 TORCH_THREADS = 1  # torch intra-op threads (0: the torch default), 1 is fastest for tiny models
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 import torch
 from tqdm.auto import tqdm
 
-from geolip_lib import plotting, results
-from geolip_lib.attention import band_mark, head_dim_run
+from geolip_lib import metrics as M
+from geolip_lib import results, runtime
+from geolip_lib.attention import head_dim_run, plots, tables
 
-NOTEBOOK = "13_head_dim_cv"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
+job = runtime.start("13_head_dim_cv", globals(), load_model=False)  # job dir, style, seeds
 if TORCH_THREADS:
     torch.set_num_threads(TORCH_THREADS)
 band = tuple(BAND)
@@ -85,54 +82,29 @@ for (dim, heads) in tqdm([tuple(c) for c in CONFIGS], desc="configs"):
         runs.append(head_dim_run(dim, heads, seed, vocab=VOCAB, seq_len=SEQ_LEN, n_classes=N_CLASSES,
                                  samples_per_class=SAMPLES_PER_CLASS, noise=NOISE, epochs=EPOCHS, lr=LR,
                                  n_simplices=N_SIMPLICES, data_seed=seed if VARY_DATA else 42))
-long = pd.DataFrame([
-    {"dim": r["dim"], "heads": r["n_heads"], "head_dim": r["head_dim"], "seed": r["seed"], "phase": phase,
-     "key": k, "cv": v}
-    for r in runs for phase in ("pre", "mid", "post") for k, v in r[phase].items()
-])
-long["cv"] = long.cv.astype(float)
-acc = pd.DataFrame([{"dim": r["dim"], "heads": r["n_heads"], "head_dim": r["head_dim"], "seed": r["seed"],
-                     "acc": r["acc"], "loss_last": r["loss"]["last"]} for r in runs])
-acc.groupby(["dim", "heads", "head_dim"]).acc.agg(["mean", "std"])
+long = tables.profiles_long(runs)
+acc = tables.accuracy_frame(runs)
+job.table(acc.groupby(tables.CFG).agg(acc_mean=("acc", "mean"), acc_sd=("acc", "std"), loss_last=("loss_last", "mean")),
+          caption=f"Training accuracy per configuration (mean and sd over {len(SEEDS)} seeds)",
+          formats={"acc_mean": "{:.1%}", "acc_sd": "{:.1%}"})
 
 # %% [markdown]
-# Per-head keys end in `_h<i>`; the `head` group below averages them over the heads of a
-# run (e.g. `act_Q_h*`), so configurations with different head counts compare.
+# Per-head keys end in `_h<i>`; the `group` column replaces the index by `_h*` and the
+# head means below average them over the heads of a run (e.g. `act_Q_h*`), so
+# configurations with different head counts compare.
 
 # %%
-long["group"] = long.key.str.replace(r"_h\d+$", "_h*", regex=True)
-head_mean = long.groupby(["dim", "heads", "head_dim", "seed", "phase", "group"], as_index=False).cv.mean()
-CFG = ["dim", "heads", "head_dim"]
-
-
-def summary_table(keys, phase="post", delta=False, with_acc=True):
-    """Rows = configurations, cells = mean ± std over seeds (band marked with *)."""
-    src = long[long.key.isin(keys)]
-    if delta:
-        wide = src.pivot_table(index=CFG + ["seed", "key"], columns="phase", values="cv")
-        vals = (wide["post"] - wide["pre"]).rename("cv").reset_index()
-    else:
-        vals = src[src.phase == phase]
-    agg = vals.groupby(CFG + ["key"]).cv.agg(["mean", "std"]).reset_index()
-    fmt = (lambda m, s: "N/A" if m != m else f"{m:+.4f} ± {s:.4f}") if delta else \
-          (lambda m, s: band_mark(m, s, band))
-    agg["cell"] = [fmt(m, s) for m, s in zip(agg["mean"], agg["std"])]
-    table = agg.pivot(index=CFG, columns="key", values="cell")[keys]
-    if with_acc:
-        a = acc.groupby(CFG).acc.agg(["mean", "std"])
-        table["acc"] = [f"{m:.1%} ± {s:.1%}" for m, s in zip(a["mean"], a["std"])]
-    return table, agg
-
+head_mean = tables.head_means(long)
 
 # %% [markdown]
 # ## 2. Summary: post-training weight CV by head_dim
 #
-# `*` marks a mean inside the band 0.20–0.23.
+# Cells: mean ± sd over seeds; `*` marks a mean inside the band 0.20–0.23.
 
 # %%
 WEIGHT_KEYS = ["emb", "Q_full", "K_full", "V_full", "out_proj"]
-t_weights, agg_weights = summary_table(WEIGHT_KEYS)
-t_weights
+t_weights, agg_weights = tables.summary_table(long, WEIGHT_KEYS, band=band, acc=acc)
+job.table(t_weights, caption="Post-training weight CV (mean ± sd over seeds; * inside the band)")
 
 # %% [markdown]
 # ## 3. Summary: post-training activation CV by head_dim
@@ -143,15 +115,15 @@ t_weights
 
 # %%
 ACT_KEYS = ["act_emb", "act_Q_h0", "act_K_h0", "act_V_h0", "act_headout_h0", "act_post_h0", "act_post_full"]
-t_acts, agg_acts = summary_table(ACT_KEYS)
-t_acts
+t_acts, agg_acts = tables.summary_table(long, ACT_KEYS, band=band, acc=acc)
+job.table(t_acts, caption="Post-training activation CV (mean ± sd over seeds; * inside the band)")
 
 # %% [markdown]
 # ## 4. Summary: activation CV movement (post − pre)
 
 # %%
-t_delta, agg_delta = summary_table(ACT_KEYS, delta=True, with_acc=False)
-t_delta
+t_delta, agg_delta = tables.summary_table(long, ACT_KEYS, band=band, delta=True)
+job.table(t_delta, caption="Activation CV change through training, post − pre (mean ± sd over seeds)")
 
 # %% [markdown]
 # ## 5. CV against head_dim, per-head quantities averaged over heads
@@ -163,64 +135,60 @@ t_delta
 # %%
 GROUPS = ["Q_h*", "K_h*", "V_h*", "act_Q_h*", "act_K_h*", "act_V_h*", "act_headout_h*", "act_post_h*"]
 post_heads = head_mean[(head_mean.phase == "post") & head_mean.group.isin(GROUPS)]
-g = sns.relplot(data=post_heads, x="head_dim", y="cv", hue="dim", col="group", col_wrap=4, kind="line",
-                marker="o", errorbar="sd", palette="viridis", height=2.6, aspect=1.1, facet_kws={"sharey": False})
-g.set_titles("{col_name}")
-for ax in g.axes.flat:
-    ax.axhspan(*band, color="tab:green", alpha=0.15)
-    ax.set_xscale("log", base=2)
-g.figure.suptitle("post-training CV vs head_dim (mean over heads; band shaded)", y=1.02)
-plotting.savefig(g.figure, out, "cv_vs_head_dim")
+job.figure(plots.cv_vs_head_dim(post_heads, band=band), "cv_vs_head_dim", key=True)
 
 # %%
-traj = head_mean[head_mean.group.isin(["act_Q_h*", "act_headout_h*", "act_post_full"])].copy()
-traj["phase"] = pd.Categorical(traj.phase, ["pre", "mid", "post"], ordered=True)
-traj["config"] = [f"D{d}/H{h}" for d, h in zip(traj["dim"], traj["heads"])]
-g2 = sns.catplot(data=traj, x="phase", y="cv", hue="config", col="group", kind="point", errorbar="sd",
-                 height=3, aspect=1.0, sharey=False, palette="viridis", dodge=0.3)
-g2.set_titles("{col_name}")
-for ax in g2.axes.flat:
-    ax.axhspan(*band, color="tab:green", alpha=0.15)
-g2.figure.suptitle("activation CV before / mid / after training", y=1.03)
-plotting.savefig(g2.figure, out, "cv_trajectory")
+traj = head_mean[head_mean.group.isin(["act_Q_h*", "act_headout_h*", "act_post_full"])]
+job.figure(plots.cv_trajectory(traj, band=band), "cv_trajectory", key=True)
 
 # %% [markdown]
 # ## Results
 #
 # Recorded: every CV of every run (pre / mid / post), the three tables as mean/std per
-# configuration, accuracies. Headline: post-training CV of head 0's query activations
-# and of the per-head attention output, averaged over configurations and seeds, beside
-# the same quantity before training (random-init baseline); fraction of table cells in band.
+# configuration, accuracies. Headline: post-training CV of the heads' query activations
+# and of the per-head attention output, averaged over configurations and heads, beside the
+# same quantity before training (random-init null). Each seed is one full repetition (data,
+# init, training), so their intervals are Student-t intervals over the per-seed means. The
+# fraction of table cells (sections 2 and 3) whose seed-mean lies in the band gets a
+# Wilson score interval over the cells, beside the same fraction before training.
 
 # %%
-def cells(agg):
-    return {f"D{d}_H{h}": {k: {"mean": m, "std": s} for k, m, s in zip(sub.key, sub["mean"], sub["std"])}
-            for (d, h), sub in agg.groupby(["dim", "heads"])}
-
-
 metrics["runs"] = runs
-metrics["tables"] = {"post_weights": cells(agg_weights), "post_activations": cells(agg_acts),
-                     "activation_delta": cells(agg_delta)}
+metrics["tables"] = {"post_weights": tables.table_cells(agg_weights), "post_activations": tables.table_cells(agg_acts),
+                     "activation_delta": tables.table_cells(agg_delta)}
 metrics["accuracy"] = {f"D{d}_H{h}": {"mean": s.acc.mean(), "std": s.acc.std()}
                        for (d, h), s in acc.groupby(["dim", "heads"])}
-in_band = pd.concat([agg_weights, agg_acts])["mean"].between(*band)
-metrics["fraction_cells_in_band"] = float(in_band.mean())
+k_in, n_cells = tables.band_count([agg_weights, agg_acts], band)
+k_pre, n_pre = tables.band_count([tables.summary_table(long, keys, band=band, phase="pre")[1]
+                                  for keys in (WEIGHT_KEYS, ACT_KEYS)], band)
+metrics["fraction_cells_in_band"] = k_in / n_cells
+metrics["fraction_cells_in_band_pre"] = k_pre / n_pre
 hm = head_mean.groupby(["phase", "group"]).cv.mean()
 metrics["mean_over_configs"] = {f"{p}/{gname}": v for (p, gname), v in hm.items()}
-print(f"table cells in band {band}: {in_band.sum()} of {len(in_band)}")
-results.record(out, metrics, notebook=NOTEBOOK, model=MODEL,
-               parameters={"CONFIGS": CONFIGS, "SEEDS": SEEDS, "EPOCHS": EPOCHS, "N_SIMPLICES": N_SIMPLICES,
-                           "SAMPLES_PER_CLASS": SAMPLES_PER_CLASS},
-               headline={
-                   "act_Q_cv_post": results.headline(hm[("post", "act_Q_h*")], baseline=hm[("pre", "act_Q_h*")],
-                                                     baseline_kind="random_init", label="CV act Q (heads, post)"),
-                   "act_headout_cv_post": results.headline(hm[("post", "act_headout_h*")],
-                                                           baseline=hm[("pre", "act_headout_h*")],
-                                                           baseline_kind="random_init",
-                                                           label="CV head output (post)"),
-                   "fraction_in_band": results.headline(metrics["fraction_cells_in_band"],
-                                                        label="table cells in band"),
-               })
+print(f"Table cells in band {band}: {k_in} of {n_cells} after training, {k_pre} of {n_pre} before.")
+
+# %%
+per_seed = pd.DataFrame({f"{p}/{g}": tables.per_seed_means(head_mean, p, g)
+                         for g in ("act_Q_h*", "act_headout_h*") for p in ("pre", "post")})
+seed_ivs = {c: M.intervals.over_seeds(per_seed[c]) for c in per_seed}
+metrics["per_seed_means"] = per_seed.to_dict()
+job.table(per_seed, caption="Per seed: CV averaged over configurations and heads (the items of the headline intervals)")
+
+# %%
+headline = {
+    f"act_{name}_cv_post": results.headline(
+        hm[("post", g)], interval=seed_ivs[f"post/{g}"], label=label, fmt=".4f",
+        nulls={"random_init": {"value": hm[("pre", g)], "interval": seed_ivs[f"pre/{g}"]}},
+        note="random_init: the same quantity in the same runs before the first training step.")
+    for name, g, label in (("Q", "act_Q_h*", "CV act Q (heads, post)"),
+                           ("headout", "act_headout_h*", "CV head output (post)"))
+}
+headline["fraction_in_band"] = results.headline(
+    metrics["fraction_cells_in_band"], interval=tables.proportion_interval(k_in, n_cells, what="table cells"),
+    label="table cells in band", fmt=".3f",
+    nulls={"random_init": {"value": k_pre / n_pre, "interval": tables.proportion_interval(k_pre, n_pre, what="table cells")}},
+    note="Wilson interval over table cells treated as independent items; seed noise within a cell is not propagated.")
+job.finish(metrics, headline)
 
 # %% [markdown]
 # ## References

@@ -53,18 +53,15 @@ TORCH_THREADS = 1  # torch intra-op threads (0: the torch default), 1 is fastest
 # %%
 import json
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 
-from geolip_lib import plotting, results
-from geolip_lib.attention import copy_batch, copied_half_mask, resilience_table, train_comparison
+from geolip_lib import metrics as M
+from geolip_lib import results, runtime
+from geolip_lib.attention import copy_batch, copied_half_mask, plots, resilience_table, tables, train_comparison
 
-NOTEBOOK = "14_triple_product_attention"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
+job = runtime.start("14_triple_product_attention", globals(), load_model=False)  # job dir, style, seeds
 if TORCH_THREADS:
     torch.set_num_threads(TORCH_THREADS)
 device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -83,12 +80,10 @@ timing: dict = {"device": device, "note": "wall-clock, machine-dependent; kept o
 
 # %%
 x_ex, y_ex = copy_batch(2, SEQ_LEN, VOCAB, torch.Generator().manual_seed(SEED))
-print("inputs :", x_ex[0].tolist())
-print("targets:", y_ex[0].tolist())
-print("copied :", copied_half_mask(SEQ_LEN).int().tolist())
+job.table(tables.example_sequences(x_ex, y_ex, copied_half_mask(SEQ_LEN)), caption="An example sequence")
 chance = 1.0 / VOCAB
 loss_floor = (SEQ_LEN // 2 - 1) / (SEQ_LEN - 1) * np.log(VOCAB)
-print(f"chance accuracy 1/VOCAB = {chance:.3f}; loss floor = {loss_floor:.3f} nats (first-half targets unpredictable)")
+print(f"Chance accuracy 1/VOCAB = {chance:.3f}; loss floor = {loss_floor:.3f} nats (first-half targets unpredictable).")
 
 # %% [markdown]
 # ## 2. Resilience: dot product vs Gram score for a loud, misaligned key
@@ -99,72 +94,44 @@ print(f"chance accuracy 1/VOCAB = {chance:.3f}; loss floor = {loss_floor:.3f} na
 # leak that scales with the key (`m*(e3 + 0.1 q)`) the dot product grows linearly, so a
 # loud key eventually out-scores the true match, while the Gram score falls as `-m^2`
 # (the volume grows with the orthogonal component). The seed's interpretation claimed the
-# linear growth but its table used the fixed leak; both are shown.
+# linear growth but its table used the fixed leak; both are shown. These are closed forms:
+# no sampling, no interval.
 
 # %%
 res = resilience_table(MAGNITUDES, leak=LEAK)
-res_df = pd.DataFrame(res["rows"]).set_index("magnitude")
-print(f"true match: dot = {res['match']['dot']:.4f}, Gram score = {res['match']['gram']:.4f}")
 metrics["resilience"] = res
-res_df
-
-# %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-m = res_df.index.values
-axes[0].plot(m, res_df["dot_fixed"], "o-", label="fixed leak (seed)")
-axes[0].plot(m, res_df["dot_scaled"], "s-", label="scaled leak")
-axes[0].axhline(res["match"]["dot"], color="k", ls="--", lw=1, label="true match")
-axes[0].set(xscale="log", xlabel="noise key magnitude m", ylabel="q . k", title="dot-product score")
-axes[1].plot(m, -res_df["gram_fixed"], "o-", label="fixed leak (seed)")
-axes[1].plot(m, -res_df["gram_scaled"], "s--", label="scaled leak")
-axes[1].set(xscale="log", yscale="log", xlabel="noise key magnitude m", ylabel="det G (= -score)",
-            title="Gram score (true match: det G = 0)")
-for ax in axes:
-    ax.legend(fontsize=8)
-fig.tight_layout()
-plotting.savefig(fig, out, "resilience")
+print(f"True match: dot = {res['match']['dot']:.4f}, Gram score = {res['match']['gram']:.4f}.")
+job.table(pd.DataFrame(res["rows"]).set_index("magnitude"), caption="Scores of the noise key by magnitude")
+job.figure(plots.resilience(res), "resilience", key=True)
 
 # %% [markdown]
 # ## 3. Training comparison (seed 003's missing `train_comparison`)
 #
 # Both attention types, every seed: Adam, same learning rate, steps, batch size and the same
-# sequence of training batches; the evaluation batch is fixed per seed.
+# sequence of training batches; the evaluation batch is fixed per seed. Each seed is one
+# full repetition (data stream, evaluation batch, initialisation), so accuracies get a
+# Student-t interval over the per-seed values.
 
 # %%
 runs = train_comparison(("standard", "triple"), seeds=SEEDS, vocab=VOCAB, seq_len=SEQ_LEN, d_model=D_MODEL,
                         n_head=N_HEAD, steps=STEPS, lr=LR, batch_size=BATCH, eval_size=EVAL_SIZE,
                         log_every=LOG_EVERY, device=device, progress=True)
-curves = pd.DataFrame([
-    {"attention": a, "seed": r["seed"], "step": s, "loss": l}
-    for a in ("standard", "triple") for r in runs[a] for s, l in zip(r["loss_steps"], r["loss"])
-])
-final = pd.DataFrame([
-    {"attention": a, "seed": r["seed"], "acc_copied": r["acc_copied"], "acc_first_half": r["acc_first_half"],
-     "acc_copied_init": r["acc_copied_init"], "final_loss": r["loss"][-1], "n_params": r["n_params"],
-     "memory_bytes": r["memory_bytes"], "memory_kind": r["memory_kind"], "ms_per_step": r["ms_per_step"]}
-    for a in ("standard", "triple") for r in runs[a]
-])
-summary = final.groupby("attention")[["acc_copied", "acc_first_half", "final_loss"]].agg(["mean", "std"])
-summary
+curves = tables.loss_curves_frame(runs)
+final = tables.copy_runs_frame(runs)
+job.table(final.set_index(["attention", "seed"])[["acc_copied", "acc_first_half", "acc_copied_init", "final_loss"]],
+          caption="Per seed: accuracy on the evaluation batch and the last logged training loss",
+          formats={c: "{:.1%}" for c in ("acc_copied", "acc_first_half", "acc_copied_init")})
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 4))
-sns.lineplot(data=curves, x="step", y="loss", hue="attention", errorbar="sd", ax=ax)
-ax.axhline(loss_floor, color="k", ls=":", lw=1, label="floor (first half random)")
-ax.axhline(np.log(VOCAB), color="grey", ls="--", lw=1, label="uniform guess")
-ax.set(title=f"copy task: training loss (mean ± sd over {len(SEEDS)} seeds)", ylabel="cross-entropy (nats)")
-ax.legend()
-plotting.savefig(fig, out, "loss_curves")
+acc_ivs = {a: M.intervals.over_seeds(final[final.attention == a].acc_copied) for a in ("standard", "triple")}
+init_ivs = {a: M.intervals.over_seeds(final[final.attention == a].acc_copied_init) for a in ("standard", "triple")}
+paired = final.pivot(index="seed", columns="attention", values="acc_copied")
+diff_iv = M.intervals.over_seeds(paired["triple"] - paired["standard"])
+job.figure(plots.loss_curves(curves, loss_floor=loss_floor, uniform=float(np.log(VOCAB))), "loss_curves", key=True)
+job.figure(plots.copy_accuracy(final, chance=chance, intervals={a: (iv.lo, iv.hi) for a, iv in acc_ivs.items()}),
+           "accuracy", key=True)
 
 # %%
-fig, ax = plt.subplots(figsize=(5, 3.6))
-sns.barplot(data=final, x="attention", y="acc_copied", errorbar="sd", ax=ax)
-sns.stripplot(data=final, x="attention", y="acc_copied", color="k", size=4, ax=ax)
-ax.axhline(chance, color="k", ls=":", lw=1, label="chance")
-ax.set(ylim=(0, 1.02), ylabel="accuracy on the copied half", title="after training")
-ax.legend()
-plotting.savefig(fig, out, "accuracy")
-
 for a in ("standard", "triple"):
     sub = final[final.attention == a]
     metrics[a] = {
@@ -179,6 +146,7 @@ for a in ("standard", "triple"):
         "loss_steps": runs[a][0]["loss_steps"],
         "loss_curve_mean": curves[curves.attention == a].groupby("step").loss.mean().tolist(),
     }
+metrics["acc_copied_diff_per_seed"] = (paired["triple"] - paired["standard"]).tolist()
 
 # %% [markdown]
 # ## 4. Time and memory per step
@@ -200,37 +168,34 @@ mem_ratio = cost.loc["triple", "memory_bytes"] / cost.loc["standard", "memory_by
 time_ratio = cost.loc["triple", "ms_per_step"] / cost.loc["standard", "ms_per_step"]
 metrics["memory_ratio_triple_over_standard"] = mem_ratio
 timing.update({"ms_per_step": cost.ms_per_step.to_dict(), "time_ratio_triple_over_standard": time_ratio})
-print(f"triple / standard: memory x{mem_ratio:.2f} ({final.memory_kind.iloc[0]}), time x{time_ratio:.2f} (this machine)")
-cost
-
-# %%
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-sns.barplot(x=cost.index, y=cost.ms_per_step, ax=axes[0])
-axes[0].set(ylabel="ms / step (median)", xlabel="", title=f"time per step ({device})")
-sns.barplot(x=cost.index, y=cost.memory_MiB, ax=axes[1])
-axes[1].set(ylabel="MiB", xlabel="", title=f"memory per step ({final.memory_kind.iloc[0]})")
-fig.tight_layout()
-plotting.savefig(fig, out, "cost_per_step")
+print(f"Triple / standard: memory x{mem_ratio:.2f} ({final.memory_kind.iloc[0]}), time x{time_ratio:.2f} (this machine).")
+job.table(cost, caption="Cost per training step (time: this machine)", formats={"ms_per_step": "{:.3f}"})
+job.figure(plots.cost_per_step(cost, device=device, memory_kind=final.memory_kind.iloc[0]), "cost_per_step")
 
 # %% [markdown]
 # ## Results
 #
-# Headline: accuracy on the copied half for both attention types beside chance (1/VOCAB),
-# and the memory ratio. Timings are written to `timing.json` beside `metrics.json`.
+# Headline: accuracy on the copied half for both attention types (t interval over seeds)
+# beside chance (1/VOCAB, exact) and the same models before training (random init, t
+# interval over seeds); the paired per-seed difference triple − standard beside "no
+# difference"; and the memory ratio, a deterministic function of the shapes (exact).
+# Timings are written to `timing.json` beside `metrics.json`.
 
 # %%
-results.atomic_write_text(out / "timing.json", json.dumps(results.to_jsonable(timing), indent=1) + "\n")
-results.record(out, metrics, notebook=NOTEBOOK, model=MODEL,
-               parameters={"SEEDS": SEEDS, "VOCAB": VOCAB, "SEQ_LEN": SEQ_LEN, "D_MODEL": D_MODEL,
-                           "N_HEAD": N_HEAD, "STEPS": STEPS, "LR": LR, "BATCH": BATCH},
-               headline={
-                   "acc_copied_triple": results.headline(metrics["triple"]["acc_copied_mean"], baseline=chance,
-                                                         baseline_kind="chance", label="copy acc (triple)"),
-                   "acc_copied_standard": results.headline(metrics["standard"]["acc_copied_mean"], baseline=chance,
-                                                           baseline_kind="chance", label="copy acc (standard)"),
-                   "memory_ratio": results.headline(mem_ratio, baseline=1.0, baseline_kind="standard attention",
-                                                    label="memory triple/standard"),
-               })
+headline = {
+    f"acc_copied_{a}": results.headline(
+        metrics[a]["acc_copied_mean"], interval=acc_ivs[a], label=f"copy acc ({a})", fmt=".3f",
+        nulls={"chance": {"value": chance, "interval": M.intervals.Interval(chance, chance, "exact (1/VOCAB)", 1.0)},
+               "random_init": {"value": metrics[a]["acc_copied_init_mean"], "interval": init_ivs[a]}})
+    for a in ("triple", "standard")
+}
+headline["acc_copied_diff"] = results.headline(
+    float((paired["triple"] - paired["standard"]).mean()), interval=diff_iv, label="copy acc triple − standard",
+    fmt=".3f", nulls={"no difference": 0.0}, note="Paired by seed: both types see the same data stream.")
+headline["memory_ratio"] = results.headline(mem_ratio, interval="exact", label="memory triple/standard", fmt=".3f",
+    nulls={"standard attention": 1.0}, note="Exact: bytes per step are a deterministic function of the shapes.")
+results.atomic_write_text(job.out / "timing.json", json.dumps(results.to_jsonable(timing), indent=1) + "\n")
+job.finish(metrics, headline)
 
 # %% [markdown]
 # ## References

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -32,6 +33,10 @@ def test_causal_intervention_recorded(m12):
             assert rows[(arch, depth)]["token_delta_norm"] > 0.1  # the replaced token moves
     h = m12["headline"]["causal_hybrid"]
     assert h["value"] > 0 and h["baseline"] == 0.0
+    assert list(h["nulls"]) == ["pure_relay", "vanilla_attn"]
+    assert h["nulls"]["pure_relay"]["interval"]["lo"] == h["nulls"]["pure_relay"]["interval"]["hi"] == 0.0
+    assert h["interval"]["lo"] > 0 and "other tokens" in h["interval"]["method"]
+    assert h["nulls"]["pure_relay"]["separated"] is True
 
 
 def test_input_cv_recomputed_independently(m12):
@@ -41,7 +46,11 @@ def test_input_cv_recomputed_independently(m12):
     rows = F.normalize(x.reshape(-1, cfg["D"]), dim=-1)
     cv = gm.pentachoron_cv(rows, n_simplices=cfg["n_cv"], seed=0).cv
     assert m12["metrics"]["single_pass"]["cv_input"] == pytest.approx(cv, rel=1e-9)
-    assert m12["headline"]["cv_hybrid_deep"]["baseline"] == pytest.approx(cv, rel=1e-9)
+    h = m12["headline"]["cv_hybrid_deep"]
+    assert h["baseline"] == pytest.approx(cv, rel=1e-9) and h["baseline_kind"] == "gaussian"
+    assert set(h["nulls"]) == {"gaussian", "vanilla_attn", "pure_relay"}
+    g = h["nulls"]["gaussian"]["interval"]
+    assert g["lo"] < cv < g["hi"] and "simplices" in g["method"]
 
 
 def test_depth_sweep_and_interleaved_rows(m12):
@@ -73,6 +82,23 @@ def test_artifacts_and_timing(m12):
     assert [r["S"] for r in timing["seq_scaling"]] == [16, 32]
     assert all(r["hybrid_ms"] > 0 and r["attn_ms"] > 0 for r in timing["seq_scaling"])
     assert m12["metrics"]["params"]["hybrid"] > m12["metrics"]["params"]["pure_relay"] > 0
+
+
+def test_headline_intervals_and_executed_outputs(m12):
+    for key, h in m12["headline"].items():
+        if h["value"] is not None:
+            iv = h["interval"]
+            assert iv is not None and iv["lo"] <= h["value"] <= iv["hi"], key
+    cos = m12["headline"]["cos_hybrid_deep"]
+    assert "tokens" in cos["interval"]["method"] and set(cos["nulls"]) == {"vanilla_attn", "pure_relay"}
+    job = Path(m12["_job_dir"])
+    figs = m12["figures"]
+    assert {f["file"] for f in figs if f["key"]} == {"depth_sweep.png", "causal_intervention.png"}
+    nb = nbformat.read(str(job / "executed.ipynb"), as_version=4)
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert sum("image/png" in o.get("data", {}) for o in outs) >= len(figs) == 5
+    assert ".partial" not in json.dumps(outs)
+    assert "timing" not in json.dumps(m12["metrics"]) and "ms" not in m12["metrics"].get("params", {})
 
 
 def test_deterministic(m12, run_notebook):

@@ -1,8 +1,10 @@
 """Notebook 13 (head_dim vs pentachoron CV, seed 002) on the tiny profile."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 
@@ -63,3 +65,31 @@ def test_tables_headline_and_figures(m13):
     assert h["value"] > 0 and h["baseline"] > 0 and h["baseline_kind"] == "random_init"
     job = Path(m13["_job_dir"])
     assert (job / "cv_vs_head_dim.png").stat().st_size > 1000 and (job / "cv_trajectory.png").exists()
+
+
+def test_headline_intervals(m13):
+    n_seeds = len(m13["metrics"]["config"]["seeds"])
+    per_seed = m13["metrics"]["per_seed_means"]
+    for key, group in (("act_Q_cv_post", "act_Q_h*"), ("act_headout_cv_post", "act_headout_h*")):
+        h = m13["headline"][key]
+        assert h["interval"]["method"] == f"t interval of the mean over {n_seeds} seeds"
+        assert h["interval"]["lo"] < h["value"] < h["interval"]["hi"]
+        post = list(per_seed[f"post/{group}"].values())
+        assert h["value"] == pytest.approx(sum(post) / len(post), rel=1e-9)  # balanced: mean of seed means
+        null = h["nulls"]["random_init"]
+        assert null["value"] == pytest.approx(m13["metrics"]["mean_over_configs"][f"pre/{group}"])
+        assert null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"]
+    f = m13["headline"]["fraction_in_band"]
+    assert f["value"] == m13["metrics"]["fraction_cells_in_band"]
+    assert f["interval"]["method"].startswith("Wilson score interval") and 0 <= f["interval"]["lo"] <= f["value"]
+    assert f["nulls"]["random_init"]["value"] == m13["metrics"]["fraction_cells_in_band_pre"]
+
+
+def test_executed_notebook_shows_every_figure(m13):
+    job = Path(m13["_job_dir"])
+    figs = m13["figures"]
+    assert {f["file"] for f in figs if f["key"]} == {"cv_vs_head_dim.png", "cv_trajectory.png"}
+    nb = nbformat.read(str(job / "executed.ipynb"), as_version=4)
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert sum("image/png" in o.get("data", {}) for o in outs) >= len(figs) == 2
+    assert ".partial" not in json.dumps(outs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import nbformat
 import pytest
 
 pytestmark = pytest.mark.notebooks
@@ -50,3 +51,29 @@ def test_timing_and_figures(m14):
     assert timing["time_ratio_triple_over_standard"] > 0
     for name in ("resilience", "loss_curves", "accuracy", "cost_per_step"):
         assert (job / f"{name}.png").stat().st_size > 1000
+    assert "ms_per_step" not in json.dumps(m14["metrics"])  # wall-clock stays out of metrics.json
+    figs = m14["figures"]
+    assert {f["file"] for f in figs if f["key"]} == {"resilience.png", "loss_curves.png", "accuracy.png"}
+    nb = nbformat.read(str(job / "executed.ipynb"), as_version=4)
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert sum("image/png" in o.get("data", {}) for o in outs) >= len(figs) == 4
+    assert ".partial" not in json.dumps(outs)
+
+
+def test_headline_intervals_over_seeds(m14):
+    n_seeds = len(m14["metrics"]["config"]["seeds"])
+    for a in ("standard", "triple"):
+        h = m14["headline"][f"acc_copied_{a}"]
+        assert h["interval"]["method"] == f"t interval of the mean over {n_seeds} seeds"
+        assert h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"]
+        assert list(h["nulls"]) == ["chance", "random_init"]
+        assert h["nulls"]["random_init"]["value"] == pytest.approx(m14["metrics"][a]["acc_copied_init_mean"])
+        assert h["nulls"]["random_init"]["interval"]["method"] == h["interval"]["method"]
+    d = m14["headline"]["acc_copied_diff"]
+    diffs = m14["metrics"]["acc_copied_diff_per_seed"]
+    assert len(diffs) == n_seeds and d["value"] == pytest.approx(sum(diffs) / n_seeds)
+    assert d["interval"]["lo"] <= d["value"] <= d["interval"]["hi"]
+    mem = m14["headline"]["memory_ratio"]
+    assert mem["interval"]["lo"] == mem["interval"]["hi"] == mem["value"]  # exact: no sampling
+    for h in m14["headline"].values():
+        assert h["value"] is None or h["interval"] is not None

@@ -346,3 +346,49 @@ def test_noise_pattern_data_and_training():
     assert out["acc"] > 0.5
     with pytest.raises(ValueError, match="noise: expected a probability"):
         noise_pattern_data(noise=1.5)
+
+
+# ------------------------------------------------------------------------------ notebook helpers (12-14)
+def test_build_mixer_geometry_samples_and_causal_deltas():
+    import numpy as np
+
+    from geolip_lib.attention import MIXERS, build_mixer, geometry_samples, stack_geometry
+    from geolip_lib.metrics import intervals
+
+    torch.manual_seed(0)
+    kw = dict(dim=32, patch_dim=16, n_fixed=4, n_dynamic=4, n_anchors=8, attn_heads=4)
+    mods = {n: build_mixer(n, **kw) for n in MIXERS}
+    assert [type(m).__name__ for m in mods.values()] == ["VanillaAttention", "PureRelay", "HybridRelay"]
+    assert not any(m.training for m in mods.values())
+    with pytest.raises(ValueError, match="name"):
+        build_mixer("mamba", **kw)
+    x = torch.randn(2, 12, 32)
+    z = mods["hybrid"](x)
+    g, s = stack_geometry(z, x, 200, seed=3), geometry_samples(z, x, 200, seed=3)
+    assert intervals.cv(s["volumes"]) == pytest.approx(g["cv_n"], rel=1e-9)  # the same draws
+    assert s["cosines"].shape == (24,) and s["cosines"].mean() == pytest.approx(g["cos_to_input"], rel=1e-6)
+    for name, m in mods.items():
+        r, d = causal_intervention([m], x, generator=torch.Generator().manual_seed(1), return_deltas=True)
+        assert d.shape == (2 * 11,) and d.mean() == pytest.approx(r["other_delta_norm"], rel=1e-6)
+        assert (name == "pure_relay") == bool(np.all(d == 0))
+
+
+def test_attention_tables_and_wilson_interval():
+    from geolip_lib.attention import tables
+
+    runs = [{"dim": 8, "n_heads": h, "head_dim": 8 // h, "seed": s, "acc": 0.5 + 0.1 * s, "loss": {"last": 1.0},
+             **{p: {"emb": 0.2 + 0.01 * s, **{f"act_Q_h{i}": 0.1 * (i + 1) + (p == "post") for i in range(h)}}
+                for p in ("pre", "mid", "post")}} for h in (1, 2) for s in (0, 1)]
+    long = tables.profiles_long(runs)
+    assert set(long.group) == {"emb", "act_Q_h*"}
+    hm = tables.head_means(long)
+    per_seed = tables.per_seed_means(hm, "post", "act_Q_h*")
+    assert list(per_seed.index) == [0, 1] and per_seed[0] == pytest.approx((1.1 + (1.1 + 1.2) / 2) / 2)
+    t, agg = tables.summary_table(long, ["emb"], band=(0.2, 0.21), acc=tables.accuracy_frame(runs))
+    assert list(t.columns) == ["emb", "acc"] and t.iloc[0, 0].endswith(" *")  # mean 0.205 inside the band
+    assert tables.band_count([agg], (0.2, 0.21)) == (2, 2)
+    assert set(tables.table_cells(agg)) == {"D8_H1", "D8_H2"}
+    iv = tables.proportion_interval(0, 20, what="cells")
+    assert iv.lo == 0.0 and 0 < iv.hi < 0.2 and iv.method == "Wilson score interval, 0 of 20 cells"
+    iv = tables.proportion_interval(10, 20)
+    assert iv.lo < 0.5 < iv.hi and iv.hi - 0.5 == pytest.approx(0.5 - iv.lo)

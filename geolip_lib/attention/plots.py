@@ -1,0 +1,373 @@
+"""Figures of the attention notebooks: 12 (constellation relay), 13 (head_dim vs CV) and
+14 (triple-product attention).
+
+Every function takes data (DataFrames or dicts the notebook already holds) and returns a
+:class:`matplotlib.figure.Figure`; the notebook shows and saves it with
+``job.figure(fig, name)``. Nothing here calls ``plt.show``.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+__all__ = ["depth_sweep", "interleaved", "causal_intervention", "throughput", "seq_scaling",
+           "cv_vs_head_dim", "cv_trajectory", "resilience", "loss_curves", "copy_accuracy", "cost_per_step",
+           "BAND"]
+
+#: the project's pentachoron-CV band, shaded in the CV panels
+BAND = (0.20, 0.23)
+
+
+def _band(ax, band: Sequence[float] | None, label: str | None = None) -> None:
+    if band is not None:
+        ax.axhspan(*band, color="tab:green", alpha=0.13, label=label)
+
+
+# ------------------------------------------------------------------ notebook 12
+def depth_sweep(depth_df: pd.DataFrame, cv_input: float, *, cv_intervals: pd.DataFrame | None = None,
+                band: Sequence[float] | None = BAND) -> Figure:
+    """Geometry of three stacked mixers against depth: CV_n, cosine to input, effective dimension.
+
+    Parameters
+    ----------
+    depth_df : DataFrame
+        Columns ``arch, depth, cv_n, cos_to_input, eff_dim_sv_pr``.
+    cv_input : float
+        CV_n of the Gaussian input (dotted line: the null).
+    cv_intervals : DataFrame, optional
+        Columns ``arch, depth, lo, hi``: 95 % intervals of ``cv_n`` drawn as error bars.
+    band : (lo, hi) or None
+        Shaded CV band.
+
+    Returns
+    -------
+    Figure
+        Three axes titled "pentachoron CV (unit rows)", "cosine to input",
+        "effective dim (singular-value PR)", x label "depth (layers)".
+    """
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    archs = list(dict.fromkeys(depth_df["arch"]))
+    colors = dict(zip(archs, sns.color_palette("deep", len(archs))))
+    cols = [("cv_n", "pentachoron CV (unit rows)"), ("cos_to_input", "cosine to input"),
+            ("eff_dim_sv_pr", "effective dim (singular-value PR)")]
+    for ax, (col, title) in zip(axes, cols):
+        for a in archs:
+            sub = depth_df[depth_df["arch"] == a].sort_values("depth")
+            ax.plot(sub["depth"], sub[col], "o-", color=colors[a], label=a, ms=4)
+            if col == "cv_n" and cv_intervals is not None:
+                iv = cv_intervals[cv_intervals["arch"] == a].set_index("depth").loc[sub["depth"]]
+                ax.fill_between(sub["depth"], iv["lo"], iv["hi"], color=colors[a], alpha=0.2, lw=0)
+        ax.set_title(title)
+        ax.set_xlabel("depth (layers)")
+        ax.set_ylabel(col)
+    axes[0].axhline(cv_input, color="k", ls=":", lw=1, label="Gaussian input")
+    _band(axes[0], band, "band 0.20–0.23" if band is not None else None)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Stacked mixers at random init (shaded: 95 % bootstrap interval over simplices)"
+                 if cv_intervals is not None else "Stacked mixers at random init")
+    fig.tight_layout()
+    return fig
+
+
+def interleaved(inter_df: pd.DataFrame, *, band: Sequence[float] | None = BAND) -> Figure:
+    """CV_n and cosine to input along an attention/hybrid interleaved stack.
+
+    Parameters
+    ----------
+    inter_df : DataFrame
+        Columns ``step, type, cv_n, cos_to_input``.
+
+    Returns
+    -------
+    Figure
+        Two axes titled "interleaved stack: cv_n" and "interleaved stack: cos_to_input",
+        x label "layer".
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, col in zip(axes, ["cv_n", "cos_to_input"]):
+        ax.plot(inter_df["step"], inter_df[col], "-", color="grey", lw=1)
+        sns.scatterplot(data=inter_df, x="step", y=col, hue="type", s=40, ax=ax)
+        ax.set_title(f"interleaved stack: {col}")
+        ax.set_xlabel("layer")
+        ax.set_ylabel(col)
+    _band(axes[0], band)
+    fig.tight_layout()
+    return fig
+
+
+def causal_intervention(causal_df: pd.DataFrame, *, floor: float = 1e-12) -> Figure:
+    """Mean change of the other tokens when token 0 is replaced, per mixer and stack depth.
+
+    Parameters
+    ----------
+    causal_df : DataFrame
+        Columns ``arch, layers, other_delta_norm`` (and optionally ``lo, hi``: a 95 %
+        interval drawn as an error bar).
+    floor : float
+        Exact zeros (the pure relay) are drawn at ``floor`` on the log axis.
+
+    Returns
+    -------
+    Figure
+        One axis, log y, y label "mean |Δ| of tokens 1..S-1", x label "mixer".
+    """
+    fig, ax = plt.subplots(figsize=(6.8, 3.8))
+    archs = list(dict.fromkeys(causal_df["arch"]))
+    depths = sorted(causal_df["layers"].unique())
+    width = 0.8 / max(len(depths), 1)
+    for j, d in enumerate(depths):
+        sub = causal_df[causal_df["layers"] == d].set_index("arch").reindex(archs)
+        xs = np.arange(len(archs)) + (j - (len(depths) - 1) / 2) * width
+        vals = sub["other_delta_norm"].clip(lower=floor).to_numpy(float)
+        err = None
+        if {"lo", "hi"} <= set(sub.columns):
+            lo = sub["lo"].clip(lower=floor).to_numpy(float)
+            hi = sub["hi"].clip(lower=floor).to_numpy(float)
+            err = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
+        ax.bar(xs, vals, width=width, label=f"{d} layer{'s' if d != 1 else ''}", yerr=err, capsize=3)
+    ax.set_xticks(np.arange(len(archs)), archs)
+    ax.set_yscale("log")
+    ax.set_xlabel("mixer")
+    ax.set_ylabel("mean |Δ| of tokens 1..S-1")
+    ax.set_title(f"causal intervention on token 0 (exact 0 drawn at {floor:g})")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def throughput(thr: pd.DataFrame, *, batch: int, seq_len: int, device: str) -> Figure:
+    """Forward time and parameter count of each mixer.
+
+    Parameters
+    ----------
+    thr : DataFrame
+        Index ``arch``; columns ``ms`` (median ms per forward) and ``params``.
+
+    Returns
+    -------
+    Figure
+        Two axes: "throughput, B=.. S=.. (device)" (y "ms / forward (median)") and
+        "parameters per layer" (y "parameters").
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    sns.barplot(x=list(thr.index), y=thr["ms"].to_numpy(float), ax=axes[0])
+    axes[0].set(xlabel="mixer", ylabel="ms / forward (median)", title=f"throughput, B={batch} S={seq_len} ({device})")
+    sns.barplot(x=list(thr.index), y=thr["params"].to_numpy(float), ax=axes[1])
+    axes[1].set(xlabel="mixer", ylabel="parameters", title="parameters per layer")
+    fig.tight_layout()
+    return fig
+
+
+def seq_scaling(scale_df: pd.DataFrame, *, device: str) -> Figure:
+    """Forward time against sequence length, hybrid relay vs attention (log-log).
+
+    Parameters
+    ----------
+    scale_df : DataFrame
+        Index ``S``; columns ``hybrid_ms``, ``attn_ms``.
+
+    Returns
+    -------
+    Figure
+        One axis titled "sequence-length scaling (device)", x "sequence length S",
+        y "ms / forward".
+    """
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.plot(scale_df.index, scale_df["hybrid_ms"], "o-", label="hybrid relay")
+    ax.plot(scale_df.index, scale_df["attn_ms"], "s-", label="vanilla attention")
+    ax.set(xscale="log", yscale="log", xlabel="sequence length S", ylabel="ms / forward",
+           title=f"sequence-length scaling ({device})")
+    ax.legend()
+    return fig
+
+
+# ------------------------------------------------------------------ notebook 13
+def cv_vs_head_dim(post_heads: pd.DataFrame, *, band: Sequence[float] | None = BAND, col_wrap: int = 4) -> Figure:
+    """Post-training CV against head_dim, one panel per quantity, one line per width.
+
+    Parameters
+    ----------
+    post_heads : DataFrame
+        Columns ``group, head_dim, dim, cv`` (one row per run: seeds are aggregated as
+        mean ± sd).
+
+    Returns
+    -------
+    Figure
+        One axis per ``group`` titled with the group, x "head_dim" (log2), y "CV";
+        suptitle "post-training CV vs head_dim ...".
+    """
+    groups = list(dict.fromkeys(post_heads["group"]))
+    ncol = min(col_wrap, max(len(groups), 1))
+    nrow = int(np.ceil(max(len(groups), 1) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(2.9 * ncol, 2.6 * nrow), squeeze=False)
+    dims = sorted(post_heads["dim"].unique())
+    palette = dict(zip(dims, sns.color_palette("viridis", len(dims))))
+    for ax, g in zip(axes.flat, groups):
+        sub = post_heads[post_heads["group"] == g]
+        sns.lineplot(data=sub, x="head_dim", y="cv", hue="dim", palette=palette, marker="o", errorbar="sd", ax=ax,
+                     legend=ax is axes.flat[0])
+        _band(ax, band)
+        ax.set_xscale("log", base=2)
+        ax.set_title(g)
+        ax.set_xlabel("head_dim")
+        ax.set_ylabel("CV")
+    for ax in list(axes.flat)[len(groups):]:
+        ax.remove()
+    fig.suptitle("post-training CV vs head_dim (mean ± sd over seeds, heads averaged; band shaded)")
+    fig.tight_layout()
+    return fig
+
+
+def cv_trajectory(traj: pd.DataFrame, *, band: Sequence[float] | None = BAND) -> Figure:
+    """Activation CV before / mid / after training, one panel per quantity, one line per config.
+
+    Parameters
+    ----------
+    traj : DataFrame
+        Columns ``group, phase`` (pre/mid/post), ``dim, heads, cv`` (one row per run).
+
+    Returns
+    -------
+    Figure
+        One axis per ``group`` titled with the group, x "training phase", y "CV";
+        suptitle "activation CV before / mid / after training".
+    """
+    traj = traj.assign(config=[f"D{d}/H{h}" for d, h in zip(traj["dim"], traj["heads"])])
+    traj["phase"] = pd.Categorical(traj["phase"], ["pre", "mid", "post"], ordered=True)
+    groups = list(dict.fromkeys(traj["group"]))
+    fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(3.6 * max(len(groups), 1), 3.4), squeeze=False)
+    configs = list(dict.fromkeys(traj.sort_values(["dim", "heads"])["config"]))
+    palette = dict(zip(configs, sns.color_palette("viridis", len(configs))))
+    for ax, g in zip(axes[0], groups):
+        sub = traj[traj["group"] == g]
+        sns.pointplot(data=sub, x="phase", y="cv", hue="config", hue_order=configs, palette=palette, errorbar="sd",
+                      dodge=0.3, ax=ax, legend=ax is axes[0, -1] if len(groups) > 1 else True)
+        _band(ax, band)
+        ax.set_title(g)
+        ax.set_xlabel("training phase")
+        ax.set_ylabel("CV")
+    if axes[0, -1].get_legend() is not None:
+        sns.move_legend(axes[0, -1], "upper left", bbox_to_anchor=(1.02, 1), fontsize=7, title="config")
+    fig.suptitle("activation CV before / mid / after training (mean ± sd over seeds)")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ notebook 14
+def resilience(res: Mapping) -> Figure:
+    """Dot product vs Gram score of a loud misaligned key (:func:`~geolip_lib.attention.resilience_table`).
+
+    Returns
+    -------
+    Figure
+        Two axes: "dot-product score" (y "q · k") and "Gram score (true match: det G = 0)"
+        (y "det G (= −score)"), both x "noise key magnitude m" (log).
+    """
+    df = pd.DataFrame(res["rows"])
+    m = df["magnitude"].to_numpy(float)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    axes[0].plot(m, df["dot_fixed"], "o-", label="fixed leak (seed)")
+    axes[0].plot(m, df["dot_scaled"], "s-", label="scaled leak")
+    axes[0].axhline(res["match"]["dot"], color="k", ls="--", lw=1, label="true match")
+    axes[0].set(xscale="log", xlabel="noise key magnitude m", ylabel="q · k", title="dot-product score")
+    axes[1].plot(m, -df["gram_fixed"], "o-", label="fixed leak (seed)")
+    axes[1].plot(m, -df["gram_scaled"], "s--", label="scaled leak")
+    axes[1].set(xscale="log", yscale="log", xlabel="noise key magnitude m", ylabel="det G (= −score)",
+                title="Gram score (true match: det G = 0)")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def loss_curves(curves: pd.DataFrame, *, loss_floor: float, uniform: float) -> Figure:
+    """Training loss of both attention types (mean ± sd over seeds) with the floor and a uniform guess.
+
+    Parameters
+    ----------
+    curves : DataFrame
+        Columns ``attention, seed, step, loss``.
+    loss_floor : float
+        Best achievable mean loss (first-half targets are noise).
+    uniform : float
+        ``ln(vocab)``: the loss of a uniform guess.
+
+    Returns
+    -------
+    Figure
+        One axis titled "copy task: training loss (mean ± sd over N seeds)", x "step",
+        y "cross-entropy (nats)".
+    """
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sns.lineplot(data=curves, x="step", y="loss", hue="attention", errorbar="sd", ax=ax)
+    ax.axhline(loss_floor, color="k", ls=":", lw=1, label="floor (first half random)")
+    ax.axhline(uniform, color="grey", ls="--", lw=1, label="uniform guess")
+    ax.set(title=f"copy task: training loss (mean ± sd over {curves['seed'].nunique()} seeds)", xlabel="step",
+           ylabel="cross-entropy (nats)")
+    ax.legend()
+    return fig
+
+
+def copy_accuracy(final: pd.DataFrame, *, chance: float, intervals: Mapping[str, tuple] | None = None) -> Figure:
+    """Accuracy on the copied half per attention type: seeds as points, mean with its 95 % interval.
+
+    Parameters
+    ----------
+    final : DataFrame
+        Columns ``attention, seed, acc_copied, acc_copied_init``.
+    chance : float
+        ``1 / vocab`` (dotted line).
+    intervals : dict, optional
+        ``{attention: (lo, hi)}``: the 95 % interval of the mean over seeds (error bar).
+
+    Returns
+    -------
+    Figure
+        One axis titled "after training", x "attention", y "accuracy on the copied half".
+    """
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    types = list(dict.fromkeys(final["attention"]))
+    for i, a in enumerate(types):
+        sub = final[final["attention"] == a]
+        mean = float(sub["acc_copied"].mean())
+        ax.bar(i, mean, color=sns.color_palette("deep")[i], alpha=0.6, width=0.6)
+        if intervals and a in intervals:
+            lo, hi = intervals[a]
+            ax.errorbar(i, mean, yerr=[[mean - max(lo, 0.0)], [min(hi, 1.0) - mean]], color="k", capsize=5)
+        ax.scatter(np.full(len(sub), i) + np.linspace(-0.12, 0.12, len(sub)), sub["acc_copied"], color="k", s=14,
+                   zorder=3, label="seed" if i == 0 else None)
+        ax.scatter(i, float(sub["acc_copied_init"].mean()), marker="x", color="tab:red", zorder=3,
+                   label="at init (mean)" if i == 0 else None)
+    ax.axhline(chance, color="k", ls=":", lw=1, label="chance")
+    ax.set_xticks(range(len(types)), types)
+    ax.set(ylim=(0, 1.02), xlabel="attention", ylabel="accuracy on the copied half", title="after training")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def cost_per_step(cost: pd.DataFrame, *, device: str, memory_kind: str) -> Figure:
+    """Time and memory per training step of each attention type.
+
+    Parameters
+    ----------
+    cost : DataFrame
+        Index attention type; columns ``ms_per_step``, ``memory_MiB``.
+
+    Returns
+    -------
+    Figure
+        Two axes: "time per step (device)" (y "ms / step (median)") and
+        "memory per step (kind)" (y "MiB").
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    sns.barplot(x=list(cost.index), y=cost["ms_per_step"].to_numpy(float), ax=axes[0])
+    axes[0].set(ylabel="ms / step (median)", xlabel="attention", title=f"time per step ({device})")
+    sns.barplot(x=list(cost.index), y=cost["memory_MiB"].to_numpy(float), ax=axes[1])
+    axes[1].set(ylabel="MiB", xlabel="attention", title=f"memory per step ({memory_kind})")
+    fig.tight_layout()
+    return fig

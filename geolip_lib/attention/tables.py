@@ -1,0 +1,187 @@
+"""Tables and interval helpers of the attention notebooks (12, 13, 14).
+
+Pure functions from recorded results to :class:`pandas.DataFrame` (shown with
+``job.table``) or to the per-item / per-seed samples a headline interval needs.
+
+* notebook 12 (constellation relay): :func:`depth_table`, :func:`interval_table`;
+* notebook 13 (head_dim vs CV): :func:`profiles_long`, :func:`accuracy_frame`,
+  :func:`head_means`, :func:`summary_table`, :func:`table_cells`,
+  :func:`per_seed_means`, :func:`band_count`;
+* notebook 14 (triple-product attention): :func:`copy_runs_frame`, :func:`loss_curves_frame`,
+  :func:`example_sequences`;
+* :func:`proportion_interval`: a Wilson score interval of ``k`` successes in ``n``.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..metrics.intervals import Interval, format_value
+
+__all__ = ["depth_table", "interval_table", "profiles_long", "accuracy_frame", "head_means", "summary_table",
+           "table_cells", "per_seed_means", "band_count", "proportion_interval", "copy_runs_frame",
+           "loss_curves_frame", "example_sequences", "CFG"]
+
+#: columns that identify a configuration of notebook 13
+CFG = ["dim", "heads", "head_dim"]
+
+
+# ------------------------------------------------------------------ shared
+def proportion_interval(k: int, n: int, *, level: float = 0.95, what: str = "items") -> Interval:
+    """Wilson score interval of a proportion ``k / n`` (``scipy.stats.binomtest``).
+
+    The right interval for a share of ``n`` items treated as independent draws (it stays
+    inside ``[0, 1]`` and is sensible at ``k = 0`` or ``k = n``, where a bootstrap collapses).
+    """
+    from scipy import stats
+
+    if n < 1:
+        return Interval(float("nan"), float("nan"), f"Wilson score interval, {k} of {n} {what}", level)
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return Interval(float(ci.low), float(ci.high), f"Wilson score interval, {k} of {n} {what}", level)
+
+
+def interval_table(rows: Mapping[str, Mapping[str, tuple]]) -> pd.DataFrame:
+    """``{row: {column: (value, Interval)}}`` -> a table of ``value [lo, hi]`` strings.
+
+    Each cell is printed at the precision its interval supports
+    (:func:`geolip_lib.metrics.intervals.format_value`).
+    """
+    return pd.DataFrame({r: {c: format_value(v, iv) for c, (v, iv) in cols.items()} for r, cols in rows.items()}).T
+
+
+# ------------------------------------------------------------------ notebook 12
+def depth_table(depth_rows: Sequence[Mapping], columns: Iterable[str] = ("cv_n", "cos_to_input", "eff_dim_sv_pr")):
+    """Depth sweep rows (``arch``, ``depth``, geometry) -> rows = depth, columns = ``quantity · arch``."""
+    df = pd.DataFrame(list(depth_rows))
+    wide = df.pivot(index="depth", columns="arch", values=list(columns))
+    wide.columns = [f"{q} · {a}" for q, a in wide.columns]
+    return wide
+
+
+# ------------------------------------------------------------------ notebook 13
+def profiles_long(runs: Sequence[Mapping]) -> pd.DataFrame:
+    """Every CV of every run of :func:`~geolip_lib.attention.head_dim_run`, one row each.
+
+    Columns ``dim, heads, head_dim, seed, phase, key, cv`` and ``group`` (the key with a
+    trailing ``_h<i>`` replaced by ``_h*``, so per-head keys of one run can be averaged).
+    """
+    long = pd.DataFrame([
+        {"dim": r["dim"], "heads": r["n_heads"], "head_dim": r["head_dim"], "seed": r["seed"], "phase": phase,
+         "key": k, "cv": v}
+        for r in runs for phase in ("pre", "mid", "post") for k, v in r[phase].items()
+    ])
+    long["cv"] = long.cv.astype(float)
+    long["group"] = long.key.str.replace(r"_h\d+$", "_h*", regex=True)
+    return long
+
+
+def accuracy_frame(runs: Sequence[Mapping]) -> pd.DataFrame:
+    """One row per run: configuration, seed, training accuracy, last loss."""
+    return pd.DataFrame([{"dim": r["dim"], "heads": r["n_heads"], "head_dim": r["head_dim"], "seed": r["seed"],
+                          "acc": r["acc"], "loss_last": r["loss"]["last"]} for r in runs])
+
+
+def head_means(long: pd.DataFrame) -> pd.DataFrame:
+    """CV averaged over the heads of each run, per ``group`` (:func:`profiles_long`)."""
+    return long.groupby(["dim", "heads", "head_dim", "seed", "phase", "group"], as_index=False).cv.mean()
+
+
+def _band_mark(m: float, s: float, band: Sequence[float]) -> str:
+    from .mha_classifier import band_mark
+
+    return band_mark(m, s, tuple(band))
+
+
+def summary_table(long: pd.DataFrame, keys: Sequence[str], *, band: Sequence[float], phase: str = "post",
+                  delta: bool = False, acc: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows = configurations, cells = ``mean ± sd`` over seeds (``*``: mean inside ``band``).
+
+    Parameters
+    ----------
+    long : DataFrame
+        :func:`profiles_long`.
+    keys : sequence of str
+        CV keys, one column each.
+    phase : {"pre", "mid", "post"}
+        Which profile (ignored with ``delta``).
+    delta : bool
+        Cells are the change ``post − pre`` (signed, no band mark).
+    acc : DataFrame, optional
+        :func:`accuracy_frame`; adds an ``acc`` column (``mean ± sd`` over seeds).
+
+    Returns
+    -------
+    table : DataFrame
+        The display table (strings).
+    agg : DataFrame
+        ``dim, heads, head_dim, key, mean, std`` (the numbers behind each cell).
+    """
+    src = long[long.key.isin(keys)]
+    if delta:
+        wide = src.pivot_table(index=CFG + ["seed", "key"], columns="phase", values="cv")
+        vals = (wide["post"] - wide["pre"]).rename("cv").reset_index()
+    else:
+        vals = src[src.phase == phase]
+    agg = vals.groupby(CFG + ["key"]).cv.agg(["mean", "std"]).reset_index()
+    if delta:
+        cells = ["N/A" if m != m else f"{m:+.4f} ± {s:.4f}" for m, s in zip(agg["mean"], agg["std"])]
+    else:
+        cells = [_band_mark(m, s, band) for m, s in zip(agg["mean"], agg["std"])]
+    agg["cell"] = cells
+    table = agg.pivot(index=CFG, columns="key", values="cell")[list(keys)]
+    if acc is not None:
+        a = acc.groupby(CFG).acc.agg(["mean", "std"])
+        table["acc"] = [f"{m:.1%} ± {s:.1%}" for m, s in zip(a["mean"], a["std"])]
+    return table, agg.drop(columns="cell")
+
+
+def table_cells(agg: pd.DataFrame) -> dict:
+    """``{"D<dim>_H<heads>": {key: {"mean", "std"}}}`` of a :func:`summary_table` ``agg``."""
+    return {f"D{d}_H{h}": {k: {"mean": m, "std": s} for k, m, s in zip(sub.key, sub["mean"], sub["std"])}
+            for (d, h), sub in agg.groupby(["dim", "heads"])}
+
+
+def per_seed_means(head_mean: pd.DataFrame, phase: str, group: str) -> pd.Series:
+    """Per seed: the CV of ``group`` in ``phase`` averaged over configurations (and heads).
+
+    The items of :func:`geolip_lib.metrics.intervals.over_seeds`: each seed is one full
+    repetition (data, init, training). With every configuration present for every seed
+    their mean equals the mean over all (configuration, seed) rows.
+    """
+    sub = head_mean[(head_mean.phase == phase) & (head_mean.group == group)]
+    return sub.groupby("seed").cv.mean()
+
+
+def band_count(aggs: Iterable[pd.DataFrame], band: Sequence[float]) -> tuple[int, int]:
+    """``(k, n)``: table cells whose seed mean lies inside ``band``, of all defined cells."""
+    means = pd.concat(list(aggs))["mean"].astype(float)
+    means = means[np.isfinite(means)]
+    return int(means.between(*band).sum()), int(len(means))
+
+
+# ------------------------------------------------------------------ notebook 14
+def copy_runs_frame(runs: Mapping[str, Sequence[Mapping]], attn_types: Sequence[str] = ("standard", "triple")):
+    """One row per (attention type, seed) of :func:`~geolip_lib.attention.train_comparison`."""
+    return pd.DataFrame([
+        {"attention": a, "seed": r["seed"], "acc_copied": r["acc_copied"], "acc_first_half": r["acc_first_half"],
+         "acc_copied_init": r["acc_copied_init"], "final_loss": r["loss"][-1], "n_params": r["n_params"],
+         "memory_bytes": r["memory_bytes"], "memory_kind": r["memory_kind"], "ms_per_step": r["ms_per_step"]}
+        for a in attn_types for r in runs[a]
+    ])
+
+
+def loss_curves_frame(runs: Mapping[str, Sequence[Mapping]], attn_types: Sequence[str] = ("standard", "triple")):
+    """Long table of the logged training losses: ``attention, seed, step, loss``."""
+    return pd.DataFrame([
+        {"attention": a, "seed": r["seed"], "step": s, "loss": l}
+        for a in attn_types for r in runs[a] for s, l in zip(r["loss_steps"], r["loss"])
+    ])
+
+
+def example_sequences(x, y, mask) -> pd.DataFrame:
+    """The first copy-task sequence as a table: rows inputs / targets / copied, one column per position."""
+    return pd.DataFrame({"inputs": list(x[0].tolist()), "targets": list(y[0].tolist()),
+                         "copied (scored)": [int(v) for v in mask.tolist()]}).T.rename_axis(columns="position")
