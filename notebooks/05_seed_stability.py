@@ -22,7 +22,9 @@
 # seeds and report mean ± std [min, max] per metric, plus invariant checks (how much the
 # pentachoron CV and the correlations move between seeds; whether the encoder beats the
 # static embeddings in every seed). A null battery with the entries' synsets shuffled runs
-# beside each seed.
+# beside each seed. Each seed is one full repetition, so the 95 % interval of a mean over
+# seeds is the Student-t interval over the seeds, and that of a spread over seeds the
+# chi-square interval of a normal sample's standard deviation.
 #
 # **Seed.** 001 §3 ("50-Seed Stability Test"). The seed spent its time in ~10 M NLTK
 # calls; here path similarity comes from the exact vectorized engine and cosines from one
@@ -51,29 +53,24 @@ ENCODING_CACHE = True  # reuse encodings of identical entries (notebooks 04 and 
 # %%
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
-import seaborn as sns
-from tqdm.auto import tqdm
 
-from geolip_lib import lexical, models, plotting, results
+from geolip_lib import lexical, results, runtime
 from geolip_lib.lexical import alignment as A
+from geolip_lib.lexical import plots, tables
 
-NOTEBOOK = "05_seed_stability"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
-lm = models.load(MODEL)
+job = runtime.start("05_seed_stability", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
+lm = job.lm
 if not lm.is_text or lm.tokenizer is None:
     raise ValueError(f"MODEL: {MODEL} ({lm.family}) has no tokenizer; this notebook needs a text model")
-lx = lexical.load_lexicon()
-engine = lexical.get_engine()
+lx, engine = lexical.load_lexicon(), lexical.get_engine()
 metrics: dict = {}
 
 # %% [markdown]
 # ## 1. Encode once
 #
-# Match WordNet lemmas to single tokens and encode every kept definition (as in notebook 04).
+# Match WordNet lemmas to single tokens and encode every kept definition (as in notebook 04;
+# with the same `SEED`, `MAX_ENTRIES` and `ENCODING_CACHE` the encodings come from its cache).
 
 # %%
 t0 = time.perf_counter()
@@ -83,17 +80,18 @@ if MAX_ENTRIES is not None and MAX_ENTRIES < len(matched_all):
     m = matched_all.subset(sel)
 else:
     m = matched_all
+
+# %%
 prompt = PROMPT if PROMPT is not None else lexical.prompt_for(lm.family)
 E = lexical.definition_representations(lm, m.definitions, prompt=prompt, pooling=POOLING,
                                        batch_size=BATCH_SIZE, max_length=MAX_LENGTH, cache=ENCODING_CACHE)
 S = lexical.static_representations(lm, m.token_ids)
 Sn, En = A.normalize(S), A.normalize(E)
 chains = A.hypernym_chains(m.synset_ids, lx)
-t_encode = time.perf_counter() - t0
 metrics["setup"] = {"n_matched": len(matched_all), "n_used": len(m), "n_chains": len(chains),
                     "prompt": prompt, "pooling": POOLING}
-print(f"matched and encoded in {t_encode:.1f} s")
-metrics["setup"]
+print(f"{len(m)} of {len(matched_all)} matched entries encoded ({prompt!r}, {POOLING} pooling), "
+      f"{len(chains)} hypernym chains, in {time.perf_counter() - t0:.1f} s.")
 
 # %% [markdown]
 # ## 2. The battery, once per seed
@@ -101,109 +99,89 @@ metrics["setup"]
 # Per seed: `N_REL_SAMPLE` entries, `N_PAIRS_PER` pairs among them (path similarity vs
 # cosine: Pearson, Spearman, high band ≥ 0.25 and low band < 0.10), `N_SIMP_PER` pentachora
 # over all entries (CV per space, per-simplex volume correlation), `N_CHAINS` hypernym
-# chains (cosine at depths `DEPTHS`).
+# chains (cosine at depths `DEPTHS`). The shuffled null permutes synsets only: pentachora
+# and chains are those of the model, so only its relational metrics are kept.
 
 # %%
 kw = dict(n_rel=N_REL_SAMPLE, n_pairs=N_PAIRS_PER, n_simplices=N_SIMP_PER, n_chains=N_CHAINS,
           depths=tuple(DEPTHS), engine=engine, static_n=Sn, enc_n=En)
 per_seed, per_seed_null = [], []
 t0 = time.perf_counter()
-for s in tqdm(range(SEED, SEED + N_SEEDS), desc="seeds"):
+for s in range(SEED, SEED + N_SEEDS):
     per_seed.append(A.seed_battery(m.synset_ids, S, E, chains, s, **kw))
     if NULL_BASELINE:
         perm = np.random.default_rng(10_000 + s).permutation(len(m))
-        per_seed_null.append(A.seed_battery(m.synset_ids[perm], S, E, chains, s, **kw))
+        null = A.seed_battery(m.synset_ids[perm], S, E, chains, s, **kw)
+        per_seed_null.append({k: null[k] for k in A.RELATIONAL_KEYS})
 t_seeds = time.perf_counter() - t0
-summary = A.summarize_seeds(per_seed)
-# the shuffled null permutes synsets only: pentachora and chains are those of the model, so
-# only the relational metrics (correlations, bands) are reported for it
-RELATIONAL = ("enc_pearson", "enc_spearman", "static_pearson", "static_spearman", "band_high_enc", "band_low_enc",
-              "band_high_static", "band_low_static", "gradient_enc", "gradient_static", "n_pairs_valid")
-per_seed_null = [{k: r[k] for k in RELATIONAL} for r in per_seed_null]
-summary_null = A.summarize_seeds(per_seed_null) if per_seed_null else {}
-print(f"{N_SEEDS} seeds in {t_seeds:.1f} s ({t_seeds / N_SEEDS:.2f} s/seed, null battery {'on' if NULL_BASELINE else 'off'})")
+summary, summary_null = A.summarize_seeds(per_seed), (A.summarize_seeds(per_seed_null) if per_seed_null else {})
+seed_iv, seed_iv_null = A.seed_intervals(per_seed), A.seed_intervals(per_seed_null)
+print(f"{N_SEEDS} seeds in {t_seeds:.1f} s ({t_seeds / N_SEEDS:.2f} s per seed; "
+      f"shuffled-synset null {'on' if NULL_BASELINE else 'off'}).")
 
 # %% [markdown]
-# ## 3. Stability report: mean ± std [min, max]
+# ## 3. Stability report
+#
+# Per metric: the mean over seeds with its 95 % t interval, the spread (population std,
+# min, max) and the shuffled-synset null's mean with its interval.
 
 # %%
-def fmt(d):
-    return "n/a" if d["mean"] is None else f"{d['mean']:.6f} ± {d['std']:.6f} [{d['min']:.6f}, {d['max']:.6f}]"
-
-
-table = pd.DataFrame({"metric": list(summary), "value": [fmt(v) for v in summary.values()],
-                      "shuffled-synset null": [fmt(summary_null[k]) if k in summary_null else "" for k in summary]})
-table
+job.table(tables.seed_summary(summary, seed_iv, summary_null, seed_iv_null),
+          caption=f"WordNet battery over {N_SEEDS} seeds", formats={"seeds": "{:.0f}"})
 
 # %% [markdown]
 # ## 4. Invariant checks
 #
 # The coefficient of variation across seeds (std/mean, %) of the pentachoron CVs and the
-# encoder Pearson correlation (the seed's check), and sign consistencies across seeds.
+# encoder Pearson correlation (the seed's check; interval: the chi-square interval of the
+# std over seeds, divided by the mean), and sign consistencies across seeds.
 
 # %%
-def cv_percent(key):
-    v = np.asarray([r[key] for r in per_seed], dtype=np.float64)
-    v = v[np.isfinite(v)]
-    return float(100 * v.std() / abs(v.mean())) if len(v) and v.mean() != 0 else float("nan")
-
-
-def fraction(pred):
-    return float(np.mean([bool(pred(r)) for r in per_seed]))
-
-
-invariants = {
-    "enc_cv_cv_percent": cv_percent("enc_cv"),
-    "static_cv_cv_percent": cv_percent("static_cv"),
-    "enc_pearson_cv_percent": cv_percent("enc_pearson"),
-    "frac_seeds_enc_pearson_gt_static": fraction(lambda r: r["enc_pearson"] > r["static_pearson"]),
-    "frac_seeds_enc_gradient_positive": fraction(lambda r: r["gradient_enc"] > 0),
-    "frac_seeds_enc_hyp_decay_positive": fraction(lambda r: r.get("hyp_decay_enc", np.nan) > 0),
-    "frac_seeds_enc_pearson_gt_null": (float(np.mean([a["enc_pearson"] > b["enc_pearson"]
-                                                      for a, b in zip(per_seed, per_seed_null)]))
-                                       if per_seed_null else None),
-}
-metrics["invariants"] = invariants
-metrics["summary"] = summary
-metrics["summary_null"] = summary_null
-metrics["per_seed"] = per_seed
-invariants
+invariants = A.seed_invariants(per_seed, per_seed_null)
+inv_iv = {f"{k}_cv_percent": A.spread_interval([r[k] for r in per_seed], relative=True)
+          for k in ("enc_cv", "static_cv", "enc_pearson")}
+metrics.update({"invariants": invariants, "summary": summary, "summary_null": summary_null, "per_seed": per_seed})
+metrics["intervals"] = {"over_seeds": {k: iv.as_dict() for k, iv in seed_iv.items()},
+                        "over_seeds_null": {k: iv.as_dict() for k, iv in seed_iv_null.items()},
+                        "cv_percent": {k: iv.as_dict() for k, iv in inv_iv.items()}}
+job.table(tables.interval_table(tables.interval_rows({"model": (invariants, inv_iv)}, list(invariants))),
+          caption="Invariants across seeds (fractions are counts over seeds: no interval)")
 
 # %% [markdown]
-# ## 5. Figure: per-seed distributions
+# ## 5. Figures: per-seed distributions and means with their intervals
 
 # %%
-keys = ["enc_pearson", "static_pearson", "enc_spearman", "static_spearman", "enc_cv", "static_cv",
+KEYS = ["enc_pearson", "static_pearson", "enc_spearman", "static_spearman", "enc_cv", "static_cv",
         "gradient_enc", "gradient_static"]
-long = pd.DataFrame([{"metric": k, "value": r[k], "battery": "model"} for r in per_seed for k in keys] +
-                    [{"metric": k, "value": r[k], "battery": "shuffled null"} for r in per_seed_null
-                     for k in keys if k in r])
-fig, ax = plt.subplots(figsize=(12, 5))
-sns.stripplot(data=long, x="metric", y="value", hue="battery", dodge=True, ax=ax, size=4)
-ax.axhline(0, color="k", lw=0.5)
-ax.set_title(f"{MODEL}: WordNet battery over {N_SEEDS} seeds")
-ax.tick_params(axis="x", rotation=30)
-fig.tight_layout()
-plotting.savefig(fig, out, "seed_stability")
+job.figure(plots.seed_stability(per_seed, per_seed_null, KEYS, title=f"{MODEL}: WordNet battery over {N_SEEDS} seeds"),
+           "seed_stability", key=True)
+iv_rows = tables.interval_rows({"model": ({k: v["mean"] for k, v in summary.items()}, seed_iv),
+                                "shuffled null": ({k: v["mean"] for k, v in summary_null.items()}, seed_iv_null)}, KEYS)
+job.figure(plots.interval_forest(iv_rows, title=f"{MODEL}: mean over {N_SEEDS} seeds (95 % t interval)",
+                                 xlabel="mean over seeds"), "seed_means", key=True)
 
 # %% [markdown]
 # ## Results
+#
+# Means over seeds with their t intervals; spreads over seeds with their chi-square
+# intervals; beside the shuffled-synset null where it applies.
 
 # %%
-def mean_of(summ, k):
-    return summ.get(k, {}).get("mean") if summ else None
-
-
+enc_r, null_r = [r["enc_pearson"] for r in per_seed], [r["enc_pearson"] for r in per_seed_null]
+sn = summary_null.get("enc_pearson")  # None without the null battery
 headline = {
-    "seeds_enc_pearson": results.headline(summary["enc_pearson"]["mean"], baseline=mean_of(summary_null, "enc_pearson"),
-                                          baseline_kind="shuffled", label="encoder r, mean over seeds"),
-    "seeds_enc_pearson_std": results.headline(summary["enc_pearson"]["std"], label="encoder r, std over seeds"),
-    "seeds_enc_cv": results.headline(summary["enc_cv"]["mean"], label="encoder pentachoron CV, mean"),
-    "seeds_enc_cv_cv_percent": results.headline(invariants["enc_cv_cv_percent"], label="encoder CV variation (%)"),
+    "seeds_enc_pearson": results.headline(summary["enc_pearson"]["mean"], interval=seed_iv["enc_pearson"],
+        nulls={"shuffled": {"value": sn["mean"], "interval": seed_iv_null["enc_pearson"]}} if sn else None,
+        label="encoder r, mean over seeds"),
+    "seeds_enc_pearson_std": results.headline(summary["enc_pearson"]["std"], interval=A.spread_interval(enc_r),
+        nulls={"shuffled": {"value": sn["std"], "interval": A.spread_interval(null_r)}} if sn else None,
+        label="encoder r, std over seeds"),
+    "seeds_enc_cv": results.headline(summary["enc_cv"]["mean"], interval=seed_iv["enc_cv"], label="encoder pentachoron CV, mean",
+        note="No null here: shuffling synsets leaves the geometry unchanged (notebook 04 has the random-init CV)."),
+    "seeds_enc_cv_cv_percent": results.headline(invariants["enc_cv_cv_percent"], interval=inv_iv["enc_cv_cv_percent"],
+                                                label="encoder CV variation (%)"),
 }
-results.record(out, metrics, notebook=NOTEBOOK, model=MODEL, headline=headline,
-               parameters={"SEED": SEED, "N_SEEDS": N_SEEDS, "MAX_ENTRIES": MAX_ENTRIES, "N_REL_SAMPLE": N_REL_SAMPLE,
-                           "N_PAIRS_PER": N_PAIRS_PER, "N_SIMP_PER": N_SIMP_PER, "N_CHAINS": N_CHAINS})
+job.finish(metrics, headline)
 
 # %% [markdown]
 # ## References

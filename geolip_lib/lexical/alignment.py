@@ -199,7 +199,9 @@ def relational_pairs(synset_ids: np.ndarray, static_n: np.ndarray, enc_n: np.nda
     """Path similarity and pair cosines for random pairs among the entries ``rel_idx``.
 
     Returns ``sims``, ``static_cos``, ``enc_cos`` (pairs where NLTK's path similarity is
-    defined) and ``n_drawn``.
+    defined), ``pi`` and ``pj`` (the two entries of each kept pair, as positions in
+    ``rel_idx``: what :func:`pair_correlation_interval` resamples), ``n_entries``
+    (``len(rel_idx)``) and ``n_drawn``.
     """
     eng = engine or get_engine()
     pi, pj = sample_pairs(len(rel_idx), n_pairs, rng)
@@ -210,7 +212,7 @@ def relational_pairs(synset_ids: np.ndarray, static_n: np.ndarray, enc_n: np.nda
     Gs = s_sub @ s_sub.T
     Ge = e_sub @ e_sub.T
     return {"sims": sims[ok], "static_cos": Gs[pi[ok], pj[ok]], "enc_cos": Ge[pi[ok], pj[ok]],
-            "n_drawn": int(len(pi))}
+            "pi": pi[ok], "pj": pj[ok], "n_entries": int(len(rel_idx)), "n_drawn": int(len(pi))}
 
 
 def simplex_volumes(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -221,12 +223,17 @@ def simplex_volumes(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.where(sq > 0, np.sqrt(np.maximum(sq, 0)), np.nan)
 
 
-def pentachoron_pair(static: np.ndarray, enc: np.ndarray, n_simplices: int, seed: int) -> dict:
+def pentachoron_pair(static: np.ndarray, enc: np.ndarray, n_simplices: int, seed: int, *,
+                     return_volumes: bool = False):
     """Pentachoron CV of both spaces on the same random simplices + per-simplex volume correlation.
 
     ``seed`` must be an int: both spaces are sampled with ``default_rng(seed)``, i.e. on
     the same vertex sets (the seed correlated misaligned lists after dropping invalid
     simplices separately; here only simplices valid in both spaces are paired).
+
+    With ``return_volumes=True`` the result is ``(summary, volumes)``: ``volumes`` holds
+    ``"static"`` and ``"encoder"``, the ``(n_simplices,)`` volumes of each space (NaN where
+    that space's simplex is degenerate), which the bootstrap intervals and the figures use.
     """
     if not isinstance(seed, (int, np.integer)):
         raise ValueError(f"seed: expected an int (both spaces must draw the same simplices), got {type(seed).__name__}")
@@ -239,9 +246,10 @@ def pentachoron_pair(static: np.ndarray, enc: np.ndarray, n_simplices: int, seed
     ve = np.full(n_simplices, np.nan)
     vs[rs.valid], ve[re.valid] = rs.volumes, re.volumes
     corr = float(np.corrcoef(vs[both], ve[both])[0, 1]) if both.sum() >= 3 else float("nan")
-    return {"static_cv": rs.cv, "encoder_cv": re.cv, "static_vol_mean": rs.mean, "encoder_vol_mean": re.mean,
-            "n_valid_static": rs.n_valid, "n_valid_encoder": re.n_valid, "n_valid_both": int(both.sum()),
-            "volume_corr": corr, "_static_volumes": vs[both], "_encoder_volumes": ve[both]}
+    summary = {"static_cv": rs.cv, "encoder_cv": re.cv, "static_vol_mean": rs.mean, "encoder_vol_mean": re.mean,
+               "n_valid_static": rs.n_valid, "n_valid_encoder": re.n_valid, "n_valid_both": int(both.sum()),
+               "volume_corr": corr}
+    return (summary, {"static": vs, "encoder": ve}) if return_volumes else summary
 
 
 def seed_battery(synset_ids: np.ndarray, static: np.ndarray, enc: np.ndarray, chains: Chains, seed: int, *,
@@ -294,3 +302,210 @@ def summarize_seeds(per_seed: list[dict]) -> dict:
                    "max": float(v.max()), "n": int(len(v))} if len(v) else
                   {"mean": None, "std": None, "min": None, "max": None, "n": 0})
     return out
+
+
+# ---------------------------------------------------------------- intervals of the battery's numbers
+#: metrics of :func:`seed_battery` that the shuffled-synset null changes (it permutes synsets only:
+#: pentachora and hypernym chains are the model's own, so only relational metrics are a null)
+RELATIONAL_KEYS = ("enc_pearson", "enc_spearman", "static_pearson", "static_spearman", "band_high_enc",
+                   "band_low_enc", "band_high_static", "band_low_static", "gradient_enc", "gradient_static",
+                   "n_pairs_valid")
+
+
+def _tie_groups(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``order`` (argsort of x), ``starts`` (first sorted position of each run of equal values)
+    and ``gid`` (each item's run, in the original order)."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    new = np.r_[True, xs[1:] != xs[:-1]]
+    gid = np.empty(len(x), dtype=np.int64)
+    gid[order] = np.cumsum(new) - 1
+    return order, np.flatnonzero(new), gid
+
+
+def _weighted_ranks(C: np.ndarray, order: np.ndarray, starts: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties averaged) of each item in the sample where item ``p`` occurs
+    ``C[b, p]`` times -> (b, P); equals ``scipy.stats.rankdata`` when ``C`` is all ones."""
+    cum = np.cumsum(C[:, order], axis=1)[:, np.r_[starts[1:], C.shape[1]] - 1]  # count up to each run's end
+    gsum = np.diff(cum, axis=1, prepend=0.0)  # count of each run
+    return (cum - (gsum - 1) / 2)[:, gid]  # mean of the ranks cum - gsum + 1 ... cum
+
+
+def _weighted_pearson(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Pearson r of ``a`` and ``b`` (each (P,) or (B, P)) with item counts ``C`` (B, P) -> (B,)."""
+    def wsum(u):  # sum_p C[b, p] u[(b,) p], a matrix-vector product when u is shared by the rows
+        return C @ u if u.ndim == 1 else np.einsum("bp,bp->b", C, u)
+
+    n = C.sum(1)
+    ma, mb = wsum(a) / n, wsum(b) / n
+    cov = wsum(a * b) / n - ma * mb
+    return cov / np.sqrt((wsum(a * a) / n - ma ** 2) * (wsum(b * b) / n - mb ** 2))
+
+
+def weighted_pair_correlation(pi, pj, x, y, method: str = "pearson"):
+    """Weighted statistic for ``metrics.intervals.bootstrap_weighted``: the correlation of
+    ``x`` and ``y`` over pairs of entries, on a resample of the *entries*.
+
+    The battery samples entries, then random pairs among them; pairs share entries, so the
+    entries are what is resampled. A resample gives entry ``i`` a count ``w_i`` and pair
+    ``(i, j)`` (``i != j``) the count ``w_i w_j`` (pairs of distinct draws; the same entry
+    drawn twice is not a pair, as self-pairs are dropped in the battery). Pearson is the
+    weighted Pearson r; Spearman ranks each resample with ties averaged (as
+    ``scipy.stats.spearmanr``) from one sort of ``x`` and of ``y``. At ``w = 1`` both equal
+    :func:`correlations`.
+
+    Parameters
+    ----------
+    pi, pj : array of int, shape (P,)
+        The two entries of each pair (positions among the sampled entries).
+    x, y : array, shape (P,)
+        The paired values (path similarity, pair cosine).
+    method : {"pearson", "spearman"}
+    """
+    if method not in ("pearson", "spearman"):
+        raise ValueError(f"method: expected 'pearson' or 'spearman', got {method!r}")
+    pi, pj = np.asarray(pi, dtype=np.int64), np.asarray(pj, dtype=np.int64)
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    tx = ty = None
+    if method == "spearman":  # pairs in the order of y: its ranks then need no scattered reads
+        o = np.argsort(y, kind="stable")
+        pi, pj, x, y = pi[o], pj[o], x[o], y[o]
+        tx, ty = _tie_groups(x), _tie_groups(y)
+
+    def stat(W: np.ndarray) -> np.ndarray:
+        C = W[:, pi] * W[:, pj]
+        if method == "pearson":
+            return _weighted_pearson(x, y, C)
+        return _weighted_pearson(_weighted_ranks(C, *tx), _weighted_ranks(C, *ty), C)
+
+    return stat
+
+
+def pair_correlation_interval(rp: dict, key: str, method: str = "pearson", *, n_boot: int = 1000, seed: int = 0):
+    """95 % interval of the correlation of path similarity with ``rp[key]`` (``"enc_cos"`` or
+    ``"static_cos"``) for the pairs of :func:`relational_pairs`: a percentile bootstrap over
+    the sampled entries (each resampled entry brings its pairs along; see
+    :func:`weighted_pair_correlation`). The same ``seed`` gives every call the same resamples.
+    """
+    from ..metrics import intervals
+
+    stat = weighted_pair_correlation(rp["pi"], rp["pj"], rp["sims"], rp[key], method)
+    return intervals.bootstrap_weighted(rp["n_entries"], stat, n_boot=n_boot, seed=seed, batch=20,
+                                        what=f"entries with their pairs ({len(rp['sims'])} pairs)")
+
+
+def relational_intervals(rp: dict, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                         batch: int = 20) -> dict:
+    """``{static_pearson, static_spearman, encoder_pearson, encoder_spearman: Interval}`` for the
+    pairs of :func:`relational_pairs`, all four from the same entry resamples.
+
+    The resampling is :func:`pair_correlation_interval`'s (multinomial entry counts, pair
+    counts ``w_i w_j``, percentile interval, the draws of ``metrics.intervals.bootstrap_weighted``
+    with the same ``seed`` and ``batch``), but each resample's pair counts and the ranks of
+    path similarity are computed once for the four statistics instead of four times
+    (``bootstrap_weighted`` takes one statistic at a time).
+    """
+    from ..metrics.intervals import Interval
+
+    n, sims = rp["n_entries"], np.asarray(rp["sims"], np.float64)
+    pi, pj = np.asarray(rp["pi"], np.int64), np.asarray(rp["pj"], np.int64)
+    label = f"bootstrap percentile, {n_boot} resamples of {n} entries with their pairs ({len(sims)} pairs)"
+    keys = [f"{sp}_{m}" for sp in ("static", "encoder") for m in ("pearson", "spearman")]
+    if n < 3 or len(sims) < 3:
+        return {k: Interval(float("nan"), float("nan"), label, level) for k in keys}
+    ys = {sp: np.asarray(rp[k], np.float64) for sp, k in (("static", "static_cos"), ("encoder", "enc_cos"))}
+    tx = _tie_groups(sims)
+    orders = {sp: np.argsort(y, kind="stable") for sp, y in ys.items()}
+    ty = {sp: _tie_groups(y[orders[sp]]) for sp, y in ys.items()}  # ties of y, in y's sorted order
+    rng, vals = np.random.default_rng(seed), {k: [] for k in keys}
+    for start in range(0, n_boot, batch):
+        W = rng.multinomial(n, np.full(n, 1.0 / n), size=min(batch, n_boot - start)).astype(np.float64)
+        C = W[:, pi] * W[:, pj]
+        rx = _weighted_ranks(C, *tx)
+        for sp, y in ys.items():
+            o = orders[sp]
+            vals[f"{sp}_pearson"].append(_weighted_pearson(sims, y, C))
+            Co = C[:, o]
+            vals[f"{sp}_spearman"].append(_weighted_pearson(rx[:, o], _weighted_ranks(Co, *ty[sp]), Co))
+    a, out = (1 - level) / 2, {}
+    for k, v in vals.items():
+        v = np.concatenate(v)
+        v = v[np.isfinite(v)]
+        out[k] = (Interval(float(np.quantile(v, a)), float(np.quantile(v, 1 - a)), label, level) if len(v) >= 2
+                  else Interval(float("nan"), float("nan"), label, level))
+    return out
+
+
+def pentachoron_intervals(volumes: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Bootstrap intervals over the simplices of :func:`pentachoron_pair`'s volumes:
+    ``static_cv`` and ``encoder_cv`` (each over its space's valid simplices, BCa) and
+    ``volume_corr`` (the simplices valid in both, each resampled with both its volumes)."""
+    from ..alignment import paired_pearson
+    from ..metrics import intervals
+
+    vs, ve = np.asarray(volumes["static"], np.float64), np.asarray(volumes["encoder"], np.float64)
+    both = np.isfinite(vs) & np.isfinite(ve)
+    return {"static_cv": intervals.bootstrap(vs, intervals.cv, n_boot=n_boot, seed=seed, what="simplices"),
+            "encoder_cv": intervals.bootstrap(ve, intervals.cv, n_boot=n_boot, seed=seed, what="simplices"),
+            "volume_corr": intervals.bootstrap(np.column_stack([vs[both], ve[both]]), paired_pearson, n_boot=n_boot,
+                                               seed=seed, what="simplices (paired volumes)")}
+
+
+def spread_interval(values, *, relative: bool = False, level: float = 0.95):
+    """Interval of the standard deviation over seeds: the chi-square interval for a normal
+    sample's sigma, ``s·sqrt((n−1)/χ²)`` with ``s`` the ddof=1 std.
+
+    ``relative=True`` divides by ``|mean|`` and multiplies by 100 (the CV across seeds in %,
+    the mean treated as fixed: it is known far better than the spread).
+    """
+    from scipy import stats
+
+    from ..metrics.intervals import Interval
+
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    n = len(v)
+    label = f"chi-square interval of the std over {n} seeds" + (", / |mean| in %" if relative else "")
+    if n < 2:
+        return Interval(float("nan"), float("nan"), label, level)
+    s = float(v.std(ddof=1))
+    a = (1 - level) / 2
+    lo, hi = (s * np.sqrt((n - 1) / stats.chi2.ppf(q, n - 1)) for q in (1 - a, a))
+    scale = 100.0 / abs(float(v.mean())) if relative and v.mean() != 0 else 1.0
+    return Interval(float(lo * scale), float(hi * scale), label, level)
+
+
+def seed_intervals(per_seed: list[dict], keys=None) -> dict:
+    """``{metric: t interval of the mean over seeds}`` for the numeric metrics of ``per_seed``."""
+    from ..metrics.intervals import over_seeds
+
+    if not per_seed:
+        return {}
+    keys = keys or [k for k, v in per_seed[0].items() if isinstance(v, (int, float, np.floating))]
+    return {k: over_seeds([r.get(k, np.nan) for r in per_seed]) for k in keys}
+
+
+def seed_invariants(per_seed: list[dict], per_seed_null: list[dict] | None = None) -> dict:
+    """The §3 invariant checks: the CV across seeds (population std / |mean|, %) of the
+    pentachoron CVs and the encoder Pearson r, and the fraction of seeds where the encoder
+    beats the static embeddings, the distance gradient and the depth-1 − depth-5 decay are
+    positive, and the encoder r beats its shuffled-synset null (None without a null)."""
+
+    def cv_percent(key: str) -> float:
+        v = np.asarray([r[key] for r in per_seed], dtype=np.float64)
+        v = v[np.isfinite(v)]
+        return float(100 * v.std() / abs(v.mean())) if len(v) and v.mean() != 0 else float("nan")
+
+    def frac(flags) -> float:
+        return float(np.mean([bool(f) for f in flags]))
+
+    return {
+        "enc_cv_cv_percent": cv_percent("enc_cv"),
+        "static_cv_cv_percent": cv_percent("static_cv"),
+        "enc_pearson_cv_percent": cv_percent("enc_pearson"),
+        "frac_seeds_enc_pearson_gt_static": frac(r["enc_pearson"] > r["static_pearson"] for r in per_seed),
+        "frac_seeds_enc_gradient_positive": frac(r["gradient_enc"] > 0 for r in per_seed),
+        "frac_seeds_enc_hyp_decay_positive": frac(r.get("hyp_decay_enc", np.nan) > 0 for r in per_seed),
+        "frac_seeds_enc_pearson_gt_null": (frac(a["enc_pearson"] > b["enc_pearson"]
+                                                for a, b in zip(per_seed, per_seed_null)) if per_seed_null else None),
+    }

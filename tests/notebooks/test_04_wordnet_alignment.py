@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import nbformat
 import pytest
 
 pytestmark = pytest.mark.notebooks
@@ -50,3 +51,32 @@ def test_chains_lexnames_baselines_headline_figure(m04):
     assert h["wn_encoder_pearson"]["value"] == met["relational"]["encoder_pearson"]
     assert h["wn_encoder_pearson"]["baseline_kind"] == "shuffled" and not math.isnan(h["wn_encoder_cv"]["baseline"])
     assert (Path(m04["_job_dir"]) / "wordnet_geometry.png").stat().st_size > 10_000
+
+
+def test_headline_intervals_and_nulls(m04):
+    h, met = m04["headline"], m04["metrics"]
+    for key in ("wn_encoder_pearson", "wn_encoder_spearman", "wn_static_pearson", "wn_encoder_cv"):
+        iv = h[key]["interval"]
+        assert iv["lo"] <= h[key]["value"] <= iv["hi"] and iv["hi"] - iv["lo"] > 0, key
+    assert "entries with their pairs" in h["wn_encoder_pearson"]["interval"]["method"]
+    assert "simplices" in h["wn_encoder_cv"]["interval"]["method"]
+    for key in ("wn_encoder_pearson", "wn_encoder_spearman", "wn_static_pearson"):
+        assert set(h[key]["nulls"]) == {"shuffled", "random_init"}
+        for null in h[key]["nulls"].values():
+            assert null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"]
+    assert h["wn_encoder_pearson"]["nulls"]["shuffled"]["value"] == met["baselines"]["shuffled"]["encoder_pearson"]
+    assert h["wn_encoder_cv"]["nulls"]["random_init"]["value"] == met["baselines"]["random_init"]["encoder_cv"]
+    assert met["intervals"]["model"]["volume_corr"]["lo"] <= met["pentachoron"]["volume_corr"]
+
+
+def test_executed_notebook_shows_figures_and_no_partial_paths(m04):
+    job_dir = Path(m04["_job_dir"])
+    nb = nbformat.read(str(job_dir / "executed.ipynb"), as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    n_png = sum("image/png" in o.get("data", {}) for o in outputs)
+    assert len(m04["figures"]) == 3 and n_png >= len(m04["figures"])
+    assert sum(f["key"] for f in m04["figures"]) == 2
+    assert all((job_dir / f["file"]).exists() for f in m04["figures"])
+    text = "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
+    assert ".partial" not in text
+    assert all(h["interval"] is not None for h in m04["headline"].values() if h["value"] is not None)

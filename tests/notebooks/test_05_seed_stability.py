@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
+from scipy import stats
 
 pytestmark = pytest.mark.notebooks
 
@@ -38,3 +40,33 @@ def test_invariants_and_null(m05):
     assert met["summary_null"]["enc_pearson"]["n"] == 4
     assert m05["headline"]["seeds_enc_pearson"]["baseline_kind"] == "shuffled"
     assert (Path(m05["_job_dir"]) / "seed_stability.png").exists()
+
+
+def test_headline_intervals_over_seeds(m05):
+    h, met = m05["headline"], m05["metrics"]
+    v = np.array([r["enc_pearson"] for r in met["per_seed"]])
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    iv = h["seeds_enc_pearson"]["interval"]
+    assert iv["lo"] == pytest.approx(v.mean() - half) and iv["hi"] == pytest.approx(v.mean() + half)
+    assert "over 4 seeds" in iv["method"]
+    null = h["seeds_enc_pearson"]["nulls"]["shuffled"]
+    assert null["value"] == pytest.approx(met["summary_null"]["enc_pearson"]["mean"])
+    assert null["interval"]["lo"] < null["value"] < null["interval"]["hi"]
+    s = v.std(ddof=1)
+    sd = h["seeds_enc_pearson_std"]["interval"]
+    assert sd["lo"] == pytest.approx(s * np.sqrt(3 / stats.chi2.ppf(0.975, 3)))
+    assert sd["hi"] == pytest.approx(s * np.sqrt(3 / stats.chi2.ppf(0.025, 3)))
+    for key in ("seeds_enc_cv", "seeds_enc_cv_cv_percent"):
+        assert h[key]["interval"]["lo"] <= h[key]["value"] <= h[key]["interval"]["hi"]
+
+
+def test_executed_notebook_shows_figures_and_no_partial_paths(m05):
+    job_dir = Path(m05["_job_dir"])
+    nb = nbformat.read(str(job_dir / "executed.ipynb"), as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    n_png = sum("image/png" in o.get("data", {}) for o in outputs)
+    assert len(m05["figures"]) == 2 and n_png >= len(m05["figures"])
+    assert all(f["key"] for f in m05["figures"])
+    text = "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
+    assert ".partial" not in text
+    assert all(h["interval"] is not None for h in m05["headline"].values() if h["value"] is not None)

@@ -160,3 +160,81 @@ def test_seed_battery_identical_spaces_deterministic_and_seed_dependent(toy):
     v = summ["enc_pearson"]
     assert v["n"] == 2 and v["min"] <= v["mean"] <= v["max"]
     assert v["std"] == pytest.approx(abs(a["enc_pearson"] - b["enc_pearson"]) / 2)
+
+
+def _toy_pairs(seed: int, n: int = 40, n_pairs: int = 1500):
+    rng = np.random.default_rng(seed)
+    pi, pj = A.sample_pairs(n, n_pairs, rng)
+    x = rng.choice([0.05, 0.1, 0.2, 1 / 3, 0.5, 1.0], len(pi))  # few distinct values: ties, as path similarity
+    return rng, pi, pj, x, x + rng.normal(size=len(pi)), np.round(rng.normal(size=len(pi)), 1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_weighted_pair_correlation_equals_resample(seed):
+    """Counts w_i w_j on pairs == correlating the materialised resample (ties averaged)."""
+    from scipy.stats import spearmanr
+
+    rng, pi, pj, x, y, z = _toy_pairs(seed)
+    for yy in (y, z):
+        ones = np.ones((1, 40))
+        assert A.weighted_pair_correlation(pi, pj, x, yy, "pearson")(ones)[0] == pytest.approx(
+            A.correlations(x, yy)["pearson"], abs=1e-12)
+        assert A.weighted_pair_correlation(pi, pj, x, yy, "spearman")(ones)[0] == pytest.approx(
+            A.correlations(x, yy)["spearman"], abs=1e-12)
+        W = rng.multinomial(40, np.full(40, 1 / 40), size=3).astype(float)
+        got_p = A.weighted_pair_correlation(pi, pj, x, yy, "pearson")(W)
+        got_s = A.weighted_pair_correlation(pi, pj, x, yy, "spearman")(W)
+        for b, w in enumerate(W.astype(int)):
+            c = w[pi] * w[pj]
+            xr, yr = np.repeat(x, c), np.repeat(yy, c)
+            assert got_p[b] == pytest.approx(np.corrcoef(xr, yr)[0, 1], abs=1e-10)
+            assert got_s[b] == pytest.approx(spearmanr(xr, yr)[0], abs=1e-10)
+    with pytest.raises(ValueError, match="method"):
+        A.weighted_pair_correlation(pi, pj, x, y, "kendall")
+
+
+def test_relational_intervals_equal_single_statistic_intervals():
+    _, pi, pj, x, y, z = _toy_pairs(3)
+    rp = {"pi": pi, "pj": pj, "sims": x, "enc_cos": y, "static_cos": z, "n_entries": 40}
+    ivs = A.relational_intervals(rp, n_boot=200, seed=5)
+    assert set(ivs) == {"static_pearson", "static_spearman", "encoder_pearson", "encoder_spearman"}
+    for key, iv in ivs.items():
+        space, method = key.split("_")
+        one = A.pair_correlation_interval(rp, "enc_cos" if space == "encoder" else "static_cos", method,
+                                          n_boot=200, seed=5)
+        assert (iv.lo, iv.hi) == pytest.approx((one.lo, one.hi), abs=1e-12)
+        assert iv.method == one.method and "40 entries" in iv.method
+    r = A.correlations(x, y)["pearson"]
+    assert ivs["encoder_pearson"].lo < r < ivs["encoder_pearson"].hi
+
+
+@pytest.mark.filterwarnings("ignore:The BCa confidence interval")
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_pentachoron_pair_volumes_and_intervals():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 8))
+    summary, vols = A.pentachoron_pair(X, 2.0 * X, 150, 0, return_volumes=True)
+    assert not any(k.startswith("_") for k in summary)
+    assert summary == A.pentachoron_pair(X, 2.0 * X, 150, 0)
+    np.testing.assert_allclose(vols["encoder"], 16 * vols["static"])
+    ivs = A.pentachoron_intervals(vols, n_boot=200)
+    assert ivs["static_cv"].contains(summary["static_cv"]) and ivs["encoder_cv"].contains(summary["encoder_cv"])
+    assert ivs["volume_corr"].lo == pytest.approx(1.0)
+
+
+def test_spread_interval_and_seed_invariants():
+    from scipy import stats
+
+    v = np.array([0.30, 0.32, 0.29, 0.31])
+    iv = A.spread_interval(v)
+    s = v.std(ddof=1)
+    assert iv.lo == pytest.approx(s * np.sqrt(3 / stats.chi2.ppf(0.975, 3)))
+    assert iv.hi == pytest.approx(s * np.sqrt(3 / stats.chi2.ppf(0.025, 3)))
+    rel = A.spread_interval(v, relative=True)
+    assert rel.lo == pytest.approx(100 * iv.lo / v.mean()) and np.isnan(A.spread_interval([1.0]).lo)
+    per_seed = [{"enc_cv": c, "static_cv": 1.0, "enc_pearson": c, "static_pearson": 0.0, "gradient_enc": 1.0,
+                 "hyp_decay_enc": -1.0} for c in v]
+    inv = A.seed_invariants(per_seed, [{"enc_pearson": 0.31}] * 4)
+    assert inv["enc_cv_cv_percent"] == pytest.approx(100 * v.std() / v.mean())
+    assert inv["frac_seeds_enc_pearson_gt_static"] == 1.0 and inv["frac_seeds_enc_hyp_decay_positive"] == 0.0
+    assert inv["frac_seeds_enc_pearson_gt_null"] == 0.25 and A.seed_invariants(per_seed)["frac_seeds_enc_pearson_gt_null"] is None
