@@ -47,27 +47,25 @@ N_SIMPLICES = 300  # pentachora per CV check
 N_PAIRS = 5000  # random pairs for the relational correlations
 
 # %%
-from pathlib import Path
+from functools import partial
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 
-from geolip_lib import metrics, models, plotting, results
+from geolip_lib import metrics as M
 from geolip_lib import modulators as gm
+from geolip_lib import results, runtime
 from geolip_lib.lexical.matching import match_lemmas
 from geolip_lib.lexical.representations import definition_representations
+from geolip_lib.modulators import plots, stats
 
-NOTEBOOK = "11_field_modulator"
-out = results.job_dir(OUT_DIR, NOTEBOOK, MODEL)
-plotting.setup()
-torch.manual_seed(SEED)
-lm = models.load(MODEL)
-metrics_out: dict = {}
-cfg_model = lm.model.config
-d_model = getattr(cfg_model, "d_model", None) or cfg_model.hidden_size
+job = runtime.start("11_field_modulator", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
+lm = job.lm
+metrics: dict = {}
+
+# %%
+d_model = getattr(lm.model.config, "d_model", None) or lm.model.config.hidden_size
 config = gm.FieldModulatorConfig(d_model=d_model, n_layers=gm.stack_size(lm), expert_ks=tuple(EXPERT_KS),
                                  expert_edim=EXPERT_EDIM, initial_alpha=INITIAL_ALPHA, alpha_min=ALPHA_MIN,
                                  alpha_max=ALPHA_MAX, null_space_fraction=NULL_FRACTION,
@@ -97,12 +95,16 @@ with torch.no_grad():
 checks["null_space_untouched"] = bool(torch.equal(o.residual[..., modulator.null_mask], x[..., modulator.null_mask]))
 checks["n_active"], checks["n_null"] = modulator.n_active, modulator.n_null
 checks["alphas_within_clamp"] = bool(((modulator.alphas >= ALPHA_MIN) & (modulator.alphas <= ALPHA_MAX)).all())
+
+# %%
 checks["gaussian_cv"] = modulator.cv_check(torch.randn(1000, d_model, generator=torch.Generator().manual_seed(SEED)),
                                            n_simplices=N_SIMPLICES, seed=SEED)
 checks["params"] = sum(p.numel() for p in modulator.parameters())
-metrics_out["self_test"] = checks
+metrics["self_test"] = checks
 assert checks["null_space_untouched"] and checks["alphas_within_clamp"]
-checks
+job.table({k: v for k, v in checks.items() if not isinstance(v, dict)}, caption="Self-test",
+          formats={"value": "{}"})
+job.table({"Gaussian (1000 × d_model)": checks["gaussian_cv"]}, caption="CV check on an isotropic Gaussian")
 
 # %% [markdown]
 # ## 2. Training on the definition → lemma task, with CV-band monitoring
@@ -111,103 +113,96 @@ checks
 # `GRADIENT_SCALE`×LR, alphas at 0.5×LR without weight decay, gates at LR), gradient
 # clipping, alpha history per step; every `CHECK_EVERY` steps the CV of the modulated
 # definition representations (active dims) is checked; `PATIENCE` consecutive
-# out-of-band checks stop training early.
+# out-of-band checks stop training early (`gm.train_with_cv_band`).
 
 # %%
 matched = match_lemmas(lm.tokenizer)
 if N_MATCH_MAX is not None and len(matched) > N_MATCH_MAX:
     matched = matched.subset(np.sort(np.random.default_rng(SEED).choice(len(matched), N_MATCH_MAX, replace=False)))
-M = len(matched)
-train_idx, val_idx = gm.split_indices(M, 0.1, seed=SEED)
-enc_reps = definition_representations(lm, matched.definitions, progress=False)
+n_used = len(matched)
+train_idx, val_idx = gm.split_indices(n_used, 0.1, seed=SEED)
+encode = partial(definition_representations, lm, matched.definitions, progress=False)
+enc_reps = encode()
 gm.freeze(lm.model)
 hash_before = gm.state_hash(lm.model)
 trainer = gm.ModulatorTrainer(modulator, lr=LR)
-metrics_out["lr_groups"] = {g["name"]: g["lr"] for g in trainer.optimizer.param_groups}
+metrics["lr_groups"] = {g["name"]: g["lr"] for g in trainer.optimizer.param_groups}
+job.table(metrics["lr_groups"], caption="Learning rate per parameter group", formats={"value": "{:.2e}"})
 
-
-def loss_fn(idx):
-    return gm.definition_lemma_loss(lm, matched, idx)
-
-
-def probe_reps():
-    modulator.eval()
-    r = definition_representations(lm, matched.definitions, progress=False)
-    modulator.train()
-    return r
-
-
-stopped_early = False
+# %%
 with gm.attach(lm, modulator):
-    trainer.check_cv(probe_reps(), n_simplices=N_SIMPLICES, seed=SEED)
-    for epoch in range(N_EPOCHS):
-        modulator.train()
-        for b in gm.batches(train_idx, BATCH_SIZE, seed=SEED + epoch):
-            trainer.step(loss_fn(b))
-            if trainer.step_count % CHECK_EVERY == 0:
-                trainer.check_cv(probe_reps(), n_simplices=N_SIMPLICES, seed=SEED)
-                if trainer.should_stop(PATIENCE):
-                    stopped_early = True
-                    break
-        trainer.evaluate(gm.batches(val_idx, BATCH_SIZE), loss_fn)
-        print(f"epoch {epoch + 1}: train {np.mean(trainer.loss_history[-len(train_idx) // BATCH_SIZE:]):.4f} "
-              f"val {trainer.val_history[-1]['loss']:.4f} CV {trainer.cv_history[-1]['cv']:.4f}")
-        if stopped_early:
-            print(f"early stop: CV outside [{CV_TARGET - CV_TOLERANCE:.2f}, {CV_TARGET + CV_TOLERANCE:.2f}] "
-                  f"for {PATIENCE} checks")
-            break
-    modulator.eval()
-    mod_reps = definition_representations(lm, matched.definitions, progress=False)
-trainer.save(Path(out) / "checkpoint")
+    run = gm.train_with_cv_band(trainer, partial(gm.definition_lemma_loss, lm, matched), encode, train_idx, val_idx,
+                                n_epochs=N_EPOCHS, batch_size=BATCH_SIZE, check_every=CHECK_EVERY, patience=PATIENCE,
+                                n_simplices=N_SIMPLICES, seed=SEED)
+    mod_reps = encode()
+trainer.save(job.out / "checkpoint")
 hash_after = gm.state_hash(lm.model)
 assert hash_before == hash_after, "base weights changed"
-metrics_out["training"] = {"steps": trainer.step_count, "stopped_early": stopped_early,
-                           "loss_history": trainer.loss_history, "val_history": trainer.val_history,
-                           "cv_history": trainer.cv_history, "base_unchanged": hash_before == hash_after,
-                           "alpha_history_mean": [float(a.mean()) for a in trainer.alpha_history]}
+stopped_early = run["stopped_early"]
+metrics["training"] = {"steps": trainer.step_count, "stopped_early": stopped_early,
+                       "loss_history": trainer.loss_history, "val_history": trainer.val_history,
+                       "cv_history": trainer.cv_history, "base_unchanged": hash_before == hash_after,
+                       "alpha_history_mean": [float(a.mean()) for a in trainer.alpha_history]}
+job.table(pd.DataFrame(run["epochs"]), caption="Epochs" + (f" (early stop: CV outside [{CV_TARGET - CV_TOLERANCE:.2f}, "
+          f"{CV_TARGET + CV_TOLERANCE:.2f}] for {PATIENCE} checks)" if stopped_early else ""), index=False)
 
 # %% [markdown]
 # ## 3. Validity, health report, CV band and relational effect
+#
+# The final CV (active dims) is bootstrapped over its simplices, beside the unmodulated
+# encoder and an isotropic Gaussian of the encoder's shape and scale (same draw of
+# simplices); the in-band verdict's interval is the verdict over those CV resamples.
+# Correlations with WordNet: paired bootstrap over the scored pairs; preservation:
+# bootstrap over the entries.
 
 # %%
 health = modulator.health_report()
-pi, pj = gm.sample_pairs(M, N_PAIRS, seed=SEED)
-sim = gm.wordnet_pair_similarity(matched, pi, pj, "path")
-rel = gm.relational_comparison(sim, {"Original": enc_reps, "Field": mod_reps}, pi, pj)
-pres = gm.per_token_preservation(enc_reps, mod_reps)
+band = {"columns": modulator.active_idx.numpy(), "cv_target": CV_TARGET, "cv_tolerance": CV_TOLERANCE,
+        "seed": SEED}
+cv_iv = {"final": stats.cv_interval(mod_reps, N_SIMPLICES, **band), "original": stats.cv_interval(enc_reps, N_SIMPLICES, **band),
+         "gaussian": stats.cv_interval(M.gaussian_like(enc_reps, SEED), N_SIMPLICES, **band)}
 cv_final = modulator.cv_check(mod_reps, n_simplices=N_SIMPLICES, seed=SEED)
 cv_orig = modulator.cv_check(enc_reps, n_simplices=N_SIMPLICES, seed=SEED)
-metrics_out.update(health=health, validity=modulator.validity(), relational=rel, preservation=pres,
-                   cv={"original": cv_orig, "final": cv_final})
-cvh = pd.DataFrame(trainer.cv_history)
-fig, axes = plt.subplots(1, 3, figsize=(16, 4))
-axes[0].plot(cvh["step"], cvh["cv"], "o-")
-axes[0].axhspan(CV_TARGET - CV_TOLERANCE, CV_TARGET + CV_TOLERANCE, color="green", alpha=0.15, label="band")
-axes[0].set(title="pentachoron CV (active dims)", xlabel="step")
-axes[0].legend()
-sns.heatmap(modulator.alphas.detach().numpy(), annot=True, fmt=".3f", ax=axes[1],
-            xticklabels=[f"k{k}" for k in EXPERT_KS], cbar=False)
-axes[1].set(title="final alpha (layer × expert)", ylabel="layer")
-axes[2].plot(trainer.loss_history)
-axes[2].set(title="training loss", xlabel="step")
-plotting.savefig(fig, out, "field_modulator")
-plt.show()
-pd.Series({k: v for k, v in health.items() if not isinstance(v, list)})
+pi, pj = gm.sample_pairs(n_used, N_PAIRS, seed=SEED)
+sim = gm.wordnet_pair_similarity(matched, pi, pj, "path")
+rel = gm.relational_comparison(sim, {"Original": enc_reps, "Field": mod_reps}, pi, pj)
+rel_iv = stats.relational_intervals(sim, {"Original": enc_reps, "Field": mod_reps}, pi, pj, seed=SEED)
+pres_cos = gm.per_token_cosines(enc_reps, mod_reps)
+pres_iv = M.intervals.bootstrap(pres_cos, seed=SEED, what="entries")
+pres = gm.per_token_preservation(enc_reps, mod_reps)
+
+# %%
+metrics.update(health=health, validity=modulator.validity(), relational=rel, preservation=pres,
+               cv={"original": cv_orig, "final": cv_final, "gaussian_of_original": cv_iv["gaussian"]["cv"]})
+job.figure(plots.field_summary(trainer.cv_history, CV_TARGET, CV_TOLERANCE, modulator.alphas.detach(), EXPERT_KS,
+                               trainer.loss_history), "field_modulator", key=True)
+job.table({k: {"CV [95 %]": stats.iv_text(v["cv"], v["interval"]), "in band": v["in_band"],
+               "in band [95 %]": stats.iv_text(float(v["in_band"]), v["in_band_interval"])} for k, v in cv_iv.items()},
+          caption=f"Pentachoron CV (active dims, {N_SIMPLICES} simplices); band {CV_TARGET} ± {CV_TOLERANCE}")
+job.table(stats.relational_frame(rel, rel_iv).drop(columns=["pearson", "lo", "hi"]),
+          caption=f"Correlation with WordNet path similarity over {rel['n_pairs']} scored pairs")
+job.table({k: v for k, v in health.items() if not isinstance(v, list)}, caption="Health report")
 
 # %% [markdown]
 # ## Results
+#
+# The validity is an exponential moving average the modulator kept over its training steps:
+# a property of this one run (no seed spread), recorded as exact.
 
 # %%
-headline = {
-    "final_cv": results.headline(cv_final["cv"], baseline=cv_orig["cv"], baseline_kind="unmodulated",
-                                 label="pentachoron CV (active dims)"),
-    "cv_in_band": results.headline(float(cv_final["in_band"]), label="CV in band"),
-    "validity_mean": results.headline(health.get("validity_mean"), label="validity (vol² > 0)"),
-    "per_token_preservation": results.headline(pres["mean"], label="per-token cos(orig, field)"),
-}
-results.record(out, metrics_out, notebook=NOTEBOOK, model=MODEL, headline=headline,
-               parameters={"EXPERT_KS": EXPERT_KS, "N_EPOCHS": N_EPOCHS, "LR": LR, "SEED": SEED})
-print({k: v["value"] for k, v in headline.items()})
+job.finish(metrics, {
+    "final_cv": results.headline(cv_final["cv"], interval=cv_iv["final"]["interval"], label="pentachoron CV (active dims)",
+        fmt=".4f", nulls={"unmodulated": {"value": cv_orig["cv"], "interval": cv_iv["original"]["interval"]},
+                          "gaussian": {"value": cv_iv["gaussian"]["cv"], "interval": cv_iv["gaussian"]["interval"]}}),
+    "cv_in_band": results.headline(float(cv_final["in_band"]), interval=cv_iv["final"]["in_band_interval"],
+        label="CV in band", fmt=".0f", nulls={"unmodulated": {"value": float(cv_orig["in_band"]),
+                                                             "interval": cv_iv["original"]["in_band_interval"]}},
+        note="1 = inside the band; an interval [0, 1] means the verdict flips across simplex resamples."),
+    "validity_mean": results.headline(health.get("validity_mean"), interval="exact", label="validity (vol² > 0)",
+        fmt=".4f", note="An EMA over one training run's steps: exact for this run, no interval over seeds."),
+    "per_token_preservation": results.headline(float(pres_cos.mean()), interval=pres_iv, fmt=".6f",
+        label="per-token cos(orig, field)", nulls={"original (identity)": 1.0}),
+})
 
 # %% [markdown]
 # ## References

@@ -47,6 +47,6 @@ from .pipeline import (  # noqa: F401
 )
 from . import stats  # noqa: F401  (intervals of the modulator notebooks' headline numbers)
 from .residual import GeometricResidualModulator, alpha_to_logit, eigen_embedding  # noqa: F401
-from .trainer import FieldModulatorTrainer, ModulatorTrainer, load_modulator_weights  # noqa: F401
+from .trainer import FieldModulatorTrainer, ModulatorTrainer, load_modulator_weights, train_with_cv_band  # noqa: F401
 
 GOLDEN_ALPHA = 0.29154  # the seed's "binding/separation" constant tested as a static alpha

@@ -48,7 +48,7 @@ CORRELATIONS: dict[str, Callable[..., np.ndarray]] = {"pearson": pearson, "spear
 
 
 def pair_bootstrap(statistic: Callable[..., Any], *arrays: np.ndarray, n_boot: int = intervals.N_BOOT,
-                   seed: int = 0, what: str = "pairs", batch: int = 100) -> Interval:
+                   seed: int = 0, what: str = "pairs", batch: int = 100, discrete: bool = False) -> Interval:
     """Percentile bootstrap of ``statistic(*arrays, axis=-1)`` over paired items.
 
     Parameters
@@ -63,6 +63,9 @@ def pair_bootstrap(statistic: Callable[..., Any], *arrays: np.ndarray, n_boot: i
         Name of the items in the method string.
     batch : int
         Resamples evaluated at once (memory ``batch × n`` per array).
+    discrete : bool
+        The statistic takes values on a grid: the bounds are the resampled values at the
+        2.5 % / 97.5 % ranks (no interpolation between grid points).
 
     Returns
     -------
@@ -72,12 +75,16 @@ def pair_bootstrap(statistic: Callable[..., Any], *arrays: np.ndarray, n_boot: i
 
     data = tuple(np.asarray(a, dtype=np.float64) for a in arrays)
     n = data[0].shape[0]
-    label = f"paired bootstrap percentile, {n_boot} resamples of {n} {what}"
+    label = f"{'paired ' if len(data) > 1 else ''}bootstrap percentile, {n_boot} resamples of {n} {what}"
     if n < 3 or any(a.shape != (n,) for a in data):
         return Interval(float("nan"), float("nan"), label)
     with np.errstate(invalid="ignore", divide="ignore"):
         res = stats.bootstrap(data, statistic, paired=True, vectorized=True, n_resamples=n_boot,
                               batch=batch, method="percentile", random_state=np.random.default_rng(seed))
+    if discrete:
+        v = np.asarray(res.bootstrap_distribution, dtype=np.float64)
+        a = (1 - intervals.LEVEL) / 2
+        return Interval(float(np.quantile(v, a, method="lower")), float(np.quantile(v, 1 - a, method="higher")), label)
     return Interval(float(res.confidence_interval.low), float(res.confidence_interval.high), label)
 
 
@@ -140,7 +147,8 @@ def argmax_interval(similarity, reps_by_value: Mapping[float, Any], i, j, *, kin
         r = np.stack([f(s, c, axis) for c in cs])
         return grid[np.argmax(np.nan_to_num(r, nan=-np.inf), axis=0)]
 
-    return pair_bootstrap(stat, s, *cos, n_boot=n_boot, seed=seed, what="pairs (every grid value on each)")
+    return pair_bootstrap(stat, s, *cos, n_boot=n_boot, seed=seed, what="pairs (every grid value on each)",
+                          discrete=True)
 
 
 def weighted_matrix_r(A, B) -> Callable[[np.ndarray], np.ndarray]:
@@ -223,8 +231,8 @@ def cv_interval(X, n_simplices: int, *, seed: int = 0, columns=None, cv_target: 
             return (np.abs(intervals.cv(v, axis=axis) - cv_target) < cv_tolerance).astype(np.float64)
 
         out["in_band"] = bool(r.cv == r.cv and abs(r.cv - cv_target) < cv_tolerance)
-        out["in_band_interval"] = intervals.bootstrap(r.volumes, in_band, seed=seed, method="percentile",
-                                                      what="simplices (band verdict per resample)")
+        out["in_band_interval"] = pair_bootstrap(in_band, r.volumes, n_boot=n_boot, seed=seed, discrete=True,
+                                                 what="simplices (band verdict per resample)")
     return out
 
 

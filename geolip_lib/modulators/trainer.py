@@ -187,6 +187,63 @@ class ModulatorTrainer:
 FieldModulatorTrainer = ModulatorTrainer  # the seed's name
 
 
+def train_with_cv_band(trainer: ModulatorTrainer, loss_fn: Callable, probe: Callable, train_idx, val_idx, *,
+                       n_epochs: int, batch_size: int, check_every: int, patience: int, n_simplices: int = 500,
+                       seed: int = 42) -> dict:
+    """Train with pentachoron-CV band monitoring and early stopping (seed §12's loop).
+
+    The modulator must already be attached to the model. One CV check before the first
+    step, then one every ``check_every`` steps on ``probe()`` (computed in eval mode);
+    training stops when the last ``patience`` checks were all outside the band. After each
+    epoch the validation loss is evaluated.
+
+    Parameters
+    ----------
+    trainer : ModulatorTrainer
+    loss_fn : callable
+        ``loss_fn(batch_indices) -> scalar loss``.
+    probe : callable
+        ``probe() -> (N, d_model)`` representations whose CV is checked.
+    train_idx, val_idx : int arrays
+    n_epochs, batch_size, check_every, patience, n_simplices, seed : int
+        Batches of epoch ``e`` are shuffled with ``seed + e``.
+
+    Returns
+    -------
+    dict: ``stopped_early`` and ``epochs`` (``[{"epoch", "steps", "train_loss", "val_loss", "cv"}]``,
+    train_loss the mean over the epoch's steps).
+    """
+    from .pipeline import batches
+
+    mod = trainer.modulator
+
+    def check() -> None:
+        mod.eval()
+        trainer.check_cv(probe(), n_simplices=n_simplices, seed=seed)
+        mod.train()
+
+    check()
+    stopped, epochs = False, []
+    for epoch in range(n_epochs):
+        mod.train()
+        first = len(trainer.loss_history)
+        for b in batches(train_idx, batch_size, seed=seed + epoch):
+            trainer.step(loss_fn(b))
+            if trainer.step_count % check_every == 0:
+                check()
+                if trainer.should_stop(patience):
+                    stopped = True
+                    break
+        val = trainer.evaluate(batches(val_idx, batch_size), loss_fn)
+        epochs.append({"epoch": epoch + 1, "steps": trainer.step_count,
+                       "train_loss": float(np.mean(trainer.loss_history[first:])) if trainer.loss_history[first:] else
+                       float("nan"), "val_loss": val, "cv": trainer.cv_history[-1]["cv"]})
+        if stopped:
+            break
+    mod.eval()
+    return {"stopped_early": stopped, "epochs": epochs}
+
+
 def load_modulator_weights(modulator: nn.Module, directory) -> nn.Module:
     """Load ``modulator.safetensors`` from a checkpoint directory into ``modulator``."""
     from safetensors.torch import load_file

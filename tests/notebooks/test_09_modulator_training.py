@@ -1,8 +1,11 @@
-"""Notebook 09 on the tiny profile: frozen base, gradients only in the modulator, alpha history."""
+"""Notebook 09 on the tiny profile: frozen base, gradients only in the modulator, alpha history,
+CHECKPOINT_DIR / RESUME, headline intervals and nulls."""
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.notebooks.test_08_modulator_pipeline import check_executed
 
 pytestmark = pytest.mark.notebooks
 
@@ -27,6 +30,25 @@ def test_09_training_metrics(run_notebook):
     assert saved["loss_history"] == pytest.approx(tr["loss_history"])
 
 
+def test_09_headline_intervals_and_nulls(run_notebook):
+    m = run_notebook("09_modulator_training", "tiny-t5")
+    h, mt = m["headline"], m["metrics"]
+    assert h["final_alpha_mean"]["interval"]["method"].startswith("exact")
+    assert h["final_alpha_mean"]["value"] == pytest.approx(mt["alpha"]["mean"])
+    assert h["final_alpha_mean"]["nulls"]["initial alpha"]["value"] == pytest.approx(0.01)
+    vi = mt["val_items"]
+    assert h["val_loss"]["value"] == pytest.approx(vi["trained_mean"])
+    assert f"of {vi['n']} validation entries" in h["val_loss"]["interval"]["method"]
+    assert h["val_loss"]["nulls"]["unmodulated"]["value"] == pytest.approx(vi["unmodulated_mean"])
+    assert vi["trainer_val_loss"] == pytest.approx(mt["training"]["val_history"][-1]["loss"])
+    assert "pairs" in h["trained_pearson"]["interval"]["method"]
+    assert h["trained_pearson"]["nulls"]["original"]["value"] == pytest.approx(mt["relational"]["Original"]["pearson"])
+    assert h["per_token_preservation"]["value"] == pytest.approx(mt["preservation"]["mean"], abs=1e-12)
+    for key in ("val_loss", "trained_pearson", "per_token_preservation"):
+        assert h[key]["interval"]["lo"] <= h[key]["value"] <= h[key]["interval"]["hi"], key
+    check_executed(m, 2)
+
+
 def test_09_resume_continues_from_checkpoint(run_notebook, tmp_path):
     first = run_notebook("09_modulator_training", "tiny-t5")  # the cached 2-epoch run
     import shutil
@@ -38,3 +60,6 @@ def test_09_resume_continues_from_checkpoint(run_notebook, tmp_path):
     tr1, tr2 = first["metrics"]["training"], second["metrics"]["training"]
     assert len(tr2["epochs"]) == 1 and tr2["epochs"][0]["epoch"] == 3  # only epoch 3 ran
     assert tr2["loss_history"][:len(tr1["loss_history"])] == pytest.approx(tr1["loss_history"])
+    assert not (Path(second["_job_dir"]) / "checkpoint").exists()  # CHECKPOINT_DIR, not the job dir, was written
+    assert json.loads((tmp_path / "checkpoint" / "history.json").read_text())["loss_history"] == pytest.approx(
+        tr2["loss_history"])

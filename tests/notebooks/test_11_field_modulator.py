@@ -1,5 +1,8 @@
-"""Notebook 11 on the tiny profile: self-test, CV-band monitoring, early stop, health report."""
+"""Notebook 11 on the tiny profile: self-test, CV-band monitoring, early stop, health report,
+CV intervals over simplices with the unmodulated and Gaussian nulls."""
 import pytest
+
+from tests.notebooks.test_08_modulator_pipeline import check_executed
 
 pytestmark = pytest.mark.notebooks
 
@@ -28,3 +31,21 @@ def test_11_field_modulator_metrics(run_notebook):
     assert 0 <= h["validity_mean"] <= 1
     assert h["template_vol2_k4"] == pytest.approx(h["template_vol2_k4_closed_form"], rel=1e-5)
     assert m["headline"]["final_cv"]["baseline"] == pytest.approx(mt["cv"]["original"]["cv"])
+
+
+def test_11_headline_intervals_and_nulls(run_notebook):
+    m = run_notebook("11_field_modulator", "tiny-t5")
+    h, mt = m["headline"], m["metrics"]
+    cv = h["final_cv"]
+    assert "simplices" in cv["interval"]["method"] and cv["interval"]["lo"] <= cv["value"] <= cv["interval"]["hi"]
+    assert cv["value"] == pytest.approx(mt["cv"]["final"]["cv"])  # the interval's draw is cv_check's draw
+    assert cv["nulls"]["gaussian"]["value"] == pytest.approx(mt["cv"]["gaussian_of_original"])
+    for null in cv["nulls"].values():
+        assert null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"]
+    band = h["cv_in_band"]
+    assert band["value"] == float(mt["cv"]["final"]["in_band"])
+    assert {band["interval"]["lo"], band["interval"]["hi"]} <= {0.0, 1.0}
+    assert band["nulls"]["unmodulated"]["value"] == float(mt["cv"]["original"]["in_band"])
+    assert h["validity_mean"]["interval"]["method"].startswith("exact")
+    assert "entries" in h["per_token_preservation"]["interval"]["method"]
+    check_executed(m, 1)

@@ -338,3 +338,71 @@ def test_preservation_and_split():
     assert per_token_preservation(a, 3 * a)["mean"] == pytest.approx(1.0)
     tr, va = split_indices(20, 0.1, seed=3)
     assert len(va) == 2 and sorted(np.concatenate([tr, va]).tolist()) == list(range(20))
+
+
+# ------------------------------------------------------------------ headline intervals (modulators.stats)
+def test_stats_correlations_match_scipy_and_relational_comparison():
+    from scipy.stats import spearmanr
+
+    from geolip_lib.modulators import stats
+
+    rng = np.random.default_rng(0)
+    s = rng.random(300)
+    c = s + rng.normal(size=300)
+    assert stats.pearson(s, c) == pytest.approx(np.corrcoef(s, c)[0, 1], abs=1e-12)
+    assert stats.spearman(np.round(s, 1), c) == pytest.approx(spearmanr(np.round(s, 1), c).statistic, abs=1e-12)
+    X, Y = rng.normal(size=(40, 6)), rng.normal(size=(40, 6))
+    i, j = sample_pairs(40, 400, seed=1)
+    sim = np.abs(rng.normal(size=i.size))
+    sim[:5] = np.nan  # dropped, as relational_comparison drops them
+    rel = relational_comparison(sim, {"Original": X, "Mod": X + 0.3 * Y}, i, j)
+    iv = stats.relational_intervals(sim, {"Original": X, "Mod": X + 0.3 * Y}, i, j, n_boot=200, seed=0)
+    assert iv["Original"]["delta_pearson"] is None
+    assert f"of {rel['n_pairs']} pairs" in iv["Mod"]["pearson"].method
+    assert iv["Mod"]["pearson"].contains(rel["Mod"]["pearson"])
+    assert iv["Mod"]["delta_pearson"].contains(rel["Mod"]["delta_pearson"])
+    # the paired difference is tighter than either correlation's own interval
+    width = lambda v: v.hi - v.lo  # noqa: E731
+    assert width(iv["Mod"]["delta_pearson"]) < width(iv["Mod"]["pearson"])
+    best = stats.argmax_interval(sim, {0.0: X, 0.5: X + 0.3 * Y, 1.0: Y}, i, j, n_boot=200, seed=0)
+    assert {best.lo, best.hi} <= {0.0, 0.5, 1.0}
+    assert stats.pair_bootstrap(stats.pearson, [1.0, 2.0], [1.0, 2.0]).finite is False  # too few pairs
+
+
+def test_stats_matrix_r_reduces_to_the_upper_triangle_r_and_shuffled_null():
+    from geolip_lib.modulators import stats
+
+    rng = np.random.default_rng(1)
+    S = rng.random((25, 25))
+    S = (S + S.T) / 2
+    np.fill_diagonal(S, 1.0)
+    emb, recon, _ = eigen_embedding(S, 5)
+    C = (emb @ emb.T).numpy()
+    assert stats.matrix_r(S, C) == pytest.approx(recon, abs=1e-12)
+    assert stats.weighted_matrix_r(S, C)(np.ones((2, 25))) == pytest.approx([recon, recon], abs=1e-12)
+    iv = stats.matrix_r_interval(S, C, n_boot=200, seed=0)
+    assert "25 anchors" in iv.method and iv.lo < recon < iv.hi
+    null = stats.reconstruction_null(S, emb.numpy(), seed=0, n_boot=200)
+    assert null["value"] < recon and null["interval"].contains(null["value"])
+
+
+def test_stats_cv_interval_is_the_cv_check_draw():
+    from geolip_lib.modulators import stats
+
+    X = torch.randn(60, 12, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    cols = np.arange(8)
+    out = stats.cv_interval(X, 80, seed=3, columns=cols, cv_target=0.21, cv_tolerance=0.05)
+    ref = pentachoron_cv_check(X[:, :8], n_simplices=80, seed=3)
+    assert out["cv"] == pytest.approx(ref["cv"], abs=1e-12) and out["in_band"] == ref["in_band"]
+    assert out["interval"].lo < out["cv"] < out["interval"].hi
+    assert {out["in_band_interval"].lo, out["in_band_interval"].hi} <= {0.0, 1.0}
+    assert "in_band" not in stats.cv_interval(X, 80, seed=3)
+
+
+def test_per_token_cosines_are_the_preservation_items():
+    from geolip_lib.modulators import per_token_cosines
+
+    a = torch.randn(10, 4, generator=torch.Generator().manual_seed(0))
+    b = a + 0.1 * torch.randn(10, 4, generator=torch.Generator().manual_seed(1))
+    c = per_token_cosines(a, b)
+    assert c.shape == (10,) and c.mean() == pytest.approx(per_token_preservation(a, b)["mean"], abs=1e-12)
