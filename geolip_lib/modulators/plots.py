@@ -157,6 +157,7 @@ def training_summary(alpha_history: Any, loss_history: Sequence[float], val_hist
     axes[1].set(title="loss", xlabel="step", ylabel="loss")
     axes[1].legend()
     axes[2].bar(range(len(fa)), fa, color="teal")
+    axes[2].set_xticks(range(len(fa)))
     axes[2].axhline(GOLDEN_ALPHA, color="red", ls="--")
     axes[2].set(title="final alpha per layer", xlabel="layer", ylabel="alpha")
     fig.suptitle("Modulator training: alpha and loss")
