@@ -164,6 +164,11 @@ class Job:
         if show and headline:
             self.table(headline_frame(headline), caption="Headline numbers: value [95 % interval] and the null "
                        "models (* = the interval excludes that null)", index=False)
+            notes = [f"- **{h.get('label') or k}**: {h['note']}" for k, h in headline.items() if h.get("note")]
+            if notes:
+                from IPython.display import Markdown
+
+                _display(Markdown("\n".join(notes)))
 
 
 def as_frame(data: Any):
