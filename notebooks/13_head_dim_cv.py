@@ -135,7 +135,7 @@ job.table(t_delta, caption="Activation CV change through training, post − pre 
 # %%
 GROUPS = ["Q_h*", "K_h*", "V_h*", "act_Q_h*", "act_K_h*", "act_V_h*", "act_headout_h*", "act_post_h*"]
 post_heads = head_mean[(head_mean.phase == "post") & head_mean.group.isin(GROUPS)]
-job.figure(plots.cv_vs_head_dim(post_heads, band=band), "cv_vs_head_dim", key=True)
+job.figure(plots.cv_vs_head_dim(post_heads, band=band, groups=GROUPS), "cv_vs_head_dim", key=True)
 
 # %%
 traj = head_mean[head_mean.group.isin(["act_Q_h*", "act_headout_h*", "act_post_full"])]

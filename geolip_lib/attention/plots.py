@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 __all__ = ["depth_sweep", "interleaved", "causal_intervention", "throughput", "seq_scaling",
            "cv_vs_head_dim", "cv_trajectory", "resilience", "loss_curves", "copy_accuracy", "cost_per_step",
@@ -24,8 +25,18 @@ BAND = (0.20, 0.23)
 
 
 def _band(ax, band: Sequence[float] | None, label: str | None = None) -> None:
-    if band is not None:
-        ax.axhspan(*band, color="tab:green", alpha=0.13, label=label)
+    """Shade the CV band without letting it set the y range: a band outside the data's range
+    is named in a corner note instead (it would squash the curves into a thin strip)."""
+    if band is None:
+        return
+    lo, hi = ax.get_ylim()
+    ax.axhspan(*band, color="tab:green", alpha=0.13, label=label if band[1] > lo and band[0] < hi else None)
+    ax.set_ylim(lo, hi)
+    if band[0] >= hi or band[1] <= lo:
+        where = "above" if band[0] >= hi else "below"
+        ax.text(0.98, 0.97 if where == "above" else 0.03, f"band {band[0]:g}–{band[1]:g} {where} this range",
+                transform=ax.transAxes, ha="right", va="top" if where == "above" else "bottom", fontsize=7,
+                color="tab:green")
 
 
 # ------------------------------------------------------------------ notebook 12
@@ -65,8 +76,9 @@ def depth_sweep(depth_df: pd.DataFrame, cv_input: float, *, cv_intervals: pd.Dat
         ax.set_title(title)
         ax.set_xlabel("depth (layers)")
         ax.set_ylabel(col)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].axhline(cv_input, color="k", ls=":", lw=1, label="Gaussian input")
-    _band(axes[0], band, "band 0.20–0.23" if band is not None else None)
+    _band(axes[0], band, f"band {band[0]:g}–{band[1]:g}" if band is not None else None)
     axes[0].legend(fontsize=8)
     fig.suptitle("Stacked mixers at random init (shaded: 95 % bootstrap interval over simplices)"
                  if cv_intervals is not None else "Stacked mixers at random init")
@@ -95,6 +107,7 @@ def interleaved(inter_df: pd.DataFrame, *, band: Sequence[float] | None = BAND) 
         ax.set_title(f"interleaved stack: {col}")
         ax.set_xlabel("layer")
         ax.set_ylabel(col)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _band(axes[0], band)
     fig.tight_layout()
     return fig
@@ -186,7 +199,8 @@ def seq_scaling(scale_df: pd.DataFrame, *, device: str) -> Figure:
 
 
 # ------------------------------------------------------------------ notebook 13
-def cv_vs_head_dim(post_heads: pd.DataFrame, *, band: Sequence[float] | None = BAND, col_wrap: int = 4) -> Figure:
+def cv_vs_head_dim(post_heads: pd.DataFrame, *, band: Sequence[float] | None = BAND, col_wrap: int = 4,
+                   groups: Sequence[str] | None = None) -> Figure:
     """Post-training CV against head_dim, one panel per quantity, one line per width.
 
     Parameters
@@ -194,6 +208,8 @@ def cv_vs_head_dim(post_heads: pd.DataFrame, *, band: Sequence[float] | None = B
     post_heads : DataFrame
         Columns ``group, head_dim, dim, cv`` (one row per run: seeds are aggregated as
         mean ± sd).
+    groups : sequence of str, optional
+        Panel order (default: order of appearance).
 
     Returns
     -------
@@ -201,7 +217,7 @@ def cv_vs_head_dim(post_heads: pd.DataFrame, *, band: Sequence[float] | None = B
         One axis per ``group`` titled with the group, x "head_dim" (log2), y "CV";
         suptitle "post-training CV vs head_dim ...".
     """
-    groups = list(dict.fromkeys(post_heads["group"]))
+    groups = [g for g in (groups or dict.fromkeys(post_heads["group"])) if g in set(post_heads["group"])]
     ncol = min(col_wrap, max(len(groups), 1))
     nrow = int(np.ceil(max(len(groups), 1) / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(2.9 * ncol, 2.6 * nrow), squeeze=False)
@@ -246,7 +262,8 @@ def cv_trajectory(traj: pd.DataFrame, *, band: Sequence[float] | None = BAND) ->
     for ax, g in zip(axes[0], groups):
         sub = traj[traj["group"] == g]
         sns.pointplot(data=sub, x="phase", y="cv", hue="config", hue_order=configs, palette=palette, errorbar="sd",
-                      dodge=0.3, ax=ax, legend=ax is axes[0, -1] if len(groups) > 1 else True)
+                      dodge=0.5, markersize=3.5, linewidth=1.1, err_kws={"linewidth": 0.8, "alpha": 0.6}, ax=ax,
+                      legend=ax is axes[0, -1])
         _band(ax, band)
         ax.set_title(g)
         ax.set_xlabel("training phase")
@@ -309,7 +326,7 @@ def loss_curves(curves: pd.DataFrame, *, loss_floor: float, uniform: float) -> F
     ax.axhline(uniform, color="grey", ls="--", lw=1, label="uniform guess")
     ax.set(title=f"copy task: training loss (mean ± sd over {curves['seed'].nunique()} seeds)", xlabel="step",
            ylabel="cross-entropy (nats)")
-    ax.legend()
+    ax.legend(loc="upper right", fontsize=8)
     return fig
 
 
@@ -338,7 +355,8 @@ def copy_accuracy(final: pd.DataFrame, *, chance: float, intervals: Mapping[str,
         ax.bar(i, mean, color=sns.color_palette("deep")[i], alpha=0.6, width=0.6)
         if intervals and a in intervals:
             lo, hi = intervals[a]
-            ax.errorbar(i, mean, yerr=[[mean - max(lo, 0.0)], [min(hi, 1.0) - mean]], color="k", capsize=5)
+            ax.errorbar(i, mean, yerr=[[mean - max(lo, 0.0)], [min(hi, 1.0) - mean]], color="k", capsize=5,
+                        label="95 % interval (seeds)" if i == 0 else None)
         ax.scatter(np.full(len(sub), i) + np.linspace(-0.12, 0.12, len(sub)), sub["acc_copied"], color="k", s=14,
                    zorder=3, label="seed" if i == 0 else None)
         ax.scatter(i, float(sub["acc_copied_init"].mean()), marker="x", color="tab:red", zorder=3,

@@ -22,7 +22,7 @@ from ..metrics.intervals import Interval, format_value
 
 __all__ = ["depth_table", "interval_table", "profiles_long", "accuracy_frame", "head_means", "summary_table",
            "table_cells", "per_seed_means", "band_count", "proportion_interval", "copy_runs_frame",
-           "loss_curves_frame", "example_sequences", "CFG"]
+           "loss_curves_frame", "example_sequences", "clipped", "CFG"]
 
 #: columns that identify a configuration of notebook 13
 CFG = ["dim", "heads", "head_dim"]
@@ -41,6 +41,15 @@ def proportion_interval(k: int, n: int, *, level: float = 0.95, what: str = "ite
         return Interval(float("nan"), float("nan"), f"Wilson score interval, {k} of {n} {what}", level)
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
     return Interval(float(ci.low), float(ci.high), f"Wilson score interval, {k} of {n} {what}", level)
+
+
+def clipped(iv: Interval, lo: float = 0.0, hi: float = 1.0) -> Interval:
+    """``iv`` clipped to the range a statistic can take (a t interval of a mean of
+    accuracies over few seeds can pass 1); the method string says so when it bites."""
+    new_lo, new_hi = max(iv.lo, lo), min(iv.hi, hi)
+    if (new_lo, new_hi) == (iv.lo, iv.hi):
+        return iv
+    return Interval(new_lo, new_hi, f"{iv.method}, clipped to [{lo:g}, {hi:g}]", iv.level)
 
 
 def interval_table(rows: Mapping[str, Mapping[str, tuple]]) -> pd.DataFrame:

@@ -64,11 +64,11 @@ def test_headline_intervals_over_seeds(m14):
     n_seeds = len(m14["metrics"]["config"]["seeds"])
     for a in ("standard", "triple"):
         h = m14["headline"][f"acc_copied_{a}"]
-        assert h["interval"]["method"] == f"t interval of the mean over {n_seeds} seeds"
-        assert h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"]
+        assert h["interval"]["method"].startswith(f"t interval of the mean over {n_seeds} seeds")
+        assert 0 <= h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"] <= 1
         assert list(h["nulls"]) == ["chance", "random_init"]
         assert h["nulls"]["random_init"]["value"] == pytest.approx(m14["metrics"][a]["acc_copied_init_mean"])
-        assert h["nulls"]["random_init"]["interval"]["method"] == h["interval"]["method"]
+        assert h["nulls"]["random_init"]["interval"]["method"].startswith("t interval of the mean over")
     d = m14["headline"]["acc_copied_diff"]
     diffs = m14["metrics"]["acc_copied_diff_per_seed"]
     assert len(diffs) == n_seeds and d["value"] == pytest.approx(sum(diffs) / n_seeds)

@@ -392,3 +392,13 @@ def test_attention_tables_and_wilson_interval():
     assert iv.lo == 0.0 and 0 < iv.hi < 0.2 and iv.method == "Wilson score interval, 0 of 20 cells"
     iv = tables.proportion_interval(10, 20)
     assert iv.lo < 0.5 < iv.hi and iv.hi - 0.5 == pytest.approx(0.5 - iv.lo)
+
+
+def test_clipped_interval():
+    from geolip_lib.attention import tables
+    from geolip_lib.metrics.intervals import Interval
+
+    iv = Interval(0.7, 1.2, "t interval of the mean over 3 seeds")
+    c = tables.clipped(iv)
+    assert (c.lo, c.hi) == (0.7, 1.0) and c.method.endswith("clipped to [0, 1]")
+    assert tables.clipped(Interval(0.2, 0.3, "x")) == Interval(0.2, 0.3, "x")

@@ -156,7 +156,8 @@ def test_copy_accuracy(final, with_intervals):
     assert ax.get_title() == "after training"
     assert ax.get_xlabel() == "attention" and ax.get_ylabel() == "accuracy on the copied half"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["standard", "triple"]
-    assert {"seed", "at init (mean)", "chance"} <= set(ax.get_legend_handles_labels()[1])
+    labels = set(ax.get_legend_handles_labels()[1])
+    assert {"seed", "at init (mean)", "chance"} <= labels and ("95 % interval (seeds)" in labels) is with_intervals
     _check(fig, 1)
 
 
