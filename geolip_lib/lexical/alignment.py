@@ -323,10 +323,15 @@ def _tie_groups(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, np.flatnonzero(new), gid
 
 
-def _weighted_ranks(C: np.ndarray, order: np.ndarray, starts: np.ndarray, gid: np.ndarray) -> np.ndarray:
+def _weighted_ranks(C: np.ndarray, order: np.ndarray | None, starts: np.ndarray, gid: np.ndarray) -> np.ndarray:
     """Average ranks (1-based, ties averaged) of each item in the sample where item ``p`` occurs
-    ``C[b, p]`` times -> (b, P); equals ``scipy.stats.rankdata`` when ``C`` is all ones."""
-    cum = np.cumsum(C[:, order], axis=1)[:, np.r_[starts[1:], C.shape[1]] - 1]  # count up to each run's end
+    ``C[b, p]`` times -> (b, P); equals ``scipy.stats.rankdata`` when ``C`` is all ones.
+    ``order=None``: the items are already in sorted order."""
+    cum = np.cumsum(C if order is None else C[:, order], axis=1)
+    if len(starts) == C.shape[1]:  # no ties: every item its own run
+        ranks = cum - (cum - np.concatenate([np.zeros((len(C), 1)), cum[:, :-1]], axis=1) - 1) / 2
+        return ranks if order is None else ranks[:, gid]
+    cum = cum[:, np.r_[starts[1:], C.shape[1]] - 1]  # count up to each run's end
     gsum = np.diff(cum, axis=1, prepend=0.0)  # count of each run
     return (cum - (gsum - 1) / 2)[:, gid]  # mean of the ranks cum - gsum + 1 ... cum
 
@@ -394,46 +399,13 @@ def pair_correlation_interval(rp: dict, key: str, method: str = "pearson", *, n_
                                         what=f"entries with their pairs ({len(rp['sims'])} pairs)")
 
 
-def relational_intervals(rp: dict, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                         batch: int = 20) -> dict:
+def relational_intervals(rp: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
     """``{static_pearson, static_spearman, encoder_pearson, encoder_spearman: Interval}`` for the
-    pairs of :func:`relational_pairs`, all four from the same entry resamples.
-
-    The resampling is :func:`pair_correlation_interval`'s (multinomial entry counts, pair
-    counts ``w_i w_j``, percentile interval, the draws of ``metrics.intervals.bootstrap_weighted``
-    with the same ``seed`` and ``batch``), but each resample's pair counts and the ranks of
-    path similarity are computed once for the four statistics instead of four times
-    (``bootstrap_weighted`` takes one statistic at a time).
-    """
-    from ..metrics.intervals import Interval
-
-    n, sims = rp["n_entries"], np.asarray(rp["sims"], np.float64)
-    pi, pj = np.asarray(rp["pi"], np.int64), np.asarray(rp["pj"], np.int64)
-    label = f"bootstrap percentile, {n_boot} resamples of {n} entries with their pairs ({len(sims)} pairs)"
-    keys = [f"{sp}_{m}" for sp in ("static", "encoder") for m in ("pearson", "spearman")]
-    if n < 3 or len(sims) < 3:
-        return {k: Interval(float("nan"), float("nan"), label, level) for k in keys}
-    ys = {sp: np.asarray(rp[k], np.float64) for sp, k in (("static", "static_cos"), ("encoder", "enc_cos"))}
-    tx = _tie_groups(sims)
-    orders = {sp: np.argsort(y, kind="stable") for sp, y in ys.items()}
-    ty = {sp: _tie_groups(y[orders[sp]]) for sp, y in ys.items()}  # ties of y, in y's sorted order
-    rng, vals = np.random.default_rng(seed), {k: [] for k in keys}
-    for start in range(0, n_boot, batch):
-        W = rng.multinomial(n, np.full(n, 1.0 / n), size=min(batch, n_boot - start)).astype(np.float64)
-        C = W[:, pi] * W[:, pj]
-        rx = _weighted_ranks(C, *tx)
-        for sp, y in ys.items():
-            o = orders[sp]
-            vals[f"{sp}_pearson"].append(_weighted_pearson(sims, y, C))
-            Co = C[:, o]
-            vals[f"{sp}_spearman"].append(_weighted_pearson(rx[:, o], _weighted_ranks(Co, *ty[sp]), Co))
-    a, out = (1 - level) / 2, {}
-    for k, v in vals.items():
-        v = np.concatenate(v)
-        v = v[np.isfinite(v)]
-        out[k] = (Interval(float(np.quantile(v, a)), float(np.quantile(v, 1 - a)), label, level) if len(v) >= 2
-                  else Interval(float("nan"), float("nan"), label, level))
-    return out
+    pairs of :func:`relational_pairs` (:func:`pair_correlation_interval`), all four on the same
+    entry resamples."""
+    return {f"{space}_{method}": pair_correlation_interval(rp, key, method, n_boot=n_boot, seed=seed)
+            for space, key in (("static", "static_cos"), ("encoder", "enc_cos"))
+            for method in ("pearson", "spearman")}
 
 
 def pentachoron_intervals(volumes: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:

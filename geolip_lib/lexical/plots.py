@@ -124,7 +124,7 @@ def interval_forest(rows: pd.DataFrame, *, title: str, xlabel: str, zero_line: b
     """
     metrics = list(dict.fromkeys(rows["metric"]))
     batteries = list(dict.fromkeys(rows["battery"]))
-    fig, ax = plt.subplots(figsize=(8, 0.6 * max(len(metrics), 1) * max(1, len(batteries) / 2) + 1.5))
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.2 * max(len(metrics), 1) * max(len(batteries), 1)))
     palette = sns.color_palette("deep", len(batteries))
     step = 0.7 / max(len(batteries), 1)
     for b, (name, color) in enumerate(zip(batteries, palette)):
@@ -139,7 +139,7 @@ def interval_forest(rows: pd.DataFrame, *, title: str, xlabel: str, zero_line: b
     ax.set_ylim(len(metrics) - 0.5, -0.5)
     ax.set(xlabel=xlabel, ylabel="metric", title=title)
     if batteries:
-        ax.legend(loc="best", fontsize="small")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="battery")
     fig.tight_layout()
     return fig
 
