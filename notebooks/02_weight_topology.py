@@ -217,8 +217,10 @@ job.figure(plots.random_init_comparison(res, null_res, title=MODEL), "random_ini
 # interval.
 
 # %%
-headline = T.battery_headline(res, summary, null_res, null, seed=SEED, n_boot=N_BOOT)
-job.finish(metrics, headline)
+items = T.headline_items(res)  # what each pooled headline averages (03_cross_model resamples them too)
+null_items = T.headline_items(null_res) if null_res is not None else None
+metrics["headline_items"] = {"trained": items, "random_init": null_items}
+job.finish(metrics, T.battery_headline(summary, items, null, null_items, seed=SEED, n_boot=N_BOOT))
 
 # %% [markdown]
 # ## References

@@ -54,11 +54,14 @@ job = runtime.start("03_cross_model", globals(), load_model=False)  # job dir, s
 
 # %%
 batteries: dict = {}  # model -> (trained summary, random-init summary or None)
+items: dict = {}  # model -> {"trained", "random_init"}: the matrices / layers / pairs each headline pools
 files = sorted(Path(REPORT_ROOT).glob("02_weight_topology/*/metrics.json")) if REPORT_ROOT else []
 files = [f for f in files if not f.parent.name.startswith(".")]  # skip unfinished .partial jobs
 for f in files:
     m = json.loads(f.read_text(encoding="utf-8"))
-    batteries[m["model"] or f.parent.name] = (m["metrics"]["battery"], m["metrics"].get("random_init"))
+    name = m["model"] or f.parent.name
+    batteries[name] = (m["metrics"]["battery"], m["metrics"].get("random_init"))
+    items[name] = m["metrics"].get("headline_items")  # absent in results older than this notebook
 source = "02_weight_topology jobs" if batteries else "computed here"
 
 # %%
@@ -66,10 +69,12 @@ if not batteries:
     print(f"No 02_weight_topology results under {REPORT_ROOT!r}: running the battery here on {MODELS}.")
     for name in MODELS:
         lm = job.load(name)  # recorded in the provenance
-        s = run_battery(lm.weights_dir, config=lm.config, family=lm.family).summary()
+        res = run_battery(lm.weights_dir, config=lm.config, family=lm.family)
         rnd = lm.random_init(seed=SEED + 1000)
-        n = run_battery(TensorStore(rnd.model.state_dict()), config=lm.config, family=lm.family).summary()
-        batteries[name] = ({k: v for k, v in s.items() if k != "seconds"}, {k: v for k, v in n.items() if k != "seconds"})
+        null_res = run_battery(TensorStore(rnd.model.state_dict()), config=lm.config, family=lm.family)
+        s, n = ({k: v for k, v in r.summary().items() if k != "seconds"} for r in (res, null_res))
+        batteries[name] = (s, n)
+        items[name] = {"trained": T.headline_items(res), "random_init": T.headline_items(null_res)}
 
 # %%
 measured = T.cross_model_frame(batteries)
@@ -111,8 +116,8 @@ SEED_REPORTED = [
 ]
 reported = pd.DataFrame(SEED_REPORTED)
 reported.insert(1, "source", "reported by the seed")
-job.table(reported, caption="Reported by seed 001 (not measured here)", formats={"decoder mixed position heads": "{:.0f}"},
-          index=False)
+job.table(reported, caption="Reported by seed 001 (not measured here)",
+          formats={"decoder mixed position heads": "{:.0f}"}, index=False)
 
 # %% [markdown]
 # ## 4. Figures
@@ -123,27 +128,34 @@ job.figure(plots.cross_model(measured), "cross_model", key=True)
 # %% [markdown]
 # ## Results
 #
-# Each headline is a mean over the trained models, with a bootstrap over those models
-# (how much the mean depends on which models were compared; with two or fewer models no
-# interval can be formed). The null is the same mean over the random-init copies, with
-# its own bootstrap.
+# Each headline is a mean over the trained models. Its interval is a two-stage bootstrap:
+# resample the models, then within each drawn model the matrices / layers / layer pairs
+# its value pools (recorded by `02_weight_topology` as `headline_items`), so it reflects
+# both which models and which layers were compared. The layer-0 QK fraction pools
+# nothing (it is exact per model): only the models are resampled. The null is the same
+# mean over the random-init copies, with its own interval.
+
+# %%
+hl = {"seed": SEED, "n_boot": N_BOOT, "items": items}
+headline = {
+    "n_models": results.headline(int(len(batteries)), interval="exact", label="models compared", fmt="d",
+                                 note="A count."),
+    "q_sparsity_mean": T.cross_model_headline(measured, "Q sparsity", key="q_sparsity", label="mean Q sparsity",
+                                              note="|w| < 0.1 is a scale statement: compare with the random-init null.",
+                                              **hl),
+    "qk_pos_frac_first_mean": T.cross_model_headline(measured, "QK pos first", label="mean QK pos. eig. frac (L0)",
+                                                     note="0.5 is sign balance.", **hl),
+    "mlp_dead_frac_mean": T.cross_model_headline(measured, "dead MLP", key="mlp_dead_frac", fmt=".4f",
+                                                 label="mean dead MLP fraction", **hl),
+    "cross_layer_adj_mean": T.cross_model_headline(measured, "adj-layer cos (attn)", key="cross_layer_adj", fmt=".4f",
+                                                   label="mean adjacent-layer cos (attn)", **hl),
+}
 
 # %%
 metrics = {"measured": measured.to_dict(orient="records"), "reported_by_seed": reported.to_dict(orient="records"),
            "n_models": int(len(batteries)), "source": source,
            "source_jobs": [f"02_weight_topology/{f.parent.name}" for f in files]}
-hl = {"seed": SEED, "n_boot": N_BOOT}
-job.finish(metrics, {
-    "n_models": results.headline(int(len(batteries)), interval="exact", label="models compared", fmt="d",
-                                 note="A count."),
-    "q_sparsity_mean": T.cross_model_headline(measured, "Q sparsity", label="mean Q sparsity", **hl,
-                                              note="|w| < 0.1 is a scale statement: compare with the random-init null."),
-    "qk_pos_frac_first_mean": T.cross_model_headline(measured, "QK pos first", label="mean QK pos. eig. frac (L0)",
-                                                     **hl, note="0.5 is sign balance."),
-    "mlp_dead_frac_mean": T.cross_model_headline(measured, "dead MLP", label="mean dead MLP fraction", fmt=".4f", **hl),
-    "cross_layer_adj_mean": T.cross_model_headline(measured, "adj-layer cos (attn)", fmt=".4f",
-                                                   label="mean adjacent-layer cos (attn)", **hl),
-})
+job.finish(metrics, headline)
 
 # %% [markdown]
 # ## References

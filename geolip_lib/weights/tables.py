@@ -10,12 +10,14 @@ arranges its results for a reader:
   sampling, but the headlines pool many matrices (Q sparsity over every Q matrix, mean
   stable rank over Q matrices, dead fraction over MLP layers, adjacent-layer cosine over
   layer pairs): their interval is a bootstrap over the matrices / layers / pairs they
-  pool, i.e. how much the number depends on which layers this model happens to have;
-- the cross-model rows and headlines of notebook 03 (bootstrap over models).
+  pool, i.e. how much the number depends on which layers this model happens to have
+  (:func:`headline_items` writes each pooled headline as a ratio of sums over its items);
+- the cross-model rows and headlines of notebook 03: a two-stage bootstrap over the models
+  and, within each, over the items its value pools (:func:`two_stage_interval`).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,10 +27,10 @@ from ..metrics import intervals as iv
 from ..models.adapters import ATTN_ROLES
 
 __all__ = [
-    "get", "first_qk_group", "catalog_overview", "catalog_summary", "adjacent_pairs", "svd_by_stack_role", "sparsity_by_role", "sparsity_model",
-    "qkv_sparsity", "qk_layers", "qk_random_init", "mlp_overview", "cross_layer_overview", "position_bias_overview",
-    "role_sparsity_interval", "stable_rank_interval", "dead_frac_interval", "adjacent_cos_interval",
-    "battery_headline", "cross_model_row", "cross_model_frame", "cross_model_headline", "CROSS_MODEL_COLUMNS",
+    "get", "first_qk_group", "catalog_overview", "catalog_summary", "svd_by_stack_role", "sparsity_by_role",
+    "sparsity_model", "qkv_sparsity", "qk_layers", "qk_random_init", "mlp_overview", "cross_layer_overview",
+    "position_bias_overview", "adjacent_pairs", "headline_items", "items_interval", "battery_headline",
+    "two_stage_interval", "cross_model_row", "cross_model_frame", "cross_model_headline", "CROSS_MODEL_COLUMNS",
 ]
 
 NAN = float("nan")
@@ -157,53 +159,19 @@ def position_bias_overview(summary: Mapping) -> pd.DataFrame:
 
 
 # ============================================================================ intervals (02)
-def _weighted_ratio(num: np.ndarray, den: np.ndarray):
-    """``sum(w·num) / sum(w·den)`` for each row of resampling counts ``W``."""
+#: pooled headlines of notebook 02 -> (what the pooled items are, display name of one item)
+POOLED = {"q_sparsity": "Q matrices", "k_sparsity": "K matrices", "q_stable_rank": "Q matrices",
+          "mlp_dead_frac": "MLP layers", "cross_layer_adj": "adjacent layer pairs"}
+
+
+def _ratio(num: np.ndarray, den: np.ndarray):
+    """``Σ w·num / Σ w·den`` for each row of resampling counts ``W`` (a ratio of sums)."""
     num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
 
     def stat(W: np.ndarray) -> np.ndarray:
         return (W @ num) / (W @ den)
 
     return stat
-
-
-def role_sparsity_interval(res, role: str, column: Optional[str] = None, *, seed: int = 0,
-                           n_boot: int = iv.N_BOOT) -> Optional[iv.Interval]:
-    """Bootstrap over the role's matrices of the pooled fraction of |w| below a threshold.
-
-    The pooled fraction (what ``summary["sparsity_by_role"]`` records) is a ratio of sums:
-    resampling matrices gives ``Σ w·below / Σ w·n``. ``column`` defaults to the largest
-    threshold. ``None`` when the model has no matrix of that role.
-    """
-    sp = res.sparsity
-    per = sp["per_tensor"]
-    col = column or sp["columns"][-1]
-    if per.empty or "role" not in per:
-        return None
-    g = per[per["role"] == role]
-    if g.empty:
-        return None
-    n = g["n"].to_numpy(dtype=np.float64)
-    return iv.bootstrap_weighted(len(g), _weighted_ratio(n * g[col].to_numpy(dtype=np.float64), n),
-                                 n_boot=n_boot, seed=seed, what=f"{role.upper()} matrices")
-
-
-def stable_rank_interval(res, role: str, *, seed: int = 0, n_boot: int = iv.N_BOOT) -> Optional[iv.Interval]:
-    """Bootstrap over the role's matrices (layers × attention blocks) of the mean stable rank."""
-    svd = res.svd
-    if svd.empty:
-        return None
-    x = svd.loc[svd["role"] == role, "stable_rank"].to_numpy(dtype=np.float64)
-    return iv.bootstrap(x, np.mean, n_boot=n_boot, seed=seed, what=f"{role.upper()} matrices") if x.size else None
-
-
-def dead_frac_interval(res, *, seed: int = 0, n_boot: int = iv.N_BOOT) -> Optional[iv.Interval]:
-    """Bootstrap over MLP layers of the pooled dead-neuron fraction ``Σ dead / Σ d_ff``."""
-    ml = res.mlp["layers"]
-    if ml.empty:
-        return None
-    return iv.bootstrap_weighted(len(ml), _weighted_ratio(ml["dead"].to_numpy(), ml["d_ff"].to_numpy()),
-                                 n_boot=n_boot, seed=seed, what="MLP layers")
 
 
 def adjacent_pairs(res) -> tuple[np.ndarray, np.ndarray]:
@@ -217,14 +185,43 @@ def adjacent_pairs(res) -> tuple[np.ndarray, np.ndarray]:
     return c, w
 
 
-def adjacent_cos_interval(res, *, seed: int = 0, n_boot: int = iv.N_BOOT) -> Optional[iv.Interval]:
-    """Bootstrap over adjacent layer pairs (all attention roles and stacks) of the mean
-    adjacent-layer cosine (each group's pairs weighted so the value is the mean of group means)."""
+def headline_items(res) -> dict:
+    """The items each pooled headline of notebook 02 averages, as a ratio of sums.
+
+    Every pooled headline is ``Σ num / Σ den`` over its items: Q (K) sparsity over the Q (K)
+    matrices (``num`` = weights below the largest threshold, ``den`` = weights), Q stable
+    rank over Q matrices (``den`` = 1), dead fraction over MLP layers (dead neurons /
+    neurons), adjacent-layer cosine over layer pairs (each group's pairs weighted so the
+    value is the mean of group means). Resampling items is the bootstrap of the headline.
+    Returns ``{key: {"num": [...], "den": [...], "items": name}}`` (JSON-ready).
+    """
+    out = {}
+    sp = res.sparsity
+    per, col = sp["per_tensor"], sp["columns"][-1]
+    for r in ("q", "k"):
+        g = per[per["role"] == r] if not per.empty and "role" in per else per
+        n = g["n"].to_numpy(dtype=np.float64) if not g.empty else np.zeros(0)
+        num = n * g[col].to_numpy(dtype=np.float64) if not g.empty else n
+        out[f"{r}_sparsity"] = {"num": num.tolist(), "den": n.tolist()}
+    sr = res.svd.loc[res.svd["role"] == "q", "stable_rank"].to_numpy(dtype=np.float64) if not res.svd.empty \
+        else np.zeros(0)
+    out["q_stable_rank"] = {"num": sr.tolist(), "den": np.ones_like(sr).tolist()}
+    ml = res.mlp["layers"]
+    out["mlp_dead_frac"] = {"num": [] if ml.empty else ml["dead"].astype(float).tolist(),
+                            "den": [] if ml.empty else ml["d_ff"].astype(float).tolist()}
     c, w = adjacent_pairs(res)
-    if not c.size:
+    out["cross_layer_adj"] = {"num": (w * c).tolist(), "den": w.tolist()}
+    for k, v in out.items():
+        v["items"] = POOLED[k]
+    return out
+
+
+def items_interval(items: Optional[Mapping], *, seed: int = 0, n_boot: int = iv.N_BOOT) -> Optional[iv.Interval]:
+    """Percentile bootstrap over the items of :func:`headline_items` (``None`` when there are none)."""
+    if not items or not len(items["num"]):
         return None
-    return iv.bootstrap_weighted(len(c), _weighted_ratio(w * c, w), n_boot=n_boot, seed=seed,
-                                 what="adjacent layer pairs")
+    return iv.bootstrap_weighted(len(items["num"]), _ratio(items["num"], items["den"]), n_boot=n_boot, seed=seed,
+                                 what=items["items"])
 
 
 def _note(note: Optional[str], interval: Any) -> Optional[str]:
@@ -240,52 +237,50 @@ def _qk_first(summary: Optional[Mapping]) -> Optional[float]:
     return None if k is None else summary["qk"][k]["pos_frac_first"]
 
 
-def battery_headline(res, summary: Mapping, null_res=None, null: Optional[Mapping] = None, *,
-                     seed: int = 0, n_boot: int = iv.N_BOOT) -> dict:
+NOTES = {
+    "q_sparsity": "Pooled over every Q matrix; a fixed absolute threshold mostly measures weight scale, which the "
+                  "random-init null shows.",
+    "k_sparsity": "Pooled over every K matrix; a fixed absolute threshold mostly measures weight scale, which the "
+                  "random-init null shows.",
+    "q_stable_rank": "Mean over Q matrices of ‖W‖²_F/‖W‖²₂; a Gaussian init already has a high stable "
+                     "rank.",
+    "qk_pos_frac_first": "Exact: one eigen-decomposition of the full layer-0 sym(W_Qᵀ W_K), no sampling; 0.5 is "
+                         "sign balance.",
+    "mlp_dead_frac": "Importance < 1 % of the layer mean; pooled over MLP layers.",
+    "cross_layer_adj": "Independent random layers have cosine ≈ 0 (the random-init null); trained layers depart "
+                       "from it only if they share weight directions.",
+}
+
+
+def battery_headline(summary: Mapping, items: Mapping, null: Optional[Mapping] = None,
+                     null_items: Optional[Mapping] = None, *, seed: int = 0, n_boot: int = iv.N_BOOT) -> dict:
     """The headline numbers of notebook 02, each with its 95 % interval and the random-init null.
 
     Values are those the summary records; intervals are bootstraps over the matrices /
-    layers / pairs each number pools (see the module docstring); the layer-0 QK sign
-    fraction is one eigen-decomposition of the full weights, hence exact.
+    layers / pairs each number pools (``items``: :func:`headline_items`); the layer-0 QK
+    sign fraction is one eigen-decomposition of the full weights, hence exact. ``null`` /
+    ``null_items``: the same for the random-init copy (omitted: no null).
     """
     thr = summary.get("qkv_sparsity_threshold")
-
-    def nul(value, interval):
-        return {} if null is None else {"random_init": {"value": value, "interval": interval}}
-
-    def both(fn, *a):
-        return fn(res, *a, seed=seed, n_boot=n_boot), (fn(null_res, *a, seed=seed, n_boot=n_boot)
-                                                       if null_res is not None else None)
-
-    out = {}
-    for r in ("q", "k"):
-        t, n = both(role_sparsity_interval, r)
-        out[f"{r}_sparsity"] = results.headline(
-            get(summary, "qkv_sparsity", r), interval=t, nulls=nul(get(null, "qkv_sparsity", r), n),
-            label=f"{r.upper()} |w|{thr}", fmt=".3f",
-            note=_note(f"Pooled over every {r.upper()} matrix; a fixed absolute threshold mostly measures weight "
-                       "scale, which the random-init null shows.", t))
-    t, n = both(stable_rank_interval, "q")
-    out["q_stable_rank"] = results.headline(
-        get(summary, "svd_by_role", "q", "stable_rank"), interval=t,
-        nulls=nul(get(null, "svd_by_role", "q", "stable_rank"), n), label="Q stable rank", fmt=".2f",
-        note=_note("Mean over Q matrices of ‖W‖²_F/‖W‖²₂; a Gaussian init already has a high stable rank.", t))
+    values = {"q_sparsity": lambda s: get(s, "qkv_sparsity", "q"), "k_sparsity": lambda s: get(s, "qkv_sparsity", "k"),
+              "q_stable_rank": lambda s: get(s, "svd_by_role", "q", "stable_rank"),
+              "qk_pos_frac_first": _qk_first, "mlp_dead_frac": lambda s: get(s, "mlp", "dead_frac"),
+              "cross_layer_adj": lambda s: (s or {}).get("cross_layer_attn_adj_mean")}
     first = first_qk_group(summary, self_only=False)
-    out["qk_pos_frac_first"] = results.headline(
-        _qk_first(summary), interval="exact", nulls=nul(_qk_first(null), None),
-        label=f"QK pos. eig. frac (L0{'' if first is None else ', ' + first})", fmt=".3f",
-        note="Exact: one eigen-decomposition of the full layer-0 sym(W_Qᵀ W_K), no sampling; 0.5 is sign balance.")
-    t, n = both(dead_frac_interval)
-    out["mlp_dead_frac"] = results.headline(
-        get(summary, "mlp", "dead_frac"), interval=t, nulls=nul(get(null, "mlp", "dead_frac"), n),
-        label="dead MLP neurons", fmt=".4f",
-        note=_note("Importance < 1 % of the layer mean; pooled over MLP layers.", t))
-    t, n = both(adjacent_cos_interval)
-    out["cross_layer_adj"] = results.headline(
-        summary.get("cross_layer_attn_adj_mean"), interval=t,
-        nulls=nul((null or {}).get("cross_layer_attn_adj_mean"), n), label="adjacent-layer cos (attn)", fmt=".4f",
-        note=_note("Independent random layers have cosine ≈ 0 (the random-init null); trained layers depart "
-                   "from it only if they share weight directions.", t))
+    labels = {"q_sparsity": f"Q |w|{thr}", "k_sparsity": f"K |w|{thr}", "q_stable_rank": "Q stable rank",
+              "qk_pos_frac_first": f"QK pos. eig. frac (L0{'' if first is None else ', ' + first})",
+              "mlp_dead_frac": "dead MLP neurons", "cross_layer_adj": "adjacent-layer cos (attn)"}
+    fmts = {"q_stable_rank": ".2f", "mlp_dead_frac": ".4f", "cross_layer_adj": ".4f"}
+    out = {}
+    for key, val in values.items():
+        if key in POOLED:
+            t = items_interval(items.get(key), seed=seed, n_boot=n_boot)
+            n = items_interval((null_items or {}).get(key), seed=seed, n_boot=n_boot)
+        else:
+            t, n = "exact", None
+        nulls = {} if null is None else {"random_init": {"value": val(null), "interval": n}}
+        out[key] = results.headline(val(summary), interval=t, nulls=nulls, label=labels[key],
+                                    fmt=fmts.get(key, ".3f"), note=_note(NOTES[key], t))
     return out
 
 
@@ -330,19 +325,60 @@ def cross_model_frame(batteries: Mapping[str, tuple]) -> pd.DataFrame:
 
 def _model_values(measured: pd.DataFrame, column: str, kind: str) -> pd.Series:
     g = measured[measured["weights"] == kind]
-    return pd.to_numeric(g[column], errors="coerce").dropna() if column in g else pd.Series(dtype=float)
+    return pd.to_numeric(g[column], errors="coerce") if column in g else pd.Series(dtype=float)
 
 
-def cross_model_headline(measured: pd.DataFrame, column: str, *, label: str, fmt: str = ".3f",
-                         note: Optional[str] = None, seed: int = 0, n_boot: int = iv.N_BOOT) -> dict:
-    """Mean of ``column`` over the trained models with a bootstrap over models, beside the
-    same mean over the random-init rows (with its own bootstrap) as the ``random_init`` null."""
-    t, r = _model_values(measured, column, "trained"), _model_values(measured, column, RANDOM)
-    nulls = {}
-    if len(r):
-        nulls["random_init"] = {"value": float(r.mean()),
-                                "interval": iv.bootstrap(r.to_numpy(), np.mean, n_boot=n_boot, seed=seed,
-                                                         what="models")}
-    value = float(t.mean()) if len(t) else None
-    interval = iv.bootstrap(t.to_numpy(), np.mean, n_boot=n_boot, seed=seed, what="models") if len(t) else None
+def two_stage_interval(values: Sequence[float], items: Sequence[Optional[Mapping]], *, seed: int = 0,
+                       n_boot: int = iv.N_BOOT) -> Optional[iv.Interval]:
+    """Two-stage percentile bootstrap of a mean over models of pooled per-model values.
+
+    Each resample draws the models with replacement and, within every drawn model, its
+    items (matrices / layers / pairs; ``items[j]``: a :func:`headline_items` entry, or
+    ``None`` for a value that pools nothing, which is then kept fixed). It is the interval
+    of the cross-model mean over both the choice of models and the choice of layers within
+    each, and it still forms with two models.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    M = len(v)
+    if M == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    R = np.empty((M, n_boot))
+    names = set()
+    for j, it in enumerate(items):
+        if it and len(it["num"]):
+            n = len(it["num"])
+            W = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
+            R[j] = _ratio(it["num"], it["den"])(W)
+            names.add(it["items"])
+        else:
+            R[j] = v[j]
+    stat = R[rng.integers(0, M, size=(n_boot, M)), rng.integers(0, n_boot, size=(n_boot, M))].mean(axis=1)
+    within = f" and the {', '.join(sorted(names))} within each" if names else ""
+    label = f"two-stage bootstrap percentile, {n_boot} resamples of {M} models{within}"
+    a = (1 - iv.LEVEL) / 2
+    return iv.Interval(float(np.quantile(stat, a)), float(np.quantile(stat, 1 - a)), label)
+
+
+def cross_model_headline(measured: pd.DataFrame, column: str, *, label: str, items: Optional[Mapping] = None,
+                         key: Optional[str] = None, fmt: str = ".3f", note: Optional[str] = None, seed: int = 0,
+                         n_boot: int = iv.N_BOOT) -> dict:
+    """Mean of ``column`` over the trained models, beside the same mean over the random-init
+    rows as the ``random_init`` null; both with :func:`two_stage_interval`.
+
+    ``items``: ``{model: {"trained": headline_items, "random_init": headline_items}}`` and
+    ``key`` the headline key in them (omitted: the bootstrap resamples models only).
+    """
+    out = {}
+    for kind, ikind in (("trained", "trained"), (RANDOM, "random_init")):
+        g = measured[measured["weights"] == kind]
+        vals = _model_values(measured, column, kind)
+        keep = vals.notna().to_numpy()
+        its = [get(items, m, ikind, key) if items and key else None for m in g["model"]]
+        its = [x for x, k in zip(its, keep) if k]
+        vals = vals[keep]
+        out[kind] = (float(vals.mean()) if len(vals) else None,
+                     two_stage_interval(vals.to_numpy(), its, seed=seed, n_boot=n_boot) if len(vals) else None)
+    (value, interval), (rv, riv) = out["trained"], out[RANDOM]
+    nulls = {"random_init": {"value": rv, "interval": riv}} if rv is not None else {}
     return results.headline(value, interval=interval, nulls=nulls, label=label, fmt=fmt, note=_note(note, interval))

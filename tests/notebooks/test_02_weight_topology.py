@@ -53,6 +53,10 @@ def test_02_headline_intervals_and_random_init_nulls(run_notebook):
     assert h["q_stable_rank"]["value"] == b["svd_by_role"]["q"]["stable_rank"]
     assert h["q_stable_rank"]["nulls"]["random_init"]["value"] == n["svd_by_role"]["q"]["stable_rank"]
     assert h["cross_layer_adj"]["value"] == b["cross_layer_attn_adj_mean"]
+    items = m["metrics"]["headline_items"]
+    assert set(items) == {"trained", "random_init"} and set(items["trained"]) == set(HEADLINE) - {"qk_pos_frac_first"}
+    for k, it in items["trained"].items():
+        assert sum(it["num"]) / sum(it["den"]) == pytest.approx(h[k]["value"], rel=1e-12), k
     assert h["qk_pos_frac_first"]["value"] == b["qk"]["decoder/self"]["pos_frac_first"]  # first self group, sorted
 
 

@@ -34,8 +34,13 @@ def test_03_headlines_are_means_over_models_with_random_init_nulls(run_notebook)
         assert h[key]["value"] == pytest.approx(np.mean(tr)), key
         assert h[key]["nulls"]["random_init"]["value"] == pytest.approx(np.mean(rn)), key
         assert "resamples of 2 models" in h[key]["interval"]["method"], key
-    # two models: no bootstrap interval can be formed where they differ, and the note says so
-    assert h["q_sparsity_mean"]["interval"]["lo"] is None and "No interval" in h["q_sparsity_mean"]["note"]
+    # two models: the two-stage bootstrap resamples the matrices / layers / pairs within each model too
+    for key, what in (("q_sparsity_mean", "Q matrices"), ("mlp_dead_frac_mean", "MLP layers"),
+                      ("cross_layer_adj_mean", "adjacent layer pairs")):
+        iv = h[key]["interval"]
+        assert iv["method"].endswith(f"of 2 models and the {what} within each"), key
+        assert iv["lo"] is not None and iv["lo"] <= h[key]["value"] <= iv["hi"], key
+    assert h["qk_pos_frac_first_mean"]["interval"]["method"].endswith("of 2 models")
 
 
 def test_03_executed_notebook_shows_the_figure_and_no_partial_paths(run_notebook):

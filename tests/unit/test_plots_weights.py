@@ -131,7 +131,8 @@ def test_cross_model_empty_columns():
 def test_headline_values_equal_the_summary_and_intervals_pool_the_right_items(batteries):
     res, null = batteries
     s, n = res.summary(), null.summary()
-    h = T.battery_headline(res, s, null, n, seed=0, n_boot=200)
+    items, null_items = T.headline_items(res), T.headline_items(null)
+    h = T.battery_headline(s, items, n, null_items, seed=0, n_boot=200)
     assert h["q_sparsity"]["value"] == s["qkv_sparsity"]["q"]
     assert h["q_stable_rank"]["value"] == s["svd_by_role"]["q"]["stable_rank"]
     assert h["mlp_dead_frac"]["value"] == s["mlp"]["dead_frac"]
@@ -140,6 +141,8 @@ def test_headline_values_equal_the_summary_and_intervals_pool_the_right_items(ba
     # 3 encoder + 2 decoder self + 2 decoder cross attention blocks = 7 Q matrices; 5 MLP layers
     assert "200 resamples of 7 Q matrices" in h["q_sparsity"]["interval"]["method"]
     assert "7 Q matrices" in h["q_stable_rank"]["interval"]["method"]
+    assert h["q_stable_rank"]["nulls"]["random_init"]["value"] == n["svd_by_role"]["q"]["stable_rank"]
+    assert "note" in h["q_sparsity"] and "No interval" not in h["q_sparsity"]["note"]
     assert "5 MLP layers" in h["mlp_dead_frac"]["interval"]["method"]
     # adjacent pairs: encoder self q/k/v/o 4x2, decoder self and cross 8x1 = 16 pairs
     assert "16 adjacent layer pairs" in h["cross_layer_adj"]["interval"]["method"]
@@ -152,6 +155,10 @@ def test_headline_values_equal_the_summary_and_intervals_pool_the_right_items(ba
 def test_weighted_statistics_reduce_to_the_recorded_values(batteries):
     res, _ = batteries
     s = res.summary()
+    h = T.battery_headline(s, T.headline_items(res))
+    for k, it in T.headline_items(res).items():
+        assert sum(it["num"]) / sum(it["den"]) == pytest.approx(h[k]["value"], rel=1e-12), k
+    assert h["q_sparsity"]["nulls"] == {}
     c, w = T.adjacent_pairs(res)
     assert float(w @ c / w.sum()) == pytest.approx(s["cross_layer_attn_adj_mean"], abs=1e-12)
     per = res.sparsity["per_tensor"]
@@ -183,8 +190,24 @@ def test_cross_model_headline_bootstraps_over_models():
     rows = [{"model": f"m{i}", "weights": w, "Q sparsity": float(v)}
             for i in range(5) for w, v in (("trained", rng.uniform(0.8, 1.0)), ("random init", rng.uniform(0, 0.2)))]
     h = T.cross_model_headline(pd.DataFrame(rows), "Q sparsity", label="mean Q sparsity", seed=0, n_boot=500)
-    assert "500 resamples of 5 models" in h["interval"]["method"]
+    assert h["interval"]["method"] == "two-stage bootstrap percentile, 500 resamples of 5 models"
     assert h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"]
     assert h["nulls"]["random_init"]["separated"] is True and h["note"] is None
-    h2 = T.cross_model_headline(pd.DataFrame(rows[:4]), "Q sparsity", label="x", note="A note.")
-    assert h2["note"].startswith("A note. No interval: too few items")
+
+
+def test_two_stage_interval_resamples_items_within_models(batteries):
+    """Two models: resampling models alone cannot form a useful interval; the items within do."""
+    res, null = batteries
+    items = {"a": {"trained": T.headline_items(res), "random_init": T.headline_items(null)},
+             "b": {"trained": T.headline_items(null), "random_init": T.headline_items(res)}}
+    measured = T.cross_model_frame({"a": (res.summary(), null.summary()), "b": (null.summary(), res.summary())})
+    h = T.cross_model_headline(measured, "SR Q", label="SR Q", items=items, key="q_stable_rank", n_boot=400)
+    assert h["interval"]["method"] == "two-stage bootstrap percentile, 400 resamples of 2 models and the Q matrices " \
+                                      "within each"
+    assert h["interval"]["lo"] < h["value"] < h["interval"]["hi"]
+    assert h["value"] == pytest.approx(np.mean([res.summary()["svd_by_role"]["q"]["stable_rank"],
+                                                null.summary()["svd_by_role"]["q"]["stable_rank"]]))
+    # a value that pools nothing keeps its value: identical models give a zero-width interval
+    iv = T.two_stage_interval([0.5, 0.5], [None, None], n_boot=100)
+    assert iv.lo == iv.hi == 0.5 and iv.method.endswith("of 2 models")
+    assert T.two_stage_interval([], []) is None
