@@ -147,8 +147,9 @@ job.figure(plots.cv_trajectory(traj, band=band), "cv_trajectory", key=True)
 # Recorded: every CV of every run (pre / mid / post), the three tables as mean/std per
 # configuration, accuracies. Headline: post-training CV of the heads' query activations
 # and of the per-head attention output, averaged over configurations and heads, beside the
-# same quantity before training (random-init null). Each seed is one full repetition (data,
-# init, training), so their intervals are Student-t intervals over the per-seed means. The
+# same quantity before training (random-init null), and the change of the query CV through
+# training paired by seed. Each seed is one full repetition (data, init, training), so
+# their intervals are Student-t intervals over the per-seed means. The
 # fraction of table cells (sections 2 and 3) whose seed-mean lies in the band gets a
 # Wilson score interval over the cells, beside the same fraction before training.
 
@@ -183,6 +184,12 @@ headline = {
     for name, g, label in (("Q", "act_Q_h*", "CV act Q (heads, post)"),
                            ("headout", "act_headout_h*", "CV head output (post)"))
 }
+
+# %%
+q_change = per_seed["post/act_Q_h*"] - per_seed["pre/act_Q_h*"]  # paired: same data and init per seed
+headline["act_Q_cv_change"] = results.headline(
+    float(q_change.mean()), interval=M.intervals.over_seeds(q_change), label="CV act Q: post − pre", fmt=".4f",
+    nulls={"no change": 0.0}, note="Paired by seed: the seed-to-seed spread that both phases share cancels.")
 headline["fraction_in_band"] = results.headline(
     metrics["fraction_cells_in_band"], interval=tables.proportion_interval(k_in, n_cells, what="table cells"),
     label="table cells in band", fmt=".3f",

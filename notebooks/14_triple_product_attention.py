@@ -100,7 +100,7 @@ print(f"Chance accuracy 1/VOCAB = {chance:.3f}; loss floor = {loss_floor:.3f} na
 # %%
 res = resilience_table(MAGNITUDES, leak=LEAK)
 metrics["resilience"] = res
-print(f"True match: dot = {res['match']['dot']:.4f}, Gram score = {res['match']['gram']:.4f}.")
+print(f"True match: dot = {res['match']['dot']:.4f}, Gram score = {res['match']['gram'] + 0.0:.4f}.")  # + 0.0: no "-0.0000"
 job.table(pd.DataFrame(res["rows"]).set_index("magnitude"), caption="Scores of the noise key by magnitude")
 job.figure(plots.resilience(res), "resilience", key=True)
 

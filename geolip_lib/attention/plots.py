@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullFormatter
 
 __all__ = ["depth_sweep", "interleaved", "causal_intervention", "throughput", "seq_scaling",
            "cv_vs_head_dim", "cv_trajectory", "resilience", "loss_curves", "copy_accuracy", "cost_per_step",
@@ -25,17 +25,20 @@ BAND = (0.20, 0.23)
 
 
 def _band(ax, band: Sequence[float] | None, label: str | None = None) -> None:
-    """Shade the CV band without letting it set the y range: a band outside the data's range
-    is named in a corner note instead (it would squash the curves into a thin strip)."""
+    """Shade the CV band without letting it set the y range (a band far from the data would
+    squash the curves into a thin strip). A band outside the data's range keeps its legend
+    entry, marked "above/below this range", when ``label`` is given (the caller draws the
+    legend afterwards); otherwise a corner note names it."""
     if band is None:
         return
     lo, hi = ax.get_ylim()
-    ax.axhspan(*band, color="tab:green", alpha=0.13, label=label if band[1] > lo and band[0] < hi else None)
+    outside = "above" if band[0] >= hi else "below" if band[1] <= lo else None
+    text = label if outside is None or label is None else f"{label} ({outside} this range)"
+    ax.axhspan(*band, color="tab:green", alpha=0.13, label=text)
     ax.set_ylim(lo, hi)
-    if band[0] >= hi or band[1] <= lo:
-        where = "above" if band[0] >= hi else "below"
-        ax.text(0.98, 0.97 if where == "above" else 0.03, f"band {band[0]:g}–{band[1]:g} {where} this range",
-                transform=ax.transAxes, ha="right", va="top" if where == "above" else "bottom", fontsize=7,
+    if outside and label is None:
+        ax.text(0.98, 0.97 if outside == "above" else 0.03, f"band {band[0]:g}–{band[1]:g} {outside} this range",
+                transform=ax.transAxes, ha="right", va="top" if outside == "above" else "bottom", fontsize=7,
                 color="tab:green")
 
 
@@ -108,7 +111,9 @@ def interleaved(inter_df: pd.DataFrame, *, band: Sequence[float] | None = BAND) 
         ax.set_xlabel("layer")
         ax.set_ylabel(col)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    _band(axes[0], band)
+    _band(axes[0], band, f"band {band[0]:g}–{band[1]:g}" if band is not None else None)
+    for ax in axes:
+        ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig
 
@@ -194,6 +199,8 @@ def seq_scaling(scale_df: pd.DataFrame, *, device: str) -> Figure:
     ax.plot(scale_df.index, scale_df["attn_ms"], "s-", label="vanilla attention")
     ax.set(xscale="log", yscale="log", xlabel="sequence length S", ylabel="ms / forward",
            title=f"sequence-length scaling ({device})")
+    ax.set_xticks(list(scale_df.index), [str(v) for v in scale_df.index])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.legend()
     return fig
 

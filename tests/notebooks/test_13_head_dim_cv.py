@@ -79,6 +79,9 @@ def test_headline_intervals(m13):
         null = h["nulls"]["random_init"]
         assert null["value"] == pytest.approx(m13["metrics"]["mean_over_configs"][f"pre/{group}"])
         assert null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"]
+    ch = m13["headline"]["act_Q_cv_change"]
+    diffs = [b - a for a, b in zip(per_seed["pre/act_Q_h*"].values(), per_seed["post/act_Q_h*"].values())]
+    assert ch["value"] == pytest.approx(sum(diffs) / n_seeds) and ch["interval"]["lo"] < ch["value"] < ch["interval"]["hi"]
     f = m13["headline"]["fraction_in_band"]
     assert f["value"] == m13["metrics"]["fraction_cells_in_band"]
     assert f["interval"]["method"].startswith("Wilson score interval") and 0 <= f["interval"]["lo"] <= f["value"]

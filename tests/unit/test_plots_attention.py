@@ -86,6 +86,7 @@ def test_throughput_and_seq_scaling():
     ax = fig.axes[0]
     assert ax.get_title() == "sequence-length scaling (cpu)"
     assert ax.get_xlabel() == "sequence length S" and ax.get_ylabel() == "ms / forward"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["64", "128", "256"]
     _check(fig, 1)
 
 
