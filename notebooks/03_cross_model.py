@@ -31,7 +31,7 @@ REPORT_ROOT = None  # profile output root holding 02_weight_topology/<job>/metri
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
 MODELS = ["tiny-t5", "tiny-bert"]  # models to run the battery on when REPORT_ROOT has no 02 results
 SEED = 0  # seed of the random-init baselines computed here (fallback path only) and of the bootstraps
-N_BOOT = 1000  # bootstrap resamples of the headline intervals (over models)
+N_BOOT = 1000  # bootstrap resamples of the headline intervals (models, then the layers within each)
 
 # %%
 import json
@@ -117,7 +117,7 @@ SEED_REPORTED = [
 reported = pd.DataFrame(SEED_REPORTED)
 reported.insert(1, "source", "reported by the seed")
 job.table(reported, caption="Reported by seed 001 (not measured here)",
-          formats={"decoder mixed position heads": "{:.0f}"}, index=False)
+          formats={"decoder mixed position heads": "{:.0f}", **{c: "{:.3f}" for c in cols["sparsity"]}}, index=False)
 
 # %% [markdown]
 # ## 4. Figures

@@ -210,7 +210,8 @@ def random_init_comparison(res, null_res=None, title: str = ""):
     a = ax[0]
     sp = pd.DataFrame({k: _role_sparsity(r, col) for k, r in runs})
     if not sp.empty:
-        sp.plot.bar(ax=a, color=[pal[k] for k in sp.columns], rot=0)
+        sp.plot.bar(ax=a, color=[pal[k] for k in sp.columns], rot=30)
+        plt.setp(a.get_xticklabels(), ha="right", rotation_mode="anchor")
         a.legend(fontsize=8)
     else:
         _empty(a, "no weight matrices")
@@ -226,6 +227,7 @@ def random_init_comparison(res, null_res=None, title: str = ""):
         sns.stripplot(data=sr, x="role", y="stable_rank", hue="weights", order=order, dodge=True, ax=a,
                       palette=pal, size=4, alpha=0.8)
         a.legend(fontsize=8)
+        plt.setp(a.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
     else:
         _empty(a, "no SVD")
     a.set_title("stable rank of every matrix")
@@ -294,17 +296,23 @@ def cross_model(measured: pd.DataFrame):
         qkl = qk.melt(id_vars=["model", "weights"], value_vars=["QK pos first", "QK pos last"], var_name="layer",
                       value_name="positive eigenvalue fraction")
         qkl["layer"] = qkl["weights"] + ", " + qkl["layer"].str.replace("QK pos ", "")
-        sns.barplot(data=qkl, x="model", y="positive eigenvalue fraction", hue="layer", ax=ax[2], errorbar=None)
-        ax[2].axhline(0.5, color="gray", ls="--")
+        sns.pointplot(data=qkl, x="model", y="positive eigenvalue fraction", hue="layer", ax=ax[2], errorbar=None,
+                      dodge=0.5, linestyle="none", markers=["o", "o", "s", "s"], order=sorted(set(qkl["model"])),
+                      hue_order=[h for h in ("trained, first", "random init, first", "trained, last",
+                                             "random init, last") if h in set(qkl["layer"])])
+        ax[2].axhline(0.5, color="gray", ls="--", label="sign balance")
     else:
         _empty(ax[2], "no self-attention QK")
     ax[2].set_title("QK positive-eigenvalue fraction (first / last layer)")
-    for a in ax:
+    legend = [dict(loc="upper center", ncol=3), dict(loc="upper right"),
+              dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))]
+    if not long.empty:
+        ax[0].set_ylim(0, 1.2)  # room for the legend above the bars
+    for a, kw in zip(ax, legend):
         a.set_xlabel("model")
         if a.get_legend() is not None:
-            a.legend(fontsize=8)
-        if a.get_xticklabels():
-            a.tick_params(axis="x", rotation=30)
+            a.legend(fontsize=8, **kw)
+        plt.setp(a.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
     ax[0].set_ylabel(ylab)
     ax[1].set_ylabel("stable rank")
     ax[2].set_ylabel("positive eigenvalue fraction")
