@@ -87,10 +87,10 @@ def bootstrap(data: Any, statistic: Callable[..., Any] = np.mean, *, n_boot: int
     n = x.shape[0] if x.ndim else 0
     label = f"bootstrap {method}, {n_boot} resamples of {n} {what}"
     if n < 3 or np.ptp(x) == 0:
-        if n >= 1 and np.ptp(x) == 0:  # a constant sample: the statistic cannot move
+        if n >= 3 and np.ptp(x) == 0:  # a constant sample: the statistic cannot move
             v = float(statistic(x, axis=-1)) if x.ndim == 1 else float("nan")
             return Interval(v, v, label)
-        return _nan(label)
+        return _nan(f"no interval: {n} {what} (a bootstrap needs at least 3)")
     res = stats.bootstrap((x,), statistic, n_resamples=n_boot, confidence_level=level, method=method,
                           random_state=np.random.default_rng(seed), vectorized=True, axis=0)
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -109,7 +109,7 @@ def bootstrap_weighted(n: int, weighted_statistic: Callable[[np.ndarray], Any], 
     copying rows (for example ``PR`` from ``X.T @ (w * X)``).
     """
     if n < 3:
-        return _nan(f"bootstrap percentile, {n_boot} resamples of {n} {what}")
+        return _nan(f"no interval: {n} {what} (a bootstrap needs at least 3)")
     rng = np.random.default_rng(seed)
     vals: list[np.ndarray] = []
     p = np.full(n, 1.0 / n)
@@ -135,7 +135,7 @@ def over_seeds(values: Any, *, level: float = LEVEL) -> Interval:
     n = len(v)
     label = f"t interval of the mean over {n} seeds"
     if n < 2:
-        return _nan(label)
+        return _nan(f"no interval: {n} seed(s) (at least 2 needed)")
     m, s = float(v.mean()), float(v.std(ddof=1))
     h = float(stats.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
     return Interval(m - h, m + h, label, level)

@@ -65,7 +65,8 @@ def test_bootstrap_is_seeded_and_handles_degenerate_samples():
     assert I.bootstrap(x, seed=3) == I.bootstrap(x, seed=3)
     const = I.bootstrap(np.full(10, 2.5))
     assert const.lo == const.hi == 2.5
-    assert not I.bootstrap([1.0, 2.0]).finite
+    two = I.bootstrap([1.0, 2.0], what="layers")
+    assert not two.finite and two.method == "no interval: 2 layers (a bootstrap needs at least 3)"
     assert not I.over_seeds([1.0]).finite
 
 
