@@ -128,8 +128,11 @@ def collect(out_root: Path) -> dict[str, list[JobRecord]]:
 
 # ------------------------------------------------------------------------------ tables
 def _cell(h: dict) -> str:
-    value = format_value(h.get("value"), h.get("interval"), h.get("fmt"))
-    parts = [f"<span class='val'>{html.escape(value)}</span>"]
+    iv = h.get("interval") or {}
+    value = format_value(h.get("value"), iv, h.get("fmt"))
+    parts = [f"<span class='val' title='{html.escape(iv.get('method', ''), quote=True)}'>{html.escape(value)}</span>"]
+    if h.get("value") is not None and iv.get("lo") is None:
+        parts.append(f"<span class='null'>({html.escape(iv.get('method') or 'no interval')})</span>")
     for kind, n in (h.get("nulls") or {}).items():
         if n is None or n.get("value") is None:
             continue
