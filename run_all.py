@@ -269,6 +269,7 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
             raise RuntimeError("the notebook finished without recording metrics.json "
                                "(end it with job.finish(metrics, headline))")
         (partial / FINGERPRINT).write_text(json.dumps(fp, indent=1, default=str), encoding="utf-8")
+        _repoint_injected(partial / "executed.ipynb", partial, final)
     except BaseException as exc:  # noqa: BLE001 - one failing job never takes the batch down
         if isinstance(exc, KeyboardInterrupt):
             shutil.rmtree(partial, ignore_errors=True)
@@ -284,6 +285,18 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
         shutil.rmtree(trash, ignore_errors=True)
     os.replace(partial, final)
     return JobResult(job, True, final, time.perf_counter() - t0)
+
+
+def _repoint_injected(executed: Path, partial: Path, final: Path) -> None:
+    """The injected parameters cell names the temporary directory; point it at the final one
+    (the executed notebook is shown as HTML, and a stale ``.partial`` path misleads)."""
+    import nbformat
+
+    nb = nbformat.read(str(executed), as_version=4)
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.source = cell.source.replace(str(partial), str(final))
+    nbformat.write(nb, str(executed))
 
 
 def _one_line_error(exc: BaseException) -> str:

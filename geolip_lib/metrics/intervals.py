@@ -276,7 +276,13 @@ def format_value(value: Any, interval: Any = None, fmt: str | None = None) -> st
                 pass
         return f"{value:.4g}" if isinstance(value, float) else str(value)
     d = decimals_for((hi - lo) / 2, float(value))
-    return f"{value:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
+    return f"{_fixed(value, d)} [{_fixed(lo, d)}, {_fixed(hi, d)}]"
+
+
+def _fixed(x: float, d: int) -> str:
+    """``x`` to ``d`` decimals, without the sign of a number that rounds to zero ("-0.0")."""
+    s = f"{x:.{d}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0 else s
 
 
 def _bounds(interval: Any) -> tuple[float | None, float | None]:

@@ -75,7 +75,8 @@ def test_bootstrap_is_seeded_and_handles_degenerate_samples():
     (204.8986, (201.3, 208.8), "205 [201, 209]"),
     (0.01834, (0.0179, 0.0188), "0.0183 [0.0179, 0.0188]"),
     (0.4246, (0.41, 0.4390), "0.425 [0.410, 0.439]"),  # half-width 0.0145: leading 1 keeps two digits
-    (3.0, (3.0, 3.0), "3"),  # exact: no interval printed
+    (3.0, (3.0, 3.0), "3"),
+    (-0.011, (-0.30, 0.28), "0.0 [-0.3, 0.3]"),  # no "-0.0"  # exact: no interval printed
 ])
 def test_format_value_prints_the_precision_the_interval_supports(value, iv, text):
     assert I.format_value(value, iv) == text

@@ -69,6 +69,9 @@ def test_executed_notebook_shows_figures_tables_and_no_warnings(built):
     assert sum("text/html" in o.get("data", {}) for o in outs) == 2  # the moments table + the headline table
     text = json.dumps(outs)
     assert ".partial" not in text and "PosixPath" not in text
+    job = built["out"] / "fig" / "a"
+    assert ".partial" not in (job / "executed.ipynb").read_text()  # the injected OUT_DIR names the final dir
+    assert ".partial" not in (job / "executed.html").read_text()
     streams = [o for o in outs if o["output_type"] == "stream"]
     assert all(o["name"] == "stdout" for o in streams), streams  # no stderr blocks (TqdmWarning, progress bars)
     assert (built["out"] / "fig" / "a" / "hist.png").stat().st_size > 1000
