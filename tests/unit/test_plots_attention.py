@@ -8,19 +8,13 @@ import pandas as pd
 import pytest
 
 from geolip_lib.attention import plots, resilience_table
-from geolip_lib.plotting import png_bytes
+from tests.figure_checks import check_figure
 
 pytestmark = pytest.mark.unit
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ARCHS = ["vanilla_attn", "pure_relay", "hybrid"]
 
 
-def _check(fig, n_axes: int) -> None:
-    assert len(fig.axes) == n_axes
-    data = png_bytes(fig)
-    assert data.startswith(PNG_MAGIC) and len(data) > 1000
-    plt.close(fig)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +42,7 @@ def test_depth_sweep(depth_df, with_intervals):
     assert ("95 %" in fig.get_suptitle()) is with_intervals
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert set(ARCHS) <= set(labels) and "Gaussian input" in labels
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def test_interleaved():
@@ -57,7 +51,7 @@ def test_interleaved():
     fig = plots.interleaved(df)
     assert [ax.get_title() for ax in fig.axes] == ["interleaved stack: cv_n", "interleaved stack: cos_to_input"]
     assert all(ax.get_xlabel() == "layer" for ax in fig.axes)
-    _check(fig, 2)
+    check_figure(fig, 2)
 
 
 @pytest.mark.parametrize("with_intervals", [False, True])
@@ -72,7 +66,7 @@ def test_causal_intervention(with_intervals):
     assert ax.get_xlabel() == "mixer" and ax.get_ylabel() == "mean |Δ| of tokens 1..S-1"
     assert ax.get_yscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ARCHS
     assert len(ax.patches) == 6  # 3 mixers x 2 depths
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 def test_throughput_and_seq_scaling():
@@ -80,14 +74,14 @@ def test_throughput_and_seq_scaling():
     fig = plots.throughput(thr, batch=2, seq_len=64, device="cpu")
     assert [ax.get_title() for ax in fig.axes] == ["throughput, B=2 S=64 (cpu)", "parameters per layer"]
     assert [ax.get_ylabel() for ax in fig.axes] == ["ms / forward (median)", "parameters"]
-    _check(fig, 2)
+    check_figure(fig, 2)
     scale = pd.DataFrame({"hybrid_ms": [1.0, 2.0, 5.0], "attn_ms": [0.5, 1.5, 6.0]}, index=pd.Index([64, 128, 256], name="S"))
     fig = plots.seq_scaling(scale, device="cpu")
     ax = fig.axes[0]
     assert ax.get_title() == "sequence-length scaling (cpu)"
     assert ax.get_xlabel() == "sequence length S" and ax.get_ylabel() == "ms / forward"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["64", "128", "256"]
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 # ------------------------------------------------------------------ notebook 13
@@ -110,7 +104,7 @@ def test_cv_vs_head_dim(head_mean):
     assert all(ax.get_xlabel() == "head_dim" and ax.get_ylabel() == "CV" for ax in fig.axes)
     assert fig.axes[0].get_xscale() == "log"
     assert fig.get_suptitle().startswith("post-training CV vs head_dim")
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def test_cv_trajectory(head_mean):
@@ -120,7 +114,7 @@ def test_cv_trajectory(head_mean):
     assert all(ax.get_xlabel() == "training phase" and ax.get_ylabel() == "CV" for ax in fig.axes)
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["pre", "mid", "post"]
     assert fig.get_suptitle().startswith("activation CV before / mid / after training")
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 # ------------------------------------------------------------------ notebook 14
@@ -129,7 +123,7 @@ def test_resilience():
     assert [ax.get_title() for ax in fig.axes] == ["dot-product score", "Gram score (true match: det G = 0)"]
     assert all(ax.get_xlabel() == "noise key magnitude m" for ax in fig.axes)
     assert [ax.get_ylabel() for ax in fig.axes] == ["q · k", "det G (= −score)"]
-    _check(fig, 2)
+    check_figure(fig, 2)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +140,7 @@ def test_loss_curves():
     ax = fig.axes[0]
     assert ax.get_title() == "copy task: training loss (mean ± sd over 2 seeds)"
     assert ax.get_xlabel() == "step" and ax.get_ylabel() == "cross-entropy (nats)"
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 @pytest.mark.parametrize("with_intervals", [False, True])
@@ -159,7 +153,7 @@ def test_copy_accuracy(final, with_intervals):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["standard", "triple"]
     labels = set(ax.get_legend_handles_labels()[1])
     assert {"seed", "at init (mean)", "chance"} <= labels and ("95 % interval (seeds)" in labels) is with_intervals
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 def test_cost_per_step():
@@ -168,7 +162,7 @@ def test_cost_per_step():
     fig = plots.cost_per_step(cost, device="cpu", memory_kind="autograd_saved")
     assert [ax.get_title() for ax in fig.axes] == ["time per step (cpu)", "memory per step (autograd_saved)"]
     assert [ax.get_ylabel() for ax in fig.axes] == ["ms / step (median)", "MiB"]
-    _check(fig, 2)
+    check_figure(fig, 2)
 
 
 def test_every_plot_function_is_drawn_here():

@@ -12,11 +12,10 @@ import pytest  # noqa: E402
 
 from geolip_lib.lexical import plots, tables  # noqa: E402
 from geolip_lib.metrics.intervals import Interval, format_value  # noqa: E402
-from geolip_lib.plotting import png_bytes  # noqa: E402
+from tests.figure_checks import check_figure  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(autouse=True)
@@ -25,9 +24,6 @@ def _close_figures():
     plt.close("all")
 
 
-def _png(fig) -> None:
-    data = png_bytes(fig)
-    assert data.startswith(PNG_MAGIC) and len(data) > 1000
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +62,7 @@ def test_wordnet_geometry(battery):
     assert fig.axes[3].get_xlabel() == "static volume" and fig.axes[4].get_ylabel() == "mean cosine to start"
     assert len(fig.axes[0].collections[0].get_offsets()) == 100  # subsampled
     assert len(fig.axes[3].collections[0].get_offsets()) == 79  # the NaN simplex left out
-    _png(fig)
+    check_figure(fig, close=False)
 
 
 def test_wordnet_geometry_different_widths_and_empty_rows(battery):
@@ -75,7 +71,7 @@ def test_wordnet_geometry_different_widths_and_empty_rows(battery):
                                  cos_static_encoder=np.full(60, np.nan), vol_static=b["vols"][0], vol_enc=b["vols"][1],
                                  vol_corr=float("nan"), decay=[], lexnames=[], title="t")
     assert fig.axes[2].get_title() == "cosine(static, encoder): not defined"
-    _png(fig)
+    check_figure(fig, close=False)
 
 
 def test_interval_forest():
@@ -86,7 +82,7 @@ def test_interval_forest():
     assert ax.get_xlabel() == "value" and ax.get_ylabel() == "metric"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["Pearson r", "cv"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["model", "shuffled", "random_init"]
-    _png(fig)
+    check_figure(fig, close=False)
 
 
 def test_distance_bands(battery):
@@ -95,7 +91,7 @@ def test_distance_bands(battery):
     assert len(fig.axes) == 1 and ax.get_title() == "bands"
     assert ax.get_xlabel() == "WordNet path-similarity band" and ax.get_ylabel() == "mean pair cosine"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["[0.00,0.50)", "[0.50,1.00]"]
-    _png(fig)
+    check_figure(fig, close=False)
 
 
 def test_seed_stability():
@@ -107,7 +103,7 @@ def test_seed_stability():
     assert len(fig.axes) == 1 and ax.get_title() == "5 seeds"
     assert ax.get_xlabel() == "metric" and ax.get_ylabel() == "value per seed"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["enc_pearson", "enc_cv"]
-    _png(fig)
+    check_figure(fig, close=False)
 
 
 def test_interval_rows_table_and_nulls():

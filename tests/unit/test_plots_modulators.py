@@ -8,18 +8,12 @@ import pandas as pd
 import pytest
 
 from geolip_lib.modulators import plots
-from geolip_lib.plotting import png_bytes
+from tests.figure_checks import check_figure
 
 pytestmark = pytest.mark.unit
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _check(fig, n_axes: int) -> None:
-    assert len(fig.axes) == n_axes
-    data = png_bytes(fig)
-    assert data.startswith(PNG_MAGIC) and len(data) > 1000
-    plt.close(fig)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +33,7 @@ def test_pipeline_summary(rng):
     assert [ax.get_xlabel() for ax in fig.axes] == ["rank", "Wu–Palmer similarity", "cosine"]
     assert [ax.get_ylabel() for ax in fig.axes] == ["eigenvalue", "cosine of eigen-embedding", "anchors"]
     assert fig.get_suptitle().startswith("Procrustes pipeline")
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def _relational():
@@ -55,7 +49,7 @@ def test_distance_bands():
     assert ax.get_title() == "Mean cosine per WordNet path-similarity band (500 pairs)"
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("path similarity band", "mean cosine")
     assert ax.get_legend().get_title().get_text() == "representation"
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 def test_correlation_intervals():
@@ -67,7 +61,7 @@ def test_correlation_intervals():
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("Pearson r", "representation")
     assert [tk.get_text() for tk in ax.get_yticklabels()] == ["Static", "Procrustes", "Original"]
     assert ax.get_legend_handles_labels()[1] == ["Original"]
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 def test_training_summary(rng):
@@ -77,7 +71,7 @@ def test_training_summary(rng):
     assert [ax.get_xlabel() for ax in fig.axes] == ["step", "step", "layer"]
     assert [ax.get_ylabel() for ax in fig.axes] == ["alpha", "loss", "alpha"]
     assert "L0" in fig.axes[0].get_legend_handles_labels()[1]
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def test_alpha_sweep():
@@ -91,7 +85,7 @@ def test_alpha_sweep():
     assert all(ax.get_xlabel() == "alpha" for ax in fig.axes)
     assert "95 % interval" in fig.axes[0].get_legend_handles_labels()[1]
     assert "95 % interval" not in fig.axes[1].get_legend_handles_labels()[1]  # no interval columns for gradient
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def test_field_summary(rng):
@@ -101,9 +95,9 @@ def test_field_summary(rng):
                                                    "training loss"]
     assert [ax.get_xlabel() for ax in fig.axes] == ["step", "expert", "step"]
     assert [tk.get_text() for tk in fig.axes[1].get_xticklabels()] == ["k1", "k2", "k4"]
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def test_field_summary_without_cv_checks():
     fig = plots.field_summary([], 0.21, 0.05, np.full((1, 1), 0.01), [4], [])
-    _check(fig, 3)
+    check_figure(fig, 3)

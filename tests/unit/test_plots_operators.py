@@ -11,11 +11,10 @@ import torch
 from geolip_lib import operators as op
 from geolip_lib.metrics import intervals
 from geolip_lib.operators import plots, tables
-from geolip_lib.plotting import png_bytes
+from tests.figure_checks import check_figure
 
 pytestmark = pytest.mark.unit
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _ops(L: int, seed: int, group: str = "decoder.self"):
@@ -33,11 +32,6 @@ def analyses():
     return ops, trained, null
 
 
-def _check(fig, n_axes: int) -> None:
-    assert len(fig.axes) == n_axes
-    data = png_bytes(fig)
-    assert data.startswith(PNG_MAGIC) and len(data) > 1000
-    plt.close(fig)
 
 
 def test_cosine_matrices(analyses):
@@ -48,13 +42,13 @@ def test_cosine_matrices(analyses):
                                                "decoder.cross · trained", "decoder.cross · random init: not measured"]
     assert all(ax.get_xlabel() == ax.get_ylabel() == "layer" for ax in heat[:3])
     assert fig.get_suptitle().startswith("Operator cosine between layers")
-    _check(fig, 4 + 3)  # four panels + three colour bars
+    check_figure(fig, 4 + 3)  # four panels + three colour bars
 
 
 def test_cosine_matrices_without_groups():
     fig = plots.cosine_matrices({}, {})
     assert fig.axes[0].get_title() == "no attention group measured"
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 def test_sign_agreement(analyses):
@@ -67,7 +61,7 @@ def test_sign_agreement(analyses):
     assert (left.get_ylabel(), right.get_ylabel()) == ("fraction agreeing", "fraction > 0")
     labels = left.get_legend_handles_labels()[1]
     assert "decoder.self (top-8)" in labels and "decoder.self random init" in labels
-    _check(fig, 2)
+    check_figure(fig, 2)
 
 
 def test_principal_angles(analyses):
@@ -77,7 +71,7 @@ def test_principal_angles(analyses):
     assert ax.get_title() == "top-3 eigen-subspace principal angles to the anchor"
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("layer", "mean angle (deg)")
     assert "anchor (layer 9)" in ax.get_legend_handles_labels()[1]
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 def test_heldout_cosine():
@@ -88,7 +82,7 @@ def test_heldout_cosine():
     assert ax.get_title() == "per-token cosine(native, projected), held-out tokens"
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("cosine", "density")
     assert "95 % interval of the mean" in ax.get_legend_handles_labels()[1]
-    _check(fig, 1)
+    check_figure(fig, 1)
 
 
 @pytest.mark.parametrize("with_digits", [True, False])
@@ -112,7 +106,7 @@ def test_projection_summary(with_digits):
     assert panels[3].get_title().startswith("pentachoron volumes") and panels[3].get_xscale() == "log"
     assert (panels[4].get_xlabel(), panels[4].get_ylabel()) == ("token id", "cosine alignment")
     assert panels[5].get_title() == "eigenspectrum of residual (native − projected)"
-    _check(fig, 7 if with_digits else 6)  # the heatmap adds a colour bar
+    check_figure(fig, 7 if with_digits else 6)  # the heatmap adds a colour bar
 
 
 def test_tables_and_headline_samples(analyses):

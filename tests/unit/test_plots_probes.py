@@ -11,7 +11,8 @@ import pytest  # noqa: E402
 
 from geolip_lib import metrics as M  # noqa: E402
 from geolip_lib import results  # noqa: E402
-from geolip_lib.plotting import png_bytes  # noqa: E402
+
+from tests.figure_checks import check_figure  # noqa: E402
 from geolip_lib.probes import plots  # noqa: E402
 
 pytestmark = pytest.mark.unit
@@ -39,11 +40,6 @@ def data():
     }
 
 
-def _is_png(fig) -> None:
-    b = png_bytes(fig)
-    assert len(b) > 1000 and b[:8] == b"\x89PNG\r\n\x1a\n"
-
-
 def _titles(fig) -> list[str]:
     return [a.get_title() for a in fig.axes]
 
@@ -62,13 +58,13 @@ def test_terrain_map(data):
     labels = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]
     pr = M.participation_ratio_from_eigenvalues(data["eigenvalues"]["embedding"])
     assert labels[0] == f"embedding (PR {pr:.1f})"
-    _is_png(fig)
+    check_figure(fig, close=False)
 
 
 def test_terrain_map_without_volumes(data):
     fig = plots.terrain_map(data["norms"], data["cosines"], data["eigenvalues"], {"embedding": np.full(5, np.nan)})
     assert len(fig.axes) == 4 and "no non-degenerate" in fig.axes[3].texts[0].get_text()
-    _is_png(fig)
+    check_figure(fig, close=False)
 
 
 def test_pentachoron_volumes(data):
@@ -80,7 +76,7 @@ def test_pentachoron_volumes(data):
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert [lab.split(":")[0] for lab in labels] == ["embedding", "gaussian", "sphere", "random_init"]
     assert all("[" in lab for lab in labels)  # CV with its interval
-    _is_png(fig)
+    check_figure(fig, close=False)
 
 
 def test_digits_heatmap():
@@ -93,7 +89,7 @@ def test_digits_heatmap():
     assert ax.get_xlabel() == "digit" and ax.get_ylabel() == "digit"
     assert [t.get_text() for t in ax.get_xticklabels()] == [str(d) for d in range(10)]
     assert plots.digits_heatmap(C).axes[0].get_title() == "Digit cosine"
-    _is_png(fig)
+    check_figure(fig, close=False)
 
 
 def test_categories_heatmap():
@@ -104,7 +100,7 @@ def test_categories_heatmap():
     assert ax.get_title() == "Category-centroid cosine" and ax.get_xlabel() == "category"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["animals", "colors", "food"]
     assert len(ax.texts) == 9  # annotated cells
-    _is_png(fig)
+    check_figure(fig, close=False)
 
 
 def test_layers():
@@ -117,7 +113,7 @@ def test_layers():
     assert [a.get_xlabel() for a in fig.axes] == ["layer", "layer"]
     assert [a.get_ylabel() for a in fig.axes] == ["norm", "cosine"]
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["encoder", "decoder"]
-    _is_png(fig)
+    check_figure(fig, close=False)
 
 
 def test_position_bias():
@@ -129,7 +125,7 @@ def test_position_bias():
     assert len(fig.axes) == 4 and len(heat) == 2  # two heatmaps + two colour bars
     assert [a.get_title() for a in heat] == ["encoder bias (heads × buckets)", "decoder bias (heads × buckets)"]
     assert all(a.get_xlabel() == "bucket" and a.get_ylabel() == "head" for a in heat)
-    _is_png(fig)
+    check_figure(fig, close=False)
     with pytest.raises(ValueError, match="weights"):
         plots.position_bias({})
 
@@ -146,6 +142,6 @@ def test_headline_nulls():
     assert [a.get_title(loc="left") for a in fig.axes] == ["pentachoron CV", "volume ratio"]
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["measured", "gaussian", "sphere"]
     assert fig._suptitle.get_text() == "toy headline"
-    _is_png(fig)
+    check_figure(fig, close=False)
     with pytest.raises(ValueError, match="headline"):
         plots.headline_nulls({"none": h["none"]})

@@ -11,13 +11,12 @@ import pytest
 import torch
 
 from geolip_lib.models.adapters import Catalog, Entry
-from geolip_lib.plotting import png_bytes
+from tests.figure_checks import check_figure
 from geolip_lib.weights import TensorStore, plots, run_battery
 from geolip_lib.weights import tables as T
 
 pytestmark = pytest.mark.unit
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _t5(seed: int):
@@ -46,11 +45,6 @@ def mlp_only():
     return run_battery(TensorStore(sd), cat=Catalog(ents, family="toy", d_model=6), device="cpu")
 
 
-def _check(fig, n_axes: int) -> None:
-    assert len(fig.axes) == n_axes
-    data = png_bytes(fig)
-    assert data.startswith(PNG_MAGIC) and len(data) > 1000
-    plt.close(fig)
 
 
 PANEL_TITLES = ["normalised singular values", "stable rank by layer", "log10 |w| (all tensors)",
@@ -70,7 +64,7 @@ def test_battery_panel(batteries):
         assert main[0].get_ylabel() == "σ_i / σ_1" and main[7].get_ylabel() == "head"
         assert main[8].get_xlabel() == "layer" and main[8].get_ylabel() == "log10 σ_1 / σ_min"
         assert {"q", "k", "mlp_in"} <= set(main[1].get_legend_handles_labels()[1])
-        _check(fig, 9 + 2)  # nine panels + colour bars of the two heat maps
+        check_figure(fig, 9 + 2)  # nine panels + colour bars of the two heat maps
 
 
 def test_battery_panel_without_attention(mlp_only):
@@ -78,7 +72,7 @@ def test_battery_panel_without_attention(mlp_only):
     texts = [t.get_text() for a in fig.axes for t in a.texts]
     assert {"no self-attention Q/K", "fewer than 2 layers with Q", "no norm scales",
             "no relative position bias"} <= set(texts)
-    _check(fig, 9)
+    check_figure(fig, 9)
 
 
 def test_random_init_comparison(batteries):
@@ -93,14 +87,14 @@ def test_random_init_comparison(batteries):
     assert (c.get_xlabel(), c.get_ylabel()) == ("weights", "cosine of flattened weights")
     for x in fig.axes:
         assert {"trained", "random init"} <= set(x.get_legend_handles_labels()[1])
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def test_random_init_comparison_trained_only(mlp_only):
     fig = plots.random_init_comparison(mlp_only)
     assert fig.get_suptitle() == "trained vs random init"
     assert fig.axes[2].texts[0].get_text() == "fewer than 2 layers per attention role"
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def test_cross_model(batteries):
@@ -115,7 +109,7 @@ def test_cross_model(batteries):
     assert all(a.get_xlabel() == "model" for a in fig.axes)
     assert [a.get_ylabel() for a in fig.axes] == ["fraction |w| < 0.1", "stable rank", "positive eigenvalue fraction"]
     assert "trained, first" in fig.axes[2].get_legend_handles_labels()[1]
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 def test_cross_model_empty_columns():
@@ -124,7 +118,7 @@ def test_cross_model_empty_columns():
     fig = plots.cross_model(measured)
     assert [a.texts[0].get_text() for a in fig.axes] == ["no Q/K/V measured", "no stable ranks",
                                                          "no self-attention QK"]
-    _check(fig, 3)
+    check_figure(fig, 3)
 
 
 # ---------------------------------------------------------------------------- tables and intervals
