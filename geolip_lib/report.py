@@ -44,6 +44,7 @@ MATHJAX_PRECONFIG = ("<script>window.MathJax={menuSettings:{renderer:'NativeMML'
                      "tex2jax:{inlineMath:[['$','$'],['\\\\(','\\\\)']],processEscapes:true}};</script>")
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 SEPARATED = "✱"
+BIAS_MARK = "†"
 MAX_KEY_FIGURES = 3
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:1200px;margin:2em auto;
@@ -62,11 +63,19 @@ footer table{border-collapse:collapse;font-size:.95em}footer td,footer th{border
 text-align:left}
 """
 PRINT_CSS = """
-body{max-width:none;margin:0;padding:0 .6em;font-size:11pt}
-figure.thumb{width:48%}h2{break-before:page}h2.first{break-before:auto}
-.jp-OutputArea-output img{max-width:100%;max-height:21cm}
-.jp-Cell,.jp-OutputArea-output,figure,table{break-inside:avoid}
-.jp-InputPrompt,.jp-OutputPrompt{display:none}
+@page{size:A4;margin:12mm 11mm}
+body{max-width:none;margin:0;padding:0;font-size:9pt;line-height:1.25}
+figure.thumb{width:31.5%}figure.thumb.small{width:19%}h2.appendix{margin-top:1.2em;border-top:2px solid #446;padding-top:.3em}
+.jp-RenderedHTMLCommon tbody tr:nth-child(n+11){display:none}
+.jp-RenderedHTMLCommon table:has(tbody tr:nth-child(11)) caption::after{content:" (first 10 rows here; all in the executed notebook)"}h2,h3{break-after:avoid}
+.jp-OutputArea-output img{max-width:66%;max-height:8cm;break-inside:avoid}
+figure,tr{break-inside:avoid}
+.jp-RenderedHTMLCommon table{font-size:8pt}.jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{padding:1px 4px}
+.jp-InputPrompt,.jp-OutputPrompt,.jp-InputArea-prompt,.jp-OutputArea-prompt{display:none}
+.jp-Cell{padding:1px 0}.jp-RenderedHTMLCommon p{margin:.3em 0}
+table.composite{font-size:7pt;width:100%}table.composite td,table.composite th{padding:1px 3px}
+span.null{white-space:normal}
+.figs{display:block}figure.thumb{display:inline-block;vertical-align:top;margin:0 .6% .4em 0}
 """
 
 
@@ -131,8 +140,11 @@ def _cell(h: dict) -> str:
     iv = h.get("interval") or {}
     value = format_value(h.get("value"), iv, h.get("fmt"))
     parts = [f"<span class='val' title='{html.escape(iv.get('method', ''), quote=True)}'>{html.escape(value)}</span>"]
-    if h.get("value") is not None and iv.get("lo") is None:
-        parts.append(f"<span class='null'>({html.escape(iv.get('method') or 'no interval')})</span>")
+    v, lo, hi = h.get("value"), iv.get("lo"), iv.get("hi")
+    if v is not None and lo is None:
+        parts.append(f"<span class='null' title='{html.escape(iv.get('method') or '', quote=True)}'>(no interval)</span>")
+    elif isinstance(v, (int, float)) and lo is not None and hi is not None and not lo <= v <= hi:
+        parts[0] = parts[0].replace("</span>", f" {BIAS_MARK}</span>", 1)
     for kind, n in (h.get("nulls") or {}).items():
         if n is None or n.get("value") is None:
             continue
@@ -319,7 +331,10 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
              "is printed as <b>value [95 % interval]</b> to the decimal its interval supports; the null models "
              "follow below it (gaussian: isotropic Gaussian of matched shape and scale; random_init: the same "
              f"architecture at random initialisation; sphere: uniform on the unit sphere; shuffled: pairing "
-             f"destroyed). <span style='color:#1a6b2a'>{SEPARATED}</span> marks a null that the interval excludes.</p>"]
+             f"destroyed). <span style='color:#1a6b2a'>{SEPARATED}</span> marks a null that the interval excludes; "
+             f"{BIAS_MARK} marks a bias-corrected interval that the sample value lies outside (the table's notes say "
+             "why: a participation ratio of sampled rows is biased low, and its interval is centred on the "
+             "corrected value).</p>"]
     titles = {nb: title_and_question(recs, nb) for nb, recs in groups.items()}
     toc = "".join(f"<li><a href='#{nb}'>{html.escape(titles[nb][0])}</a></li>" for nb in groups)
     parts.append(f"<ol>{toc}</ol>")
@@ -388,6 +403,14 @@ def _is_displayed_result(out: dict) -> bool:
     return "image/png" in data or "text/html" in data or "text/markdown" in data
 
 
+def _is_headline_table(out: dict) -> bool:
+    """The runtime's headline table (and its notes): the findings already show them."""
+    data = out.get("data") or {}
+    html_text = "".join(data.get("text/html", ""))
+    return "Headline numbers: value [95 % interval]" in html_text or (
+        "text/markdown" in data and out.get("metadata", {}).get("geolip") == "headline-notes")
+
+
 def narrative_cells(rec: JobRecord) -> list:
     """The executed notebook's markdown cells and its displayed figures/tables (no code,
     no printed streams, no plain-text dumps; the references section is left to the HTML)."""
@@ -405,7 +428,7 @@ def narrative_cells(rec: JobRecord) -> list:
             continue
         if c.cell_type != "code":
             continue
-        outs = [o for o in c.get("outputs", []) if _is_displayed_result(o)]
+        outs = [o for o in c.get("outputs", []) if _is_displayed_result(o) and not _is_headline_table(o)]
         if outs:
             cc = nbformat.v4.new_code_cell("")
             cc.outputs = outs
@@ -413,12 +436,16 @@ def narrative_cells(rec: JobRecord) -> list:
     return cells
 
 
-def key_figure_grid(rec: JobRecord) -> str:
-    """A job's key figures, two per row, embedded (the other models of a notebook in the PDF)."""
-    figs = [f for f in rec.figures if f.get("key")] or rec.figures[:1]
-    items = "".join(f"<figure class='thumb'><img src='{_img_src(rec, f, True, '')}' alt='{html.escape(f['title'])}'>"
-                    f"<figcaption>{html.escape(f.get('title') or f['file'])}</figcaption></figure>" for f in figs)
-    return f"<div class='figs'>{items}</div>"
+def key_figure_grid(records: list[JobRecord]) -> str:
+    """The key figures of several jobs in one grid, three per row, embedded (the other models
+    of a notebook in the PDF; their numbers are in the findings' composite table)."""
+    items = []
+    for rec in records:
+        figs = [f for f in rec.figures if f.get("key")] or rec.figures[:1]
+        items += [f"<figure class='thumb small'><img src='{_img_src(rec, f, True, '')}' "
+                  f"alt='{html.escape(f['title'])}'><figcaption><b>{html.escape(rec.job_id)}</b>: "
+                  f"{html.escape(f.get('title') or f['file'])}</figcaption></figure>" for f in figs]
+    return f"<div class='figs'>{''.join(items)}</div>"
 
 
 def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings: str):
@@ -437,11 +464,10 @@ def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings
         nb.cells.append(nbformat.v4.new_markdown_cell(
             f"<h2 class='appendix'>Appendix · {html.escape(name)} — {html.escape(lead.job_id)}</h2>"))
         nb.cells.extend(narrative_cells(lead))
-        for r in ok:
-            if r is lead:
-                continue
+        others = [r for r in ok if r is not lead]
+        if others:
             nb.cells.append(nbformat.v4.new_markdown_cell(
-                f"<h3>{html.escape(name)} — {html.escape(r.job_id)}: key figures</h3>{key_figure_grid(r)}"))
+                f"<h3>{html.escape(name)} — the other models' key figures</h3>{key_figure_grid(others)}"))
     for i, cell in enumerate(nb.cells):  # cells of different notebooks may share ids
         cell["id"] = f"cell-{i}"
     return nb

@@ -54,13 +54,13 @@ def _in_kernel() -> bool:
     return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
 
 
-def _display(obj: Any) -> None:
+def _display(obj: Any, metadata: dict | None = None) -> None:
     try:
         from IPython.display import display
     except ImportError:  # pragma: no cover
         print(obj)
         return
-    display(obj)
+    display(obj, metadata=metadata) if metadata else display(obj)
 
 
 def declared_parameters(namespace: Mapping[str, Any]) -> dict:
@@ -168,7 +168,7 @@ class Job:
             if notes:
                 from IPython.display import Markdown
 
-                _display(Markdown("\n".join(notes)))
+                _display(Markdown("\n".join(notes)), metadata={"geolip": "headline-notes"})
 
 
 def as_frame(data: Any):
