@@ -53,7 +53,7 @@ h1{border-bottom:2px solid #446;padding-bottom:.2em}h2{margin-top:2em;color:#335
 table.composite{border-collapse:collapse;font-size:.86em;margin:.6em 0 1em}
 table.composite th,table.composite td{border:1px solid #ccd;padding:.25em .5em;text-align:right;vertical-align:top}
 table.composite th{background:#eef;text-align:center}table.composite td.model{text-align:left;font-weight:600}
-span.null{display:block;color:#666;font-size:.85em;white-space:nowrap}span.null.sep{color:#1a6b2a}
+span.null{display:block;color:#666;font-size:.85em}div.tablewrap{overflow-x:auto;max-width:100%}span.null.sep{color:#1a6b2a}
 .fail{color:#b00}.note{color:#555;font-size:.9em}.question{margin:.3em 0 .8em}
 a{color:#2a5db0}.figs{display:flex;flex-wrap:wrap;gap:12px;margin:.5em 0}
 figure.thumb{margin:0;width:370px}figure.thumb img{width:100%;border:1px solid #ccd}
@@ -68,9 +68,9 @@ body{max-width:none;margin:0;padding:0;font-size:9pt;line-height:1.25}
 figure.thumb{width:31.5%}figure.thumb.small{width:19%}h2.appendix{margin-top:1.2em;border-top:2px solid #446;padding-top:.3em}
 .jp-RenderedHTMLCommon tbody tr:nth-child(n+11){display:none}
 .jp-RenderedHTMLCommon table:has(tbody tr:nth-child(11)) caption::after{content:" (first 10 rows here; all in the executed notebook)"}h2,h3{break-after:avoid}
-.jp-OutputArea-output img{max-width:66%;max-height:8cm;break-inside:avoid}
+.jp-OutputArea-output img{max-width:60%;max-height:7.5cm;break-inside:avoid}
 figure,tr{break-inside:avoid}
-.jp-RenderedHTMLCommon table{font-size:8pt}.jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{padding:1px 4px}
+.jp-RenderedHTMLCommon table{font-size:7pt}.jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{padding:1px 4px}
 .jp-InputPrompt,.jp-OutputPrompt,.jp-InputArea-prompt,.jp-OutputArea-prompt{display:none}
 .jp-Cell{padding:1px 0}.jp-RenderedHTMLCommon p{margin:.3em 0}
 table.composite{font-size:7pt;width:100%}table.composite td,table.composite th{padding:1px 3px}
@@ -184,8 +184,8 @@ def composite_table(records: list[JobRecord], link_prefix: str = "") -> str:
                       if r.headline.get(k) and r.headline[k].get("value") is not None} - {""})
     note_items = "".join(f"<li><b>{html.escape(labels[k])}</b>: {html.escape(v)}</li>" for k, v in notes.items())
     foot = ("<p class='note'>Intervals: " + html.escape("; ".join(_shorten_methods(methods))) + ".</p>") if methods else ""
-    return (f"<table class='composite'><thead><tr><th>job</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>{foot}"
+    return (f"<div class='tablewrap'><table class='composite'><thead><tr><th>job</th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>{foot}"
             + (f"<ul class='note'>{note_items}</ul>" if note_items else ""))
 
 
