@@ -288,15 +288,14 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
 
 
 def _repoint_injected(executed: Path, partial: Path, final: Path) -> None:
-    """The injected parameters cell names the temporary directory; point it at the final one
-    (the executed notebook is shown as HTML, and a stale ``.partial`` path misleads)."""
+    """The injected parameters cell and papermill's metadata name the temporary directory;
+    point them at the final one (the executed notebook is shown as HTML, and a stale
+    ``.partial`` path misleads)."""
     import nbformat
 
-    nb = nbformat.read(str(executed), as_version=4)
-    for cell in nb.cells:
-        if "injected-parameters" in cell.metadata.get("tags", []):
-            cell.source = cell.source.replace(str(partial), str(final))
-    nbformat.write(nb, str(executed))
+    nb = nbformat.reads(executed.read_text(encoding="utf-8").replace(json.dumps(str(partial))[1:-1],
+                                                                   json.dumps(str(final))[1:-1]), as_version=4)
+    nbformat.write(nb, str(executed))  # the injected cell and papermill's metadata (parameters, output_path)
 
 
 def _one_line_error(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ interval=...)``). Three ways to get one, by what the notebook sampled:
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -91,8 +92,13 @@ def bootstrap(data: Any, statistic: Callable[..., Any] = np.mean, *, n_boot: int
             v = float(statistic(x, axis=-1)) if x.ndim == 1 else float("nan")
             return Interval(v, v, label)
         return _nan(f"no interval: {n} {what} (a bootstrap needs at least 3)")
-    res = stats.bootstrap((x,), statistic, n_resamples=n_boot, confidence_level=level, method=method,
-                          random_state=np.random.default_rng(seed), vectorized=True, axis=0)
+    # a degenerate BCa (a statistic that barely moves) divides by zero inside scipy: that is
+    # handled below by falling back to the percentile interval, not shown to the reader
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
+        res = stats.bootstrap((x,), statistic, n_resamples=n_boot, confidence_level=level, method=method,
+                              random_state=np.random.default_rng(seed), vectorized=True, axis=0)
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if not (math.isfinite(lo) and math.isfinite(hi)) and method == "BCa":  # degenerate BCa -> percentile
         return bootstrap(data, statistic, n_boot=n_boot, level=level, seed=seed, method="percentile", what=what)
