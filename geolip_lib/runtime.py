@@ -206,6 +206,19 @@ def headline_frame(headline: Mapping[str, dict]):
     return pd.DataFrame(rows)
 
 
+class _KernelHintFilter:
+    """Drops transformers' "`fn` is falling back to its reference PyTorch implementation"
+    hints (optional CUDA kernels such as causal_conv1d for Qwen3.5's linear attention): the
+    reference path is exact, and on a CPU there is nothing to install, so in an executed
+    notebook the hint is only a red stderr block."""
+
+    def filter(self, record) -> bool:  # noqa: A003 - logging's protocol
+        return "falling back to its reference PyTorch implementation" not in record.getMessage()
+
+
+KERNEL_HINTS = _KernelHintFilter()
+
+
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch (every generator a notebook may touch)."""
     import torch
@@ -239,6 +252,11 @@ def start(notebook: str, namespace: Mapping[str, Any], *, load_model: bool = Tru
 
         get_ipython().run_line_magic("matplotlib", "inline")
     plotting.setup()
+    import logging
+
+    hub_kernels = logging.getLogger("transformers.integrations.hub_kernels")
+    if KERNEL_HINTS not in hub_kernels.filters:
+        hub_kernels.addFilter(KERNEL_HINTS)
     seed = params.get("SEED", 0)
     seed_everything(int(seed) if isinstance(seed, (int, float)) and math.isfinite(seed) else 0)
     job = Job(notebook=notebook, params=params, out=out, model_name=model_key)

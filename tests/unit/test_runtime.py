@@ -97,3 +97,15 @@ def test_git_info_matches_git(tmp_path):
                           cwd=provenance.ROOT).stdout.strip()
     assert provenance.git_info()["commit"] == head
     assert provenance.git_info(tmp_path) == {"commit": None, "dirty": None}  # not a checkout
+
+
+def test_start_drops_transformers_kernel_fallback_hints(tmp_path, caplog):
+    """Qwen3.5's forward logs that causal_conv1d is missing; executed notebooks must not show it."""
+    import logging
+
+    runtime.start("99_test", {"OUT_DIR": str(tmp_path)}, load_model=False)
+    log = logging.getLogger("transformers.integrations.hub_kernels")
+    with caplog.at_level(logging.WARNING):
+        log.warning("`causal_conv1d_fn` is falling back to its reference PyTorch implementation because x")
+        log.warning("another warning")
+    assert [r.getMessage() for r in caplog.records] == ["another warning"]
