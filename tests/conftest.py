@@ -20,3 +20,7 @@ def _seed_everything():
     np.random.seed(0)
     torch.manual_seed(0)
     yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:  # figures a test drew never leak into the next test
+        sys.modules["matplotlib.pyplot"].close("all")

@@ -2,11 +2,6 @@
 synthetic fixture (no model, no WordNet); axes, titles, labels and a non-empty PNG checked."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -15,15 +10,6 @@ from geolip_lib.metrics.intervals import Interval, format_value  # noqa: E402
 from tests.figure_checks import check_figure  # noqa: E402
 
 pytestmark = pytest.mark.unit
-
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 
 
 @pytest.fixture(scope="module")

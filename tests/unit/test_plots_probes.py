@@ -1,11 +1,6 @@
 """Smoke tests of geolip_lib.probes.plots: every figure drawn from a small synthetic fixture."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -16,12 +11,6 @@ from tests.figure_checks import check_figure  # noqa: E402
 from geolip_lib.probes import plots  # noqa: E402
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 @pytest.fixture(scope="module")
