@@ -15,6 +15,23 @@ import torch
 
 from ..validation import as_tensor
 
+#: The project's one statement on the QK sign balance (seed 001's "cross-attention QK
+#: balance locked at 0.500"). Notebooks 02, 03, 06 and 15 and the docstrings of
+#: ``weights.battery`` and ``operators.factored`` cite this text rather than their own.
+#: Checked by ``tests/unit/test_qk_balance_statement.py`` on constructed matrices of known
+#: inertia, on random Gaussian weights and on the trained all-MiniLM-L6-v2 weights.
+QK_BALANCE_STATEMENT = (
+    "QK sign balance: (1) per head, the scoring form W_Q^hᵀ W_K^h (d × d, rank head_dim ≤ d/2) "
+    "has a symmetric part with exactly head_dim positive and head_dim negative nonzero eigenvalues "
+    "(Sylvester's law of inertia), so a per-head balance of 0.5 is forced by the shapes, not learned. "
+    "(2) At layer level, in the corrected form W_Qᵀ W_K (d × d) and in the seed's form W_q W_kᵀ "
+    "(inner × inner), nothing forces 0.5 when the inner width equals d (T5, BERT, MiniLM): trained "
+    "all-MiniLM-L6-v2 gives 0.42–0.49 in the seed's form. (3) Independent random weights give 0.5 up to "
+    "a small fluctuation, because W_K → −W_K leaves their distribution unchanged (0.5002 at d = 4096), "
+    "so a layer-level 0.500 is what random initialisation already gives; only a departure from 0.5 "
+    "is a learned property."
+)
+
 
 def svdvals(W: torch.Tensor, method: str = "gram", cond_limit: float = 1e6,
             chunk_bytes: int = 64 << 20) -> torch.Tensor:
