@@ -4,7 +4,7 @@ Conventions: inputs are array-likes or torch tensors validated through
 :mod:`geolip_lib.validation` (``ValueError`` naming the argument); computations run in
 float64; tensors in give tensors out, anything else gives NumPy arrays / floats.
 """
-from . import intervals
+from . import changepoint, intervals
 from .baselines import gaussian_baseline, gaussian_like, matched_scale, random_init_baseline, ratio, sphere_like
 from .cosine import (
     NAMED_CONSTANTS,
@@ -41,7 +41,7 @@ from .spectral import (
 )
 
 __all__ = [
-    "NAMED_CONSTANTS", "SimplexCVResult", "intervals",
+    "NAMED_CONSTANTS", "SimplexCVResult", "changepoint", "intervals",
     "cayley_menger_volume", "cayley_menger_volume_sq", "cayley_menger_volume_sq_reference",
     "condition_number", "constant_proximity", "cosine_matrix", "cosine_stats",
     "covariance_eigenvalues", "dims_for_variance", "dims_for_variance_from_eigenvalues",
