@@ -58,6 +58,11 @@ span.null{display:block;color:#666;font-size:.85em}div.tablewrap{overflow-x:auto
 a{color:#2a5db0}.figs{display:flex;flex-wrap:wrap;gap:12px;margin:.5em 0}
 figure.thumb{margin:0;width:370px}figure.thumb img{width:100%;border:1px solid #ccd}
 figure.thumb figcaption{font-size:.8em;color:#555}
+section.claims{border:2px solid #446;border-radius:6px;padding:.3em 1em 1em;margin:1em 0 2em;background:#fbfbfe}
+table.claims{border-collapse:collapse;font-size:.86em;margin:.5em 0}table.claims th,table.claims td{border:1px solid #ccd;
+padding:.25em .5em;text-align:left;vertical-align:top}table.claims th{background:#eef}
+table.claims td.reason{min-width:22em}figure.wide{margin:.5em 0;max-width:900px}figure.wide img{width:100%}
+.v-held{color:#1a7f37;font-weight:700}.v-not-held{color:#c62828;font-weight:700}.v-not-testable{color:#666;font-weight:700}
 footer{margin-top:3em;border-top:2px solid #446;padding-top:.5em;font-size:.85em;color:#444}
 footer table{border-collapse:collapse;font-size:.95em}footer td,footer th{border:1px solid #dde;padding:.15em .45em;
 text-align:left}
@@ -75,6 +80,9 @@ figure,tr{break-inside:avoid}
 .jp-Cell{padding:1px 0}.jp-RenderedHTMLCommon p{margin:.3em 0}
 table.composite{font-size:7pt;width:100%}table.composite td,table.composite th{padding:1px 3px}
 span.null{white-space:normal}
+table.claims{font-size:7pt;width:100%;table-layout:fixed}table.claims .reason{min-width:0;width:30%}
+table.claims .title,table.claims .seed-value,table.claims .seed-models,table.claims .verdict,table.claims .model,
+table.claims .scope,table.claims .measured{width:10%}table.claims td{overflow-wrap:anywhere}table.claims td,table.claims th{padding:1px 3px}section.claims{break-after:page}
 .figs{display:block}figure.thumb{display:inline-block;vertical-align:top;margin:0 .6% .4em 0}
 """
 
@@ -318,10 +326,59 @@ def provenance_footer(groups: dict[str, list[JobRecord]]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></details></footer>")
 
 
+# ------------------------------------------------------------------------------ seed claims
+CLAIMS_NOTEBOOK = "15_seed_claims"
+
+
+def _verdict(v: str) -> str:
+    cls = {"held": "v-held", "not held": "v-not-held"}.get(v, "v-not-testable")
+    return f"<span class='{cls}'>{html.escape(v)}</span>"
+
+
+def _claims_table(rows: list[dict], columns: list[str]) -> str:
+    head = "".join(f"<th class='{c.replace(' ', '-')}'>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td class='{c.replace(' ', '-')}'>"
+                                    f"{_verdict(r[c]) if c == 'verdict' else html.escape(str(r.get(c) or ''))}</td>"
+                                    for c in columns) + "</tr>" for r in rows)
+    return f"<div class='tablewrap'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, embed: bool = False,
+                        prefix: str = "") -> str:
+    """The findings' lead: seed 001's summary table with a verdict and reason per claim
+    (:mod:`geolip_lib.claims`, read from every job under ``out_root``), notebook 15's
+    figure, and every model's measured value beside the seed's."""
+    from . import claims
+
+    rows = claims.evaluate(out_root)
+    summary = claims.summarize(rows)
+    measured = [r for r in rows if r["value"] is not None]
+    parts = ["<section class='claims' id='seed-claims'><h2 class='first'>Do the seed's claims hold?</h2>",
+             "<p class='note'>Seed 001's summary table of \"universal constants\" and its best modulator result, "
+             "each tested in the seed's own definition on this profile's jobs. <b>held</b>: the 95 % interval "
+             "satisfies the claim's rule on every tested seed model; <b>not held</b>: an interval contradicts it; "
+             "<b>not testable on this profile</b>: a seed model's job is missing, the quantity does not apply, or "
+             "an interval straddles the threshold. Stand-ins are the models the seed did not measure (the demo's "
+             "MiniLM and tiny random models): whether the property holds there, not a verdict on the seed's "
+             f"claim. Details: <a href='{prefix}{CLAIMS_NOTEBOOK}/all/executed.html'>notebook 15</a>.</p>",
+             _claims_table(summary, ["title", "seed value", "seed models", "verdict", "reason", "stand-ins",
+                                     "null explains"])]
+    for rec, fig in key_figures([r for r in groups.get(CLAIMS_NOTEBOOK) or [] if r.ok])[:1]:
+        parts.append(f"<figure class='wide'><img src='{_img_src(rec, fig, embed, prefix)}' "
+                     f"alt='{html.escape(fig.get('title') or fig['file'])}'></figure>")
+    if measured:
+        parts.append("<h3>Measured values, per model and scope</h3>")
+        parts.append(_claims_table(measured, ["title", "model", "scope", "seed value", "measured",
+                                              "project definition", "nulls", "verdict", "reason"]))
+    parts.append("</section>")
+    return "\n".join(p for p in parts if p)
+
+
 # ------------------------------------------------------------------------------ pages
 def findings_body(profile: str, groups: dict[str, list[JobRecord]], description: str = "", *,
-                  embed: bool = False, prefix: str = "") -> str:
-    """The findings: header, table of contents, one section per notebook, failures, provenance."""
+                  embed: bool = False, prefix: str = "", out_root: Path | None = None) -> str:
+    """The findings: header, the seed claims with verdicts (when ``out_root`` is given), table
+    of contents, one section per notebook, failures, provenance."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     n_ok = sum(r.ok for rs in groups.values() for r in rs)
     n_fail = sum(not r.ok for rs in groups.values() for r in rs)
@@ -335,12 +392,16 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
              f"{BIAS_MARK} marks a bias-corrected interval that the sample value lies outside (the table's notes say "
              "why: a participation ratio of sampled rows is biased low, and its interval is centred on the "
              "corrected value).</p>"]
-    titles = {nb: title_and_question(recs, nb) for nb, recs in groups.items()}
-    toc = "".join(f"<li><a href='#{nb}'>{html.escape(titles[nb][0])}</a></li>" for nb in groups)
+    if out_root is not None:
+        parts.append(seed_claims_section(out_root, groups, embed=embed, prefix=prefix))
+    sections = {nb: recs for nb, recs in groups.items()
+                if not (out_root is not None and nb == CLAIMS_NOTEBOOK and all(r.ok for r in recs))}
+    titles = {nb: title_and_question(recs, nb) for nb, recs in sections.items()}
+    toc = "".join(f"<li><a href='#{nb}'>{html.escape(titles[nb][0])}</a></li>" for nb in sections)
     parts.append(f"<ol>{toc}</ol>")
-    for i, (nb, recs) in enumerate(groups.items()):
+    for i, (nb, recs) in enumerate(sections.items()):
         title, question = titles[nb]
-        parts.append(f"<h2 id='{nb}' class='{'first' if i == 0 else ''}'>{html.escape(title)}</h2>")
+        parts.append(f"<h2 id='{nb}' class='{'first' if i == 0 and out_root is None else ''}'>{html.escape(title)}</h2>")
         if question:
             parts.append(f"<div class='question'>{_md_inline(question)}</div>")
         parts.append(figures_html(recs, embed=embed, prefix=prefix))
@@ -361,8 +422,8 @@ def page(title: str, body: str, mathjax: str, extra_css: str = "") -> str:
 
 
 def index_html(profile: str, groups: dict[str, list[JobRecord]], description: str = "",
-               mathjax: str = "_static/mathjax") -> str:
-    return page(f"geolip — {profile}", findings_body(profile, groups, description), mathjax)
+               mathjax: str = "_static/mathjax", out_root: Path | None = None) -> str:
+    return page(f"geolip — {profile}", findings_body(profile, groups, description, out_root=out_root), mathjax)
 
 
 def install_mathjax(out_root: Path) -> Path:
@@ -457,6 +518,8 @@ def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings
     nb = nbformat.v4.new_notebook()
     nb.cells.append(nbformat.v4.new_markdown_cell(findings))
     for name, recs in groups.items():
+        if name == CLAIMS_NOTEBOOK:
+            continue  # its tables and figure are the findings' first pages
         ok = [r for r in recs if r.ok and (r.path / "executed.ipynb").exists()]
         lead = lead_record(ok)
         if lead is None:
@@ -541,12 +604,12 @@ def build(profile: str, out_root: Path | None = None, pdf: bool = True) -> list[
                 atomic_write_text(r.path / "executed.html", notebook_html(r.path / "executed.ipynb",
                                                                           "../../_static/mathjax"))
     index = out_root / "index.html"
-    atomic_write_text(index, index_html(profile, groups, description))
+    atomic_write_text(index, index_html(profile, groups, description, out_root=out_root))
     paths = [index]
     if pdf:
         import nbformat
 
-        findings = findings_body(profile, groups, description, embed=True, prefix="../")
+        findings = findings_body(profile, groups, description, embed=True, prefix="../", out_root=out_root)
         nb = document_notebook(profile, groups, findings)
         combined = out_root / "_static" / "report_document.ipynb"
         atomic_write_text(combined, nbformat.writes(nb))

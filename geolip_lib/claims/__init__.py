@@ -65,8 +65,9 @@ class Rule:
             raise ValueError(f"Rule.kind: unknown kind {self.kind!r}")
 
     def judge(self, value: Any, lo: Optional[float], hi: Optional[float],
-              per_layer: Optional[list] = None) -> tuple[str, str]:
-        """(verdict, reason) for a value with interval [lo, hi] (None: no interval)."""
+              per_layer: Optional[list] = None, scale: float = 1.0) -> tuple[str, str]:
+        """(verdict, reason) for a value with interval [lo, hi] (None: no interval); ``scale``
+        only changes how the reason prints numbers (100: percentages)."""
         if value is None or (isinstance(value, float) and not math.isfinite(value)):
             return NOT_TESTABLE, "no value recorded"
         if self.kind == "all_within":
@@ -84,11 +85,12 @@ class Rule:
             return NOT_HELD, f"{value:g} ≠ {self.target:g}"
         if lo is None or hi is None:
             return NOT_TESTABLE, "no interval (too few items to resample)"
-        iv = f"[{lo:.4g}, {hi:.4g}]"
+        iv = f"[{lo * scale:.4g}, {hi * scale:.4g}]" + (" %" if scale == 100 else "")
+        t = f"{self.target * scale:g}{' %' if scale == 100 else ''}" if self.target is not None else ""
         if self.kind == "contains":
             if lo <= self.target <= hi:
-                return HELD, f"the interval {iv} contains {self.target:g}"
-            return NOT_HELD, f"the interval {iv} excludes {self.target:g}"
+                return HELD, f"the interval {iv} contains {t}"
+            return NOT_HELD, f"the interval {iv} excludes {t}"
         a = self.lo
         b = self.hi if self.kind == "band" else math.inf
         if a <= lo and hi <= b:
@@ -261,7 +263,7 @@ def _row(c: Claim, model: str, job: str, scope: str, h: Mapping, seed_model: boo
     if c.id == "phase_boundary" and h.get("found") is False:
         verdict, reason = NOT_HELD, "no transition found" + (f" ({h['note']})" if h.get("note") else "")
     else:
-        verdict, reason = rule.judge(value, lo, hi, h.get("per_layer"))
+        verdict, reason = rule.judge(value, lo, hi, h.get("per_layer"), scale=c.scale)
     nulls = _nulls(h)
     explained = [f"{k} {format_value(n['value'], n.get('interval'), h.get('fmt'))}" for k, n in nulls.items()
                  if rule.satisfied_by(n["value"]) and verdict == HELD]
@@ -338,8 +340,12 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
         tested = [r for r in seed if r["verdict"] != NOT_TESTABLE]
         if not tested:
             verdict = NOT_TESTABLE
-            missing = sorted({r["job"] for r in seed})
-            reason = ("needs " + ", ".join(missing)) if missing else "no seed model recorded"
+            by_nb: dict[str, list[str]] = {}
+            for r in seed:
+                nb, _, m = r["job"].partition("/")
+                by_nb.setdefault(nb, []).append(m)
+            reason = ("needs " + "; ".join(f"{nb} on {', '.join(sorted(set(ms)))}" for nb, ms in by_nb.items())
+                      ) if by_nb else "no seed model recorded"
         elif any(r["verdict"] == NOT_HELD for r in tested):
             verdict = NOT_HELD
             bad = [r for r in tested if r["verdict"] == NOT_HELD]

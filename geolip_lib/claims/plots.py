@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 
 from . import CLAIMS, HELD, NOT_HELD, claim
 
@@ -37,6 +38,7 @@ def claims_forest(rows: list[dict], max_rows: int = 10):
             ax.text(0.5, 0.5, "not measured on this profile", ha="center", va="center", transform=ax.transAxes,
                     color="grey", fontsize=9)
             ax.set_yticks([])
+            ax.xaxis.set_major_locator(MaxNLocator(5))
             continue
         labels = []
         for i, r in enumerate(mine):
@@ -58,6 +60,7 @@ def claims_forest(rows: list[dict], max_rows: int = 10):
         ax.set_ylim(-0.7, len(mine) - 0.3)
         ax.invert_yaxis()
         ax.tick_params(axis="x", labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(5))
         if c.unit:
             ax.set_xlabel(c.unit, fontsize=7)
         handles = [h for h in ax.lines if h.get_label() and not h.get_label().startswith("_")]

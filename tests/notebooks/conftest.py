@@ -31,14 +31,16 @@ def nb_out_root(tmp_path_factory):
 @pytest.fixture(scope="session")
 def run_notebook(nb_out_root):
     def _run(notebook: str, model: str | None = None, job_id: str | None = None, **overrides):
-        key = (notebook, model, job_id, json.dumps(overrides, sort_keys=True, default=str))
-        if key in _CACHE:
-            return _CACHE[key]
         jobs = [j for j in jobs_for_profile("tiny", notebooks=[notebook])
                 if (job_id is None or j.job_id == job_id) and (model is None or j.model == model)]
         if not jobs:
             raise LookupError(f"tiny profile has no job for {notebook} / {model or job_id}")
         job = jobs[0]
+        # keyed by the resolved job, so run_notebook(nb, "tiny-t5") and run_notebook(nb, "tiny-t5",
+        # job_id="tiny-t5") share one execution
+        key = (notebook, job.job_id, json.dumps(overrides, sort_keys=True, default=str))
+        if key in _CACHE:
+            return _CACHE[key]
         job.parameters.update(overrides)
         out = nb_out_root / f"run{len(_CACHE)}"
         res = execute_job(job, out_root=out)

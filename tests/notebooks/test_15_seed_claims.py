@@ -1,0 +1,69 @@
+"""15_seed_claims on the tiny profile's jobs: the claims that notebooks 01, 02, 09 and 10 record
+on tiny-t5 are read back with a verdict each, and the report leads with the claims table."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from geolip_lib import claims, report
+from run_all import execute_job, jobs_for_profile
+
+pytestmark = [pytest.mark.notebooks, pytest.mark.slow]
+SOURCES = {"01_embedding_terrain": ["pentachoron_cv"],
+           "02_weight_topology": ["q_sparsity", "qk_cross_balance", "cross_layer_corr", "position_crystallization"],
+           "09_modulator_training": ["modulator_lift"], "10_alpha_sweep": ["phase_boundary"]}
+
+
+@pytest.fixture(scope="module")
+def claims_root(run_notebook, tmp_path_factory):
+    """A report root holding the tiny-t5 jobs of the notebooks that record claims, and notebook 15 run on it."""
+    root = tmp_path_factory.mktemp("claims_root")
+    for nb in SOURCES:
+        m = run_notebook(nb, "tiny-t5", job_id="tiny-t5")  # the same execution the other notebook tests use
+        shutil.copytree(m["_job_dir"], root / nb / "tiny-t5")
+    job = next(j for j in jobs_for_profile("tiny", notebooks=["15_seed_claims"]))
+    res = execute_job(job, out_root=root)
+    assert res.ok, res.error
+    return root, res.job_dir
+
+
+def test_every_recorded_claim_gets_a_verdict(claims_root):
+    root, job_dir = claims_root
+    from geolip_lib import results
+
+    m = results.read(job_dir)
+    rows = [r for r in m["metrics"]["claims_rows"] if r["model"] == "tiny-t5"]
+    got = {r["claim"] for r in rows if r["value"] is not None}
+    assert got == {c for cs in SOURCES.values() for c in cs}, got
+    for r in rows:
+        assert r["verdict"] in claims.VERDICTS and r["reason"], r
+        assert not r["seed model"]  # tiny-t5 is a stand-in
+    scopes = {(r["claim"], r["scope"]) for r in rows}
+    assert {("q_sparsity", "encoder/self"), ("q_sparsity", "decoder/self"), ("q_sparsity", "decoder/cross"),
+            ("qk_cross_balance", "decoder/cross"), ("position_crystallization", "decoder")} <= scopes
+    # no seed model ran on the tiny profile: every claim is "not testable", and the reason names a missing job
+    assert {s["verdict"] for s in m["metrics"]["claims_summary"]} == {claims.NOT_TESTABLE}
+    assert all("needs" in s["reason"] for s in m["metrics"]["claims_summary"])
+    assert m["headline"]["claims_not_testable"]["value"] == len(claims.CLAIMS)
+    assert rows == [r for r in claims.evaluate(root) if r["model"] == "tiny-t5"]  # the notebook == the library
+
+
+def test_the_report_leads_with_the_claims(claims_root):
+    root, job_dir = claims_root
+    groups = report.collect(root)
+    html = report.index_html("tiny", groups, out_root=root)
+    body = html[html.index("<body>"):]
+    first_h2 = body.index("<h2")
+    assert body[first_h2:].startswith("<h2 class='first'>Do the seed's claims hold?</h2>")
+    for c in claims.CLAIMS:
+        assert c.title in body
+    assert body.count("class='v-not-testable'") >= len(claims.CLAIMS)
+    assert "seed_claims.png" in body  # notebook 15's figure
+    assert "id='15_seed_claims'" not in body  # no second section for notebook 15
+    nb = nbformat.read(str(Path(job_dir) / "executed.ipynb"), as_version=4)
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert sum("image/png" in o.get("data", {}) for o in outs) == 1
+    assert not [o for o in outs if o["output_type"] == "stream" and o["name"] == "stderr"]
