@@ -23,8 +23,10 @@
 # the spectral shape, with different eigenvectors? We measure (a) the operator cosine
 # between layers, (b) the residual after the best scalar rescale, (c) whether the signs of
 # the largest eigenvalues of the symmetric part ("curvature signs") agree with an anchor
-# layer, and (d) the principal angles between top-k eigen-subspaces — each beside the
-# same architecture at random initialisation.
+# layer, (d) the principal angles between top-k eigen-subspaces, and (e) the question the
+# seed asks: operator cosine vs *spectral* cosine (the cosine between the sorted
+# eigen-spectra of two layers' operators) — each beside the same architecture at random
+# initialisation.
 #
 # **Seed.** Seed 004 (analysis of Qwen3-4B's QK operators), plus its missing measuring
 # step, written here: `geolip_lib.operators` keeps every operator factored, so
@@ -59,6 +61,7 @@ import pandas as pd
 from geolip_lib import metrics as M
 from geolip_lib import operators, results, runtime
 from geolip_lib.operators import plots, tables
+from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT
 
 job = runtime.start("06_qk_operators", globals())  # job dir, plot style, inline figures, seeds, job.lm = MODEL
 lm = job.lm
@@ -101,11 +104,14 @@ if SAVE_OPERATORS:
 # $M=[Q;K]$ and $J=\left(\begin{smallmatrix}0&I\\I&0\end{smallmatrix}\right)$, whose inertia is
 # (head_dim, head_dim). By Sylvester's law of inertia, whenever $M$ has full rank every
 # head has exactly head_dim positive and head_dim negative eigenvalues — the fraction of
-# positive eigenvalues over all 2·head_dim is **0.5 by construction** (the seed's "locked
-# 0.500 QK balance" is this identity). Only the sign pattern among the *top-k* is
-# informative.
+# positive eigenvalues over all 2·head_dim is **0.5 per head by construction**, so only the
+# sign pattern among the *top-k* is informative here. This per-head identity is *not* the
+# seed's "cross-attention QK balance locked at 0.500": the seed measured a layer-level
+# form, where nothing forces 0.5. The project's one statement on the QK sign balance
+# (`geolip_lib.weights.spectral.QK_BALANCE_STATEMENT`, measured by notebook 02):
 
 # %%
+print(f"{QK_BALANCE_STATEMENT}")
 analyses = {g: operators.analyse(o, anchor=ANCHOR, ks=SIGN_KS) for g, o in ops.items()}
 null_an = {g: operators.analyse(o, anchor=ANCHOR, ks=SIGN_KS) for g, o in null_ops.items()}
 
@@ -184,6 +190,26 @@ job.table(shown, caption="Verdict per attention group (mean operator cosine to t
           index=False)
 
 # %% [markdown]
+# ## 7. (e) The seed's question: operator cosine vs spectral cosine
+#
+# Seed 004 asks whether layers share the *spectral shape* of their operators while their
+# eigenvectors differ. Per head, the 2·head_dim eigenvalues of the symmetric part (from the
+# factored form) are sorted by value, and the **spectral cosine** is the cosine between two
+# layers' sorted spectra: 1 whenever one operator is the other in a rotated basis
+# ($g \to O^\top g\,O$), where the operator cosine of §2 is below 1; both are 1 for a
+# rescaled operator. Spectral − operator is their paired difference over the same
+# (layer pair, head) cells. Intervals: the same bootstrap over layer pairs as §6. Sorted
+# spectra of independent random matrices of one shape are already close, so the
+# random-init column is the baseline to beat.
+
+# %%
+spectral = tables.spectral_records(analyses, null_an, intervals, null_intervals)
+metrics["spectral_vs_operator"] = spectral
+job.figure(plots.spectral_vs_operator(analyses, null_an), "spectral_vs_operator", key=True)
+job.table(tables.spectral_table(spectral), caption="Operator vs spectral cosine between layers (means over "
+          "layer pairs and heads; 95 % bootstrap intervals)", index=False)
+
+# %% [markdown]
 # ## Results
 #
 # Headline numbers for the first attention group (decoder self-attention for LMs,
@@ -203,6 +229,7 @@ not_anchor = [i for i in range(len(a0["layers"])) if i != a0["anchor_position"]]
 pa0 = {k: float(np.asarray(an["principal_angles"]["mean_deg"])[not_anchor].mean()) if an and not_anchor else None
        for k, an in (("trained", a0), ("random_init", b0))}
 iv0, niv0 = intervals.get(g0, {}), null_intervals.get(g0, {})
+spectral0 = spectral.get(g0, {})
 
 # %%
 headline = {} if a0 is None else {
@@ -224,6 +251,8 @@ if a0 is not None and k0 is not None:
         "random_init": {"value": b0 and b0["sign_agreement"][k0]["mean"], "interval": niv0.get("sign_agree")},
         "chance": 0.5}, label=f"sign agree top-{k0}", fmt=".3f",
         note="The anchor layer agrees with itself (1.0) and is included, as in the seed; chance is 0.5.")
+headline.update({k: spectral0[r] for k, r in (("spec_cos_to_anchor", "spectral_cos_to_anchor"),
+                                             ("spec_minus_op", "spectral_minus_operator")) if r in spectral0})
 job.finish(metrics, headline)
 
 # %% [markdown]
@@ -231,6 +260,7 @@ job.finish(metrics, headline)
 #
 # - Seed 004: operator-level inter-layer alignment of Qwen3-4B's QK operators (the
 #   analysis script; its `measure.py` is re-implemented by `geolip_lib.operators`).
-# - Seed 001 summary table ("cross-attention QK balance locked at 0.500" — see the
-#   Sylvester-inertia note in §1).
+# - Seed 001 summary table ("cross-attention QK balance locked at 0.500" — tested in the
+#   seed's layer-level form by notebook 02; the per-head Sylvester identity of §1 is a
+#   different quantity, see `QK_BALANCE_STATEMENT`).
 # - Björck & Golub (1973), numerical methods for computing angles between linear subspaces.

@@ -4,8 +4,8 @@
   from head_dim-sized problems (plus dense references for tests and benchmarks);
 * :mod:`.measure` — :func:`measure_layers` (plain tensors), :class:`QKOperators`,
   :func:`save` / :func:`load` (JSON + safetensors);
-* :mod:`.analyse` — seed 004's analyses (cosine, rescale, curvature sign, principal
-  angles, verdict) and :func:`headline_samples` (the items each headline averages,
+* :mod:`.analyse` — seed 004's analyses (operator cosine, spectral cosine, rescale,
+  curvature sign, principal angles, verdict) and :func:`headline_samples` (the items each headline averages,
   for its bootstrap interval);
 * :mod:`.model` — :func:`measure_model` over a model's weight catalog (every attention
   group: self / cross, encoder / decoder / vision / text);
@@ -13,7 +13,8 @@
 * :mod:`.plots` — the figures of notebooks 06 (QK operators) and 07 (cross-scale projection).
 """
 from .analyse import (analyse, depth_bands, fraction_positive, headline_samples, operator_cosine,
-                      principal_angles, rescale_residual, sign_agreement, top1_overlap, verdict)
+                      principal_angles, rescale_residual, sign_agreement, spectral_cosine, top1_overlap,
+                      verdict)
 from .factored import (dense_layer_gram, dense_operators, dense_sym_eigvals, kv_head_index,
                        layer_gram, operator_fro_sq, split_heads, stack_layers, sym_eig)
 from .measure import QKOperators, load, measure_layers, save

@@ -5,6 +5,10 @@
 (c) curvature-sign agreement of the top-k eigenvalues with the anchor's, and the fraction
     of positive eigenvalues per layer;
 (d) principal angles between top-k eigen-subspaces and top-1 eigenvector overlap;
+(e) the question the seed asks beside (a): the *spectral* cosine, between the sorted
+    eigen-spectra of two layers' symmetric parts — equal to 1 whenever the operators differ
+    only by an orthogonal change of basis (same spectrum, other eigenvectors), while the
+    operator cosine of (a) is then below 1;
 and the verdict line.
 
 Fixes relative to the seed: normalisation uses the gram diagonal (the seed's own note);
@@ -20,7 +24,7 @@ import torch
 from ..validation import as_tensor, check_positive_int, fail
 from .measure import QKOperators
 
-__all__ = ["operator_cosine", "rescale_residual", "sign_agreement", "fraction_positive",
+__all__ = ["operator_cosine", "spectral_cosine", "rescale_residual", "sign_agreement", "fraction_positive",
            "principal_angles", "top1_overlap", "depth_bands", "verdict", "analyse", "headline_samples"]
 
 #: a headline is bootstrapped over its layer pairs (each pair's mean over heads) when it
@@ -50,6 +54,38 @@ def operator_cosine(gram, eps: float = 1e-300) -> torch.Tensor:
         fail("gram", f"expected shape (n_layers, n_layers, n_heads), got {tuple(gram.shape)}")
     norm = gram.diagonal(dim1=0, dim2=1).T.clamp_min(0).sqrt()      # (L, H)
     return gram / (norm[:, None, :] * norm[None, :, :]).clamp_min(eps)
+
+
+def spectral_cosine(sym_eigs, eps: float = 1e-300) -> torch.Tensor:
+    """Per-head cosine between the sorted eigen-spectra of two layers' symmetric parts.
+
+    For each layer ``L`` and head ``h`` the 2·head_dim eigenvalues of
+    ``S_L^h = (g_L^h + g_L^hᵀ)/2`` (from the factored form, :func:`.factored.sym_eig`) are
+    sorted by signed value, descending, into a vector ``λ_L^h``; the spectral cosine is
+    ``⟨λ_L^h, λ_L'^h⟩ / (‖λ_L^h‖ ‖λ_L'^h‖)``.
+
+    Properties (the tests check them): invariant under ``g → Oᵀ g O`` for orthogonal
+    ``O`` (``W_Q → W_Q O``, ``W_K → W_K O``: same spectrum, other eigenvectors), where the
+    operator cosine of :func:`operator_cosine` drops below 1; 1 for ``g → c g`` with
+    ``c > 0``, like the operator cosine; and for symmetric operators (``W_K = W_Q``) never
+    below the operator cosine (von Neumann's trace inequality ``tr(AB) ≤ Σ λ_i(A) λ_i(B)``).
+    Sorted spectra of independent random matrices of one shape are close to each other, so
+    the spectral cosine of random-init weights is near 1 as well: read it beside that null.
+
+    Parameters
+    ----------
+    sym_eigs : array, shape (n_layers, n_heads, n_eigs)
+        Eigenvalues in any order (``QKOperators.sym_eigs`` is sorted by magnitude).
+
+    Returns
+    -------
+    torch.Tensor, shape (n_layers, n_layers, n_heads), float64; symmetric in (L, L'),
+    1 on the diagonal (0 for an all-zero spectrum).
+    """
+    ev = as_tensor(sym_eigs, "sym_eigs", ndim=3, dtype=torch.float64)
+    lam = ev.sort(dim=-1, descending=True).values                       # (L, H, n) by signed value
+    lam = lam / lam.norm(dim=-1, keepdim=True).clamp_min(eps)
+    return torch.einsum("ahn,bhn->abh", lam, lam)
 
 
 def rescale_residual(gram, anchor: int) -> dict:
@@ -179,7 +215,11 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
     mean T, mean resid_frac), ``sign_agreement`` {k: {"per_layer", "mean", "bands"}},
     ``frac_positive`` (L,), ``frac_positive_topk`` (L,), ``principal_angles``
     (per layer: mean cos PA, min cos PA, mean angle in degrees, top-1 overlap),
-    ``mean_cos_to_anchor`` (anchor excluded), ``adjacent_mean``, ``verdict``.
+    ``mean_cos_to_anchor`` (anchor excluded), ``adjacent_mean``, ``verdict``, and
+    ``spectral`` (:func:`spectral_cosine`, means over heads): ``cos_matrix`` (L, L),
+    ``adjacent_cos`` (L−1,), ``adjacent_mean``, ``cos_to_anchor`` (L,),
+    ``mean_cos_to_anchor`` (anchor excluded), ``all_pairs_mean`` and, for the operator
+    cosine beside it, ``operator_all_pairs_mean`` (both over the L(L−1)/2 distinct pairs).
     """
     L = ops.n_layers
     a = _anchor(anchor, L)
@@ -202,6 +242,16 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
     others = [i for i in range(L) if i != a]
     mean_to_anchor = float(resc["cos"][others].mean()) if others else float("nan")
     kt = min(ops.top_k or 8, ops.sym_eigs.shape[-1])
+    spec_h = spectral_cosine(ops.sym_eigs)
+    spec_mat = spec_h.mean(-1)
+    spec_adj = torch.stack([spec_mat[i, i + 1] for i in range(L - 1)]) if L > 1 else torch.zeros(0)
+    iu = torch.triu_indices(L, L, offset=1)
+    nan = float("nan")
+    spectral = {"cos_matrix": spec_mat, "adjacent_cos": spec_adj,
+                "adjacent_mean": float(spec_adj.mean()) if L > 1 else nan, "cos_to_anchor": spec_mat[:, a],
+                "mean_cos_to_anchor": float(spec_h[others, a].mean()) if others else nan,
+                "all_pairs_mean": float(spec_mat[iu[0], iu[1]].mean()) if L > 1 else nan,
+                "operator_all_pairs_mean": float(cos_mat[iu[0], iu[1]].mean()) if L > 1 else nan}
     return {
         "anchor_position": a, "anchor_layer": ops.layers[a], "layers": list(ops.layers),
         "cos_matrix": cos_mat, "diag_cos_mean": float(cos_mat.diagonal().mean()),
@@ -216,6 +266,7 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
                              "mean_deg": torch.rad2deg(pa).mean((1, 2)), "top1_overlap": t1.mean(-1)},
         "mean_cos_to_anchor": mean_to_anchor,
         "verdict": verdict(mean_to_anchor),
+        "spectral": spectral,
     }
 
 
@@ -225,7 +276,10 @@ def headline_samples(ops: QKOperators, anchor: int = -1, k: int | None = None,
 
     Every headline is a mean over layer pairs and heads: ``cos_to_anchor`` over (layer ≠
     anchor, head) of the operator cosine to the anchor, ``cos_adjacent`` over (adjacent
-    layer pair, head), ``pa_deg`` over (layer ≠ anchor, head) of the mean top-k principal
+    layer pair, head), ``spec_cos_to_anchor`` / ``spec_cos_adjacent`` the same for the
+    spectral cosine (:func:`spectral_cosine`), ``spec_minus_op`` over (layer ≠ anchor, head)
+    of spectral − operator cosine to the anchor (paired: the seed's question whether the
+    spectra agree more than the operators), ``pa_deg`` over (layer ≠ anchor, head) of the mean top-k principal
     angle to the anchor (degrees), ``sign_agree`` over (layer, head) of the top-``k`` sign
     agreement (the anchor's own layer included, as in :func:`analyse`). The items are the
     layer pairs — each pair's mean over heads, so that the heads of one pair, which share
@@ -246,13 +300,17 @@ def headline_samples(ops: QKOperators, anchor: int = -1, k: int | None = None,
     a = _anchor(anchor, L)
     others = [i for i in range(L) if i != a]
     cos_h = operator_cosine(ops.gram)                                         # (L, L, H)
+    spec_h = spectral_cosine(ops.sym_eigs)                                    # (L, L, H)
     cells = {}  # key: (values (n, H), unit, qualifier)
     if others:
         cells["cos_to_anchor"] = (cos_h[others, a, :], "layer pair", "with the anchor")
+        cells["spec_cos_to_anchor"] = (spec_h[others, a, :], "layer pair", "with the anchor")
+        cells["spec_minus_op"] = (spec_h[others, a, :] - cos_h[others, a, :], "layer pair", "with the anchor")
         pa = principal_angles(ops.eig_dirs, ops.eig_dirs[a][None].expand_as(ops.eig_dirs))
         cells["pa_deg"] = (torch.rad2deg(pa).mean(-1)[others], "layer pair", "with the anchor")
     if L > 1:
         cells["cos_adjacent"] = (torch.stack([cos_h[i, i + 1] for i in range(L - 1)]), "adjacent layer pair", "")
+        cells["spec_cos_adjacent"] = (torch.stack([spec_h[i, i + 1] for i in range(L - 1)]), "adjacent layer pair", "")
     if k is not None and k <= ops.sym_eigs.shape[-1]:
         cells["sign_agree"] = (sign_agreement(ops.sym_eigs, a, k), "layer", "vs the anchor (anchor included)")
     out = {}

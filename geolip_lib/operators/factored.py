@@ -29,7 +29,11 @@ Note (Sylvester's law of inertia): ``J`` has head_dim eigenvalues +1 and head_di
 whenever ``M`` has full rank 2·head_dim the symmetric part has exactly head_dim positive
 and head_dim negative eigenvalues: the fraction of positive eigenvalues over all
 2·head_dim of them is exactly 0.5 for every head of every model. Only the sign pattern of
-the top-k (by magnitude) carries information.
+the top-k (by magnitude) carries information. This is part (1) of
+:data:`geolip_lib.weights.spectral.QK_BALANCE_STATEMENT` and holds per head only: it is
+not seed 001's layer-level "QK balance locked at 0.500" (a form of inner width d, where
+nothing forces 0.5, and where independent random weights give 0.5 up to a fluctuation) —
+see that statement, the one place the project states the QK sign balance.
 """
 from __future__ import annotations
 

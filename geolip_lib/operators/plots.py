@@ -19,7 +19,8 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-__all__ = ["cosine_matrices", "sign_agreement", "principal_angles", "heldout_cosine", "projection_summary"]
+__all__ = ["cosine_matrices", "spectral_vs_operator", "sign_agreement", "principal_angles", "heldout_cosine",
+           "projection_summary"]
 
 
 def _arr(x: Any) -> np.ndarray:
@@ -76,6 +77,60 @@ def cosine_matrices(analyses: Mapping[str, dict], null: Mapping[str, dict]) -> F
     return fig
 
 
+def spectral_vs_operator(analyses: Mapping[str, dict], null: Mapping[str, dict]) -> Figure:
+    """Seed 004's question: operator cosine vs spectral cosine across layers, one row per group.
+
+    Left: cosine of each layer to the anchor (means over heads), operator (circles) and
+    spectral (squares), trained (solid) vs random init (dashed). Right: every distinct layer
+    pair, operator cosine (x) against spectral cosine (y), trained vs random init, with the
+    diagonal; points above it are pairs whose sorted spectra agree more than their operators.
+
+    Parameters
+    ----------
+    analyses, null : dict
+        ``{group: analysis}`` (trained, random init); each analysis has ``"spectral"``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``n_groups × 2`` axes titled "<group> · cosine to the anchor" and "<group> · all
+        layer pairs"; suptitle "Operator cosine vs spectral cosine (sorted eigenvalues of the
+        symmetric part) between layers".
+    """
+    ng = len(analyses)
+    fig, axes = plt.subplots(max(ng, 1), 2, figsize=(11, 3.8 * max(ng, 1)), squeeze=False)
+    if not ng:
+        axes[0, 1].remove()
+        axes[0, 0].set_axis_off()
+        axes[0, 0].set_title("no attention group measured")
+        return fig
+    c_op, c_sp = sns.color_palette("deep", 2)
+    for i, (g, a) in enumerate(analyses.items()):
+        ax, bx = axes[i]
+        for an, tag, ls, alpha in ((a, "trained", "-", 1.0), (null.get(g), "random init", "--", 0.6)):
+            if an is None:
+                continue
+            ax.plot(a["layers"], _arr(an["cos_to_anchor"]), "o" + ls, color=c_op, alpha=alpha, label=f"operator, {tag}")
+            ax.plot(a["layers"], _arr(an["spectral"]["cos_to_anchor"]), "s" + ls, color=c_sp, alpha=alpha,
+                    label=f"spectral, {tag}")
+            iu = np.triu_indices(len(a["layers"]), k=1)
+            bx.scatter(_arr(an["cos_matrix"])[iu], _arr(an["spectral"]["cos_matrix"])[iu], s=14, alpha=0.7 * alpha,
+                       marker="o" if tag == "trained" else "x", color="k" if tag == "trained" else "grey", label=tag)
+        ax.axvline(a["anchor_layer"], color="grey", ls=":", lw=1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(title=f"{g} · cosine to the anchor (layer {a['anchor_layer']})", xlabel="layer",
+               ylabel="cosine (mean over heads)")
+        lo = min(-0.05, *(float(np.nanmin(_arr(x["cos_matrix"]))) for x in (a, null.get(g)) if x is not None))
+        bx.plot([lo, 1], [lo, 1], color="grey", lw=0.8, ls=":", label="spectral = operator")
+        bx.set(title=f"{g} · all layer pairs", xlabel="operator cosine", ylabel="spectral cosine")
+        for axis in (ax, bx):
+            if axis.get_legend_handles_labels()[0]:
+                axis.legend(fontsize=7, loc="best")
+    fig.suptitle("Operator cosine vs spectral cosine (sorted eigenvalues of the symmetric part) between layers")
+    fig.tight_layout()
+    return fig
+
+
 def sign_agreement(analyses: Mapping[str, dict], null: Mapping[str, dict], top_k: int) -> Figure:
     """Top-k curvature-sign agreement with the anchor by depth (left) and the fraction of
     positive eigenvalues per layer (right), trained (solid) vs random init (dashed).
@@ -91,7 +146,10 @@ def sign_agreement(analyses: Mapping[str, dict], null: Mapping[str, dict], top_k
     -------
     matplotlib.figure.Figure
         Two axes titled "sign agreement with anchor, by depth" and "fraction of positive
-        eigenvalues (dotted: all 2·head_dim ≡ 0.5)"; x label "layer".
+        eigenvalues (dotted: all 2·head_dim, 0.5 per head by shape)"; x label "layer". The
+        dotted 0.5 is forced per head (part 1 of
+        :data:`geolip_lib.weights.spectral.QK_BALANCE_STATEMENT`); it says nothing about the
+        seed's layer-level balance.
     """
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     palette = dict(zip(analyses, sns.color_palette("deep", max(len(analyses), 1))))
@@ -107,8 +165,8 @@ def sign_agreement(analyses: Mapping[str, dict], null: Mapping[str, dict], top_k
         axes[1].plot(a["layers"], _arr(a["frac_positive"]), "k:", alpha=0.5)
     axes[0].axhline(0.5, color="grey", lw=0.8)
     axes[0].set(title="sign agreement with anchor, by depth", xlabel="layer", ylabel="fraction agreeing")
-    axes[1].set(title="fraction of positive eigenvalues (dotted: all 2·head_dim ≡ 0.5)", xlabel="layer",
-                ylabel="fraction > 0")
+    axes[1].set(title="fraction of positive eigenvalues (dotted: all 2·head_dim, 0.5 per head by shape)",
+                xlabel="layer", ylabel="fraction > 0")
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if ax.get_legend_handles_labels()[0]:

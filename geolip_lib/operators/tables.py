@@ -15,7 +15,8 @@ import pandas as pd
 
 from .measure import QKOperators
 
-__all__ = ["group_rows", "cosine_table", "rescale_table", "sign_table", "principal_angle_table", "verdict_rows"]
+__all__ = ["group_rows", "cosine_table", "rescale_table", "sign_table", "principal_angle_table", "verdict_rows",
+           "SPECTRAL_KEYS", "spectral_records", "spectral_table"]
 
 NAN = float("nan")
 
@@ -96,3 +97,70 @@ def verdict_rows(analyses: Mapping[str, dict], null: Mapping[str, dict]) -> list
                      "mean cos to anchor (random init)": b["mean_cos_to_anchor"] if b else NAN,
                      "verdict (random init)": b["verdict"] if b else ""})
     return rows
+
+
+#: seed 004's question, per group: key in :func:`spectral_records` -> (label, the
+#: :func:`~geolip_lib.operators.headline_samples` key of its items, value in an analysis)
+SPECTRAL_KEYS = {
+    "operator_cos_to_anchor": ("operator cos→anchor", "cos_to_anchor", lambda a: a["mean_cos_to_anchor"]),
+    "spectral_cos_to_anchor": ("spectral cos→anchor", "spec_cos_to_anchor",
+                               lambda a: a["spectral"]["mean_cos_to_anchor"]),
+    "spectral_minus_operator": ("spectral − operator (→anchor)", "spec_minus_op",
+                                lambda a: a["spectral"]["mean_cos_to_anchor"] - a["mean_cos_to_anchor"]),
+    "operator_cos_adjacent": ("operator cos adjacent", "cos_adjacent", lambda a: a["adjacent_mean"]),
+    "spectral_cos_adjacent": ("spectral cos adjacent", "spec_cos_adjacent", lambda a: a["spectral"]["adjacent_mean"]),
+}
+
+SPECTRAL_NOTES = {
+    "spectral_cos_to_anchor": "Cosine between sorted eigen-spectra of the symmetric parts; sorted spectra of "
+                              "independent random operators of one shape are already close, so read it beside "
+                              "random init.",
+    "spectral_minus_operator": "Paired over the same layer pairs and heads: > 0 where layers share the spectral "
+                               "shape more than the operator itself.",
+}
+
+
+def spectral_records(analyses: Mapping[str, dict], null: Mapping[str, dict], intervals: Mapping[str, dict],
+                     null_intervals: Mapping[str, dict]) -> dict:
+    """Operator vs spectral cosine per group, each a :func:`geolip_lib.results.headline` record.
+
+    Parameters
+    ----------
+    analyses, null : dict
+        ``{group: analysis}`` (trained, random init).
+    intervals, null_intervals : dict
+        ``{group: {headline_samples key: Interval}}`` — the bootstraps of the items each
+        value averages (layer pairs, or (layer pair, head) cells of a short stack).
+
+    Returns
+    -------
+    dict ``{group: {key: headline dict}}`` for the keys of :data:`SPECTRAL_KEYS` whose
+    items exist (a one-layer group has none); the random-init value and its interval are
+    the ``"random_init"`` null.
+    """
+    from ..results import headline
+
+    out: dict = {}
+    for g, a in analyses.items():
+        b, iv, niv = null.get(g), intervals.get(g, {}), null_intervals.get(g, {})
+        out[g] = {key: headline(val(a), interval=iv.get(item), label=label, fmt="+.4f", note=SPECTRAL_NOTES.get(key),
+                                nulls={"random_init": {"value": val(b), "interval": niv.get(item)}} if b else None)
+                  for key, (label, item, val) in SPECTRAL_KEYS.items() if item in iv}
+    return out
+
+
+def spectral_table(records: Mapping[str, dict]) -> pd.DataFrame:
+    """One row per (group, quantity) of :func:`spectral_records`: trained and random init,
+    each ``value [95 % interval]`` ("–" where the group has no random-init null)."""
+    from ..metrics.intervals import format_value
+
+    rows = []
+    for g, rec in records.items():
+        for key, (label, _, _) in SPECTRAL_KEYS.items():
+            e = rec.get(key)
+            if e is None:
+                continue
+            n = (e.get("nulls") or {}).get("random_init")
+            rows.append({"group": g, "quantity": label, "trained [95 % interval]": format_value(e["value"], e["interval"]),
+                         "random init [95 % interval]": format_value(n["value"], n.get("interval")) if n else "–"})
+    return pd.DataFrame(rows)

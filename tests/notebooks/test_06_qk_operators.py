@@ -38,7 +38,7 @@ def test_headlines_have_bootstrap_intervals_and_random_init_nulls(t5_run):
     """Each headline: a bootstrap over the (layer pair, head) cells it averages (2-layer tiny
     stacks), containing the value; the random-init null with its own interval."""
     h = t5_run["headline"]
-    assert set(h) == {"cos_to_anchor", "cos_adjacent", "pa_deg", "sign_agree"}
+    assert set(h) == {"cos_to_anchor", "cos_adjacent", "pa_deg", "sign_agree", "spec_cos_to_anchor", "spec_minus_op"}
     for key, e in h.items():
         iv = e["interval"]
         assert iv["lo"] <= e["value"] <= iv["hi"], key
@@ -59,8 +59,9 @@ def test_executed_notebook_shows_every_figure_and_no_partial_paths(t5_run):
     nb = nbformat.read(str(job / "executed.ipynb"), as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     n_png = sum(1 for o in outputs if "image/png" in o.get("data", {}))
-    assert n_png >= len(t5_run["figures"]) == 3
-    assert {f["file"] for f in t5_run["figures"] if f["key"]} == {"cos_matrix.png", "principal_angles.png"}
+    assert n_png >= len(t5_run["figures"]) == 4
+    assert {f["file"] for f in t5_run["figures"] if f["key"]} == {"cos_matrix.png", "principal_angles.png",
+                                                                   "spectral_vs_operator.png"}
     text = json.dumps([{k: v for k, v in o.items() if k != "data"} | {"data": {k: v for k, v in o.get("data", {}).items()
                        if not k.startswith("image/")}} for o in outputs])
     assert ".partial" not in text
@@ -91,6 +92,30 @@ def test_saved_operator_files_match_an_independent_recomputation(t5_run):
     assert torch.allclose(ops.sym_eigs, op.dense_sym_eigvals(Wq, Wk, ops.n_heads), atol=1e-9 * ops.sym_eigs.abs().max())
     recorded = t5_run["metrics"]["groups"]["decoder.cross"]["analysis"]["mean_cos_to_anchor"]
     assert recorded == pytest.approx(op.analyse(ops)["mean_cos_to_anchor"], abs=1e-12)
-    for png in ("cos_matrix.png", "sign_agreement.png", "principal_angles.png"):
+    for png in ("cos_matrix.png", "sign_agreement.png", "principal_angles.png", "spectral_vs_operator.png"):
         assert (job / png).stat().st_size > 1000
 
+
+
+def test_spectral_cosine_recorded_matches_numpy_on_the_saved_spectra(t5_run):
+    """Seed 004's question: the spectral cosine (sorted eigenvalues of the symmetric part)
+    recomputed with numpy from the saved spectra, beside the operator cosine, per group."""
+    job, m, p = Path(t5_run["_job_dir"]), t5_run["metrics"], t5_run["parameters"]
+    for g in ("encoder.self", "decoder.cross"):
+        ops = op.load(job / f"qk_{g}.json")
+        lam = -np.sort(-ops.sym_eigs.numpy(), axis=-1)                    # (L, H, 2·head_dim), descending
+        lam /= np.linalg.norm(lam, axis=-1, keepdims=True)
+        a = p["ANCHOR"] % ops.n_layers
+        others = [i for i in range(ops.n_layers) if i != a]
+        spec = np.einsum("lhn,hn->lh", lam[others], lam[a]).mean()
+        rec = m["spectral_vs_operator"][g]
+        assert rec["spectral_cos_to_anchor"]["value"] == pytest.approx(spec, abs=1e-12)
+        assert rec["operator_cos_to_anchor"]["value"] == pytest.approx(
+            m["groups"][g]["analysis"]["mean_cos_to_anchor"], abs=1e-12)
+        assert rec["spectral_minus_operator"]["value"] == pytest.approx(
+            spec - rec["operator_cos_to_anchor"]["value"], abs=1e-12)
+        for e in rec.values():
+            assert e["interval"]["lo"] <= e["value"] <= e["interval"]["hi"]
+            assert e["nulls"]["random_init"]["value"] is not None
+    h = t5_run["headline"]
+    assert h["spec_cos_to_anchor"]["value"] == m["spectral_vs_operator"]["encoder.self"]["spectral_cos_to_anchor"]["value"]

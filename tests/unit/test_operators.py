@@ -202,3 +202,55 @@ def test_measure_layers_accepts_per_layer_lists_and_checks_them():
     Wq[1, 0, 0] = float("inf")
     with pytest.raises(ValueError, match="^W_Q"):
         op.measure_layers(Wq, Wk, 2, 1)
+
+
+# ----------------------------------------------------------------- spectral cosine (seed 004's question)
+def _conjugated_and_scaled(seed: int, L_extra: float = 2.5):
+    """Layer 0: random (Wq, Wk); layer 1: the same operators conjugated by one orthogonal O
+    (g → Oᵀ g O: W → W O); layer 2: layer 0 scaled by ``L_extra`` (g → c g)."""
+    from scipy.stats import ortho_group
+
+    H, Hk, d, n = 3, 3, 4, 24
+    Wq, Wk = (w[0].double() for w in _weights(1, H, Hk, d, n, seed))
+    O = torch.from_numpy(ortho_group.rvs(n, random_state=seed))
+    return torch.stack([Wq, Wq @ O, L_extra * Wq]), torch.stack([Wk, Wk @ O, Wk]), H, O
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spectral_cosine_is_one_under_conjugation_where_operator_cosine_is_not(seed):
+    Wq, Wk, H, O = _conjugated_and_scaled(seed)
+    ops = op.measure_layers(Wq, Wk, H, top_k=2)
+    spec, cos = op.spectral_cosine(ops.sym_eigs), op.operator_cosine(ops.gram)
+    # dense check of the construction: g_1 = Oᵀ g_0 O
+    g = op.dense_operators(Wq, Wk, H)
+    assert torch.allclose(g[1], O.T @ g[0] @ O, atol=1e-10)
+    # conjugated: same spectrum (spectral cosine 1), other operator (operator cosine well below 1)
+    assert torch.allclose(spec[0, 1], torch.ones(H, dtype=torch.float64), atol=1e-12)
+    assert float(cos[0, 1].abs().max()) < 0.9
+    # scaled: both cosines are 1
+    assert torch.allclose(spec[0, 2], torch.ones(H, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(cos[0, 2], torch.ones(H, dtype=torch.float64), atol=1e-12)
+    # symmetric in (L, L'), 1 on the diagonal, and the analysis reports the same numbers
+    assert torch.allclose(spec, spec.transpose(0, 1)) and torch.allclose(spec.diagonal(dim1=0, dim2=1),
+                                                                        torch.ones(H, 3, dtype=torch.float64))
+    a = op.analyse(ops, anchor=0)
+    assert a["spectral"]["mean_cos_to_anchor"] == pytest.approx(1.0, abs=1e-12)
+    assert a["mean_cos_to_anchor"] == pytest.approx(float(cos[1:, 0].mean()), abs=1e-12)
+    s = op.headline_samples(ops, anchor=0)
+    assert np.mean(s["spec_minus_op"]["values"]) == pytest.approx(1.0 - a["mean_cos_to_anchor"], abs=1e-12)
+
+
+def test_spectral_cosine_closed_form_order_invariance_and_von_neumann_bound():
+    # closed form on given spectra; input order (by magnitude, as stored) does not matter
+    ev = torch.tensor([[[3.0, -2.0, 1.0, 0.0]], [[-2.0, 1.0, 0.0, 3.0]], [[1.0, 1.0, -1.0, -1.0]]])
+    spec = op.spectral_cosine(ev)
+    assert float(spec[0, 1, 0]) == pytest.approx(1.0)
+    a, b = np.array([3.0, 1.0, 0.0, -2.0]), np.array([1.0, 1.0, -1.0, -1.0])     # sorted descending
+    assert float(spec[0, 2, 0]) == pytest.approx(a @ b / np.linalg.norm(a) / np.linalg.norm(b), abs=1e-12)
+    # symmetric operators (W_K = W_Q, g = W_Qᵀ W_Q): operator cosine ≤ spectral cosine (von Neumann)
+    Wq, _ = _weights(4, 2, 2, 4, 10, 5)
+    ops = op.measure_layers(Wq, Wq, 2, top_k=1)
+    gap = op.spectral_cosine(ops.sym_eigs) - op.operator_cosine(ops.gram)
+    assert float(gap.min()) >= -1e-12 and float(gap.max()) > 1e-3
+    with pytest.raises(ValueError, match="^sym_eigs:"):
+        op.spectral_cosine(torch.zeros(2, 3))

@@ -127,3 +127,39 @@ def test_tables_and_headline_samples(analyses):
     assert np.mean(s5["cos_adjacent"]["values"]) == pytest.approx(a5["adjacent_mean"], abs=1e-12)
     assert np.mean(s5["sign_agree"]["values"]) == pytest.approx(a5["sign_agreement"][4]["mean"], abs=1e-12)
     assert np.mean(s5["pa_deg"]["values"]) == pytest.approx(np.asarray(a5["principal_angles"]["mean_deg"])[:-1].mean())
+
+
+def test_spectral_vs_operator_figure_and_records(analyses):
+    ops, trained, null = analyses
+    fig = plots.spectral_vs_operator(trained, null)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["decoder.self · cosine to the anchor (layer 9)", "decoder.self · all layer pairs",
+                      "decoder.cross · cosine to the anchor (layer 3)", "decoder.cross · all layer pairs"]
+    assert fig.get_suptitle().startswith("Operator cosine vs spectral cosine")
+    left, right = fig.axes[:2]
+    assert (right.get_xlabel(), right.get_ylabel()) == ("operator cosine", "spectral cosine")
+    assert {"operator, trained", "spectral, trained", "operator, random init", "spectral, random init"} <= set(
+        left.get_legend_handles_labels()[1])
+    # the scatter shows every distinct layer pair: 10 for the 5-layer stack, trained and null
+    assert [len(c.get_offsets()) for c in right.collections] == [10, 10]
+    check_figure(fig, 4)
+    check_figure(plots.spectral_vs_operator({}, {}), 1)
+    # records: value = mean of the bootstrapped items, random-init null attached where measured
+    ivs = {g: {k: intervals.bootstrap(s["values"], n_boot=200, what=s["what"]) for k, s in op.headline_samples(o).items()}
+           for g, o in ops.items()}
+    nivs = {"decoder.self": {k: intervals.bootstrap(s["values"], n_boot=200, what=s["what"])
+                             for k, s in op.headline_samples(_ops(5, 7)).items()}}
+    rec = tables.spectral_records(trained, null, ivs, nivs)
+    a5 = trained["decoder.self"]
+    e = rec["decoder.self"]["spectral_cos_to_anchor"]
+    assert e["value"] == pytest.approx(a5["spectral"]["mean_cos_to_anchor"])
+    assert e["interval"]["lo"] <= e["value"] <= e["interval"]["hi"]
+    assert e["nulls"]["random_init"]["value"] == pytest.approx(null["decoder.self"]["spectral"]["mean_cos_to_anchor"])
+    d = rec["decoder.self"]["spectral_minus_operator"]["value"]
+    assert d == pytest.approx(a5["spectral"]["mean_cos_to_anchor"] - a5["mean_cos_to_anchor"])
+    assert rec["decoder.cross"]["operator_cos_to_anchor"]["nulls"] == {}
+    table = tables.spectral_table(rec)
+    assert list(table["group"]) == ["decoder.self"] * 5 + ["decoder.cross"] * 5
+    assert list(table["quantity"][:2]) == ["operator cos→anchor", "spectral cos→anchor"]
+    assert set(table["random init [95 % interval]"][5:]) == {"–"}
+    assert all("[" in v for v in table["trained [95 % interval]"][:5])
