@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -203,7 +204,25 @@ def stale_reasons(job: Job, out_root: Path) -> list[str]:
             why.append(f"params/models/{m}.yaml changed")
     if old.get("library") != new["library"]:
         why.append("geolip_lib code changed")
+    if reads_other_jobs(job.notebook):
+        mine = (d / "metrics.json").stat().st_mtime
+        newer = sorted(f"{p.parent.parent.name}/{p.parent.name}" for p in out_root.glob("*/*/metrics.json")
+                       if p.parent != d and not p.parent.name.startswith(".") and p.stat().st_mtime > mine)
+        if newer:
+            why.append(f"it reads other jobs' results, and {len(newer)} are newer: {', '.join(newer[:3])}"
+                       + (" ..." if len(newer) > 3 else ""))
     return why
+
+
+@functools.lru_cache(maxsize=None)
+def reads_other_jobs(notebook: str) -> bool:
+    """Whether the notebook reads other jobs' results (uses ``REPORT_ROOT`` outside its
+    parameters cell: 03_cross_model, 15_seed_claims), so a newer result makes it stale."""
+    import nbformat
+
+    nb = nbformat.read(str(NOTEBOOKS / f"{notebook}.ipynb"), as_version=4)
+    return any("REPORT_ROOT" in c.source for c in nb.cells
+               if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
 
 
 def is_done(job: Job, out_root: Path) -> bool:

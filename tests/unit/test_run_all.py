@@ -178,3 +178,22 @@ def test_offline_hub_model_fails_its_job_with_one_line(tmp_path, monkeypatch):
     assert not res.ok
     assert "t5-small" in res.error and "local_dir" in res.error and "\n" not in res.error
     assert not (tmp_path / "out" / "01_embedding_terrain" / "t5-small").exists()
+
+
+def test_a_notebook_that_reads_other_jobs_is_stale_when_they_are_newer(sandbox):
+    tmp, prof = sandbox
+    nbdir = tmp / "notebooks"
+    _notebook(nbdir / "agg.ipynb", OK_NB.replace('"ok"', '"agg"') + "\nprint(REPORT_ROOT)\n",
+              "OUT_DIR = None\nREPORT_ROOT = None\nVALUE = 1.0\nSLEEP = 0.0")
+    prof.write_text(prof.read_text().replace("  boom:", "  agg:\n    per_model: false\n  boom:"), encoding="utf-8")
+    run_all.reads_other_jobs.cache_clear()
+    assert run_all.reads_other_jobs("agg") and not run_all.reads_other_jobs("ok")
+    out = tmp / "out"
+    run_all.run(str(prof), notebooks=["ok", "agg"], out_root=out)
+    agg = next(j for j in run_all.jobs_for_profile(str(prof), notebooks=["agg"]))
+    assert not [w for w in run_all.stale_reasons(agg, out) if "other jobs" in w]
+    m = out / "ok" / "a" / "metrics.json"
+    os.utime(m, (time.time() + 5, time.time() + 5))  # job ok/a finished after agg
+    why = [w for w in run_all.stale_reasons(agg, out) if "other jobs" in w]
+    assert why == ["it reads other jobs' results, and 1 are newer: ok/a"]
+    run_all.reads_other_jobs.cache_clear()
