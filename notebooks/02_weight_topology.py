@@ -50,6 +50,7 @@ from geolip_lib import runtime
 from geolip_lib.models.adapters import catalog
 from geolip_lib.weights import TensorStore, plots, run_battery
 from geolip_lib.weights import tables as T
+from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT
 
 job = runtime.start("02_weight_topology", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
 lm = job.lm
@@ -97,14 +98,18 @@ metrics["random_init"] = null
 # ## 2. SVD effective rank
 #
 # Per matrix: stable rank ‖W‖²_F/‖W‖²₂, participation ratio of the singular values,
-# fraction of singular values above 1 % of the largest, rank at 90 % of the energy
-# Σσ², condition number. Spectra are float64 (Gram eigenvalues, exact SVD where the
-# matrix is ill-conditioned). Means per (stack, attention kind, role), with the stable
-# rank and PR of the same matrices at random init.
+# fraction of singular values above 1 % of the largest, rank at 90 %, condition number.
+# Spectra are float64 (Gram eigenvalues, exact SVD where the matrix is ill-conditioned).
+# Rank at 90 % in two definitions: `rank_90` (project) is the smallest k whose σ₁²…σ_k²
+# hold 90 % of the energy Σσ²; `rank_90_seed` is seed 001's
+# `np.searchsorted(np.cumsum(S)/S.sum(), 0.90) + 1`, the same count on σ instead of σ²
+# (larger: small singular values weigh more in Σσ). Means per (stack, attention kind,
+# role), with the stable rank and PR of the same matrices at random init.
 
 # %%
-job.table(T.svd_by_stack_role(summary, null), caption="SVD statistics: means per (stack, attn, role)",
-          formats={"active_frac": "{:.3f}", "rank_90": "{:.1f}"})
+job.table(T.svd_by_stack_role(summary, null), caption="SVD statistics: means per (stack, attn, role); rank_90 on σ² "
+          "(project), rank_90_seed on σ (seed 001)", formats={"active_frac": "{:.3f}", "rank_90": "{:.1f}",
+                                                             "rank_90_seed": "{:.1f}"})
 
 # %% [markdown]
 # ## 3. Sparsity topology — the negative space
@@ -120,8 +125,23 @@ pct = {c: "{:.2%}" for c in summary["sparsity_thresholds"] + [f"{thr} (random in
 job.table(T.sparsity_by_role(summary, null), caption="Fraction of |w| below each threshold, per role",
           formats=pct)
 job.table(T.sparsity_model(summary, null), caption="Whole model", formats=pct)
-job.table(T.qkv_sparsity(summary, null), caption=f"Q vs K vs V: fraction |w| {thr}",
+job.table(T.qkv_sparsity(summary, null), caption=f"Q vs K vs V: fraction |w| {thr}, pooled over all stacks",
           formats={"trained": "{:.1%}", "random init": "{:.1%}"})
+
+# %% [markdown]
+# **Like with like.** The seed reported Q/K/V sparsity per stack and attention kind
+# (T5: encoder self, decoder self, decoder cross; CLIP: the vision tower, with the text
+# tower here reported separately). Per (stack/attn, role): the fraction |w| < 0.1 pooled
+# over that scope's matrices, a 95 % bootstrap interval over those matrices (none with
+# fewer than 3), and the same at random init.
+
+# %%
+stack_items = T.stack_items(res)  # per (stack/attn, role): weights below the threshold per matrix
+null_stack_items = T.stack_items(null_res) if null_res is not None else None
+metrics["stack_items"] = {"trained": stack_items, "random_init": null_stack_items}
+by_stack = T.sparsity_by_stack(summary, stack_items, null, null_stack_items, seed=SEED, n_boot=N_BOOT)
+job.table(by_stack, caption=f"Fraction |w| {thr} per (stack/attn, role), 95 % bootstrap over the matrices",
+          formats={c: "{:.2%}" for c in by_stack.columns if by_stack[c].dtype.kind == "f"}, index=False)
 
 # %% [markdown]
 # ## 4. QK similarity manifold
@@ -130,22 +150,43 @@ job.table(T.qkv_sparsity(summary, null), caption=f"Q vs K vs V: fraction |w| {th
 # heads for the layer; keys repeated per query head under grouped-query attention).
 # Spectra come from the factored form (a 2·inner-sized problem), never a d_model²
 # product. Positive eigenvalues of the symmetric part are "similarity" directions,
-# negative ones "anti-similarity". Note: per head (rank head_dim ≤ d_model/2) the sign
-# balance is exactly 0.5 by Sylvester's law of inertia — a structural fact, not a
-# learned one; only the layer-level form can depart from it. The seed multiplied
-# W_q·W_kᵀ (an inner×inner Gram of weight rows), which is not the scoring form.
+# negative ones "anti-similarity".
+#
+# Two forms are measured per layer, side by side. **Seed** (seed 001 §4–6): W_q·W_kᵀ
+# with HF (out, in) weights, an inner × inner Gram of query rows against key rows; its
+# symmetric part's eigenvalues counted > 0 with no tolerance, reported as n_pos / inner.
+# **Project**: the scoring form W_Qᵀ W_K (d × d); balance n_pos / (n_pos + n_neg) with
+# round-off zeros not counted; also per head. What a balance of 0.5 means in either form
+# is the project's one statement (`geolip_lib.weights.spectral.QK_BALANCE_STATEMENT`),
+# printed below.
 
 # %%
 qk = res.qk["layers"]
 if qk.empty:
     print(f"{MODEL}: no attention block with separate or fused Q/K in the catalog — QK manifold skipped.")
 else:
-    job.table(T.qk_layers(res, SHOW_LAYERS), caption=f"QK bilinear form per layer (first {SHOW_LAYERS} per group)",
-              index=False)
-    job.table(T.qk_random_init(summary, null), caption="Positive-eigenvalue fraction, trained vs random init")
+    print(f"{QK_BALANCE_STATEMENT}")
+    job.table(T.qk_layers(res, SHOW_LAYERS), caption=f"QK sign counts per layer (first {SHOW_LAYERS} per group): "
+              "seed = sym(W_q W_kᵀ), inner × inner; project = sym(W_Qᵀ W_K), d × d", index=False,
+              formats={"seed: n_pos/inner": "{:.4f}", "project: balance": "{:.4f}", "project: n_pos/d": "{:.4f}"})
+    job.table(T.qk_random_init(summary, null), caption="Project form: positive-eigenvalue fraction n_pos/d, trained "
+              "vs random init")
     if qk["qk_norm"].any():
         print("Note: q and k are RMS-normalised per head before the product (q_norm/k_norm): "
               "W_Qᵀ W_K gives the scores only up to that per-token normalisation.")
+
+# %% [markdown]
+# **Seed §6's table.** Per stack and attention kind (encoder self, decoder self, decoder
+# cross for T5): the Q/K/V sparsity at |w| < 0.1 and the QK sign balance over the layers
+# of that group, in the seed's form (n_pos / inner of sym(W_q W_kᵀ): mean, min and max
+# over layers, and n_neg / inner) and in the project's (balance of sym(W_Qᵀ W_K)), beside
+# the random-init copy. Seed 001 reported Q sparsity 100 % in all three T5-v1.1-XXL
+# groups and a cross-attention balance "locked at 0.500/0.500 all 24 layers".
+
+# %%
+if not qk.empty:
+    job.table(T.stack_attn_table(summary, null), caption="Encoder/decoder × self/cross (seed §6): sparsity and QK "
+              "sign balance per group", formats={"QK layers": "{:.0f}"})
 
 # %% [markdown]
 # ## 5. MLP dead neurons
@@ -209,6 +250,23 @@ job.figure(plots.random_init_comparison(res, null_res, title=MODEL), "random_ini
 # %% [markdown]
 # ## Results
 #
+# **Seed claims measured here** (recorded as `metrics["claims"]`, read by the findings
+# notebook): Q sparsity per stack/attn; the QK balance of cross- and self-attention
+# groups in the seed's form (mean over layers of n_pos / inner, bootstrap over layers)
+# with the project's form beside it; the adjacent-layer cosine of attention weights; the
+# number of mixed relative-position heads per stack (seed's raw-bucket rule; the project's
+# distance-class rule beside it). Each beside the random-init copy.
+
+# %%
+items = T.headline_items(res)  # what each pooled headline averages (03_cross_model resamples them too)
+null_items = T.headline_items(null_res) if null_res is not None else None
+metrics["headline_items"] = {"trained": items, "random_init": null_items}
+metrics["claims"] = T.battery_claims(summary, items, stack_items, null, null_items, null_stack_items, seed=SEED,
+                                     n_boot=N_BOOT)
+job.table(T.claims_table(metrics["claims"]), caption="Seed claims: the seed's definition (95 % interval) beside "
+          "the random-init copy and the project's definition", index=False)
+
+# %% [markdown]
 # Each headline pools many matrices, so its interval is a bootstrap over what it pools:
 # the Q (K) matrices for the sparsity and the stable rank, the MLP layers for the dead
 # fraction, the adjacent layer pairs for the cross-layer cosine — how much the number
@@ -217,9 +275,6 @@ job.figure(plots.random_init_comparison(res, null_res, title=MODEL), "random_ini
 # interval.
 
 # %%
-items = T.headline_items(res)  # what each pooled headline averages (03_cross_model resamples them too)
-null_items = T.headline_items(null_res) if null_res is not None else None
-metrics["headline_items"] = {"trained": items, "random_init": null_items}
 job.finish(metrics, T.battery_headline(summary, items, null, null_items, seed=SEED, n_boot=N_BOOT))
 
 # %% [markdown]

@@ -13,34 +13,38 @@ runs the per-analysis functions below one after the other, each with its own pas
 Measurements (seed 001 §4–6), per matrix and aggregated by role / stack / layer:
 
 - ``svd_table``: stable rank, PR of singular values, active fraction (> 1 % of max),
-  rank at 90 % energy (of S², see the note), condition number of every attention, MLP
-  and embedding matrix; float64 spectra from Gram eigenvalues (exact SVD where the
-  matrix is ill-conditioned).
+  rank at 90 % (``rank_90`` of the energy S², ``rank_90_seed`` of S as the seed had it),
+  condition number of every attention, MLP and embedding matrix; float64 spectra from
+  Gram eigenvalues (exact SVD where the matrix is ill-conditioned).
 - ``sparsity_tables``: exact fraction of |w| below thresholds per role, per (stack,
   attn, role), for the whole model, plus a |w| histogram (1/8-octave bins).
 - ``qk_tables``: the QK bilinear form M = W_Qᵀ W_K per layer (self and cross), from its
   factored form (never a d_model² product): stable rank, PR, symmetry deviation, sign
-  counts of the eigenvalues of its symmetric part, top eigenvalues; and per head.
+  counts of the eigenvalues of its symmetric part, top eigenvalues; and per head. Beside
+  it, per layer, the seed's own form (``seed_*`` columns, see the notes).
 - ``mlp_tables``: dead / weak neurons (|gate|·|up|·|down| < 1 % / 10 % of the mean).
 - ``cross_layer``: cosine of flattened weights between layers per role.
 - ``norm_table``: LayerNorm / RMSNorm scale statistics.
 - ``position_bias_table``: relative-position-bias head topology (T5).
 
-Notes on departures from the seed (fixed bugs):
+Notes on departures from the seed (fixed bugs; the seed's definition is kept beside each):
 
 - The seed's QK matrix was ``W_q @ W_k.T`` with HF (out, in) weights: an
   (inner × inner) Gram of query/key *rows*, not the form xᵀ W_Qᵀ W_K y that scores
-  tokens. Here M = W_Qᵀ W_K, per layer (sum over heads) and per head.
-- The seed's "rank_90" used the cumulative sum of S, not of the energy S².
+  tokens. Here M = W_Qᵀ W_K, per layer (sum over heads) and per head; the seed's form is
+  computed too (:func:`~geolip_lib.weights.spectral.qk_seed_form`: ``seed_n_pos``,
+  ``seed_n_neg``, ``seed_dim`` = inner, ``seed_pos_frac`` = n_pos / inner per layer).
+- The seed's "rank_90" used the cumulative sum of S, not of the energy S²: both are
+  recorded (``rank_90_seed`` and ``rank_90``).
 - The seed's sign counts counted round-off noise of the zero eigenvalues of a
-  rank-deficient M as signs; here |λ| <= 10·m·eps·max|λ| is zero.
+  rank-deficient M as signs; here |λ| <= 10·m·eps·max|λ| is zero (the ``seed_*`` counts
+  keep the seed's rule: ``> 0`` / ``< 0``, no tolerance).
 - Position-bias heads: the seed's local/global test used the raw bucket index, which
   mixes the two directions of the bidirectional encoder buckets; here buckets are
   mapped to distance classes first (the seed's raw definition is kept as ``*_seed``).
-- Structural fact worth knowing (Sylvester's law of inertia): the symmetric part of a
-  rank-r product Aᵀ B with 2r <= d has exactly r positive and r negative nonzero
-  eigenvalues, so a *per-head* sign balance of 0.5 is forced, not learned; only layers
-  with r > d/2 (e.g. T5, BERT: r = d) can depart from it.
+- What a QK sign balance of 0.5 means, per head and per layer, in either form: the one
+  statement :data:`geolip_lib.weights.spectral.QK_BALANCE_STATEMENT` (tested in
+  ``tests/unit/test_qk_balance_statement.py``).
 """
 from __future__ import annotations
 
@@ -56,7 +60,7 @@ import torch
 from ..models.adapters import (ATTN_ROLES, MATRIX_ROLES, Catalog, catalog as build_catalog, clean_weight,
                                strip_interleaved)
 from . import _kernels
-from .spectral import qk_factored, sign_counts, spectrum_stats, svdvals
+from .spectral import qk_factored, qk_seed_form, sign_counts, spectrum_stats, svdvals
 from .store import TensorStore
 
 THRESHOLDS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -97,7 +101,7 @@ def _svd_row(e, shp, S: torch.Tensor) -> dict:
     r = _row(e)
     r.update(shape=shp, stable_rank=float(st["stable_rank"]), pr=float(st["pr"]),
              active_frac=float(st["active_frac"]), rank_90=int(st["rank_energy"]),
-             condition=float(st["condition"]), max_sv=float(st["max_sv"]), min_sv=float(st["min_sv"]))
+             rank_90_seed=int(st["rank_seed"]), condition=float(st["condition"]), max_sv=float(st["max_sv"]), min_sv=float(st["min_sv"]))
     return r
 
 
@@ -136,7 +140,8 @@ def svd_table(store: TensorStore, cat: Catalog, roles: Sequence[str] = SVD_ROLES
     -------
     (DataFrame, dict)
         One row per matrix (name, role, stack, attn, layer, shape, stable_rank, pr,
-        active_frac, rank_90, condition, max_sv, min_sv) and ``{key: S}``.
+        active_frac, rank_90 (energy S²), rank_90_seed (S, the seed's), condition, max_sv,
+        min_sv) and ``{key: S}``.
     """
     dev = _device(device)
     ents = [e for e in cat.select(role=tuple(roles)) if len(e.shape) == 2 and _is_float(e)]
@@ -263,7 +268,9 @@ def qk_tables(store: TensorStore, cat: Catalog, *, device: Any = None, top: int 
     dict
         ``layers``: DataFrame (stack, attn, layer, d_model, inner, stable_rank, pr,
         sym_dev, n_pos, n_neg, n_zero, pos_frac (n_pos/d_model), balance
-        (n_pos/(n_pos+n_neg)), top_eig, bottom_eig, head_balance_mean);
+        (n_pos/(n_pos+n_neg)), top_eig, bottom_eig, head_balance_mean, and the seed's
+        form sym(W_q W_kᵀ): seed_dim (inner), seed_n_pos, seed_n_neg, seed_pos_frac,
+        seed_neg_frac);
         ``heads``: DataFrame (stack, attn, layer, head, kv_head, stable_rank, pr,
         sym_dev, n_pos, n_neg, balance, fro); ``eigs``: {(stack, attn, layer): eigenvalues
         of the symmetric part incl. its zero eigenvalues, descending (numpy)}.
@@ -309,6 +316,9 @@ def _qk_block(b, A: torch.Tensor, K: torch.Tensor, top: int = 5) -> tuple:
             "bottom_eig": full[::-1][:top].tolist(),
             "head_balance_mean": float(sh["balance"].mean()),
             "qk_norm": bool(b.qk_norm)}
+    sf = qk_seed_form(A, B)  # the seed's (inner × inner) form, its sign rule
+    lrow.update(seed_dim=int(sf["dim"]), seed_n_pos=int(sf["n_pos"]), seed_n_neg=int(sf["n_neg"]),
+                seed_pos_frac=float(sf["pos_frac"]), seed_neg_frac=float(sf["neg_frac"]))
     sth = {k: v.cpu().tolist() for k, v in sth.items()}
     sh = {k: v.cpu().tolist() for k, v in sh.items()}
     fro, sdev = fh["fro"].cpu().tolist(), fh["sym_dev"].cpu().tolist()
@@ -659,7 +669,7 @@ def battery_summary(res: BatteryResult) -> dict:
     # SVD by role and by (stack, attn, role)
     svd = res.svd
     if not svd.empty:
-        cols = ["stable_rank", "pr", "active_frac", "rank_90", "condition"]
+        cols = ["stable_rank", "pr", "active_frac", "rank_90", "rank_90_seed", "condition"]
         finite = svd.replace([np.inf], np.nan)
         out["svd_by_role"] = {r: {c: float(g[c].mean()) for c in cols} | {"n": len(g)}
                               for r, g in finite.groupby("role")}
@@ -698,7 +708,11 @@ def battery_summary(res: BatteryResult) -> dict:
                 "pos_frac_first": float(g["pos_frac"].iloc[0]), "pos_frac_last": float(g["pos_frac"].iloc[-1]),
                 "pos_frac_trend": float(g["pos_frac"].iloc[-1] - g["pos_frac"].iloc[0]),
                 "d_model": int(g["d_model"].iloc[0]), "inner": int(g["inner"].iloc[0]),
-                "qk_norm": bool(g["qk_norm"].any())}
+                "qk_norm": bool(g["qk_norm"].any()), "balance_mean": float(g["balance"].mean()),
+                # the seed's form sym(W_q W_kᵀ) (inner × inner, no tolerance): n_pos / inner per layer
+                "seed_pos_frac": g["seed_pos_frac"].tolist(), "seed_neg_frac": g["seed_neg_frac"].tolist(),
+                "seed_n_pos": g["seed_n_pos"].tolist(), "seed_n_neg": g["seed_n_neg"].tolist(),
+                "seed_dim": int(g["seed_dim"].iloc[0]), "seed_pos_frac_mean": float(g["seed_pos_frac"].mean())}
     out["qk"] = qk
     # MLP
     ml = res.mlp["layers"]

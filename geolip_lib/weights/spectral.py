@@ -111,8 +111,10 @@ def spectrum_stats(S: torch.Tensor, active: float = 0.01, energy: float = 0.9) -
     dict of (...) tensors
         ``stable_rank`` = sum S² / S₀²; ``pr`` = (sum S)² / sum S² (participation ratio
         of the singular values); ``active_frac``; ``rank_energy`` = smallest k with
-        sum_{i<k} S_i² >= energy · sum S²; ``condition`` = S₀ / S_min (inf when S_min = 0);
-        ``max_sv``, ``min_sv``.
+        sum_{i<k} S_i² >= energy · sum S² (the project's rank_90); ``rank_seed`` = seed
+        001's rank_90, ``np.searchsorted(np.cumsum(S) / S.sum(), energy) + 1``: the same
+        count on S instead of the energy S², with no tolerance (a spectrum with sum 0 gives
+        1); ``condition`` = S₀ / S_min (inf when S_min = 0); ``max_sv``, ``min_sv``.
     """
     S = as_tensor(S, "S", min_ndim=1, min_shape={-1: 1})
     s0 = S[..., 0]
@@ -127,10 +129,13 @@ def spectrum_stats(S: torch.Tensor, active: float = 0.01, energy: float = 0.9) -
     # tolerance: the last cumsum entry can fall short of 1 by rounding
     rank_e = (cum < energy - 1e-12).sum(-1) + 1
     rank_e = torch.clamp(rank_e, max=S.shape[-1])
+    tot1 = S.sum(-1)
+    cum1 = S.cumsum(-1) / torch.where(tot1 > 0, tot1, torch.ones_like(tot1))[..., None]
+    rank_s = torch.where(tot1 > 0, (cum1 < energy).sum(-1) + 1, torch.ones_like(rank_e))
     smin = S[..., -1]
     cond = torch.where(smin > 0, s0 / torch.where(smin > 0, smin, torch.ones_like(smin)),
                        torch.full_like(s0, float("inf")))
-    return {"stable_rank": stable, "pr": pr, "active_frac": act, "rank_energy": rank_e,
+    return {"stable_rank": stable, "pr": pr, "active_frac": act, "rank_energy": rank_e, "rank_seed": rank_s,
             "condition": cond, "max_sv": s0, "min_sv": smin}
 
 
@@ -214,6 +219,46 @@ def qk_factored(A: torch.Tensor, B: torch.Tensor, method: str = "auto") -> dict:
     sym_dev = torch.where(fro > 0, dev2.sqrt() / torch.where(fro > 0, fro, torch.ones_like(fro)),
                           torch.zeros_like(fro))
     return {"svals": svals, "eig": eig, "fro": fro, "sym_dev": sym_dev, "d": d}
+
+
+def qk_seed_form(A: torch.Tensor, B: torch.Tensor) -> dict:
+    """Seed 001's QK form: the sign counts of sym(A Bᵀ), an (inner × inner) matrix.
+
+    Seed 001 (§4–6) multiplied ``W_q @ W_k.T`` with HF (out, in) weights, i.e. the Gram
+    of query rows against key rows (inner × inner), not the scoring form Aᵀ B (d × d,
+    :func:`qk_factored`); it took the symmetric part and counted eigenvalues ``> 0`` and
+    ``< 0`` with no tolerance, over ``dim`` = inner ("n_positive / dim"). This function
+    reproduces that definition exactly (dense ``eigvalsh`` in the dtype given; the
+    battery passes float64). Where the rank is below inner (inner > d, or GQA keys
+    repeated per query head), the seed's rule counts the round-off signs of the zero
+    eigenvalues too; that is part of its definition and is kept.
+
+    Parameters
+    ----------
+    A, B : (..., inner, d) tensors
+        Query and key weights (under GQA: keys repeated per query head, so that A Bᵀ is square).
+
+    Returns
+    -------
+    dict
+        ``eig`` (..., inner) eigenvalues of (A Bᵀ + B Aᵀ)/2, descending; ``n_pos``, ``n_neg``
+        (...) counts of ``eig > 0`` and ``eig < 0``; ``dim`` = inner; ``pos_frac`` = n_pos / dim
+        and ``neg_frac`` = n_neg / dim (the seed's printed "pos" and "neg" fractions).
+
+    Notes
+    -----
+    Which of the two forms is "balanced" and why: :data:`QK_BALANCE_STATEMENT`.
+    """
+    A = as_tensor(A, "A", min_ndim=2)
+    B = as_tensor(B, "B", min_ndim=2)
+    if A.shape != B.shape:
+        raise ValueError(f"B: expected the shape of A {tuple(A.shape)}, got {tuple(B.shape)}")
+    M = A @ B.transpose(-1, -2)
+    eig = torch.linalg.eigvalsh(0.5 * (M + M.transpose(-1, -2))).flip(-1)
+    dim = A.shape[-2]
+    n_pos, n_neg = (eig > 0).sum(-1), (eig < 0).sum(-1)
+    return {"eig": eig, "n_pos": n_pos, "n_neg": n_neg, "dim": dim, "pos_frac": n_pos.to(eig.dtype) / dim,
+            "neg_frac": n_neg.to(eig.dtype) / dim}
 
 
 def sign_counts(eig: torch.Tensor, d: int, rtol: float | None = None) -> dict:

@@ -12,8 +12,14 @@ arranges its results for a reader:
   layer pairs): their interval is a bootstrap over the matrices / layers / pairs they
   pool, i.e. how much the number depends on which layers this model happens to have
   (:func:`headline_items` writes each pooled headline as a ratio of sums over its items);
+- like with like, as the seed measured: Q/K/V sparsity per (stack, attention kind) with
+  a bootstrap over that scope's matrices (:func:`stack_items`, :func:`sparsity_by_stack`),
+  the encoder/decoder × self/cross table of seed §6 (:func:`stack_attn_table`), the QK
+  sign counts of the seed's form sym(W_q W_kᵀ) beside the corrected W_Qᵀ W_K
+  (:func:`qk_layers`), and the seed claims as ``metrics["claims"]`` (:func:`battery_claims`);
 - the cross-model rows and headlines of notebook 03: a two-stage bootstrap over the models
-  and, within each, over the items its value pools (:func:`two_stage_interval`).
+  and, within each, over the items its value pools (:func:`two_stage_interval`); per
+  (model, stack, attention kind) rows (:func:`cross_model_stack_frame`).
 """
 from __future__ import annotations
 
@@ -24,13 +30,15 @@ import pandas as pd
 
 from .. import results
 from ..metrics import intervals as iv
-from ..models.adapters import ATTN_ROLES
+from ..models.adapters import ATTN_ROLES, STACKS
 
 __all__ = [
     "get", "first_qk_group", "catalog_overview", "catalog_summary", "svd_by_stack_role", "sparsity_by_role",
     "sparsity_model", "qkv_sparsity", "qk_layers", "qk_random_init", "mlp_overview", "cross_layer_overview",
     "position_bias_overview", "adjacent_pairs", "headline_items", "items_interval", "battery_headline",
     "two_stage_interval", "cross_model_row", "cross_model_frame", "cross_model_headline", "CROSS_MODEL_COLUMNS",
+    "stack_items", "sparsity_by_stack", "stack_attn_table", "battery_claims", "claims_table",
+    "cross_model_stack_frame", "cross_stack_headline", "STACK_COLUMNS", "seed_reported_stacks",
 ]
 
 NAN = float("nan")
@@ -109,17 +117,26 @@ def qkv_sparsity(summary: Mapping, null: Optional[Mapping]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("role").astype(float)
 
 
-QK_COLUMNS = ["stack", "attn", "layer", "inner", "stable_rank", "pr", "sym_dev", "n_pos", "n_neg", "n_zero",
-              "pos_frac", "balance", "head_balance_mean"]
+#: per-layer QK columns shown: the seed's form sym(W_q W_kᵀ) (inner × inner, signs counted
+#: with no tolerance) beside the project's W_Qᵀ W_K (d × d, round-off zeros not counted)
+QK_COLUMNS = {"stack": "stack", "attn": "attn", "layer": "layer", "d_model": "d_model", "inner": "inner",
+              "seed_n_pos": "seed: n_pos", "seed_n_neg": "seed: n_neg", "seed_pos_frac": "seed: n_pos/inner",
+              "n_pos": "project: n_pos", "n_neg": "project: n_neg", "n_zero": "project: n_zero",
+              "balance": "project: balance", "pos_frac": "project: n_pos/d", "head_balance_mean":
+              "project: per-head balance", "stable_rank": "stable_rank", "pr": "pr", "sym_dev": "sym_dev"}
 
 
 def qk_layers(res, show_layers: int) -> pd.DataFrame:
-    """Per-layer QK bilinear-form statistics: the first ``show_layers`` layers of each group."""
+    """Per-layer QK sign counts, the seed's form beside the project's: the first ``show_layers``
+    layers of each group, columns labelled ``seed: ...`` (sym(W_q W_kᵀ), n_pos / inner) and
+    ``project: ...`` (sym(W_Qᵀ W_K), balance n_pos / (n_pos + n_neg))."""
     ql = res.qk["layers"]
     if ql.empty:
-        return pd.DataFrame(columns=QK_COLUMNS)
-    ql = ql.sort_values(["stack", "attn", "layer"], kind="stable")
-    return ql.groupby(["stack", "attn"], sort=False).head(show_layers)[QK_COLUMNS].reset_index(drop=True)
+        return pd.DataFrame(columns=list(QK_COLUMNS.values()))
+    order = ql["stack"].astype(str) + "/" + ql["attn"].astype(str)
+    ql = ql.assign(_o=order.map(_scope_order)).sort_values(["_o", "layer"], kind="stable")
+    ql = ql.groupby(["stack", "attn"], sort=False).head(show_layers)[list(QK_COLUMNS)].reset_index(drop=True)
+    return ql.rename(columns=QK_COLUMNS)
 
 
 def qk_random_init(summary: Mapping, null: Optional[Mapping]) -> pd.DataFrame:
@@ -282,6 +299,227 @@ def battery_headline(summary: Mapping, items: Mapping, null: Optional[Mapping] =
         out[key] = results.headline(val(summary), interval=t, nulls=nulls, label=labels[key],
                                     fmt=fmts.get(key, ".3f"), note=_note(NOTES[key], t))
     return out
+
+
+# ============================================================================ like with like (02)
+#: roles whose sparsity is reported per (stack, attention kind), as seed §4–6 did
+SPARSITY_ROLES = ("q", "k", "v")
+#: the threshold of the seed's Q-sparsity claim
+CLAIM_THRESHOLD = "<0.1"
+
+
+def _scope_order(scope: str) -> tuple:
+    """Sort key of ``"<stack>/<attn>"``: the catalog's stack order, self before cross."""
+    stack, _, attn = scope.partition("/")
+    return (STACKS.index(stack) if stack in STACKS else len(STACKS), {"self": 0, "cross": 1}.get(attn, 2), scope)
+
+
+def stack_items(res, column: Optional[str] = None, roles: Sequence[str] = SPARSITY_ROLES) -> dict:
+    """The matrices each per-(stack, attention kind) sparsity value pools.
+
+    Returns ``{"<stack>/<attn>": {role: {"num", "den", "items"}}}`` for the roles q/k/v:
+    per matrix, the number of weights with |w| below ``column`` (default: the largest
+    threshold, "<0.1") and its number of weights, so that ``Σ num / Σ den`` is exactly
+    ``summary["sparsity_by_stack_role"]["<stack>/<attn>/<role>"][column]``; resampling the
+    matrices is the bootstrap of that value (:func:`items_interval`). JSON-ready.
+    """
+    sp = res.sparsity
+    per, col = sp["per_tensor"], column or sp["columns"][-1]
+    out: dict = {}
+    if per.empty or "role" not in per:
+        return out
+    per = per[per["role"].isin(tuple(roles))].fillna({"stack": "-", "attn": "-"})
+    for (st, at, r), g in per.groupby(["stack", "attn", "role"], sort=False):
+        n = g["n"].to_numpy(dtype=np.float64)
+        below = np.rint(n * g[col].to_numpy(dtype=np.float64))  # the kernel's exact counts
+        out.setdefault(f"{st}/{at}", {})[r] = {"num": below.tolist(), "den": n.tolist(), "items": f"{r.upper()} matrices"}
+    return {k: dict(sorted(out[k].items(), key=lambda kv: roles.index(kv[0]))) for k in sorted(out, key=_scope_order)}
+
+
+def _lohi(interval: Optional[iv.Interval]) -> tuple:
+    if interval is None or not interval.finite:
+        return NAN, NAN
+    return interval.lo, interval.hi
+
+
+def sparsity_by_stack(summary: Mapping, items: Mapping, null: Optional[Mapping] = None,
+                      null_items: Optional[Mapping] = None, *, seed: int = 0, n_boot: int = iv.N_BOOT) -> pd.DataFrame:
+    """Q/K/V sparsity at the largest threshold per (stack, attention kind), as the seed measured.
+
+    One row per (``stack/attn``, role): the number of matrices, the trained fraction with
+    its 95 % bootstrap interval over those matrices (``lo``, ``hi``; NaN with fewer than
+    3 matrices), and the same at random init. ``items`` / ``null_items``: :func:`stack_items`.
+    """
+    thr = summary.get("qkv_sparsity_threshold")
+    rows = []
+    for scope, roles in items.items():
+        for r, it in roles.items():
+            lo, hi = _lohi(items_interval(it, seed=seed, n_boot=n_boot))
+            row = {"stack/attn": scope, "role": r.upper(), "matrices": len(it["num"]),
+                   "trained": get(summary, "sparsity_by_stack_role", f"{scope}/{r}", thr), "lo": lo, "hi": hi}
+            if null is not None:
+                nlo, nhi = _lohi(items_interval(get(null_items, scope, r), seed=seed, n_boot=n_boot))
+                row |= {RANDOM: get(null, "sparsity_by_stack_role", f"{scope}/{r}", thr),
+                        f"lo ({RANDOM})": nlo, f"hi ({RANDOM})": nhi}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _qk_scopes(summary: Optional[Mapping]) -> list:
+    return sorted((summary or {}).get("qk") or {}, key=_scope_order)
+
+
+def stack_attn_table(summary: Mapping, null: Optional[Mapping] = None) -> pd.DataFrame:
+    """Seed §6's encoder/decoder × self/cross table: per ``stack/attn``, the Q/K/V sparsity at
+    the largest threshold and the QK sign balance over its layers, in the seed's form
+    (n_pos / inner of sym(W_q W_kᵀ): mean, min, max over layers; and n_neg / inner) and in
+    the project's (balance n_pos / (n_pos + n_neg) of sym(W_Qᵀ W_K), mean over layers), with
+    Q sparsity and the seed-form balance at random init."""
+    thr = summary.get("qkv_sparsity_threshold")
+    sp = summary.get("sparsity_by_stack_role") or {}
+    scopes = {k.rsplit("/", 1)[0] for k in sp if k.rsplit("/", 1)[-1] in SPARSITY_ROLES} | set(_qk_scopes(summary))
+    rows = {}
+    for scope in sorted(scopes, key=_scope_order):
+        q = get(summary, "qk", scope) or {}
+        pos = q.get("seed_pos_frac") or []
+        row = {f"{r.upper()} {thr}": get(sp, f"{scope}/{r}", thr) for r in SPARSITY_ROLES}
+        row |= {"QK layers": len(q.get("layers") or []), "seed: n_pos/inner (mean)": q.get("seed_pos_frac_mean"),
+                "seed: min": min(pos) if pos else None, "seed: max": max(pos) if pos else None,
+                "seed: n_neg/inner (mean)": _mean(q.get("seed_neg_frac") or []),
+                "project: balance (mean)": q.get("balance_mean")}
+        if null is not None:
+            row |= {f"Q {thr} ({RANDOM})": get(null, "sparsity_by_stack_role", f"{scope}/q", thr),
+                    f"seed: n_pos/inner ({RANDOM})": get(null, "qk", scope, "seed_pos_frac_mean")}
+        rows[scope] = row
+    tab = pd.DataFrame(rows).T
+    if not tab.empty:
+        tab.index.name = "stack/attn"
+        tab = tab.astype(float)
+    return tab
+
+
+def _mean(x: Sequence) -> Optional[float]:
+    x = [float(v) for v in x if v is not None and np.isfinite(v)]
+    return float(np.mean(x)) if x else None
+
+
+def _layer_items(values: Optional[Sequence]) -> Optional[dict]:
+    """Per-layer values as bootstrap items of their mean (``den`` = 1)."""
+    if not values:
+        return None
+    return {"num": [float(v) for v in values], "den": [1.0] * len(values), "items": "layers"}
+
+
+def _qk_claim(summary: Mapping, null: Optional[Mapping], scope: str, *, seed: int, n_boot: int) -> dict:
+    """The QK balance of one ``stack/attn`` group: the seed's form (value) and the project's ("project")."""
+    out = {}
+    for key, per_key, label, note in (
+            ("seed", "seed_pos_frac", f"QK n_pos/inner of sym(W_q W_kᵀ) ({scope})",
+             "The seed's form: n_pos / inner of the (inner × inner) sym(W_q W_kᵀ), signs with no tolerance; mean "
+             "over layers, interval a bootstrap over layers. What a 0.5 means: weights.spectral.QK_BALANCE_STATEMENT."),
+            ("project", "balance", f"QK balance of sym(W_Qᵀ W_K) ({scope})",
+             "The project's form: n_pos / (n_pos + n_neg) of the scoring form sym(W_Qᵀ W_K) (d × d, round-off "
+             "zeros not counted); mean over layers, interval a bootstrap over layers.")):
+        per = get(summary, "qk", scope, per_key) or []
+        nper = get(null, "qk", scope, per_key) if null is not None else None
+        t = items_interval(_layer_items(per), seed=seed, n_boot=n_boot)
+        nulls = {} if not nper else {"random init": {"value": _mean(nper), "interval":
+                                                     items_interval(_layer_items(nper), seed=seed, n_boot=n_boot)}}
+        h = results.headline(_mean(per), interval=t, nulls=nulls, label=label, fmt=".4f", note=_note(note, t))
+        h["per_layer"] = [float(v) for v in per]
+        out[key] = h
+    seed_h = out["seed"]
+    seed_h["project"] = out["project"]
+    return seed_h
+
+
+def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null: Optional[Mapping] = None,
+                   null_items: Optional[Mapping] = None, null_stack: Optional[Mapping] = None, *, seed: int = 0,
+                   n_boot: int = iv.N_BOOT) -> dict:
+    """The seed claims notebook 02 measures, as ``metrics["claims"]`` (read by ``geolip_lib.claims``).
+
+    Parameters
+    ----------
+    summary, null : battery summaries, trained and at random init (``null`` None: no nulls)
+    items, null_items : :func:`headline_items` (the adjacent-layer pairs of ``cross_layer_corr``)
+    stack, null_stack : :func:`stack_items` at |w| < 0.1 (the Q matrices of each scope)
+
+    Returns
+    -------
+    dict
+        ``{claim id: {scope: results.headline(...)}}``, each value in the seed's definition:
+
+        - ``q_sparsity`` per ``<stack>/<attn>`` with Q matrices: fraction of Q weights with
+          |w| < 0.1 pooled over the scope's Q matrices; interval a bootstrap over them;
+        - ``qk_cross_balance`` (cross-attention groups) and ``qk_self_balance`` (self-attention
+          groups): mean over layers of n_pos / inner of sym(W_q W_kᵀ), interval a bootstrap over
+          layers, ``per_layer``; ``project``: the same for the balance of sym(W_Qᵀ W_K);
+        - ``cross_layer_corr`` scope ``attention``: mean adjacent-layer cosine of the attention
+          weights (the headline ``cross_layer_adj``);
+        - ``position_crystallization`` per stack with a relative position bias: the number of
+          mixed heads by the seed's raw-bucket rule (exact), ``n_heads``; ``project``: by the
+          distance-class rule.
+
+        Nulls: ``{"random init": ...}`` where ``null`` was given.
+    """
+    claims: dict = {"q_sparsity": {}, "qk_cross_balance": {}, "qk_self_balance": {}}
+    thr = CLAIM_THRESHOLD  # the items are taken at the largest threshold: the claim needs it to be 0.1
+    for scope, roles in (stack.items() if summary.get("qkv_sparsity_threshold") == thr else ()):
+        it = roles.get("q")
+        v = get(summary, "sparsity_by_stack_role", f"{scope}/q", thr)
+        if it is None or v is None:
+            continue
+        t = items_interval(it, seed=seed, n_boot=n_boot)
+        nulls = {}
+        if null is not None:
+            nulls["random init"] = {"value": get(null, "sparsity_by_stack_role", f"{scope}/q", thr),
+                                    "interval": items_interval(get(null_stack, scope, "q"), seed=seed, n_boot=n_boot)}
+        claims["q_sparsity"][scope] = results.headline(
+            v, interval=t, nulls=nulls, label=f"Q |w| < 0.1 ({scope})", fmt=".4f",
+            note=_note(f"Pooled over the {len(it['num'])} Q matrices of {scope}; interval a bootstrap over them.", t))
+    for scope in _qk_scopes(summary):
+        kind = "qk_cross_balance" if scope.endswith("/cross") else "qk_self_balance"
+        claims[kind][scope] = _qk_claim(summary, null, scope, seed=seed, n_boot=n_boot)
+    t = items_interval(items.get("cross_layer_adj"), seed=seed, n_boot=n_boot)
+    n = items_interval((null_items or {}).get("cross_layer_adj"), seed=seed, n_boot=n_boot)
+    nulls = {} if null is None else {"random init": {"value": null.get("cross_layer_attn_adj_mean"), "interval": n}}
+    if summary.get("cross_layer_attn_adj_mean") is not None:
+        claims["cross_layer_corr"] = {"attention": results.headline(
+            summary["cross_layer_attn_adj_mean"], interval=t, nulls=nulls, label="adjacent-layer cos (attn)",
+            fmt=".4f", note=_note(NOTES["cross_layer_adj"], t))}
+    pb = summary.get("position_bias") or {}
+    if pb:
+        claims["position_crystallization"] = {}
+    for stack_name, p in pb.items():
+        np_ = get(null, "position_bias", stack_name) if null is not None else None
+        h = results.headline(int(p["mixed_seed"]), interval="exact", fmt="d", label=f"mixed position heads ({stack_name})",
+                             nulls={} if np_ is None else {"random init": int(np_["mixed_seed"])},
+                             note="Seed's rule: a head is local if its peak bucket is <= 2, global if >= n_buckets - 3 "
+                                  "(raw bucket index), mixed otherwise. A count: exact.")
+        h["n_heads"] = int(p["n_heads"])
+        h["project"] = results.headline(int(p["mixed"]), interval="exact", fmt="d",
+                                        nulls={} if np_ is None else {"random init": int(np_["mixed"])},
+                                        label=f"mixed position heads, distance classes ({stack_name})",
+                                        note="Buckets mapped to distances per direction first (bidirectional "
+                                             "encoder buckets), then local / global / mixed.")
+        h["project"]["n_heads"] = int(p["n_heads"])
+        claims["position_crystallization"][stack_name] = h
+    return {k: v for k, v in claims.items() if v}
+
+
+def claims_table(claims: Mapping) -> pd.DataFrame:
+    """One row per (claim, scope) of :func:`battery_claims`: the seed-definition value with its
+    interval and random-init null, and the project's value where it differs."""
+    rows = []
+    for cid, scopes in claims.items():
+        for scope, h in scopes.items():
+            i = h.get("interval") or {}
+            p = h.get("project") or {}
+            rows.append({"claim": cid, "scope": scope, "seed definition": h.get("value"), "lo": i.get("lo"),
+                         "hi": i.get("hi"), RANDOM: get(h, "nulls", RANDOM, "value"), "project": p.get("value"),
+                         f"project ({RANDOM})": get(p, "nulls", RANDOM, "value")})
+    return pd.DataFrame(rows, columns=["claim", "scope", "seed definition", "lo", "hi", RANDOM, "project",
+                                       f"project ({RANDOM})"])
 
 
 # ============================================================================ notebook 03
