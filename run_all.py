@@ -76,10 +76,14 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
     """Expand a profile into jobs (validated params; unknown names are one-line errors)."""
     prof = load_profile(profile, notebooks_dir=NOTEBOOKS)
     known = set(model_names())
+    in_profile = {m for e in prof.notebooks.values() for m in list(e.models) + [j.model for j in e.jobs if j.model]}
     for m in models or []:
         if m not in known:
             raise ParamsError(f"--models: unknown model '{m}' (known: {', '.join(sorted(known))}; "
                               f"add params/models/{m}.yaml to define it)")
+        if m not in in_profile:
+            raise ParamsError(f"--models: model '{m}' is in no notebook of profile '{prof.name}' "
+                              f"(its models: {', '.join(sorted(in_profile))}); add it to the profile first")
     for nb in notebooks or []:
         if nb not in prof.notebooks:
             raise ParamsError(f"--notebooks: profile '{prof.name}' has no notebook '{nb}' "
@@ -94,8 +98,8 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
         if not entry.per_model and not entry.jobs:
             specs = [("all", None, {})]
         for job_id, model, extra in specs:
-            if models and model is not None and model not in models:
-                continue
+            if models and model not in models:
+                continue  # --models selects model jobs only (jobs without a model are not "these models")
             jobs.append(Job(profile=prof.name, notebook=nb, job_id=job_id, model=model,
                             parameters={**base, **extra}, timeout_s=entry.timeout_s or prof.timeout_s,
                             kernel=prof.kernel))
@@ -121,8 +125,67 @@ def notebook_parameters(notebook: str) -> set[str]:
     return names
 
 
+@functools.lru_cache(maxsize=None)
+def notebook_defaults(notebook: str) -> dict:
+    """The declared default of each parameter whose default is a Python literal."""
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(str(NOTEBOOKS / f"{notebook}.ipynb"), as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    out = {}
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass  # an expression: not type-checked
+    return out
+
+
+_TYPE_NAMES = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}
+
+
+def coerce_parameter(name: str, value, default):
+    """``value`` checked against the type of the notebook's declared ``default``.
+
+    Returns the value to inject (YAML reads ``1e3`` as a string: a numeric string is
+    accepted where an int or float is declared); raises ValueError naming the expected
+    type. A declared ``None`` accepts anything; ``None`` is accepted for any declared type
+    except bool (notebooks treat it as "not set").
+    """
+    if default is None or (value is None and not isinstance(default, bool)):
+        return value
+    want = type(default)
+    if want is bool:
+        if isinstance(value, bool):
+            return value
+    elif want in (int, float):
+        if isinstance(value, str):
+            try:
+                num = float(value)
+            except ValueError:
+                num = None
+            if num is not None and (want is float or num.is_integer()):
+                return int(num) if want is int else num
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            if want is float:
+                return float(value) if isinstance(value, int) else value
+            if isinstance(value, int) or float(value).is_integer():
+                return int(value)
+    elif want in (list, tuple):
+        if isinstance(value, (list, tuple)):
+            return list(value)
+    elif isinstance(value, want):
+        return value
+    raise ValueError(f"expected {_TYPE_NAMES.get(want, want.__name__)} like its default {default!r}, "
+                     f"got {type(value).__name__} {value!r}")
+
+
 def check_parameters(jobs: list[Job], profile: str) -> None:
-    """A profile parameter that the notebook does not declare is a typo: one-line error."""
+    """Before any kernel starts: a profile parameter the notebook does not declare is a typo,
+    and a value whose type differs from the declared default's is an error (one line each)."""
     declared: dict[str, set[str]] = {}
     for job in jobs:
         names = declared.setdefault(job.notebook, notebook_parameters(job.notebook))
@@ -132,6 +195,15 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
                               f"{', '.join(unknown)} (declared: {', '.join(sorted(names))})")
         if "OUT_DIR" not in names:
             raise ParamsError(f"notebooks/{job.notebook}.ipynb: its parameters cell must declare OUT_DIR")
+        defaults = notebook_defaults(job.notebook)
+        for k, v in list(job.parameters.items()):
+            if k not in defaults:
+                continue
+            try:
+                job.parameters[k] = coerce_parameter(k, v, defaults[k])
+            except ValueError as exc:
+                raise ParamsError(f"profile '{profile}': notebook {job.notebook} (job {job.job_id}): parameter "
+                                  f"{k}: {exc}") from None
 
 
 def job_dir(job: Job, out_root: Path) -> Path:
@@ -266,6 +338,7 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
         if d.exists():
             shutil.rmtree(d)
     partial.mkdir(parents=True)
+    _checkout_first_on_path()
     params = dict(job.parameters)
     declared = notebook_parameters(job.notebook)
     injected = {"OUT_DIR": str(partial), "REPORT_ROOT": str(out_root), "MODEL": job.model}
@@ -294,16 +367,82 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
             shutil.rmtree(partial, ignore_errors=True)
             raise
         msg = _one_line_error(exc)
-        (partial / "error.txt").write_text(msg + "\n\n" + traceback.format_exc(), encoding="utf-8")
-        os.replace(partial, failed)
-        return JobResult(job, False, failed, time.perf_counter() - t0, error=msg)
-    if final.exists():
-        trash = final.parent / f".{job.job_id}.old"
-        shutil.rmtree(trash, ignore_errors=True)
-        os.replace(final, trash)
-        shutil.rmtree(trash, ignore_errors=True)
-    os.replace(partial, final)
+        if _is_disk_full(exc):
+            msg = f"{DISK_FULL}: {msg}"
+        return _fail(job, partial, failed, msg, traceback.format_exc(), t0)
+    try:
+        publish(partial, final)
+    except OSError as exc:
+        msg = (DISK_FULL + ": " if _is_disk_full(exc) else "") + f"could not move the result into place: {exc}"
+        return _fail(job, partial, failed, msg, traceback.format_exc(), t0)
     return JobResult(job, True, final, time.perf_counter() - t0)
+
+
+DISK_FULL = "disk full"
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    """ENOSPC / EDQUOT anywhere in the exception or its text (a kernel's OSError arrives as text)."""
+    import errno
+
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
+
+
+def _fail(job: Job, partial: Path, failed: Path, msg: str, tb: str, t0: float) -> "JobResult":
+    """Keep a failed job as ``<job>.failed/`` with ``error.txt``. When even that cannot be
+    written (a full disk), the partial directory is removed and the reason is still returned."""
+    try:
+        (partial / "error.txt").write_text(msg + "\n\n" + tb, encoding="utf-8")
+        os.replace(partial, failed)
+        where = failed
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(failed, ignore_errors=True)
+        where = partial
+    return JobResult(job, False, where, time.perf_counter() - t0, error=msg)
+
+
+def publish(partial: Path, final: Path) -> None:
+    """Move a finished job into place, replacing an older result.
+
+    The old result is renamed to ``.<job>.old`` first and deleted only after the new one is
+    in place; a run killed between the two renames leaves the old one there, and
+    :func:`recover` (called by every run) puts it back. Old and new are never both lost.
+    """
+    old = final.parent / f".{final.name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(partial, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover(out_root: Path, console=None) -> list[str]:
+    """Put back results a killed run had moved aside (``.<job>.old`` without ``<job>``)."""
+    restored = []
+    for old in sorted(Path(out_root).glob("*/.*.old")):
+        final = old.parent / old.name[1:-4]
+        if final.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(old, final)
+            restored.append(f"{old.parent.name}/{final.name}")
+            print(f"restored the previous result of {old.parent.name}/{final.name} "
+                  "(a run was stopped while replacing it)", file=console or sys.stderr, flush=True)
+    return restored
+
+
+def _checkout_first_on_path() -> None:
+    """Kernels import this checkout's ``geolip_lib`` (and so its params), whatever an editable
+    install in a shared venv points at: PYTHONPATH comes before site-packages' .pth entries."""
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if not parts or parts[0] != str(ROOT):
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in parts if p != str(ROOT)])
 
 
 def _repoint_injected(executed: Path, partial: Path, final: Path) -> None:
@@ -324,29 +463,132 @@ def _one_line_error(exc: BaseException) -> str:
     return f"{name}: {line}"[:500]
 
 
+class RunError(Exception):
+    """A run that cannot start or go on (output root, lock): one line, exit code 2."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run: the results so far and the job that was stopped."""
+
+    def __init__(self, results: list, job: Job | None):
+        super().__init__("interrupted")
+        self.results, self.job = results, job
+
+
+def prepare_root(out_root: Path) -> Path:
+    """Create the output root and prove it is writable, before any job (one-line RunError)."""
+    out_root = Path(out_root)
+    try:
+        if out_root.exists() and not out_root.is_dir():
+            raise RunError(f"output root {out_root} is a file, not a directory; pass --out <directory>")
+        out_root.mkdir(parents=True, exist_ok=True)
+        probe = out_root / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        raise RunError(f"output root {out_root} cannot be created or written ({exc.strerror or exc}); "
+                       "pass --out <a writable directory>") from None
+    return out_root
+
+
+LOCK = ".run.lock"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def run_lock(out_root: Path, console=None):
+    """One run per output root: ``<root>/.run.lock`` holds the pid and host of the run.
+
+    A second run exits at once naming the running pid; a lock whose process is gone (same
+    host) is taken over with a line saying so.
+    """
+    import socket
+
+    path = Path(out_root) / LOCK
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                other = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                other = {}
+            pid, host = other.get("pid"), other.get("host")
+            if isinstance(pid, int) and host == me["host"] and _alive(pid):
+                raise RunError(f"another run_all (pid {pid}, started {other.get('started')}) is writing to "
+                               f"{out_root}; wait for it to finish or pass another --out") from None
+            if isinstance(pid, int) and host and host != me["host"]:
+                raise RunError(f"{path}: run_all pid {pid} on host {host} (started {other.get('started')}) holds "
+                               f"this output root; wait for it, pass another --out, or delete {path} if that run "
+                               "is gone") from None
+            print(f"taking over a stale lock in {out_root} "
+                  + (f"(pid {pid} is no longer running)" if pid else "(unreadable lock file)"),
+                  file=console or sys.stderr, flush=True)
+            path.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(me, fh)
+        break
+    else:
+        raise RunError(f"{path}: could not take the lock; delete it if no run_all is using {out_root}")
+    try:
+        yield
+    finally:
+        try:
+            if json.loads(path.read_text(encoding="utf-8")).get("pid") == me["pid"]:
+                path.unlink()
+        except (OSError, ValueError):
+            pass
+
+
 def run(profile: str, models=None, notebooks=None, resume=False, out_root: Path | None = None,
         console=None) -> list[JobResult]:
-    """Run a profile's jobs one after another; one line per job on ``console`` (stderr)."""
+    """Run a profile's jobs one after another; one line per job on ``console`` (stderr).
+
+    Takes the output root's lock for the whole run; stops the batch when the disk is full
+    (the remaining jobs could not write either); Ctrl-C raises :class:`Interrupted`.
+    """
     console = console or sys.stderr
     jobs = jobs_for_profile(profile, models, notebooks)
-    out_root = Path(out_root) if out_root else REPORTS / Path(profile).stem
+    out_root = prepare_root(Path(out_root) if out_root else REPORTS / Path(profile).stem)
     results: list[JobResult] = []
     width = len(str(len(jobs)))
-    for i, job in enumerate(jobs, 1):
-        tag = f"[{i:>{width}}/{len(jobs)}]"
-        if resume:
-            why = stale_reasons(job, out_root)
-            if not why:
-                results.append(JobResult(job, True, job_dir(job, out_root), 0.0, skipped=True))
-                print(f"{tag} skip  {job.label} (done, unchanged)", file=console, flush=True)
-                continue
-            if why != ["not run yet"]:
-                print(f"{tag} rerun {job.label}: {'; '.join(why)}", file=console, flush=True)
-        res = execute_job(job, out_root)
-        results.append(res)
-        status = "ok   " if res.ok else "FAIL "
-        print(f"{tag} {status} {job.label}  {res.seconds:6.1f}s" + ("" if res.ok else f"  {res.error}"),
-              file=console, flush=True)
+    with run_lock(out_root, console):
+        recover(out_root, console)
+        job = None
+        try:
+            for i, job in enumerate(jobs, 1):
+                tag = f"[{i:>{width}}/{len(jobs)}]"
+                if resume:
+                    why = stale_reasons(job, out_root)
+                    if not why:
+                        results.append(JobResult(job, True, job_dir(job, out_root), 0.0, skipped=True))
+                        print(f"{tag} skip  {job.label} (done, unchanged)", file=console, flush=True)
+                        continue
+                    if why != ["not run yet"]:
+                        print(f"{tag} rerun {job.label}: {'; '.join(why)}", file=console, flush=True)
+                res = execute_job(job, out_root)
+                results.append(res)
+                status = "ok   " if res.ok else "FAIL "
+                print(f"{tag} {status} {job.label}  {res.seconds:6.1f}s" + ("" if res.ok else f"  {res.error}"),
+                      file=console, flush=True)
+                if not res.ok and (res.error or "").startswith(DISK_FULL):
+                    left = len(jobs) - i
+                    print(f"stopping: the disk holding {out_root} is full; {left} job(s) not started. Free space, "
+                          "then rerun with --resume.", file=console, flush=True)
+                    break
+        except KeyboardInterrupt:
+            raise Interrupted(results, job) from None
     return results
 
 
@@ -367,6 +609,8 @@ def main(argv=None) -> int:
     out_root = args.out or REPORTS / Path(args.profile).stem
     failures: list[JobResult] = []
     try:
+        if args.report_only:
+            prepare_root(out_root)
         if not args.report_only:
             t0 = time.perf_counter()
             results = run(args.profile, args.models, args.notebooks, args.resume, out_root)
@@ -380,9 +624,17 @@ def main(argv=None) -> int:
         from geolip_lib import report
 
         paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
-    except ParamsError as exc:
+    except (ParamsError, RunError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        done = sum(r.ok and not r.skipped for r in exc.results)
+        where = f" during {exc.job.label} (its partial result was removed)" if exc.job else ""
+        print(f"interrupted{where}: {done} job(s) finished and kept; rerun with --resume to go on", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("interrupted while building the report; rerun with --report-only", file=sys.stderr)
+        return 130
     for p in paths:
         print(p)
     if failures:

