@@ -28,6 +28,14 @@
 # target as decoder input, which leaks the answer); decoder LMs — cross-entropy on the lemma
 # after `{definition} =>`; encoder-only models (BERT), which cannot emit the lemma —
 # `1 − cos(pooled modulated definition, the lemma token's frozen input-embedding row)`.
+#
+# **Seed-comparable modes.** Two of the project's corrections change numbers the seed
+# reported, so both definitions are computed and labelled: the alpha logits are trained
+# without weight decay ("project") and, in a second run from the same initialisation and
+# batches, with the seed's AdamW decay on them ("seed", `SEED_MODE_TRAINING`); relational
+# correlations use pairs over all entries ("project") and pairs within the seed's
+# 3000-entry subset ("seed"). The modulator lift, the seed's best result (+152 % Pearson,
+# +189 % Spearman), is reported in both.
 
 # %% tags=["parameters"]
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
@@ -41,15 +49,18 @@ INITIAL_ALPHA = 0.01  # starting alpha at every layer (the seed reset alpha to 0
 N_EPOCHS = 2  # epochs (seed: 10)
 BATCH_SIZE = 32  # examples per step
 LR = 1e-3  # AdamW learning rate (cosine schedule over all steps)
-WEIGHT_DECAY = 0.01  # AdamW decay (never applied to the alpha logits)
+WEIGHT_DECAY = 0.01  # AdamW decay (project: never applied to the alpha logits)
+SEED_MODE_TRAINING = True  # also train a copy (same init and batches) with the seed's decay on the alpha logits
+SEED_N_REL = 3000  # entries of the seed's relational subset (the seed's definition of the lift)
 GRAD_CLIP = 1.0  # max global gradient norm
 VAL_FRACTION = 0.1  # held-out fraction
 MAX_INPUT_LEN = 128  # truncation of the definitions
 MAX_TARGET_LEN = 16  # truncation of the lemmas
 N_PAIRS = 5000  # random pairs for the relational correlations (seed: 50000)
 N_SIMPLICES = 300  # pentachora for the CV
-PROMPTS = [  # prompts generated before / after training (greedy)
+PROMPTS = [  # prompts generated before / after training (greedy; seed §9's four)
     "summarize: The cat is a small domesticated carnivorous mammal with soft fur.",
+    "translate English to German: The geometric structure of language is a universal attractor.",
     "summarize: A triangle is a polygon with three edges and three vertices.",
     "summarize: Seven is a prime number that comes after six and before eight.",
 ]
@@ -58,6 +69,7 @@ CHECKPOINT_DIR = None  # where checkpoints go, None means OUT_DIR/checkpoint
 RESUME = False  # resume from CHECKPOINT_DIR when a checkpoint exists there
 
 # %%
+import copy
 from functools import partial
 from pathlib import Path
 
@@ -108,6 +120,7 @@ if INIT == "procrustes":
 else:
     modulator = gm.GeometricResidualModulator(enc_reps.shape[1], lm.model.config.vocab_size, n_geo,
                                               gm.stack_size(lm), initial_alpha=INITIAL_ALPHA, seed=SEED)
+initial_modulator = copy.deepcopy(modulator)  # the seed-mode run starts from the same weights
 n_frozen = gm.freeze(lm.model)
 hash_before = gm.state_hash(lm.model)
 n_train = sum(p.numel() for p in modulator.parameters() if p.requires_grad)
@@ -148,14 +161,8 @@ trainer = gm.ModulatorTrainer(modulator, lr=LR, weight_decay=WEIGHT_DECAY, gradi
 if RESUME and (ckpt / gm.trainer.MODULATOR_FILE).exists():
     trainer.load(ckpt)
     print(f"Resumed at epoch {trainer.epoch}, step {trainer.step_count}.")
-val_batches = gm.batches(val_idx, BATCH_SIZE)
-epochs = []
-while trainer.epoch < N_EPOCHS:
-    train_loss = trainer.train_epoch(gm.batches(train_idx, BATCH_SIZE, seed=SEED + trainer.epoch), loss_fn)
-    val_loss = trainer.evaluate(val_batches, loss_fn)
-    trainer.save(ckpt)
-    epochs.append({"epoch": trainer.epoch, "train_loss": train_loss, "val_loss": val_loss,
-                   "alpha_mean": float(modulator.alphas.detach().mean())})
+epochs = gm.run_epochs(trainer, loss_fn, train_idx, val_idx, n_epochs=N_EPOCHS, batch_size=BATCH_SIZE, seed=SEED,
+                       checkpoint=ckpt)
 job.table(pd.DataFrame(epochs), caption="Epochs run in this session", index=False)
 
 # %%
@@ -169,19 +176,47 @@ assert hash_before == hash_after, "base weights changed during training"
 print(f"Base weights unchanged by training (SHA-256 {hash_after[:12]}…); checkpoint in {ckpt.name}/.")
 
 # %% [markdown]
+# ### Seed mode: the same training with AdamW decay on the alpha logits
+#
+# The seed's optimiser, `AdamW(modulator.parameters(), weight_decay=0.01)`, decayed the
+# alpha logits too, which pulls each logit toward 0, i.e. alpha toward 0.5. This run starts
+# from the same initial modulator, sees the same batches and differs only there (it is not
+# checkpointed).
+
+# %%
+seed_mod = initial_modulator if SEED_MODE_TRAINING else None
+if seed_mod is not None:
+    seed_trainer = gm.ModulatorTrainer(seed_mod, lr=LR, weight_decay=WEIGHT_DECAY, gradient_clip=GRAD_CLIP,
+                                       total_steps=N_EPOCHS * steps_per_epoch, decay_alpha=True)
+    with gm.attach(lm, seed_mod):
+        seed_epochs = gm.run_epochs(seed_trainer, loss_fn, train_idx, val_idx, n_epochs=N_EPOCHS,
+                                    batch_size=BATCH_SIZE, seed=SEED, progress=False)
+    assert gm.state_hash(lm.model) == hash_before, "base weights changed during seed-mode training"
+    job.table(pd.DataFrame(seed_epochs), caption="Seed-mode run (decay on the alpha logits): epochs", index=False)
+else:
+    print("Seed-mode training is off (SEED_MODE_TRAINING = False): only the project's run is measured.")
+
+# %% [markdown]
 # ## 5. Alpha convergence
 
 # %%
 alpha_hist = np.stack(trainer.alpha_history)  # (steps + 1, n_layers)
 final_alpha = modulator.alphas.detach().double().numpy()
+seed_alpha = seed_mod.alphas.detach().double().numpy() if seed_mod is not None else None
 metrics["alpha"] = {"final": final_alpha, "mean": float(final_alpha.mean()), "std": float(final_alpha.std()),
                     "history": alpha_hist,
                     "distance_to": {str(c): float(abs(final_alpha.mean() - c))
-                                    for c in (gm.GOLDEN_ALPHA, 0.5, 1 - gm.GOLDEN_ALPHA)}}
+                                    for c in (gm.GOLDEN_ALPHA, 0.5, 1 - gm.GOLDEN_ALPHA)},
+                    "seed_mode": None if seed_alpha is None else {"final": seed_alpha, "mean": float(seed_alpha.mean()),
+                                                                  "history": np.stack(seed_trainer.alpha_history)}}
 job.figure(plots.training_summary(alpha_hist, trainer.loss_history, trainer.val_history, final_alpha), "training",
            key=True)
-job.table(pd.DataFrame({"alpha": final_alpha}).rename_axis("layer"), caption="Final alpha per layer",
-          formats={"alpha": "{:.4f}"})
+
+# %%
+job.table(pd.DataFrame({"project (no decay on alpha)": final_alpha, **({} if seed_alpha is None else
+                        {"seed (decay on alpha)": seed_alpha})}).rename_axis("layer"),
+          caption="Final alpha per layer", formats={"project (no decay on alpha)": "{:.4f}",
+                                                    "seed (decay on alpha)": "{:.4f}"})
 job.table(metrics["alpha"]["distance_to"], caption="|mean final alpha − c| for the seed's reference points")
 
 # %% [markdown]
@@ -233,6 +268,35 @@ if generation:
     job.table(pd.DataFrame(generation), caption="Greedy generation before / after training", index=False)
 
 # %% [markdown]
+# ## 7. Modulator lift: (modulated − unmodulated) / |unmodulated|, seed and project definitions
+#
+# The seed's best modulator result is a relative lift of the relational correlation with
+# WordNet path similarity: Pearson +152 %, Spearman +189 % (T5-small). It was measured on
+# pairs drawn within a 3000-entry subset (`default_rng(42)`: the subset, then the pairs, from
+# one generator); the project draws pairs over all entries. Both pair definitions are applied
+# to both training runs. Intervals: paired bootstrap over the scored pairs, both
+# correlations recomputed on each resample. Values are fractions (1.52 = +152 %).
+
+# %%
+si, sj, seed_subset = gm.seed_relational_pairs(n_used, SEED_N_REL, N_PAIRS, seed=SEED)
+pair_defs = {"project": (pi, pj, sim), "seed": (si, sj, gm.wordnet_pair_similarity(matched, si, sj, "path"))}
+runs = {"project": trained_reps}
+if seed_mod is not None:
+    with gm.attach(lm, seed_mod):
+        runs["seed"] = encode()
+lift = {run: {d: stats.modulator_lift(s_, R, enc_reps, i_, j_, seed=SEED) for d, (i_, j_, s_) in pair_defs.items()}
+        for run, R in runs.items()}
+lift_table = stats.lift_frame(lift)
+metrics["lift"] = {"seed_subset_size": len(seed_subset), "runs": lift, "table": lift_table.to_dict("records")}
+metrics["claims"] = {"modulator_lift": stats.lift_claims(lift)}
+
+# %%
+job.table(lift_table[["training", "pairs", "n_pairs", "Pearson lift [95 %]", "pearson orig → mod",
+                      "Spearman lift [95 %]", "spearman orig → mod"]],
+          caption="Modulator lift (fractions; seed: Pearson +1.52, Spearman +1.89)", index=False)
+job.figure(plots.lift_intervals(lift_table, stats.SEED_LIFT), "modulator_lift", key=True)
+
+# %% [markdown]
 # ## Results
 #
 # Numbers from one training run: the final alpha is a deterministic outcome of that run
@@ -252,6 +316,8 @@ job.finish(metrics, {
         nulls={"original": {"value": rel["Original"]["pearson"], "interval": rel_iv["Original"]["pearson"]}}),
     "per_token_preservation": results.headline(float(pres_cos.mean()), interval=pres_iv, fmt=".6f",
         label="per-token cos(orig, trained)", nulls={"original (identity)": 1.0}),
+    **{f"{k}_lift": metrics["claims"]["modulator_lift"][k] for k in ("pearson", "spearman")},
+    **{f"{k}_lift_project": metrics["claims"]["modulator_lift"][k]["project"] for k in ("pearson", "spearman")},
 })
 
 # %% [markdown]
@@ -261,3 +327,5 @@ job.finish(metrics, {
 #   the model (the seed's decoder input was the unshifted target); no weight decay on the
 #   alpha logits (decay pulls alpha toward 0.5); a cosine schedule per step rather than per
 #   epoch; safetensors checkpoints with resume; base weights verified unchanged by hash.
+#   The seed's decay on the alpha logits and its 3000-entry relational subset are kept
+#   computable (seed-mode run, seed definition of the lift) and labelled "seed".

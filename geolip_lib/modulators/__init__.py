@@ -31,7 +31,12 @@ from .pipeline import (  # noqa: F401
     encode_mean_pooled,
     encoder_module,
     greedy_generate,
+    impact_statistics,
     init_modulator_from_pipeline,
+    modulator_impact,
+    SEED_N_REL,
+    SEED_QUICK_TEST_SENTENCES,
+    seed_relational_pairs,
     knn_project,
     pair_cosines,
     per_item_losses,
@@ -47,6 +52,9 @@ from .pipeline import (  # noqa: F401
 )
 from . import stats  # noqa: F401  (intervals of the modulator notebooks' headline numbers)
 from .residual import GeometricResidualModulator, alpha_to_logit, eigen_embedding  # noqa: F401
-from .trainer import FieldModulatorTrainer, ModulatorTrainer, load_modulator_weights, train_with_cv_band  # noqa: F401
+from .trainer import FieldModulatorTrainer, ModulatorTrainer, load_modulator_weights, run_epochs, train_with_cv_band  # noqa: F401,E501
 
-GOLDEN_ALPHA = 0.29154  # the seed's "binding/separation" constant tested as a static alpha
+#: The seed's constant (seed 001 §10, "phase boundary 0.29154, multiple systems"): a labelled
+#: seed REFERENCE, drawn beside the measured boundary and tested as one static alpha; nothing
+#: is derived from it. Notebook 10 measures where (whether) a transition lies.
+GOLDEN_ALPHA = 0.29154

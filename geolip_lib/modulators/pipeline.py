@@ -173,6 +173,37 @@ def sample_pairs(n_items: int, n_pairs: int, seed: int = 42) -> tuple[np.ndarray
     return i[keep], j[keep]
 
 
+SEED_N_REL = 3000  # entries of the seed's relational subset (seed 001 §8–§10: N_REL = min(3000, len(matched)))
+
+
+def seed_relational_pairs(n_items: int, n_rel: int = SEED_N_REL, n_pairs: int = 50000,
+                          seed: int = 42) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seed's relational sample (seed 001 §8, §9, §10), draw for draw.
+
+    One generator ``default_rng(seed)`` draws the subset
+    ``choice(n_items, min(n_rel, n_items), replace=False)``, then ``n_pairs`` first and
+    ``n_pairs`` second members with ``choice(n_sub, n_pairs)`` each; pairs with equal
+    members are dropped. With the seed's ``n_items`` (all matched entries) and defaults
+    this is exactly the sample the seed scored; the project's definition
+    (:func:`sample_pairs` over all entries) is the other one.
+
+    Returns
+    -------
+    i, j : int arrays
+        The pairs as indices of the ``n_items`` entries (not of the subset).
+    subset : int array
+        The subset's entries, in the order drawn.
+    """
+    check_positive_int(n_items, "n_items", minimum=2)
+    rng = np.random.default_rng(seed)
+    n_sub = min(check_positive_int(n_rel, "n_rel", minimum=2), n_items)
+    subset = rng.choice(n_items, size=n_sub, replace=False)
+    pi = rng.choice(n_sub, size=check_positive_int(n_pairs, "n_pairs"))
+    pj = rng.choice(n_sub, size=n_pairs)
+    keep = pi != pj
+    return subset[pi[keep]], subset[pj[keep]], subset
+
+
 def pair_cosines(X, i, j) -> np.ndarray:
     """Cosine of rows ``X[i]`` and ``X[j]`` (float64, batched)."""
     Xn = F.normalize(as_tensor(X, "X", ndim=2, dtype=torch.float64), dim=1, eps=1e-12)
@@ -253,6 +284,79 @@ def per_token_preservation(original, modulated) -> dict:
     """Row-wise cosine between original and modulated representations (mean, std, min)."""
     c = torch.as_tensor(per_token_cosines(original, modulated))
     return {"mean": float(c.mean()), "std": float(c.std()) if c.numel() > 1 else 0.0, "min": float(c.min())}
+
+
+SEED_QUICK_TEST_SENTENCES = (  # seed 001 §7's quick test
+    "summarize: The cat sat on the mat.",
+    "summarize: Quantum mechanics describes particles at atomic scale.",
+    "summarize: The derivative of x squared is two x.",
+    "summarize: Love is patient, love is kind.",
+    "summarize: Mount Everest is the tallest mountain.",
+)
+
+
+def impact_statistics(original, modulated) -> dict:
+    """Seed §7's ``measure_modulator_impact`` on one sentence's token states.
+
+    Parameters
+    ----------
+    original, modulated : (S, D) arrays
+        Last hidden state of the S tokens without and with the modulator.
+
+    Returns
+    -------
+    dict of float64 arrays: ``cos`` (S,) per-token cosine, ``norm_ratio`` (S,)
+    ``|mod| / (|orig| + 1e-8)``, ``pairwise_shift`` (S(S−1)/2,) change of the cosine of every
+    token pair (upper triangle, ``mod − orig``; empty for one token).
+    """
+    a = as_tensor(original, "original", ndim=2, dtype=torch.float64)
+    b = as_tensor(modulated, "modulated", ndim=2, dtype=torch.float64)
+    if a.shape != b.shape:
+        fail("modulated", f"shape {tuple(b.shape)} differs from original {tuple(a.shape)}")
+    an, bn = F.normalize(a, dim=1, eps=1e-12), F.normalize(b, dim=1, eps=1e-12)
+    iu = torch.triu_indices(a.shape[0], a.shape[0], 1)
+    return {"cos": (an * bn).sum(1).numpy(), "norm_ratio": (b.norm(dim=1) / (a.norm(dim=1) + 1e-8)).numpy(),
+            "pairwise_shift": ((bn @ bn.T) - (an @ an.T))[iu[0], iu[1]].numpy()}
+
+
+@torch.no_grad()
+def modulator_impact(lm, modulator, sentences: Sequence[str] = SEED_QUICK_TEST_SENTENCES, *,
+                     stack: str = "encoder") -> dict:
+    """Seed §7's quick test: the last hidden state of each sentence with and without
+    ``modulator`` attached to every block of ``stack``, compared token by token.
+
+    Each sentence is encoded on its own (no padding), as in the seed. The summary keys are
+    the seed's (means and population standard deviations over all tokens / token pairs of
+    all sentences).
+
+    Returns
+    -------
+    dict: ``cos``, ``norm_ratio``, ``pairwise_shift`` (arrays pooled over the sentences),
+    ``n_tokens``, ``n_pairs``, ``per_sentence`` (``[{"sentence", "n_tokens", "cos_mean"}]``) and
+    ``cos_mean``, ``cos_std``, ``norm_ratio_mean``, ``pairwise_shift_mean``,
+    ``pairwise_shift_std``.
+    """
+    from .hooks import attach
+
+    model = lm.model if hasattr(lm, "model") else lm
+    enc = encoder_module(model, getattr(lm, "family", None))
+    dev = next(model.parameters()).device
+    parts, per = [], []
+    for s in sentences:
+        b = lm.tokenizer(s, return_tensors="pt", return_token_type_ids=False).to(dev)
+        h0 = enc(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).last_hidden_state[0]
+        with attach(lm, modulator, stack=stack):
+            h1 = enc(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).last_hidden_state[0]
+        st = impact_statistics(h0.float().cpu(), h1.float().cpu())
+        parts.append(st)
+        per.append({"sentence": s, "n_tokens": int(h0.shape[0]), "cos_mean": float(st["cos"].mean())})
+    out = {k: np.concatenate([p[k] for p in parts]) for k in ("cos", "norm_ratio", "pairwise_shift")}
+    out.update(n_tokens=int(out["cos"].size), n_pairs=int(out["pairwise_shift"].size), per_sentence=per,
+               cos_mean=float(out["cos"].mean()), cos_std=float(out["cos"].std()),
+               norm_ratio_mean=float(out["norm_ratio"].mean()),
+               pairwise_shift_mean=float(out["pairwise_shift"].mean()) if out["pairwise_shift"].size else float("nan"),
+               pairwise_shift_std=float(out["pairwise_shift"].std()) if out["pairwise_shift"].size else float("nan"))
+    return out
 
 
 # --------------------------------------------------------------------------- generation

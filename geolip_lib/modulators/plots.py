@@ -13,8 +13,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-__all__ = ["pipeline_summary", "distance_bands", "correlation_intervals", "training_summary", "alpha_sweep",
-           "field_summary"]
+__all__ = ["pipeline_summary", "distance_bands", "correlation_intervals", "training_summary", "lift_intervals",
+           "alpha_sweep", "phase_boundary", "field_summary"]
 
 GOLDEN_ALPHA = 0.29154  # the seed's constant (mirrors modulators.GOLDEN_ALPHA; no import cycle)
 
@@ -161,6 +161,43 @@ def training_summary(alpha_history: Any, loss_history: Sequence[float], val_hist
     axes[2].axhline(GOLDEN_ALPHA, color="red", ls="--")
     axes[2].set(title="final alpha per layer", xlabel="layer", ylabel="alpha")
     fig.suptitle("Modulator training: alpha and loss")
+    fig.tight_layout()
+    return fig
+
+
+def lift_intervals(frame: pd.DataFrame, seed_values: Mapping[str, float] | None = None) -> Figure:
+    """Relative lift of the modulated over the unmodulated correlation, with 95 % intervals,
+    one panel per correlation kind, one row per (training run, pair definition), beside the
+    seed's reported lift and zero.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`geolip_lib.modulators.stats.lift_frame` output (columns ``training``, ``pairs``,
+        ``<kind>_lift``, ``<kind>_lo``, ``<kind>_hi``).
+    seed_values : dict kind -> float, optional
+        The seed's lift (fractions; drawn as a red dashed line).
+
+    Returns
+    -------
+    Figure with one axis per kind present.
+    """
+    kinds = [k for k in ("pearson", "spearman") if f"{k}_lift" in frame]
+    labels = [f"{t}\n{p}" for t, p in zip(frame["training"], frame["pairs"])]
+    y = np.arange(len(frame))[::-1]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 0.7 * len(frame) + 1.8), sharey=True,
+                             squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        v = 100 * frame[f"{kind}_lift"].to_numpy(dtype=float)
+        lo, hi = 100 * frame[f"{kind}_lo"].to_numpy(dtype=float), 100 * frame[f"{kind}_hi"].to_numpy(dtype=float)
+        ax.errorbar(v, y, xerr=np.vstack([v - lo, hi - v]).clip(min=0), fmt="o", capsize=4, color="C0",
+                    label="measured [95 %]")
+        ax.axvline(0, color="grey", lw=1, label="no lift")
+        if seed_values and kind in seed_values:
+            ax.axvline(100 * seed_values[kind], color="red", ls="--", label=f"seed {100 * seed_values[kind]:+.0f} %")
+        ax.set(title=f"{kind.capitalize()} lift (mod − orig) / |orig|", xlabel="lift (%)")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3, fontsize=8, frameon=False)
+    axes[0][0].set_yticks(y, labels, fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -34,6 +34,9 @@ class ModulatorTrainer:
     lr : float
     weight_decay : float
         AdamW decay of every group except "alpha" (decaying a logit pulls alpha to 0.5).
+    decay_alpha : bool
+        Seed mode: decay the "alpha" group too, as the seed's ``AdamW(modulator.parameters(),
+        weight_decay=0.01)`` did (default False, the project's correction).
     gradient_clip : float or None
         Max global grad norm (None: no clipping).
     total_steps : int, optional
@@ -49,7 +52,7 @@ class ModulatorTrainer:
 
     def __init__(self, modulator: nn.Module, lr: float = 1e-3, weight_decay: float = 0.01,
                  gradient_clip: float | None = 1.0, total_steps: int | None = None,
-                 cv_target: float | None = None, cv_tolerance: float | None = None):
+                 cv_target: float | None = None, cv_tolerance: float | None = None, decay_alpha: bool = False):
         if not lr > 0:
             fail("lr", f"expected a positive learning rate, got {lr!r}")
         self.modulator = modulator
@@ -61,10 +64,11 @@ class ModulatorTrainer:
             fail("modulator", f"param_groups() misses trainable parameters {missing}")
         self.group_names = list(groups)
         # no weight decay on alpha logits: decay pulls a logit to 0, i.e. alpha to 0.5 (the seed's
-        # AdamW(weight_decay=0.01) over all parameters did that)
+        # AdamW(weight_decay=0.01) over all parameters did that; decay_alpha=True does it again)
+        self.decay_alpha = bool(decay_alpha)
         self.optimizer = torch.optim.AdamW(
             [{"params": ps, "lr": lr * scale, "name": name,
-              "weight_decay": 0.0 if name == "alpha" else weight_decay}
+              "weight_decay": 0.0 if name == "alpha" and not self.decay_alpha else weight_decay}
              for name, (ps, scale) in groups.items() if ps], lr=lr, weight_decay=weight_decay)
         self.scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=total_steps)
                           if total_steps else None)
@@ -242,6 +246,34 @@ def train_with_cv_band(trainer: ModulatorTrainer, loss_fn: Callable, probe: Call
             break
     mod.eval()
     return {"stopped_early": stopped, "epochs": epochs}
+
+
+def run_epochs(trainer: ModulatorTrainer, loss_fn: Callable, train_idx, val_idx, *, n_epochs: int,
+               batch_size: int, seed: int = 42, checkpoint=None, progress: bool = True) -> list[dict]:
+    """Train until ``trainer.epoch == n_epochs`` (a resumed trainer continues where it stopped).
+
+    Epoch ``e`` runs the batches of ``train_idx`` shuffled with ``seed + e``, then the
+    validation loss over ``val_idx`` (unshuffled batches); with ``checkpoint`` the trainer
+    is saved there after every epoch. The modulator must already be attached.
+
+    Returns
+    -------
+    ``[{"epoch", "train_loss", "val_loss", "alpha_mean"}]`` for the epochs run in this call.
+    """
+    from .pipeline import batches
+
+    n_epochs = check_positive_int(n_epochs, "n_epochs")
+    val_batches = batches(val_idx, batch_size)
+    epochs = []
+    while trainer.epoch < n_epochs:
+        train_loss = trainer.train_epoch(batches(train_idx, batch_size, seed=seed + trainer.epoch), loss_fn,
+                                         progress=progress)
+        val_loss = trainer.evaluate(val_batches, loss_fn)
+        if checkpoint is not None:
+            trainer.save(checkpoint)
+        epochs.append({"epoch": trainer.epoch, "train_loss": train_loss, "val_loss": val_loss,
+                       "alpha_mean": float(trainer.modulator.alphas.detach().mean())})
+    return epochs
 
 
 def load_modulator_weights(modulator: nn.Module, directory) -> nn.Module:

@@ -23,7 +23,8 @@ def test_09_training_metrics(run_notebook):
     assert hist[0] == pytest.approx([0.01, 0.01], abs=1e-6)
     assert mt["alpha"]["final"] == pytest.approx(hist[-1])
     assert 0.9 < mt["preservation"]["mean"] <= 1.0 + 1e-9
-    assert len(mt["generation"]) == 3 and all("token_diffs" in r for r in mt["generation"])
+    assert len(mt["generation"]) == 4 and all("token_diffs" in r for r in mt["generation"])
+    assert any(r["prompt"].startswith("translate English to German") for r in mt["generation"])  # seed §9
     ck = Path(m["_job_dir"]) / "checkpoint"
     assert (ck / "modulator.safetensors").exists()
     saved = json.loads((ck / "history.json").read_text())
@@ -46,7 +47,7 @@ def test_09_headline_intervals_and_nulls(run_notebook):
     assert h["per_token_preservation"]["value"] == pytest.approx(mt["preservation"]["mean"], abs=1e-12)
     for key in ("val_loss", "trained_pearson", "per_token_preservation"):
         assert h[key]["interval"]["lo"] <= h[key]["value"] <= h[key]["interval"]["hi"], key
-    check_executed(m, 2)
+    check_executed(m, 3)
 
 
 def test_09_resume_continues_from_checkpoint(run_notebook, tmp_path):
@@ -63,3 +64,29 @@ def test_09_resume_continues_from_checkpoint(run_notebook, tmp_path):
     assert not (Path(second["_job_dir"]) / "checkpoint").exists()  # CHECKPOINT_DIR, not the job dir, was written
     assert json.loads((tmp_path / "checkpoint" / "history.json").read_text())["loss_history"] == pytest.approx(
         tr2["loss_history"])
+
+
+def test_09_modulator_lift_claims_and_seed_mode(run_notebook):
+    """The claims contract: the seed's definition of the lift (3000-entry subset, seed-mode
+    training) as the headline, the project's beside it; the seed-mode run decays the alpha
+    logits, pulling every alpha up toward 0.5 from the same start."""
+    m = run_notebook("09_modulator_training", "tiny-t5")
+    mt, h = m["metrics"], m["headline"]
+    runs = mt["lift"]["runs"]
+    assert set(runs) == {"project", "seed"} and all(set(r) == {"project", "seed"} for r in runs.values())
+    assert mt["lift"]["seed_subset_size"] == 72  # min(3000, entries used)
+    cl = mt["claims"]["modulator_lift"]
+    for kind in ("pearson", "spearman"):
+        c = cl[kind]
+        seed_def, proj_def = runs["seed"]["seed"][kind], runs["project"]["project"][kind]
+        assert c["value"] == pytest.approx(seed_def["value"]) and c["project"]["value"] == pytest.approx(proj_def["value"])
+        assert c["value"] == pytest.approx((c["modulated"] - c["original"]) / abs(c["original"]))
+        for x in (c, c["project"]):
+            assert x["interval"]["lo"] <= x["value"] <= x["interval"]["hi"] and "pairs" in x["interval"]["method"]
+            assert x["nulls"]["no lift"]["value"] == 0.0
+        assert "seed's weight decay" in c["note"]
+        assert h[f"{kind}_lift"]["value"] == pytest.approx(c["value"])
+    a = mt["alpha"]
+    assert a["seed_mode"]["history"][0] == pytest.approx(a["history"][0])  # same start
+    assert all(s > p for s, p in zip(a["seed_mode"]["final"], a["final"]))  # decay pulls the logits toward 0
+    assert len([f for f in m["figures"] if f["file"] == "modulator_lift.png"]) == 1

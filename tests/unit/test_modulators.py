@@ -406,3 +406,145 @@ def test_per_token_cosines_are_the_preservation_items():
     b = a + 0.1 * torch.randn(10, 4, generator=torch.Generator().manual_seed(1))
     c = per_token_cosines(a, b)
     assert c.shape == (10,) and c.mean() == pytest.approx(per_token_preservation(a, b)["mean"], abs=1e-12)
+
+
+# ------------------------------------------------------------------ seed-comparable modes and the lift (issue 12)
+def _with_correlation(s: np.ndarray, r: float, rng) -> np.ndarray:
+    """A vector whose Pearson r with ``s`` is exactly ``r`` (s plus a noise orthogonal to it)."""
+    z = (s - s.mean()) / s.std()
+    e = rng.normal(size=s.size)
+    e -= e.mean()
+    e -= (e @ z) / (z @ z) * z
+    e /= e.std()
+    return r * z + np.sqrt(1 - r * r) * e
+
+
+def test_relative_lift_known_answers():
+    from geolip_lib.modulators import stats
+
+    assert stats.relative_lift(0.25, 0.1) == pytest.approx(1.5)
+    assert stats.relative_lift(0.05, -0.1) == pytest.approx(1.5)  # |orig| in the denominator
+    assert stats.relative_lift(0.1, 0.1) == 0.0
+    assert np.allclose(stats.relative_lift([0.2, 0.3], [0.1, 0.1]), [1.0, 2.0])
+
+
+def test_lift_on_constructed_correlations():
+    from geolip_lib.modulators import stats
+
+    rng = np.random.default_rng(0)
+    s = rng.random(4000)
+    mod, orig = _with_correlation(s, 0.5, rng), _with_correlation(s, 0.2, rng)
+    assert stats.pearson(s, mod) == pytest.approx(0.5, abs=1e-12)
+    iv = stats.lift_interval(s, mod, orig, n_boot=300, seed=0)
+    assert iv.lo < 1.5 < iv.hi and iv.hi - iv.lo < 1.0  # (0.5 − 0.2) / 0.2
+    # Spearman: monotone transforms of the cosines leave the lift unchanged
+    sp = stats.relative_lift(stats.spearman(s, mod), stats.spearman(s, orig))
+    assert stats.relative_lift(stats.spearman(s, np.exp(mod)), stats.spearman(s, orig ** 3)) == pytest.approx(sp)
+    ivs = stats.lift_interval(s, mod, orig, kind="spearman", n_boot=300, seed=0)
+    assert ivs.lo < sp < ivs.hi
+    assert stats.lift_interval(s, orig, orig, n_boot=50).hi == 0.0  # identical representations: no lift
+
+
+def test_modulator_lift_agrees_with_relational_comparison_and_claims():
+    from geolip_lib.modulators import stats
+
+    rng = np.random.default_rng(2)
+    X, Y = rng.normal(size=(60, 5)), rng.normal(size=(60, 5))
+    i, j = sample_pairs(60, 800, seed=0)
+    sim = np.abs(stats.pearson(X[i], X[j] + Y[j])) + 0.01
+    rel = relational_comparison(sim, {"Original": X + Y, "Mod": X}, i, j)
+    lift = stats.modulator_lift(sim, X, X + Y, i, j, n_boot=100)
+    for kind in ("pearson", "spearman"):
+        want = (rel["Mod"][kind] - rel["Original"][kind]) / abs(rel["Original"][kind])
+        assert lift[kind]["value"] == pytest.approx(want, abs=1e-12)
+        assert lift[kind]["interval"].contains(lift[kind]["value"])
+    runs = {"project": {"project": lift, "seed": lift}}
+    claims = stats.lift_claims(runs)
+    assert set(claims) == {"pearson", "spearman"}
+    assert claims["pearson"]["value"] == lift["pearson"]["value"] and "project" in claims["pearson"]
+    assert "seed-mode training run was off" in claims["pearson"]["note"]
+    assert "with the seed's weight decay" in stats.lift_claims({**runs, "seed": runs["project"]})["pearson"]["note"]
+    frame = stats.lift_frame(runs)
+    assert len(frame) == 2 and frame["seed's pearson lift"].tolist() == [1.52, 1.52]
+
+
+def test_seed_relational_pairs_is_the_seeds_draw():
+    from geolip_lib.modulators import SEED_N_REL, seed_relational_pairs
+
+    n = 10_000
+    i, j, subset = seed_relational_pairs(n)
+    # the seed's own code (seed 001 §8/§10)
+    rng2 = np.random.default_rng(42)
+    rel_idx2 = rng2.choice(n, size=min(3000, n), replace=False)
+    pi, pj = rng2.choice(3000, size=50000), rng2.choice(3000, size=50000)
+    valid = pi != pj
+    assert SEED_N_REL == 3000 and len(subset) == 3000 and len(set(subset.tolist())) == 3000
+    assert np.array_equal(subset, rel_idx2)
+    assert np.array_equal(i, rel_idx2[pi[valid]]) and np.array_equal(j, rel_idx2[pj[valid]])
+    i2, j2, s2 = seed_relational_pairs(n)
+    assert np.array_equal(i, i2) and np.array_equal(j, j2) and np.array_equal(subset, s2)  # deterministic
+    i3, _, s3 = seed_relational_pairs(500, n_pairs=100)  # fewer entries than 3000: all of them
+    assert sorted(s3.tolist()) == list(range(500)) and set(i3.tolist()) <= set(range(500))
+
+
+@pytest.mark.parametrize("decay_alpha", [False, True])
+def test_trainer_decays_alpha_only_in_seed_mode(decay_alpha):
+    m = GeometricResidualModulator(16, 50, n_geometric_dims=4, n_layers=3, initial_alpha=0.3, seed=0)
+    t = ModulatorTrainer(m, lr=1e-2, weight_decay=0.05, decay_alpha=decay_alpha)
+    wd = {g["name"]: g["weight_decay"] for g in t.optimizer.param_groups}
+    assert wd == {"embed_proj": 0.05, "alpha": 0.05 if decay_alpha else 0.0}
+    # a zero-gradient step moves the alpha logits only through the decay: toward 0 (alpha toward 0.5)
+    before = m.alpha.detach().clone()
+    t.step((m.alpha * 0).sum() + (m.proj.weight * 0).sum())
+    moved = not torch.allclose(m.alpha.detach(), before)
+    assert moved is decay_alpha
+    if decay_alpha:
+        assert bool((m.alpha.detach().abs() < before.abs()).all())
+
+
+def test_run_epochs_resumes_to_n_epochs():
+    from geolip_lib.modulators import run_epochs
+
+    m = GeometricResidualModulator(8, 20, n_geometric_dims=4, n_layers=2, initial_alpha=0.1, seed=0)
+    t = ModulatorTrainer(m, lr=1e-2)
+    x = torch.randn(20, 3, 8, generator=torch.Generator().manual_seed(0))
+
+    def loss_fn(b):
+        tok = torch.as_tensor(np.asarray(b)).unsqueeze(1).expand(-1, 3)
+        return (m(x[torch.as_tensor(np.asarray(b))], tok, 1) - 1).pow(2).mean()
+
+    ep = run_epochs(t, loss_fn, np.arange(16), np.arange(16, 20), n_epochs=2, batch_size=8, seed=0, progress=False)
+    assert [e["epoch"] for e in ep] == [1, 2] and t.step_count == 4 and len(t.val_history) == 2
+    assert run_epochs(t, loss_fn, np.arange(16), np.arange(16, 20), n_epochs=2, batch_size=8) == []  # done
+    assert [e["epoch"] for e in run_epochs(t, loss_fn, np.arange(16), np.arange(16, 20), n_epochs=3,
+                                           batch_size=8, progress=False)] == [3]
+
+
+def test_impact_statistics_known_answers():
+    from geolip_lib.modulators import impact_statistics
+
+    a = torch.randn(5, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    same = impact_statistics(a, 2 * a)  # a rescaling: cosines 1, norm ratio 2, no pairwise shift
+    assert np.allclose(same["cos"], 1) and np.allclose(same["norm_ratio"], 2, rtol=1e-6)
+    assert same["pairwise_shift"].shape == (10,) and np.allclose(same["pairwise_shift"], 0, atol=1e-12)
+    Q, _ = torch.linalg.qr(torch.randn(6, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
+    rot = impact_statistics(a, a @ Q)  # a rotation keeps norms and pairwise cosines
+    assert np.allclose(rot["norm_ratio"], 1) and np.allclose(rot["pairwise_shift"], 0, atol=1e-12)
+    b = a.clone()
+    b[0] = -a[0]
+    flip = impact_statistics(a, b)
+    assert flip["cos"][0] == pytest.approx(-1) and np.allclose(flip["cos"][1:], 1)
+    assert impact_statistics(a[:1], b[:1])["pairwise_shift"].size == 0
+
+
+def test_resample_ranks_match_rankdata():
+    from scipy.stats import rankdata
+
+    from geolip_lib.modulators import stats
+
+    rng = np.random.default_rng(0)
+    x = np.round(rng.random(300), 2)  # many ties
+    d = stats.dense_ranks(x)
+    idx = rng.integers(0, 300, size=(4, 300))
+    assert np.allclose(stats.resample_ranks(d[idx]), rankdata(x[idx], axis=-1))
+    assert np.allclose(stats.resample_ranks(d), rankdata(x))
