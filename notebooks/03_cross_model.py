@@ -21,10 +21,13 @@
 # architectures and training objectives, and do they differ from the same
 # architectures at random initialisation?
 #
-# **Seed.** Seed 001 §5 (cross-model comparison tables) and the summary table. This
+# **Seed.** Seed 001 §5 (cross-model comparison tables), §6 and the summary table. This
 # notebook runs once per profile and reads every `02_weight_topology` job's
 # `metrics.json` under `REPORT_ROOT`. Numbers the seed *reported* (measured on the real
 # checkpoints in 2026-03) are shown in their own table, never mixed with measured rows.
+# Like with like: sparsity and QK balance are compared per stack and attention kind
+# (T5 encoder self, decoder self, decoder cross; CLIP vision and text towers), as the
+# seed measured them, not pooled over stacks.
 
 # %% tags=["parameters"]
 REPORT_ROOT = None  # profile output root holding 02_weight_topology/<job>/metrics.json; None -> compute below
@@ -55,6 +58,7 @@ job = runtime.start("03_cross_model", globals(), load_model=False)  # job dir, s
 # %%
 batteries: dict = {}  # model -> (trained summary, random-init summary or None)
 items: dict = {}  # model -> {"trained", "random_init"}: the matrices / layers / pairs each headline pools
+stack: dict = {}  # model -> {"trained", "random_init"}: per stack/attn and role, the matrices each sparsity pools
 files = sorted(Path(REPORT_ROOT).glob("02_weight_topology/*/metrics.json")) if REPORT_ROOT else []
 files = [f for f in files if not f.parent.name.startswith(".")]  # skip unfinished .partial jobs
 for f in files:
@@ -62,6 +66,7 @@ for f in files:
     name = m["model"] or f.parent.name
     batteries[name] = (m["metrics"]["battery"], m["metrics"].get("random_init"))
     items[name] = m["metrics"].get("headline_items")  # absent in results older than this notebook
+    stack[name] = m["metrics"].get("stack_items")
 source = "02_weight_topology jobs" if batteries else "computed here"
 
 # %%
@@ -75,84 +80,104 @@ if not batteries:
         s, n = ({k: v for k, v in r.summary().items() if k != "seconds"} for r in (res, null_res))
         batteries[name] = (s, n)
         items[name] = {"trained": T.headline_items(res), "random_init": T.headline_items(null_res)}
+        stack[name] = {"trained": T.stack_items(res), "random_init": T.stack_items(null_res)}
 
 # %%
 measured = T.cross_model_frame(batteries)
+stacks = T.cross_model_stack_frame(batteries, stack, seed=SEED, n_boot=N_BOOT)  # one row per model × stack/attn
 job.table(measured[["model", "family", "d_model"]].drop_duplicates(), caption=f"{len(batteries)} models ({source})",
           index=False)
 
 # %% [markdown]
-# ## 2. Measured: Q/K/V sparsity (|w| < 0.1), stable ranks, QK manifold, dead neurons, cross-layer correlation
+# ## 2. Measured per stack and attention kind: Q/K/V sparsity (|w| < 0.1) and the QK sign balance
 #
-# Each model's trained weights beside the same architecture at random initialisation
-# (tiny models are themselves random, so their two rows differ only by seed).
+# One row per model × stack/attn, trained beside the same architecture at random
+# initialisation (tiny models are themselves random, so their two rows differ only by
+# seed). Q sparsity with its 95 % bootstrap interval over that scope's Q matrices (none
+# with fewer than 3). QK balance over the scope's layers in the seed's form (n_pos / inner
+# of sym(W_q W_kᵀ): mean, min, max) and the project's (balance of sym(W_Qᵀ W_K), mean);
+# what a 0.5 means: `geolip_lib.weights.spectral.QK_BALANCE_STATEMENT`.
 
 # %%
-cols, pct = T.CROSS_MODEL_COLUMNS, {c: "{:.1%}" for c in T.CROSS_MODEL_COLUMNS["sparsity"]}
-job.table(measured[["model", "weights"] + cols["sparsity"]], caption="Fraction of |w| < 0.1", formats=pct,
-          index=False)
+scols = T.STACK_COLUMNS
+job.table(stacks[["model", "weights", "stack/attn"] + scols["sparsity"]], caption="Fraction of |w| < 0.1 per "
+          "stack/attn (Q with its 95 % interval)", formats={c: "{:.1%}" for c in scols["sparsity"]}, index=False)
+job.table(stacks[["model", "weights", "stack/attn"] + scols["qk"]], caption="QK sign balance per stack/attn: seed "
+          "form n_pos/inner of sym(W_q W_kᵀ), project form balance of sym(W_Qᵀ W_K)",
+          formats={"QK layers": "{:.0f}"}, index=False)
+
+# %% [markdown]
+# ## 3. Measured per model: stable ranks, dead neurons, cross-layer correlation
+
+# %%
+cols = T.CROSS_MODEL_COLUMNS
 job.table(measured[["model", "weights"] + cols["stable_rank"]], caption="Mean stable rank per role", index=False)
-job.table(measured[["model", "weights"] + cols["qk"]], caption="QK form: positive-eigenvalue fraction", index=False)
 job.table(measured[["model", "weights"] + cols["mlp_cross"]], caption="Dead / weak MLP neurons, adjacent-layer cosine",
           formats={"dead MLP": "{:.2%}", "weak MLP": "{:.2%}"}, index=False)
 
 # %% [markdown]
-# ## 3. Reported by the seed (not measured here)
+# ## 4. Reported by the seed (not measured here)
 #
-# Transcribed from seed 001 (§5 comparison print-out, §6 notes and the summary table).
-# The seed's QK numbers come from W_q·W_kᵀ (a Gram of weight rows), not from the
-# scoring form W_Qᵀ W_K measured above, so they are not directly comparable.
+# Transcribed from seed 001 (§4/§5 print-outs, §6 notes and the summary table), on the
+# same per-stack keys as the measured rows. The seed's T5-small / T5-base Q/K/V rows
+# pooled the encoder and decoder self-attention (its `self_attn_q` type), hence the key
+# `encoder+decoder/self`; its QK balance is the seed's form n_pos / inner. Where this
+# profile measured one of the seed's models, the second table sets the seed's number
+# beside the measurement on the same key.
 
 # %%
-SEED_REPORTED = [
-    {"model": "t5-small", "Q sparsity": 0.937, "K sparsity": 0.192, "V sparsity": 0.121, "note": "§5 reference row"},
-    {"model": "t5-base", "Q sparsity": 0.994, "K sparsity": 0.300, "V sparsity": 0.162, "note": "§5 reference row"},
-    {"model": "bert-large-uncased", "Q sparsity": 0.991, "note": "§6 'Ref' line"},
-    {"model": "dinov2-large", "Q sparsity": 1.000, "note": "§6 'Ref' line"},
-    {"model": "t5-v1_1-xxl", "Q sparsity": 1.000, "note": "§6: encoder and decoder, self and cross attention"},
-    {"model": "t5-v1_1-xxl", "QK cross-attn balance": 0.500, "note": "§6: 'locked at 0.500/0.500 all 24 layers'"},
-    {"model": "t5-small, t5-v1_1-xxl", "decoder mixed position heads": 0, "note": "summary table"},
-    {"model": "all 8 models", "adj-layer cos (attn)": 0.000, "note": "summary table: '~0.000'"},
-]
-reported = pd.DataFrame(SEED_REPORTED)
-reported.insert(1, "source", "reported by the seed")
-job.table(reported, caption="Reported by seed 001 (not measured here)",
-          formats={"decoder mixed position heads": "{:.0f}", **{c: "{:.3f}" for c in cols["sparsity"]}}, index=False)
+reported = T.seed_reported_stacks()
+job.table(reported, caption="Reported by seed 001 (not measured here)", index=False,
+          formats={"mixed position heads": "{:.0f}", **{c: "{:.3f}" for c in ("Q sparsity", "K sparsity", "V sparsity")}})
+versus = T.seed_vs_measured(batteries, stack)
+if versus.empty:
+    print(f"None of the seed's models is measured in this profile ({', '.join(batteries)}): no side-by-side rows.")
+else:
+    job.table(versus, caption="Seed's reported value beside this profile's measurement, same key", index=False)
 
 # %% [markdown]
-# ## 4. Figures
+# ## 5. Figures
+#
+# Sparsity and QK balance per model · stack/attn; stable rank per model.
 
 # %%
-job.figure(plots.cross_model(measured), "cross_model", key=True)
+job.figure(plots.cross_model(measured, stacks), "cross_model", key=True)
 
 # %% [markdown]
 # ## Results
 #
-# Each headline is a mean over the trained models. Its interval is a two-stage bootstrap:
-# resample the models, then within each drawn model the matrices / layers / layer pairs
-# its value pools (recorded by `02_weight_topology` as `headline_items`), so it reflects
-# both which models and which layers were compared. The layer-0 QK fraction pools
-# nothing (it is exact per model): only the models are resampled. The null is the same
-# mean over the random-init copies, with its own interval.
+# The per-stack headlines are means over the trained model × stack/attn rows. Their
+# interval is a two-stage bootstrap: resample the rows, then within each drawn row the Q
+# matrices (sparsity) or the layers (QK balance) its value pools, so it reflects both
+# which scopes and which layers were compared. The per-model headlines resample the
+# models, then the MLP layers / layer pairs within each (recorded by
+# `02_weight_topology` as `headline_items`). The null is the same mean over the
+# random-init copies, with its own interval.
 
 # %%
-hl = {"seed": SEED, "n_boot": N_BOOT, "items": items}
+sh = {"seed": SEED, "n_boot": N_BOOT, "stack": stack, "batteries": batteries}
 headline = {
     "n_models": results.headline(int(len(batteries)), interval="exact", label="models compared", fmt="d",
                                  note="A count."),
-    "q_sparsity_mean": T.cross_model_headline(measured, "Q sparsity", key="q_sparsity", label="mean Q sparsity",
-                                              note="|w| < 0.1 is a scale statement: compare with the random-init null.",
-                                              **hl),
-    "qk_pos_frac_first_mean": T.cross_model_headline(measured, "QK pos first", label="mean QK pos. eig. frac (L0)",
-                                                     note="0.5 is sign balance.", **hl),
-    "mlp_dead_frac_mean": T.cross_model_headline(measured, "dead MLP", key="mlp_dead_frac", fmt=".4f",
-                                                 label="mean dead MLP fraction", **hl),
-    "cross_layer_adj_mean": T.cross_model_headline(measured, "adj-layer cos (attn)", key="cross_layer_adj", fmt=".4f",
-                                                   label="mean adjacent-layer cos (attn)", **hl),
+    "q_sparsity_mean": T.cross_stack_headline(stacks, "Q sparsity", label="mean Q sparsity (per stack/attn)", note="|w| "
+                                              "< 0.1 per stack/attn is a scale statement: compare with the random-init "
+                                              "null.", **sh),
+    "qk_seed_balance_mean": T.cross_stack_headline(stacks, "QK seed (mean)", fmt=".4f",
+                                                   label="mean QK n_pos/inner, seed form (per stack/attn)",
+                                                   note="n_pos / inner of sym(W_q W_kᵀ), mean over layers; 0.5 is "
+                                                        "what random weights give (QK_BALANCE_STATEMENT).", **sh),
 }
 
 # %%
-metrics = {"measured": measured.to_dict(orient="records"), "reported_by_seed": reported.to_dict(orient="records"),
+hl = {"seed": SEED, "n_boot": N_BOOT, "items": items}
+headline["mlp_dead_frac_mean"] = T.cross_model_headline(measured, "dead MLP", key="mlp_dead_frac", fmt=".4f",
+                                                        label="mean dead MLP fraction", **hl)
+headline["cross_layer_adj_mean"] = T.cross_model_headline(measured, "adj-layer cos (attn)", key="cross_layer_adj",
+                                                          fmt=".4f", label="mean adjacent-layer cos (attn)", **hl)
+
+# %%
+metrics = {"measured": measured.to_dict(orient="records"), "measured_by_stack": stacks.to_dict(orient="records"),
+           "reported_by_seed": reported.to_dict(orient="records"), "seed_vs_measured": versus.to_dict(orient="records"),
            "n_models": int(len(batteries)), "source": source,
            "source_jobs": [f"02_weight_topology/{f.parent.name}" for f in files]}
 job.finish(metrics, headline)

@@ -256,7 +256,7 @@ def random_init_comparison(res, null_res=None, title: str = ""):
     return fig
 
 
-def cross_model(measured: pd.DataFrame):
+def cross_model(measured: pd.DataFrame, stacks: Optional[pd.DataFrame] = None):
     """The cross-model bars of notebook 03.
 
     Parameters
@@ -265,25 +265,38 @@ def cross_model(measured: pd.DataFrame):
         One row per (model, weights) as :func:`geolip_lib.weights.tables.cross_model_frame`
         returns: columns ``model``, ``weights`` ("trained" / "random init"), ``Q/K/V sparsity``,
         ``SR Q``, ``SR K``, ``SR V``, ``SR MLP in``, ``QK pos first``, ``QK pos last``.
+    stacks : DataFrame, optional
+        One row per (model, weights, stack/attn) as
+        :func:`geolip_lib.weights.tables.cross_model_stack_frame` returns. Given, the
+        sparsity and QK panels compare like with like, per stack and attention kind.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Three panels: Q/K/V sparsity of the trained models; mean stable rank of the
-        Q/K/V/MLP-in matrices, trained vs random init; positive-eigenvalue fraction of the
-        QK form in the first and last layer.
+        Three panels: Q/K/V sparsity of the trained models (per stack/attn with ``stacks``);
+        mean stable rank of the Q/K/V/MLP-in matrices, trained vs random init; the QK sign
+        balance: without ``stacks`` the positive-eigenvalue fraction of the first and last
+        layer, with ``stacks`` the mean over layers of the seed's n_pos / inner of
+        sym(W_q W_kᵀ) and the project's balance of sym(W_Qᵀ W_K), trained and random init,
+        per stack/attn.
     """
     fig, ax = plt.subplots(1, 3, figsize=(17, 4.8))
     fig.suptitle("Frozen-weight topology across models", fontsize=13)
     ylab = "fraction |w| < 0.1"
-    long = measured.melt(id_vars=["model", "weights"], value_vars=["Q sparsity", "K sparsity", "V sparsity"],
-                         var_name="role", value_name=ylab).dropna()
+    xlab = ["model", "model", "model"]
+    if stacks is not None:
+        st = stacks.assign(model=stacks["model"] + " · " + stacks["stack/attn"])
+        xlab = ["model · stack/attn", "model", "model · stack/attn"]
+    else:
+        st = measured
+    long = st.melt(id_vars=["model", "weights"], value_vars=["Q sparsity", "K sparsity", "V sparsity"],
+                   var_name="role", value_name=ylab).dropna()
     long = long[long["weights"] == "trained"]
     if not long.empty:
         sns.barplot(data=long, x="model", y=ylab, hue="role", ax=ax[0])
     else:
         _empty(ax[0], "no Q/K/V measured")
-    ax[0].set_title("Q/K/V sparsity (trained)")
+    ax[0].set_title("Q/K/V sparsity (trained)" if stacks is None else "Q/K/V sparsity per stack/attn (trained)")
     sr = measured.melt(id_vars=["model", "weights"], value_vars=["SR Q", "SR K", "SR V", "SR MLP in"],
                        var_name="role", value_name="stable rank").dropna()
     if not sr.empty:
@@ -291,30 +304,57 @@ def cross_model(measured: pd.DataFrame):
     else:
         _empty(ax[1], "no stable ranks")
     ax[1].set_title("mean stable rank of Q/K/V/MLP-in (trained vs random)")
-    qk = measured.dropna(subset=["QK pos first"])
-    if not qk.empty:
-        qkl = qk.melt(id_vars=["model", "weights"], value_vars=["QK pos first", "QK pos last"], var_name="layer",
-                      value_name="positive eigenvalue fraction")
-        qkl["layer"] = qkl["weights"] + ", " + qkl["layer"].str.replace("QK pos ", "")
-        sns.pointplot(data=qkl, x="model", y="positive eigenvalue fraction", hue="layer", ax=ax[2], errorbar=None,
-                      dodge=0.5, linestyle="none", markers=["o", "o", "s", "s"], order=sorted(set(qkl["model"])),
-                      hue_order=[h for h in ("trained, first", "random init, first", "trained, last",
-                                             "random init, last") if h in set(qkl["layer"])])
-        ax[2].axhline(0.5, color="gray", ls="--", label="sign balance")
+    if stacks is None:
+        _qk_first_last(ax[2], measured)
     else:
-        _empty(ax[2], "no self-attention QK")
-    ax[2].set_title("QK positive-eigenvalue fraction (first / last layer)")
+        _qk_stacks(ax[2], st)
     legend = [dict(loc="upper center", ncol=3), dict(loc="upper right"),
               dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))]
     if not long.empty:
         ax[0].set_ylim(0, 1.2)  # room for the legend above the bars
-    for a, kw in zip(ax, legend):
-        a.set_xlabel("model")
+    for a, kw, xl in zip(ax, legend, xlab):
+        a.set_xlabel(xl)
         if a.get_legend() is not None:
             a.legend(fontsize=8, **kw)
         plt.setp(a.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
     ax[0].set_ylabel(ylab)
     ax[1].set_ylabel("stable rank")
-    ax[2].set_ylabel("positive eigenvalue fraction")
+    ax[2].set_ylabel("positive eigenvalue fraction" if stacks is None else "positive fraction (mean over layers)")
     fig.tight_layout()
     return fig
+
+
+def _qk_first_last(a, measured: pd.DataFrame) -> None:
+    """Positive-eigenvalue fraction of the first and last layer per model (pooled rows)."""
+    qk = measured.dropna(subset=["QK pos first"])
+    if not qk.empty:
+        qkl = qk.melt(id_vars=["model", "weights"], value_vars=["QK pos first", "QK pos last"], var_name="layer",
+                      value_name="positive eigenvalue fraction")
+        qkl["layer"] = qkl["weights"] + ", " + qkl["layer"].str.replace("QK pos ", "")
+        sns.pointplot(data=qkl, x="model", y="positive eigenvalue fraction", hue="layer", ax=a, errorbar=None,
+                      dodge=0.5, linestyle="none", markers=["o", "o", "s", "s"], order=sorted(set(qkl["model"])),
+                      hue_order=[h for h in ("trained, first", "random init, first", "trained, last",
+                                             "random init, last") if h in set(qkl["layer"])])
+        a.axhline(0.5, color="gray", ls="--", label="sign balance")
+    else:
+        _empty(a, "no self-attention QK")
+    a.set_title("QK positive-eigenvalue fraction (first / last layer)")
+
+
+def _qk_stacks(a, st: pd.DataFrame) -> None:
+    """Seed-form and project-form QK balance (mean over layers) per model · stack/attn row."""
+    qk = st.dropna(subset=["QK seed (mean)"])
+    if not qk.empty:
+        qkl = qk.melt(id_vars=["model", "weights"], value_vars=["QK seed (mean)", "QK project (mean)"],
+                      var_name="form", value_name="positive fraction")
+        qkl["form"] = qkl["form"].map({"QK seed (mean)": "seed n_pos/inner", "QK project (mean)": "project balance"})
+        qkl["form"] = qkl["form"] + ", " + qkl["weights"]
+        hues = [f"{f}, {w}" for f in ("seed n_pos/inner", "project balance") for w in ("trained", "random init")]
+        hues = [h for h in hues if h in set(qkl["form"])]
+        sns.pointplot(data=qkl, x="model", y="positive fraction", hue="form", ax=a, errorbar=None, dodge=0.5,
+                      linestyle="none", markers=["o" if h.startswith("seed") else "s" for h in hues],
+                      order=list(dict.fromkeys(qk["model"])), hue_order=hues)
+        a.axhline(0.5, color="gray", ls="--", label="sign balance")
+    else:
+        _empty(a, "no QK groups")
+    a.set_title("QK sign balance per stack/attn (mean over layers)")
