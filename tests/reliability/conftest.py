@@ -1,0 +1,73 @@
+"""Reliability probes: a careless or unlucky user's inputs, each with its exact one-line outcome.
+
+Most probes call ``run_all.main([...])`` in-process (no kernel starts: they fail in
+preflight); the few that need a kernel run a throw-away notebook that finishes in seconds.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import run_all
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parents[2]
+
+OK_NB = '''
+from geolip_lib import results
+import time
+out = results.job_dir(OUT_DIR, "ok", None)
+time.sleep(SLEEP)
+if FAIL:
+    raise OSError(28, "No space left on device") if FAIL == "disk" else RuntimeError("planted failure")
+results.record(out, {"value": VALUE, "n": N, "flag": FLAG, "items": ITEMS}, notebook="ok", model=None,
+               headline={"value": results.headline(VALUE, interval="exact", label="Value")})
+'''
+PARAMS = ("OUT_DIR = None\nREPORT_ROOT = None\nVALUE = 1.0  # a float\nN = 10  # an int\nFLAG = True  # a bool\n"
+          "ITEMS = [1, 2]  # a list\nNAME = 'x'  # a str\nMAYBE = None  # anything\nSLEEP = 0.0\nFAIL = ''")
+
+
+def write_notebook(path: Path, body: str = OK_NB, params: str = PARAMS) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# Probe notebook"),
+                nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(body)]
+    nbformat.write(nb, str(path))
+
+
+class Sandbox:
+    """Throw-away notebooks ``ok`` (and ``agg``) and a profile file that a probe rewrites."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.nbdir = tmp / "notebooks"
+        self.nbdir.mkdir()
+        write_notebook(self.nbdir / "ok.ipynb")
+        self.profile = tmp / "p.yaml"
+        self.out = tmp / "out"
+        self.write("  ok:\n    per_model: false\n    jobs:\n      - {id: a, parameters: {VALUE: 2.0}}\n")
+
+    def write(self, notebooks_yaml: str, head: str = "name: p\ndescription: probe profile\n") -> Path:
+        self.profile.write_text(head + "notebooks:\n" + notebooks_yaml, encoding="utf-8")
+        return self.profile
+
+    def main(self, *args: str, capsys=None) -> tuple[int, list[str]]:
+        """``run_all.main`` in-process: (exit code, non-empty stderr lines)."""
+        code = run_all.main(["--profile", str(self.profile), "--out", str(self.out), "--no-pdf", *args])
+        err = capsys.readouterr().err if capsys else ""
+        return code, [ln for ln in err.splitlines() if ln.strip()]
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    box = Sandbox(tmp_path)
+    monkeypatch.setattr(run_all, "NOTEBOOKS", box.nbdir)
+    monkeypatch.setenv("GEOLIP_NOTEBOOKS", str(box.nbdir))
+    run_all.notebook_defaults.cache_clear()
+    run_all.reads_other_jobs.cache_clear()
+    yield box
+    run_all.notebook_defaults.cache_clear()
+    run_all.reads_other_jobs.cache_clear()
