@@ -64,8 +64,9 @@ from ._util import rng_for
 from .intervals import LEVEL, N_BOOT, Interval, bootstrap_weighted
 
 METHODS = ("segmented", "step")
+RESAMPLE = ("auto", "seeds", "residuals")
 MIN_GRID = 4
-_SEED_RESAMPLING_MIN = 3  # as intervals.bootstrap: a bootstrap over items needs at least 3
+_SEED_MIN = 3  # seed-level t needs >= 2 degrees of freedom
 _EPS = 1e-12
 
 
@@ -106,6 +107,16 @@ def _cov(Sw, Su, Sv, Suv):
     return Suv - Su * Sv / Sw
 
 
+def _candidates(x: np.ndarray, method: str, min_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Breakpoints on the grid and their extra basis vectors (K, m): hinges at grid points or steps in gaps."""
+    m = len(x)
+    if method == "segmented":
+        tau_c = x[min_size - 1:m - min_size + 1]                       # kinks at grid points
+        return tau_c, np.maximum(x[None, :] - tau_c[:, None], 0.0)
+    ks = np.arange(min_size - 1, m - min_size)                         # jump after point k
+    return (x[ks] + x[ks + 1]) / 2, (np.arange(m)[None, :] > ks[:, None]).astype(np.float64)
+
+
 def _scan(x: np.ndarray, y: np.ndarray, w: np.ndarray, method: str, min_size: int) -> dict:
     """Best breakpoint for each row of ``y`` (B, m) with weights ``w`` (B, m) (0 = no data).
 
@@ -122,13 +133,7 @@ def _scan(x: np.ndarray, y: np.ndarray, w: np.ndarray, method: str, min_size: in
         rss0 = np.maximum(Cyy - Cxy ** 2 / Cxx, 0.0)
     m = len(x)
     n = np.arange(m)
-    if method == "segmented":
-        tau_c = x[min_size - 1:m - min_size + 1]                       # kinks at grid points
-        B = np.maximum(x[None, :] - tau_c[:, None], 0.0)               # (K, m) hinge basis
-    else:
-        ks = n[min_size - 1:m - min_size]                              # jump after point k
-        tau_c = (x[ks] + x[ks + 1]) / 2
-        B = (n[None, :] > ks[:, None]).astype(np.float64)
+    tau_c, B = _candidates(x, method, min_size)
     # add the extra basis vector to the line: RSS1 = RSS0 - <r0, b~>^2 / |b~|^2 (b~ = b orthogonal to 1, x)
     Sb, Sxb, Sbb, Syb = w @ B.T, (w * x) @ B.T, w @ (B * B).T, wy @ B.T
     Cxb = _cov(Sw[:, None], Sx[:, None], Sb, Sxb)
@@ -191,29 +196,122 @@ def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(X[keep] * sw[:, None], y[keep] * sw, rcond=None)[0]
 
 
-def _percentile(v: np.ndarray, level: float, label: str) -> Interval:
-    v = v[np.isfinite(v)]
-    if len(v) < 2:
-        return Interval(float("nan"), float("nan"), label, level)
+def _batches(total: int, batch: int):
+    for s in range(0, total, batch):
+        yield min(batch, total - s)
+
+
+def _max_t(Z: np.ndarray) -> np.ndarray:
+    """max over breakpoints of |t| of the per-seed coefficients ``Z`` (..., n, K) across seeds."""
+    n = Z.shape[-2]
+    mu, sd = Z.mean(-2), Z.std(-2, ddof=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.abs(mu) / (sd / math.sqrt(n))
+    t = np.where(sd > 1e-12 * np.maximum(np.abs(mu), 1e-300), t, np.where(np.abs(mu) > 0, np.inf, 0.0))
+    return t.max(-1)
+
+
+def _seed_scheme(Yf, cnt, yz, *, x, method, min_size, n_boot, level, batch, rng) -> dict:
+    """Seed-level test (max |t| over breakpoints) and the breakpoint interval from the seeds' covariance.
+
+    ``Yf`` (n, m) holds the standardised rows with missing values filled (see ``locate``), on the
+    grid points that have data. Test: each seed's coefficient of the change basis (hinge or
+    step, orthogonal to the line) at every candidate breakpoint; ``t`` across seeds is exactly
+    Student ``t(n-1)`` at each breakpoint for Gaussian seed errors of any covariance along x;
+    the null distribution of the maximum over breakpoints is simulated from Gaussian seeds with
+    the seeds' sample covariance (which sets the dependence between breakpoints).
+    """
+    from scipy import stats
+
+    n = len(Yf)
+    _, B = _candidates(x, method, min_size)
+    X0 = np.column_stack([np.ones_like(x), x])
+    Bt = B - (B @ X0) @ np.linalg.pinv(X0)                              # change bases orthogonal to the line
+    nb = (Bt * Bt).sum(1)
+    A = np.where(nb[:, None] > 1e-12, Bt / np.maximum(nb, 1e-300)[:, None], 0.0)
+    Z = Yf @ A.T                                                        # (n, K) per-seed coefficients
+    T = float(_max_t(Z))
+    Dz = Z - Z.mean(0)
+    tstar = []
+    for b in _batches(n_boot, batch):
+        xi = rng.standard_normal((b, n, n))
+        tstar.append(_max_t(xi @ Dz / math.sqrt(n - 1)))               # n Gaussian seeds, covariance S
+    tstar = np.concatenate(tstar)
+    p = float((1 + np.sum(tstar >= T)) / (1 + n_boot))
+    # interval: resample the seeds (multinomial counts), refit; deviations from the mean are scaled by
+    # sqrt(n/(n-1)) so that a resampled mean has the variance s^2/n of the sample mean
+    D = Yf - Yf.mean(0)
+    w = cnt[None]
+    taus: list[np.ndarray] = []
+
+    def refit(W: np.ndarray) -> np.ndarray:
+        yb = yz[None] + math.sqrt(n / (n - 1)) * (W @ D) / n
+        t = _scan(x, yb, np.repeat(w, len(W), 0), method, min_size)["tau"]
+        taus.append(t)
+        return t
+
+    bootstrap_weighted(n, refit, n_boot=n_boot, level=level, seed=int(rng.integers(2 ** 31)),
+                               what="seeds", batch=batch)
     a = (1 - level) / 2
-    return Interval(float(np.quantile(v, a)), float(np.quantile(v, 1 - a)), label, level)
+    k = float(stats.t.ppf(1 - a, n - 1) / stats.norm.ppf(1 - a))
+    return {"p": p, "stat": T, "statistic_name": "max |t|", "taus": np.concatenate(taus), "scale": k,
+            "label": (f"max over breakpoints of |t| of the {n} seeds' change coefficients, null simulated "
+                      f"({n_boot} draws) from Gaussian seeds with their sample covariance"),
+            "iv_label": (f"seed bootstrap percentile ({n_boot} resamples of {n} seeds, deviations x sqrt(n/(n-1))), "
+                         f"spread about the estimate x t({n - 1})/z = {k:.3g}")}
 
 
-def _gap_interval(x: np.ndarray, taus: np.ndarray, level: float, label: str) -> Interval:
-    """Percentile interval of step locations (gap midpoints), widened to the gaps' grid points."""
+def _residual_scheme(cnt, yz, fitted0, fitted1, F, *, x, method, min_size, n_boot, level, batch, rng) -> dict:
+    """sup-F and breakpoint refits from the change fit's residuals resampled along the grid.
+
+    Errors are assumed independent along x (the only choice with 1 or 2 seeds).
+    """
+    m = len(x)
+    e = (yz - fitted1) * np.sqrt(cnt)                                   # residuals on the scale of one seed
+    e = (e - e.mean()) * math.sqrt(m / max(m - 4, 1))
+    sc = 1.0 / np.sqrt(cnt)
+    w = cnt[None]
+
+    def draws(b: int, centre: np.ndarray) -> np.ndarray:
+        return centre[None] + e[rng.integers(m, size=(b, m))] * sc[None]
+
+    fstar, taus = [], []
+    for b in _batches(n_boot, batch):
+        r = _scan(x, draws(b, fitted0), np.repeat(w, b, 0), method, min_size)
+        fstar.append(_f_stat(r["rss0"], r["rss1"], r["m"]))
+    for b in _batches(n_boot, batch):
+        taus.append(_scan(x, draws(b, fitted1), np.repeat(w, b, 0), method, min_size)["tau"])
+    fstar = np.concatenate(fstar)
+    return {"p": float((1 + np.sum(fstar >= F)) / (1 + n_boot)), "stat": F, "statistic_name": "sup-F",
+            "taus": np.concatenate(taus), "scale": 1.0,
+            "label": f"sup-F, null from {n_boot} residual bootstrap resamples under the fitted line "
+                     "(errors assumed independent along x)",
+            "iv_label": f"residual bootstrap percentile ({n_boot} refits)"}
+
+
+def _breakpoint_interval(x: np.ndarray, tau: float, taus: np.ndarray, scale: float, level: float, label: str,
+                         method: str, min_size: int) -> Interval:
+    """Percentile interval of the refitted breakpoints, its spread about ``tau`` times ``scale``,
+    kept inside the searched range; for a step, widened to whole gaps between grid points."""
     v = taus[np.isfinite(taus)]
     if len(v) < 2:
         return Interval(float("nan"), float("nan"), label, level)
     a = (1 - level) / 2
-    lo, hi = float(np.quantile(v, a, method="lower")), float(np.quantile(v, 1 - a, method="higher"))
-    k_lo = int(np.clip(np.searchsorted(x, lo) - 1, 0, len(x) - 2))
-    k_hi = int(np.clip(np.searchsorted(x, hi) - 1, 0, len(x) - 2))
-    return Interval(float(x[k_lo]), float(x[k_hi + 1]), label + ", widened to whole gaps", level)
+    q_lo, q_hi = (float(np.quantile(v, a, method="lower")), float(np.quantile(v, 1 - a, method="higher"))) \
+        if method == "step" else (float(np.quantile(v, a)), float(np.quantile(v, 1 - a)))
+    lo, hi = tau - scale * max(tau - q_lo, 0.0), tau + scale * max(q_hi - tau, 0.0)
+    m = len(x)
+    if method == "step":
+        lo, hi = max(lo, x[min_size - 1]), min(hi, x[m - min_size])
+        k_lo = int(np.clip(np.searchsorted(x, lo, side="right") - 1, 0, m - 2))
+        k_hi = int(np.clip(np.searchsorted(x, hi, side="left"), 1, m - 1))
+        return Interval(float(x[k_lo]), float(x[k_hi]), label + ", widened to whole gaps", level)
+    return Interval(float(max(lo, x[min_size - 1])), float(min(hi, x[m - min_size])), label, level)
 
 
 # ------------------------------------------------------------------ public
 def locate(x: Any, Y: Any, *, method: str = "segmented", seed: int = 0, n_boot: int = N_BOOT,
-           level: float = LEVEL, min_size: int = 2, batch: int = 250) -> dict:
+           level: float = LEVEL, min_size: int = 2, resample: str = "auto", batch: int = 250) -> dict:
     """Locate one change point of the seed-mean curve, test it against a line, give it an interval.
 
     See the module docstring for the method (hinge or step least squares by exact search;
@@ -254,137 +352,88 @@ def locate(x: Any, Y: Any, *, method: str = "segmented", seed: int = 0, n_boot: 
     """
     xa, Ya = _validate(x, Y, method, n_boot, level, min_size)
     check_positive_int(batch, "batch")
+    check_choice(resample, "resample", RESAMPLE)
     rng = rng_for(seed)
-    n_seeds, m = Ya.shape
-    fin = np.isfinite(Ya)
-    cnt = fin.sum(0).astype(np.float64)                            # seeds measured per grid point
+    n_seeds, m_all = Ya.shape
+    fin_all = np.isfinite(Ya)
+    cnt_all = fin_all.sum(0).astype(np.float64)                         # seeds measured per grid point
     with np.errstate(invalid="ignore", divide="ignore"):
-        ybar = np.where(cnt > 0, np.where(fin, Ya, 0.0).sum(0) / np.maximum(cnt, 1), np.nan)
-        sd = np.array([np.std(Ya[fin[:, j], j], ddof=1) if cnt[j] > 1 else np.nan for j in range(m)])
-        sem = sd / np.sqrt(cnt)
+        ybar_all = np.where(cnt_all > 0, np.where(fin_all, Ya, 0.0).sum(0) / np.maximum(cnt_all, 1), np.nan)
+        ss = np.where(fin_all, (Ya - ybar_all) ** 2, 0.0).sum(0)
+        sem = np.where(cnt_all > 1, np.sqrt(ss / np.maximum(cnt_all - 1, 1) / np.maximum(cnt_all, 1)), np.nan)
+    has = cnt_all > 0                                                    # grid points no seed measured drop out
+    xk, Yk, fin, cnt, ybar = xa[has], Ya[:, has], fin_all[:, has], cnt_all[has], ybar_all[has]
     # standardise x and y: the search is affine-equivariant, and this keeps its sums well conditioned
-    xm, xs = float(xa.mean()), float(xa.std())
-    xz = (xa - xm) / xs
-    has = cnt > 0
-    ym, ys = float(np.average(ybar[has], weights=cnt[has])), float(np.std(ybar[has]))
+    xm, xs = float(xk.mean()), float(xk.std())
+    xz = (xk - xm) / xs
+    ym, ys = float(np.average(ybar, weights=cnt)), float(np.std(ybar))
     ys = ys if ys > 0 else 1.0
-    yz = np.where(has, (ybar - ym) / ys, 0.0)
+    yz = (ybar - ym) / ys
 
     obs = _scan(xz, yz[None], cnt[None], method, min_size)
-    tau_z, rss0, rss1, m_eff = float(obs["tau"][0]), float(obs["rss0"][0]), float(obs["rss1"][0]), int(obs["m"][0])
+    tau_z, rss0, rss1 = float(obs["tau"][0]), float(obs["rss0"][0]), float(obs["rss1"][0])
     F = float(_f_stat(obs["rss0"], obs["rss1"], obs["m"])[0])
     beta1 = _wls(_design(xz, tau_z, method), yz, cnt)
     fitted1 = _design(xz, tau_z, method) @ beta1
     beta0 = _wls(np.column_stack([np.ones_like(xz), xz]), yz, cnt)
     fitted0 = beta0[0] + beta0[1] * xz
 
-    def _batches(total: int):
-        for s in range(0, total, batch):
-            yield min(batch, total - s)
-
-    model = ("continuous two-segment (hinge) least squares, exact breakpoint search" if method == "segmented"
-             else "line plus one step least squares, exact search over gaps")
-    if n_seeds >= _SEED_RESAMPLING_MIN:
-        # deviation curves of the seeds from the seed mean, scaled so a resampled mean has variance s^2/n
-        Dz = np.where(fin, (Ya - ym) / ys - yz[None], 0.0)
-        infl = np.sqrt(np.where(cnt > 1, cnt / np.maximum(cnt - 1, 1), 1.0))
-        Mf = fin.astype(np.float64)
-
-        def resampled(Wc: np.ndarray, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            wc = Wc @ Mf                                                 # (b, m) seeds drawn per point
-            with np.errstate(invalid="ignore", divide="ignore"):
-                dev = np.where(wc > 0, (Wc @ Dz) / wc, 0.0)
-            return centre[None] + infl[None] * dev, wc
-
-        # test: the seeds' deviations around the fitted line
-        fstar = []
-        for b in _batches(n_boot):
-            Wc = rng.multinomial(n_seeds, np.full(n_seeds, 1.0 / n_seeds), size=b).astype(np.float64)
-            yb, wb = resampled(Wc, fitted0)
-            r = _scan(xz, yb, wb, method, min_size)
-            fstar.append(_f_stat(r["rss0"], r["rss1"], r["m"]))
-        fstar = np.concatenate(fstar)
-        boot_taus: list[np.ndarray] = []
-
-        def tau_of_counts(W: np.ndarray) -> np.ndarray:
-            yb, wb = resampled(W, yz)
-            t = _scan(xz, yb, wb, method, min_size)["tau"]
-            t = np.where((wb > 0).sum(1) >= 2 * min_size, t, np.nan)
-            boot_taus.append(t)
-            return t
-
-        iv = bootstrap_weighted(n_seeds, tau_of_counts, n_boot=n_boot, level=level,
-                                seed=int(rng.integers(2 ** 31)), what="seeds", batch=batch)
-        taus = np.concatenate(boot_taus)
-        resampling = f"seed bootstrap ({n_boot} resamples of {n_seeds} seeds' deviation curves)"
-        iv = Interval(iv.lo, iv.hi, f"seed bootstrap percentile, {n_boot} resamples of {n_seeds} seeds "
-                      "(deviations from the mean x sqrt(n/(n-1)))", level)
+    if resample == "auto":
+        resample = "seeds" if n_seeds >= _SEED_MIN else "residuals"
+    if resample == "seeds" and n_seeds < _SEED_MIN:
+        fail("resample", f"'seeds' needs >= {_SEED_MIN} seeds, got {n_seeds}")
+    ctx = dict(x=xz, method=method, min_size=min_size, n_boot=n_boot, level=level, batch=batch, rng=rng)
+    if resample == "seeds":
+        # a seed's missing value: the other seeds' mean there plus this seed's mean deviation elsewhere
+        Z = (Yk - ym) / ys
+        off = np.nanmean(np.where(fin, Z - yz[None], np.nan), axis=1)
+        Yf = np.where(fin, Z, yz[None] + off[:, None])
+        res = _seed_scheme(Yf, cnt, yz, **ctx)
     else:
-        # 1-2 seeds: residual bootstrap along the grid (errors assumed independent along x)
-        keep = np.flatnonzero(has)
-        e = (yz - fitted1)[keep] * np.sqrt(cnt[keep])                # residuals on the scale of one seed
-        e = (e - e.mean()) * math.sqrt(len(keep) / max(len(keep) - 4, 1))
-        sc = 1.0 / np.sqrt(np.maximum(cnt, 1))
-        wfix = cnt[None]
-
-        def draws(b: int, centre: np.ndarray) -> np.ndarray:
-            out = np.tile(centre, (b, 1))
-            out[:, keep] += e[rng.integers(len(e), size=(b, len(keep)))] * sc[keep]
-            return out
-
-        fstar, taus = [], []
-        for b in _batches(n_boot):
-            r = _scan(xz, draws(b, fitted0), np.repeat(wfix, b, 0), method, min_size)
-            fstar.append(_f_stat(r["rss0"], r["rss1"], r["m"]))
-        for b in _batches(n_boot):
-            taus.append(_scan(xz, draws(b, fitted1), np.repeat(wfix, b, 0), method, min_size)["tau"])
-        fstar, taus = np.concatenate(fstar), np.concatenate(taus)
-        resampling = f"residual bootstrap ({n_boot} resamples of {len(keep)} residuals; {n_seeds} seed(s))"
-        iv = _percentile(taus, level, f"residual bootstrap percentile, {n_boot} resamples of {len(keep)} residuals "
-                         f"({n_seeds} seed(s))")
-
-    p = float((1 + np.sum(fstar >= F)) / (1 + len(fstar)))
+        res = _residual_scheme(cnt, yz, fitted0, fitted1, F, **ctx)
+    p = res["p"]
     found = bool(p < 1 - level)
     # back to the units of x
     tau = tau_z * xs + xm
-    taus_x = taus * xs + xm
-    if method == "step":
-        # a jump is placed only to a gap between grid points: the interval spans whole gaps
-        bp_iv = _gap_interval(xa, taus_x, level, iv.method)
-    else:
-        bp_iv = Interval(iv.lo * xs + xm, iv.hi * xs + xm, iv.method, level) if iv.finite else iv
-    iv_label = bp_iv.method
+    taus_x = res["taus"] * xs + xm
+    bp_iv = _breakpoint_interval(xk, tau, taus_x, res["scale"], level, res["iv_label"], method, min_size)
     a_z, b_z, c_z = beta1
     slope_l = b_z * ys / xs
+    icpt = float(ym + ys * (a_z - b_z * xm / xs))
     if method == "segmented":
-        params = {"intercept": float(ym + ys * (a_z - b_z * xm / xs) ), "slope": float(slope_l),
-                  "slope_change": float(c_z * ys / xs), "breakpoint": float(tau)}
+        params = {"intercept": icpt, "slope": float(slope_l), "slope_change": float(c_z * ys / xs),
+                  "breakpoint": float(tau)}
         slopes = [float(slope_l), float(slope_l + c_z * ys / xs)]
         cx = np.sort(np.append(xa, tau))
         cy = ym + ys * (_design((cx - xm) / xs, tau_z, method) @ beta1)
     else:
-        params = {"intercept": float(ym + ys * (a_z - b_z * xm / xs)), "slope": float(slope_l),
-                  "jump": float(c_z * ys), "breakpoint": float(tau)}
+        params = {"intercept": icpt, "slope": float(slope_l), "jump": float(c_z * ys), "breakpoint": float(tau)}
         slopes = [float(slope_l), float(slope_l)]
-        left = xa[xa < tau]
-        right = xa[xa > tau]
+        left, right = xa[xa < tau], xa[xa > tau]
         cx = np.concatenate([left, [tau, tau], right])
-        lz = ym + ys * (beta1[0] + beta1[1] * (cx - xm) / xs)
-        cy = lz + np.concatenate([np.zeros(len(left) + 1), np.full(len(right) + 1, c_z * ys)])
-    desc = (f"{model} of the {n_seeds}-seed mean curve; sup-F test vs one line by {resampling} under the "
-            f"fitted line, found if p < {1 - level:.3g}; breakpoint interval: {iv_label}")
+        cy = icpt + slope_l * cx + np.concatenate([np.zeros(len(left) + 1), np.full(len(right) + 1, c_z * ys)])
+    model = ("continuous two-segment (hinge) least squares, exact breakpoint search" if method == "segmented"
+             else "line plus one step least squares, exact search over gaps")
+    desc = (f"{model}, {n_seeds}-seed mean curve; test vs one line: {res['label']}, found if p < "
+            f"{1 - level:.3g}; breakpoint interval: {bp_iv.method}")
+    design_all = _design((xa - xm) / xs, tau_z, method)
     fit = {
-        "x": xa.tolist(), "mean": ybar.tolist(), "sem": sem.tolist(), "n": cnt.astype(int).tolist(),
-        "fitted": (ym + ys * fitted1).tolist(), "line": (ym + ys * fitted0).tolist(),
+        "x": xa.tolist(), "mean": ybar_all.tolist(), "sem": sem.tolist(), "n": cnt_all.astype(int).tolist(),
+        "fitted": (ym + ys * design_all @ beta1).tolist(),
+        "line": (ym + ys * (beta0[0] + beta0[1] * (xa - xm) / xs)).tolist(),
         "curve_x": cx.tolist(), "curve_y": np.asarray(cy).tolist(),
         "breakpoint": float(tau), "breakpoint_interval": bp_iv, "params": params, "slopes": slopes,
-        "rss_line": rss0 * ys ** 2, "rss_change": rss1 * ys ** 2, "n_grid_used": m_eff,
+        "rss_line": rss0 * ys ** 2, "rss_change": rss1 * ys ** 2, "sup_F": F, "n_grid_used": int(has.sum()),
+        "statistic_name": res["statistic_name"], "resample": resample,
+        "breakpoint_interval_percentile": _breakpoint_interval(xk, tau, taus_x, 1.0, level, "plain percentile of "
+                                                               "the refits", method, min_size),
         "boot_breakpoints": taus_x.tolist(), "model": method,
     }
     return {
         "found": found, "location": float(tau) if found else None, "interval": bp_iv if found else None,
-        "method": desc, "statistic": F, "p_value": p, "n_seeds": int(n_seeds), "grid": xa.tolist(), "fit": fit,
+        "method": desc, "statistic": float(res["stat"]), "p_value": p, "n_seeds": int(n_seeds),
+        "grid": xa.tolist(), "fit": fit,
     }
 
 
-__all__ = ["locate", "METHODS"]
+__all__ = ["locate", "METHODS", "RESAMPLE"]
