@@ -20,7 +20,8 @@
 # norms, cosine distribution, intrinsic dimensionality (participation ratio), the spread
 # of random 4-simplex (pentachoron) volumes — and how far is it from an isotropic Gaussian
 # of the same shape and scale, and from the same architecture at random initialisation?
-# How do hidden states evolve through the layers?
+# How do hidden states evolve through the layers, and (encoder–decoder models) how far
+# apart are the encoder's and the decoder's states on a translation pair?
 #
 # **Seed.** Seed 001 §1 (T5-Small embedding + layer geometry) and §13a (Qwen3.5 embedding
 # probes), made generic over model families: text models analyse their token embedding;
@@ -156,6 +157,16 @@ headline["pr_over_dim"] = results.headline(
     nulls={k: {"value": e["pr_over_dim"], "interval": prd_iv[k]} for k, e in eig.items() if k != "embedding"})
 
 # %% [markdown]
+# The cumulative explained variance — the share of the variance in the first *k*
+# principal components, `cumsum(λ) / Σλ` — drawn for the first 200 components with the
+# 95 % and 99 % lines, as in seed §13a's panel (recorded: the first 200 values per table).
+
+# %%
+metrics["cumulative_variance"] = {k: probes.cumulative_variance(e, top=200) for k, e in ev.items()}
+job.figure(plots.cumulative_variance(ev, title=f"{lm.name}: cumulative explained variance (D = {D_})"),
+           "cumulative_variance")
+
+# %% [markdown]
 # ## 5. Pentachoron geometry (Cayley–Menger)
 #
 # Volumes of random 4-simplices drawn from the whole table; the coefficient of
@@ -254,6 +265,33 @@ else:
     print(f"Semantic categories: not applicable — {cat['reason']}.")
 
 # %% [markdown]
+# ## 7b. Token-id-range categories (seed §13a)
+#
+# Seed §13a took four categories by **token id**: ids 48–57 ("ASCII digits"), 65–90
+# ("ASCII upper"), 97–122 ("ASCII lower") — the ASCII codes — and the last 100 ids of
+# the table ("special tokens (tail)"), and compared their mean intra-category cosine with
+# the global mean. The ASCII codes are those characters only where id *k* is the byte
+# *k*; in a byte-level BPE of the GPT-2 kind (Qwen, CLIP) ids 48–57 are `Q`…`Z`, in
+# WordPiece `[unused47]`…. Both definitions are measured: **seed** (the id ranges) and
+# **project** (the ids of the tokens that *are* those characters, case kept: an uncased
+# tokenizer has no upper-case letters). `named chars` counts the ids whose token is the
+# character the category names; the tail is the same ids in both. Interval: bootstrap
+# over the category's tokens; null: the same ids in the random-init table.
+
+# %%
+tr = {k: probes.token_range_probe(T, lm.tokenizer, cos[k]["mean"]) for k, T in mats.items() if k != "gaussian"}
+metrics["token_ranges"] = tr["embedding"]
+if tr["embedding"]["applicable"]:
+    tr["embedding"]["intervals"] = probes.uncertainty.token_range_intervals(E, tr["embedding"], SEED, n_boot=N_BOOT)
+    metrics["token_ranges_random_init"] = tr.get("random_init")
+    job.table(probes.tables.token_range_frame(tr["embedding"], tr["embedding"]["intervals"], tr.get("random_init")),
+              caption=f"Token-id-range categories (seed §13a), both definitions; global mean cosine "
+                      f"{M.intervals.format_value(cos['embedding']['mean'], cos_iv['embedding'])}",
+              formats={"std": "{:.4f}", "lift": "{:+.4f}", "random init": "{:.4f}"})
+else:
+    print(f"Token-id-range categories: not applicable — {tr['embedding']['reason']}.")
+
+# %% [markdown]
 # ## 8. Layer-by-layer hidden-state geometry
 #
 # Mean token norm and mean pairwise cosine between positions of each sequence, per layer
@@ -272,6 +310,40 @@ for stack in lm.stacks:
 metrics["layers"] = layers
 job.figure(plots.layers(layers), "layers")
 job.table(probes.tables.layers_frame(layers), caption="Hidden-state geometry by layer", index=False)
+
+# %% [markdown]
+# ## 8b. Encoder vs decoder hidden states (seed §1)
+#
+# Encoder–decoder models only (the T5 family). As in seed §1: the encoder reads
+# "translate English to German: The house is big.", the decoder reads the German target
+# "Das Haus ist groß." (its token ids as input, with the encoder's output), and position
+# *t* of one is compared with position *t* of the other by cosine, at layer 0 (the
+# embedding output), the middle layer (`n // 2`) and the last (after the final norm).
+# The seed compared the first 5 positions; here every position both sequences have, with
+# the seed's first-5 mean beside it. The two positions hold different tokens (the seed's
+# comment "both start from same embeddings" holds only for the table, not the tokens),
+# so at layer 0 the cosine is between two different tokens' embeddings, near the table's
+# mean cosine. Interval: bootstrap over positions; null: the random-init model.
+
+# %%
+ed = probes.encoder_decoder_cosine(lm)
+ed0 = probes.encoder_decoder_cosine(twin) if twin is not None and ed["applicable"] else None
+for r in (ed, ed0):
+    if r is not None and r["applicable"]:
+        r["intervals"] = probes.uncertainty.encoder_decoder_intervals(r, SEED, n_boot=N_BOOT)
+metrics.update(encoder_decoder=ed, encoder_decoder_random_init=ed0)
+
+# %%
+if ed["applicable"]:
+    job.table(probes.tables.encoder_decoder_frame(ed, ed["intervals"], ed0, (ed0 or {}).get("intervals")),
+              caption="Encoder vs decoder: mean cosine over positions at layers 0, middle, last",
+              formats={"seed: first 5": "{:.4f}"})
+    job.table(probes.tables.encoder_decoder_positions_frame(ed), caption="Encoder vs decoder: cosine per position",
+              formats={f"layer {li}": "{:.4f}" for li in ed["layers"]})
+    job.figure(plots.encoder_decoder(ed, ed["intervals"], ed0, (ed0 or {}).get("intervals"),
+                                     title=f"{lm.name}: encoder vs decoder hidden states (seed §1 pair)"), "encoder_decoder")
+else:
+    print(f"Encoder vs decoder hidden states: not applicable — {ed['reason']}.")
 
 # %% [markdown]
 # ## 9. Special tokens
@@ -355,6 +427,19 @@ else:
 # architecture at random init, and (for the pentachoron CV) the unit sphere of the same
 # dimension. The figure puts each number and its nulls on one axis.
 
+# %% [markdown]
+# **Seed claim.** Seed 001's summary puts the pentachoron CV of the token embedding in a
+# band 0.20–0.23 (T5, Qwen). It is recorded for the findings notebook (15) in the seed's
+# definition, beside the Gaussian, unit-sphere and random-init nulls — text models only
+# (open_clip: its text tower); a vision model has no token embedding.
+
+# %%
+if lm.is_text:
+    metrics["claims"] = {"pentachoron_cv": {"embedding": results.headline(
+        pent["embedding"]["cv"], interval=cv_iv["embedding"], label="pentachoron CV (token embedding)", fmt=".4f",
+        nulls={probes.uncertainty.CLAIM_NULLS[k]: n for k, n in cv_nulls.items()},
+        note=" ".join(filter(None, [cv_note, probes.uncertainty.cv_definition_note(pent["embedding"])])))}}
+
 # %%
 job.figure(plots.headline_nulls(headline, title=f"{lm.name}: headline numbers and null models (95 % intervals)"),
            "headline_nulls", key=True)
@@ -363,12 +448,16 @@ job.finish(metrics, headline)
 # %% [markdown]
 # ## References
 #
-# - Seed 001 §1 (T5-Small embedding + layer geometry) and §13a (Qwen3.5 embedding probes).
+# - Seed 001 §1 (T5-Small embedding + layer geometry, encoder vs decoder on the
+#   English→German pair) and §13a (Qwen3.5 embedding probes: token-id-range categories,
+#   cumulative variance).
 # - Seed bugs fixed here: pentachora are drawn from the *whole* table (some seed code drew
 #   from the first 512 rows); multi-piece digit encodings no longer pick SentencePiece's
 #   bare `▁` piece; single-token sequences no longer enter the layer cosine as 0; the
 #   Gaussian baseline is isotropic with matched total variance (the seed used the scalar
-#   std of all entries in §1 and per-dimension stds — not isotropic — in §13a).
+#   std of all entries in §1 and per-dimension stds — not isotropic — in §13a); §13a's
+#   id-range categories are the named characters only in a byte-ordered vocabulary, so
+#   the characters' own tokens are measured beside them.
 # - P. Gao et al., "A theory of multineuronal dimensionality" (participation ratio);
 #   O. Roy & M. Vetterli, "The effective rank" (2007); L. M. Blumenthal, *Theory and
 #   Applications of Distance Geometry* (Cayley–Menger determinants).

@@ -7,7 +7,10 @@ gives the headline numbers their 95 % intervals.
 from . import tables, uncertainty
 from .embedding import (
     CATEGORIES,
+    ID_RANGES,
     category_probe,
+    char_token_id,
+    cumulative_variance,
     digit_manifold,
     eigenspectrum,
     embed_vs_output,
@@ -18,23 +21,40 @@ from .embedding import (
     relative_position_bias,
     single_token_id,
     special_tokens,
+    token_range_categories,
+    token_range_probe,
     vision_embedding_tables,
     weight_tying,
 )
-from .hidden import SENTENCES, layer_geometry, synthetic_images
+from .hidden import (
+    SENTENCES,
+    TRANSLATION_PAIR,
+    encoder_decoder_cosine,
+    encoder_decoder_states,
+    is_encoder_decoder,
+    layer_geometry,
+    position_cosines,
+    seed_layers,
+    synthetic_images,
+)
 from .uncertainty import (
     digit_corr_interval,
     dimension_note,
     mean_cosine_interval,
+    position_interval,
     pr_interval,
     scale_interval,
+    token_cosine_interval,
     volume_ratio_interval,
 )
 
 __all__ = [
-    "CATEGORIES", "SENTENCES", "category_probe", "digit_corr_interval", "digit_manifold", "dimension_note",
-    "eigenspectrum", "embed_vs_output", "euclidean_distances", "layer_geometry", "mean_cosine_interval",
-    "norm_stats", "parameter_census", "pentachoron_probe", "pr_interval", "relative_position_bias",
-    "scale_interval", "single_token_id", "special_tokens", "synthetic_images", "tables", "uncertainty",
+    "CATEGORIES", "ID_RANGES", "SENTENCES", "TRANSLATION_PAIR", "category_probe", "char_token_id",
+    "cumulative_variance", "digit_corr_interval", "digit_manifold", "dimension_note", "eigenspectrum",
+    "embed_vs_output", "encoder_decoder_cosine", "encoder_decoder_states", "euclidean_distances",
+    "is_encoder_decoder", "layer_geometry", "mean_cosine_interval", "norm_stats", "parameter_census",
+    "pentachoron_probe", "position_cosines", "position_interval", "pr_interval", "relative_position_bias",
+    "scale_interval", "seed_layers", "single_token_id", "special_tokens", "synthetic_images", "tables",
+    "token_cosine_interval", "token_range_categories", "token_range_probe", "uncertainty",
     "vision_embedding_tables", "volume_ratio_interval", "weight_tying",
 ]

@@ -10,6 +10,7 @@ in one sentence and go on.
 from __future__ import annotations
 
 import itertools
+import string
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -31,6 +32,16 @@ CATEGORIES: dict[str, list[str]] = {
     "time": ["day", "night", "year", "month", "week", "hour", "morning", "evening", "today", "tomorrow"],
 }
 PERCENTILES = (1, 5, 25, 50, 75, 95, 99)
+#: seed 001 §13a's token categories, defined by token-id ranges: the ASCII codes of the
+#: digits, upper- and lower-case letters (ids 48–57, 65–90, 97–122), and the last ``TAIL``
+#: ids of the table ("special tokens (tail)")
+ID_RANGES: dict[str, range] = {"ASCII digits": range(48, 58), "ASCII upper": range(65, 91),
+                               "ASCII lower": range(97, 123)}
+#: the characters those ranges are named after (the project's definition looks them up)
+ID_RANGE_CHARS: dict[str, str] = {"ASCII digits": string.digits, "ASCII upper": string.ascii_uppercase,
+                                  "ASCII lower": string.ascii_lowercase}
+TAIL = 100
+TAIL_NAME = "last 100 ids"
 
 
 def _matrix(E: Any, name: str = "E") -> torch.Tensor:
@@ -178,6 +189,38 @@ def eigenspectrum(E: Any, fractions: Sequence[float] = (0.8, 0.9, 0.95, 0.99), *
         "total_variance": float(ev.sum()), "n_rows_used": int(idx.size),
     }
     return (out, ev) if return_data else out
+
+
+def cumulative_variance(eigenvalues: Any, top: int | None = None) -> np.ndarray:
+    """Cumulative explained variance of a covariance spectrum (the seed's ``cumsum(λ) / Σλ``).
+
+    Parameters
+    ----------
+    eigenvalues : array-like, shape (m,)
+        Covariance eigenvalues (any order; sorted descending here). Negative round-off
+        (above ``-1e-12·max``) is clipped to 0; a clearly negative value is an error.
+    top : int, optional
+        Return only the first ``top`` entries (the seed's panel drew 200).
+
+    Returns
+    -------
+    ndarray, shape (min(m, top),)
+        Non-decreasing, in (0, 1]; the full curve ends at exactly 1. Entry ``k - 1`` is
+        the share of the variance in the first ``k`` principal components (PCA's
+        cumulative ``explained_variance_ratio_``).
+    """
+    e = V.as_tensor(eigenvalues, "eigenvalues", ndim=1, min_shape={0: 1}, dtype=torch.float64).numpy()
+    if (e < -1e-12 * max(1.0, float(np.abs(e).max()))).any():
+        V.fail("eigenvalues", "expected non-negative eigenvalues (a covariance spectrum)")
+    e = np.sort(np.clip(e, 0, None))[::-1]
+    tot = e.sum()
+    if not tot > 0:
+        V.fail("eigenvalues", "all eigenvalues are zero; no variance to explain")
+    cum = np.minimum(np.cumsum(e) / tot, 1.0)
+    cum[-1] = 1.0
+    if top is not None:
+        cum = cum[:V.check_positive_int(top, "top")]
+    return cum
 
 
 def euclidean_distances(E: Any, n_sample: int | None = 2000, seed: int = 0,
@@ -347,6 +390,105 @@ def category_probe(E: Any, tokenizer: Any, categories: Mapping[str, Sequence[str
     cc = M.cosine_matrix(torch.stack(cents)).numpy()
     return {"applicable": True, "categories": res, "skipped": skipped,
             "centroid_names": names, "centroid_cosine": cc}
+
+
+def token_strings(tokenizer: Any, ids: Sequence[int]) -> list[str]:
+    """What each id decodes to, stripped of surrounding whitespace ("" beyond the tokenizer)."""
+    n = len(tokenizer)
+    return [tokenizer.decode([int(i)]).strip() if 0 <= int(i) < n else "" for i in ids]
+
+
+def char_token_id(tokenizer: Any, char: str) -> int | None:
+    """The one id whose token is the character ``char`` itself (case kept), or None.
+
+    ``single_token_id`` finds how the tokenizer encodes the text ``char``; an uncased
+    tokenizer maps ``"A"`` to the token ``"a"``, which is not ``"A"``: None.
+    """
+    i = single_token_id(tokenizer, char)
+    return i if i is not None and token_strings(tokenizer, [i])[0] == char else None
+
+
+def token_range_categories(tokenizer: Any, vocab_size: int, tail: int = TAIL) -> dict[str, dict[str, list[int]]]:
+    """The ids of seed 001 §13a's token categories, in the seed's and the project's definition.
+
+    Parameters
+    ----------
+    tokenizer : tokenizer
+    vocab_size : int
+        Rows of the embedding table (the seed's ``vocab_size``; may exceed the tokenizer).
+    tail : int
+        The last ``tail`` ids form the tail category.
+
+    Returns
+    -------
+    dict
+        ``{"seed": {name: ids}, "project": {name: ids}}``. **seed**: the id ranges of
+        :data:`ID_RANGES` (the ASCII codes, ids < ``vocab_size``) — they are the characters
+        they are named after only in a vocabulary whose id ``k`` is the byte ``k``; in
+        GPT-2-style byte-level BPE (Qwen, CLIP) ids 48–57 are ``Q``…``Z``, in WordPiece
+        ``[unused47]``…. **project**: the ids of the tokens that *are* those characters
+        (:func:`char_token_id`, case kept, distinct). The tail (ids ``V - tail … V - 1``)
+        is the same in both.
+    """
+    V.check_positive_int(vocab_size, "vocab_size")
+    V.check_positive_int(tail, "tail")
+    tail_ids = list(range(max(0, vocab_size - tail), vocab_size))
+    seed = {name: [i for i in r if i < vocab_size] for name, r in ID_RANGES.items()}
+    project: dict[str, list[int]] = {}
+    for name, chars in ID_RANGE_CHARS.items():
+        ids = [char_token_id(tokenizer, c) for c in chars]
+        project[name] = list(dict.fromkeys(i for i in ids if i is not None and i < vocab_size))
+    seed[TAIL_NAME] = project[TAIL_NAME] = tail_ids
+    return {"seed": seed, "project": project}
+
+
+def token_range_probe(E: Any, tokenizer: Any, global_mean_cos: float | None = None, *, tail: int = TAIL,
+                      show: int = 12) -> dict:
+    """Seed 001 §13a's token-category structure: intra-category cosine of id-range categories.
+
+    For each definition of :func:`token_range_categories` (``seed``: id ranges;
+    ``project``: the tokens that are the named characters) and each category: the mean
+    and std of the cosine over pairs of its tokens, and its lift over the global mean
+    pairwise cosine (the seed printed both).
+
+    Returns
+    -------
+    dict
+        ``applicable``; ``definitions`` {"seed"/"project": {category: {n, ids, tokens
+        (vocabulary strings of the first ``show`` ids), intra_cos, intra_std (over pairs, ddof 1 as the
+        seed's torch ``std``), lift, named_chars (ids whose token is the character the
+        category names: ``chr(id)`` for a seed range, one of its characters for the
+        project), beyond_tokenizer (ids with no token: padding rows of the table)}}}.
+        A category with fewer than 2 ids has ``intra_cos`` None and a ``reason``.
+    """
+    if tokenizer is None:
+        return {"applicable": False, "reason": "no tokenizer (vision model)"}
+    t = _matrix(E)
+    cats = token_range_categories(tokenizer, t.shape[0], tail)
+    n_tok = len(tokenizer)
+    out: dict = {}
+    for definition, groups in cats.items():
+        res = {}
+        for name, ids in groups.items():
+            toks = token_strings(tokenizer, ids)
+            named = None  # the tail names no characters
+            if name in ID_RANGE_CHARS:  # seed: is id k the character chr(k)? project: true by construction
+                named = int(sum(tk == (chr(i) if definition == "seed" else tk) and tk in ID_RANGE_CHARS[name]
+                                for i, tk in zip(ids, toks)))
+            raw = tokenizer.convert_ids_to_tokens([i for i in ids[:show] if i < n_tok])
+            r = {"n": len(ids), "ids": list(ids), "tokens": [str(x) for x in raw], "named_chars": named,
+                 "beyond_tokenizer": int(sum(i >= n_tok for i in ids)), "intra_cos": None, "intra_std": None,
+                 "lift": None}
+            if len(ids) < 2:
+                r["reason"] = (f"{len(ids)} of its characters are single case-kept tokens (an uncased tokenizer "
+                               "lower-cases them)" if definition == "project" else f"{len(ids)} id(s) inside the table")
+            else:
+                c = M.cosine_matrix(t[torch.tensor(ids)]).numpy()[np.triu_indices(len(ids), k=1)]
+                r.update(intra_cos=float(c.mean()), intra_std=float(c.std(ddof=1)) if c.size > 1 else 0.0,
+                         lift=None if global_mean_cos is None else float(c.mean()) - global_mean_cos)
+            res[name] = r
+        out[definition] = res
+    return {"applicable": True, "definitions": out}
 
 
 def special_tokens(E: Any, tokenizer: Any, max_tokens: int = 32) -> dict:

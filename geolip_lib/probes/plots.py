@@ -267,6 +267,100 @@ def position_bias(weights: Mapping[str, np.ndarray]):
     return fig
 
 
+def cumulative_variance(eigenvalues: Mapping[str, np.ndarray], *, top: int = 200,
+                        marks: Sequence[float] = (0.95, 0.99), title: str = ""):
+    """Cumulative explained variance of the covariance spectra (seed 001 §13a's panel).
+
+    Parameters
+    ----------
+    eigenvalues : {name: ndarray}
+        Covariance spectra per table (``eigenspectrum(..., return_data=True)[1]``).
+    top : int
+        Components drawn (the seed drew 200).
+    marks : sequence of float
+        Variance shares marked by horizontal lines (the seed: 95 % and 99 %); the legend
+        gives each table's components for the first mark.
+    title : str
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes: cumulative share of the variance against the number of components.
+    """
+    from .embedding import cumulative_variance as cumvar
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    styles = ("-", "--", ":", "-.")  # the nulls often coincide with the table: dashes keep each line visible
+    for j, (name, ev) in enumerate(eigenvalues.items()):
+        full = cumvar(ev)
+        k = int(np.searchsorted(full, marks[0] - 1e-12) + 1) if len(marks) else None
+        lab = name + (f" ({k} components for {marks[0]:.0%})" if k is not None else "")
+        c = full[:top]
+        ax.plot(np.arange(1, len(c) + 1), c, styles[j % len(styles)], label=lab, color=_color(name), lw=1.6)
+    for m in marks:
+        ax.axhline(m, color="grey", ls=(0, (1, 3)), lw=0.8)
+        ax.annotate(f"{m:.0%}", (0.01, m), xycoords=("axes fraction", "data"), xytext=(0, -2),
+                    textcoords="offset points", va="top", fontsize=7, color="grey")
+    ax.set(title=title or f"Cumulative explained variance (first {top} components)", xlabel="components",
+           ylabel="share of the variance", ylim=(0, 1.02))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def encoder_decoder(result: Mapping[str, Any], intervals: Sequence[Any] | None = None,
+                    random_init: Mapping[str, Any] | None = None,
+                    random_init_intervals: Sequence[Any] | None = None, *, title: str = ""):
+    """Seed 001 §1's encoder-vs-decoder comparison: per-position cosine at layers 0, middle, last.
+
+    Parameters
+    ----------
+    result : dict
+        ``encoder_decoder_cosine(lm)`` (applicable).
+    intervals : sequence of Interval, optional
+        95 % interval of each layer's mean over positions (``position_interval``).
+    random_init, random_init_intervals : optional
+        The same for the random-init model (null).
+    title : str
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: cosine per position, one line per layer (x ticks: source | target token);
+        right: mean over positions per layer with its interval, beside the random init.
+    """
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2.2, 1]})
+    layer_colors = dict(zip([b["layer"] for b in result["by_layer"]], sns.color_palette("viridis", len(result["by_layer"]))))
+    n = max(b["n_positions"] for b in result["by_layer"])
+    for b in result["by_layer"]:
+        ax[0].plot(np.arange(b["n_positions"]), b["cosine"], "o-", color=layer_colors[b["layer"]], label=f"layer {b['layer']}")
+    ax[0].axhline(0, color="grey", lw=0.6)
+    ax[0].set_xticks(range(n), [f"{result['source_tokens'][t]} | {result['target_tokens'][t]}" for t in range(n)],
+                     rotation=60, ha="right", fontsize=7)
+    ax[0].set(title="Encoder vs decoder: cosine per position", xlabel="position: source | target token",
+              ylabel="cosine")
+    ax[0].legend(fontsize=8)
+    sets = [("measured", result, intervals, _color("embedding"))]
+    if random_init is not None and random_init.get("applicable"):
+        sets.append(("random init", random_init, random_init_intervals, _color("random_init")))
+    for j, (name, res, ivs, col) in enumerate(sets):
+        x = np.arange(len(res["by_layer"])) + (j - (len(sets) - 1) / 2) * 0.18
+        for k, b in enumerate(res["by_layer"]):
+            iv = ivs[k] if ivs is not None and k < len(ivs) else None
+            lo, hi = (iv.lo, iv.hi) if hasattr(iv, "lo") else ((iv or {}).get("lo"), (iv or {}).get("hi"))
+            if lo is not None and np.isfinite(lo) and np.isfinite(hi):
+                ax[1].plot([x[k], x[k]], [lo, hi], "_-", color=col, lw=1.5, ms=8)
+            ax[1].plot([x[k]], [b["mean"]], "o", color=col, label=name if k == 0 else None)
+    ax[1].axhline(0, color="grey", lw=0.6)
+    ax[1].set_xticks(range(len(result["by_layer"])), [f"layer {b['layer']}" for b in result["by_layer"]])
+    ax[1].set(title="Mean over positions (95 % interval)", ylabel="cosine")
+    ax[1].legend(fontsize=8)
+    fig.suptitle(title or "Encoder vs decoder hidden states")
+    fig.tight_layout()
+    return fig
+
+
 def headline_nulls(headline: Mapping[str, Mapping], *, title: str = ""):
     """Each headline number with its 95 % interval beside every null model (and its interval).
 
@@ -313,5 +407,5 @@ def headline_nulls(headline: Mapping[str, Mapping], *, title: str = ""):
     return fig
 
 
-__all__ = ["PALETTE", "categories_heatmap", "digits_heatmap", "headline_nulls", "layers", "pentachoron_volumes",
-           "position_bias", "terrain_map"]
+__all__ = ["PALETTE", "categories_heatmap", "cumulative_variance", "digits_heatmap", "encoder_decoder",
+           "headline_nulls", "layers", "pentachoron_volumes", "position_bias", "terrain_map"]

@@ -6,7 +6,7 @@ and an interval becomes a ``value [lo, hi]`` string printed at the precision it 
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -98,6 +98,72 @@ def category_frame(cat: Mapping[str, Any]) -> pd.DataFrame:
     return df.rename(columns={"n": "words", "intra_cos": "intra cosine"})
 
 
+def _shown(token: str) -> str:
+    """A token string for an HTML table: angle brackets as ‹ › (``</s>`` would vanish as a tag)."""
+    return str(token).replace("<", "‹").replace(">", "›")
+
+
+def token_range_frame(probe: Mapping[str, Any], intervals: Mapping[str, Mapping[str, Any]] | None = None,
+                      random_init: Mapping[str, Any] | None = None, show: int = 6) -> pd.DataFrame:
+    """Seed 001 §13a's token categories (``token_range_probe``), both definitions.
+
+    Rows ``(definition, category)``; columns: ids, how many are the named characters, the
+    intra-category cosine with its interval (``intervals[definition][category]``), its std
+    over pairs, its lift over the global mean, the same ids' cosine in the random-init
+    table (``random_init``: that table's ``token_range_probe``), and the first tokens
+    (angle brackets shown as ‹ ›, so that ``<extra_id_0>`` or ``a</w>`` survive an HTML
+    table).
+    """
+    rows = {}
+    for definition, cats in probe["definitions"].items():
+        for name, r in cats.items():
+            iv = ((intervals or {}).get(definition) or {}).get(name)
+            null = (((random_init or {}).get("definitions") or {}).get(definition) or {}).get(name) or {}
+            rows[(definition, name)] = {
+                "ids": r["n"], "named chars": "–" if r["named_chars"] is None else f"{r['named_chars']} of {r['n']}",
+                "intra cosine [95 % interval]": format_value(r["intra_cos"], iv) if r["intra_cos"] is not None
+                else r.get("reason", "–"),
+                "std": r["intra_std"], "lift": r["lift"], "random init": null.get("intra_cos"),
+                "first tokens": _shown(" ".join(r["tokens"][:show]))}
+    df = pd.DataFrame(rows).T.infer_objects()
+    df.index.names = ["definition", "category"]
+    return df
+
+
+def _at(seq: Sequence[Any] | None, k: int) -> Any:
+    return seq[k] if seq is not None and k < len(seq) else None
+
+
+def encoder_decoder_frame(result: Mapping[str, Any], intervals: Sequence[Any] | None = None,
+                          random_init: Mapping[str, Any] | None = None,
+                          random_init_intervals: Sequence[Any] | None = None) -> pd.DataFrame:
+    """Encoder–decoder cosine per layer (``encoder_decoder_cosine``): positions compared, the
+    mean over positions with its interval (``intervals``, one per layer), the seed's
+    first-5 mean, and the random-init model's mean (``random_init``: its
+    ``encoder_decoder_cosine``) with its interval."""
+    null = {b["layer"]: (b, _at(random_init_intervals, k)) for k, b in enumerate((random_init or {}).get("by_layer", []))}
+    rows = {}
+    for k, b in enumerate(result["by_layer"]):
+        row = {"positions": b["n_positions"], "mean [95 % interval]": format_value(b["mean"], _at(intervals, k)),
+               "seed: first 5": b["seed_mean"]}
+        if b["layer"] in null:
+            row["random init [95 % interval]"] = format_value(null[b["layer"]][0]["mean"], null[b["layer"]][1])
+        rows[f"layer {b['layer']}"] = row
+    return pd.DataFrame(rows).T.infer_objects()
+
+
+def encoder_decoder_positions_frame(result: Mapping[str, Any]) -> pd.DataFrame:
+    """Encoder–decoder cosine at each position (rows ``t``, with the source and target
+    tokens there, angle brackets as ‹ ›) and layer (columns), as seed 001 §1 printed it."""
+    n = max(b["n_positions"] for b in result["by_layer"])
+    df = pd.DataFrame({"source token": [_shown(t) for t in result["source_tokens"][:n]],
+                       "target token": [_shown(t) for t in result["target_tokens"][:n]]})
+    for b in result["by_layer"]:
+        df[f"layer {b['layer']}"] = pd.Series(b["cosine"], dtype=float)
+    df.index.name = "position"
+    return df
+
+
 def layers_frame(layers: Mapping[str, Mapping]) -> pd.DataFrame:
     """Per-layer norm and within-sequence cosine (``layer_geometry``), every stack, long format."""
     cols = ["layer", "mean_norm", "std_norm", "mean_cos", "std_cos"]
@@ -143,5 +209,7 @@ def vision_frame(vis: Mapping[str, Mapping]) -> pd.DataFrame:
 
 
 __all__ = ["category_frame", "census_frame", "cosine_frame", "digits_frame", "distances_frame",
-           "eigen_frame", "embed_vs_output_frame", "layers_frame", "near_constants_frame", "norm_frame",
-           "pentachoron_frame", "position_bias_frame", "special_tokens_frame", "tying_frame", "vision_frame"]
+           "eigen_frame", "embed_vs_output_frame", "encoder_decoder_frame",
+           "encoder_decoder_positions_frame", "layers_frame", "near_constants_frame",
+           "norm_frame", "pentachoron_frame", "position_bias_frame", "special_tokens_frame", "token_range_frame",
+           "tying_frame", "vision_frame"]

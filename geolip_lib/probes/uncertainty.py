@@ -12,7 +12,11 @@ Each function re-draws nothing: it takes the rows, simplices or digits a probe m
 - volume ratio — :func:`volume_ratio_interval`: BCa over simplices, paired (both tables are
   measured on the same index sets);
 - digit ``|i - j|`` correlation — :func:`digit_corr_interval`: bootstrap over the ten
-  digits (a resample keeps every pair of distinct draws).
+  digits (a resample keeps every pair of distinct draws);
+- intra-category cosine of a token category — :func:`token_cosine_interval`: bootstrap
+  over the category's tokens (the same pair rule);
+- mean encoder–decoder cosine over positions — :func:`position_interval`: BCa over the
+  compared positions.
 
 :func:`dimension_note` writes the one-sentence note when a scale-free number is what the
 dimension alone gives (it sits inside a null's interval, or within 10 % of it).
@@ -132,6 +136,60 @@ def digit_corr_interval(cosine: Any, seed: int = 0, *, n_boot: int = N_BOOT) -> 
                                           what="digits")
 
 
+def token_cosine_interval(E: Any, ids: Any, seed: int = 0, *, n_boot: int = N_BOOT) -> Interval:
+    """Interval of the mean pairwise cosine of the rows ``ids`` of ``E`` (a token category).
+
+    Percentile bootstrap over the category's tokens (pairs share tokens, so tokens, not
+    pairs, are resampled; a resample keeps every pair of distinct draws), as for the
+    digits (``token_range_probe``'s ``intra_cos``).
+    """
+    t = E if isinstance(E, torch.Tensor) else torch.as_tensor(np.asarray(E))
+    idx = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+    U = M.normalize_rows(t[idx].to(torch.float64)).numpy()
+    return M.intervals.bootstrap_weighted(len(U), M.intervals.weighted_mean_pairwise_cosine(U), n_boot=n_boot,
+                                          seed=seed, what="tokens")
+
+
+def position_interval(cosines: Any, seed: int = 0, *, n_boot: int = N_BOOT) -> Interval:
+    """Interval of the mean of per-position cosines (``encoder_decoder_cosine``'s ``by_layer``).
+
+    BCa bootstrap over the compared positions (each position one item).
+    """
+    return M.intervals.bootstrap(np.asarray(cosines, dtype=np.float64), np.mean, n_boot=n_boot, seed=seed,
+                                 what="positions")
+
+
+def token_range_intervals(E: Any, probe: Mapping[str, Any], seed: int = 0, *,
+                          n_boot: int = N_BOOT) -> dict[str, dict[str, Interval]]:
+    """:func:`token_cosine_interval` of every category of ``token_range_probe(E, ...)`` with
+    an intra-category cosine: ``{definition: {category: Interval}}``."""
+    return {d: {name: token_cosine_interval(E, r["ids"], seed, n_boot=n_boot)
+                for name, r in cats.items() if r["intra_cos"] is not None}
+            for d, cats in (probe.get("definitions") or {}).items()}
+
+
+def encoder_decoder_intervals(result: Mapping[str, Any], seed: int = 0, *, n_boot: int = N_BOOT) -> list[Interval]:
+    """:func:`position_interval` of each layer of ``encoder_decoder_cosine`` (``by_layer`` order)."""
+    return [position_interval(b["cosine"], seed, n_boot=n_boot) for b in result.get("by_layer", [])]
+
+
+#: the project's null names -> the names of the claims contract (``metrics["claims"]``)
+CLAIM_NULLS = {"gaussian": "gaussian", "sphere": "unit sphere", "random_init": "random init"}
+
+
+def cv_definition_note(summary: Mapping[str, Any]) -> str:
+    """The note of the ``pentachoron_cv`` claim: the seed's definition and how the project's compares.
+
+    ``summary``: ``pentachoron_probe(...)["embedding"]`` (``n_valid``, ``n_sampled``).
+    """
+    return (f"Seed's definition (001 §1, §13a): population std / mean of the Cayley–Menger volumes of random "
+            f"5-row subsets (distinct rows, drawn from the whole token-embedding table, raw vectors, no "
+            f"normalisation); the project's estimator is the same ({summary['n_valid']} of "
+            f"{summary['n_sampled']} subsets non-degenerate; its degeneracy test, Hadamard ratio > 1e-12 as "
+            f"well as vol² > 0, only drops subsets of repeated or collinear rows), so there is no separate "
+            f"'project' entry.")
+
+
 def dimension_note(label: str, value: float | None, interval: Interval | Mapping | None,
                    nulls: Mapping[str, tuple[float | None, Any]], dim: int, *,
                    rel: float = CLOSE_REL) -> str | None:
@@ -163,5 +221,7 @@ def dimension_note(label: str, value: float | None, interval: Interval | Mapping
             f"({', '.join(close)}): the dimension, not training, sets it.")
 
 
-__all__ = ["CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "pr_interval",
-           "ratio_of_means", "scale_interval", "volume_ratio_interval", "weighted_digit_corr"]
+__all__ = ["CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
+           "pr_interval", "ratio_of_means", "scale_interval", "token_cosine_interval", "volume_ratio_interval",
+           "weighted_digit_corr", "token_range_intervals", "encoder_decoder_intervals", "CLAIM_NULLS",
+           "cv_definition_note"]

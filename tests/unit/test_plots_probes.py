@@ -134,3 +134,36 @@ def test_headline_nulls():
     check_figure(fig, close=False)
     with pytest.raises(ValueError, match="headline"):
         plots.headline_nulls({"none": h["none"]})
+
+
+def test_cumulative_variance(data):
+    fig = plots.cumulative_variance(data["eigenvalues"], top=8, title="toy cumvar")
+    ax = fig.axes[0]
+    assert len(fig.axes) == 1 and ax.get_title() == "toy cumvar" and ax.get_xlabel() == "components"
+    lines = [ln for ln in ax.get_lines() if ln.get_label() and not ln.get_label().startswith("_")]
+    assert len(lines) == 2 and all(len(ln.get_xdata()) == 8 for ln in lines)  # the first `top` components
+    y = lines[0].get_ydata()
+    assert np.all(np.diff(y) >= 0) and 0 < y[0] and y[-1] <= 1
+    full = plots.cumulative_variance(data["eigenvalues"])  # 12 components < 200: the curves end at 1
+    assert [ln.get_ydata()[-1] for ln in full.axes[0].get_lines()[:2]] == [1.0, 1.0]
+    k95 = M.dims_for_variance_from_eigenvalues(data["eigenvalues"]["embedding"], 0.95)
+    assert lines[0].get_label() == f"embedding ({k95} components for 95%)"
+    assert sorted(ln.get_ydata()[0] for ln in ax.get_lines()[2:]) == [0.95, 0.99]  # the seed's two lines
+    check_figure(fig, close=False)
+
+
+def test_encoder_decoder():
+    res = {"applicable": True, "source_tokens": ["a", "b", "c", "d"], "target_tokens": ["x", "y", "z"],
+           "by_layer": [{"layer": li, "cosine": [0.1 * li, -0.2, 0.3], "mean": (0.1 * li + 0.1) / 3, "n_positions": 3,
+                         "seed_mean": (0.1 * li + 0.1) / 3} for li in (0, 1, 2)]}
+    ivs = [M.intervals.Interval(-0.2, 0.3, "toy")] * 3
+    null = {**res, "by_layer": [{**b, "mean": 0.0} for b in res["by_layer"]]}
+    fig = plots.encoder_decoder(res, ivs, null, [{"lo": -0.1, "hi": 0.1}] * 3, title="toy enc-dec")
+    a, b = fig.axes
+    assert a.get_title() == "Encoder vs decoder: cosine per position" and fig._suptitle.get_text() == "toy enc-dec"
+    assert [t.get_text() for t in a.get_xticklabels()] == ["a | x", "b | y", "c | z"]
+    assert [t.get_text() for t in a.get_legend().get_texts()] == ["layer 0", "layer 1", "layer 2"]
+    assert [t.get_text() for t in b.get_legend().get_texts()] == ["measured", "random init"]
+    assert [t.get_text() for t in b.get_xticklabels()] == ["layer 0", "layer 1", "layer 2"]
+    check_figure(fig, close=False)
+    check_figure(plots.encoder_decoder(res), n_axes=2)  # without intervals or null

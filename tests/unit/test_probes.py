@@ -367,3 +367,178 @@ def test_tables_frames():
     lf = P.tables.layers_frame({"encoder": g, "decoder": g})
     assert len(lf) == 4 and list(lf.columns)[:2] == ["stack", "layer"]
     assert P.tables.norm_frame(P.norm_stats(E)).loc["row norm", "zero rows"] == 0
+
+
+# ---------------------------------------------------------------- restored seed §1 / §13a measurements
+class VocabTokenizer:
+    """A vocabulary given as a list (id = index); ``lower`` lower-cases the text first
+    (an uncased tokenizer); unknown text encodes to two pieces."""
+
+    def __init__(self, tokens, lower=False):
+        self.tokens = list(tokens)
+        self.vocab = {t: i for i, t in enumerate(self.tokens)}
+        self.lower = lower
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def encode(self, text, add_special_tokens=False):
+        text = text.lower() if self.lower else text
+        return [self.vocab[text]] if text in self.vocab else [0, 1]
+
+    def decode(self, ids):
+        return "".join(self.tokens[i] for i in ids)
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.tokens[i] for i in ids]
+
+
+def _byte_vocab(offset: int, n: int = 300) -> list[str]:
+    """Token ``k`` is ``chr(k + offset)`` for the printable ASCII range, ``t<k>`` elsewhere;
+    ``offset = 0`` is a byte-ordered vocabulary, ``offset = 33`` the GPT-2 byte-level order
+    (id 0 = "!", so ids 48-57 are "Q".."Z")."""
+    return [chr(k + offset) if 33 <= k + offset < 127 else f"t{k}" for k in range(n)]
+
+
+def test_token_range_categories_known_ids():
+    byte = VocabTokenizer(_byte_vocab(0))
+    cats = P.token_range_categories(byte, 320)  # 20 table rows beyond the 300-token tokenizer
+    assert cats["seed"]["ASCII digits"] == list(range(48, 58)) == cats["project"]["ASCII digits"]
+    assert cats["seed"]["ASCII upper"] == list(range(65, 91)) == cats["project"]["ASCII upper"]
+    assert cats["seed"]["ASCII lower"] == list(range(97, 123)) == cats["project"]["ASCII lower"]
+    assert cats["seed"]["last 100 ids"] == cats["project"]["last 100 ids"] == list(range(220, 320))
+    gpt2 = VocabTokenizer(_byte_vocab(33))  # "0" is id 15, "A" id 32, "a" id 64
+    cats = P.token_range_categories(gpt2, 300)
+    assert cats["seed"]["ASCII digits"] == list(range(48, 58))  # the seed's ranges do not move...
+    assert cats["project"]["ASCII digits"] == list(range(15, 25))  # ...the characters do
+    assert cats["project"]["ASCII upper"] == list(range(32, 58)) and cats["project"]["ASCII lower"] == list(range(64, 90))
+    uncased = VocabTokenizer(_byte_vocab(0), lower=True)  # "A" encodes to the token "a": not an upper-case token
+    cats = P.token_range_categories(uncased, 300)
+    assert cats["project"]["ASCII upper"] == [] and cats["project"]["ASCII lower"] == list(range(97, 123))
+    assert P.token_range_categories(gpt2, 60)["seed"]["ASCII digits"] == list(range(48, 58))
+    assert P.token_range_categories(gpt2, 50)["seed"]["ASCII digits"] == [48, 49]  # ids inside the table only
+
+
+def test_token_range_probe_known_cosines_and_named_chars():
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((300, 16))
+    E[15:25] = rng.standard_normal(16)  # the digit tokens of the GPT-2 order: one direction (cosine 1)
+    E[48:58] = E[48:58] * 0 + rng.standard_normal(16)  # the seed's digit range: another direction
+    E[50] *= -2.0  # one anti-parallel row: pairs with it have cosine -1
+    tok = VocabTokenizer(_byte_vocab(33))
+    r = P.token_range_probe(E, tok, global_mean_cos=0.1)
+    seed, proj = r["definitions"]["seed"], r["definitions"]["project"]
+    assert proj["ASCII digits"]["intra_cos"] == pytest.approx(1.0) and proj["ASCII digits"]["intra_std"] == pytest.approx(0, abs=1e-12)
+    assert proj["ASCII digits"]["lift"] == pytest.approx(0.9)
+    # 10 rows, one flipped: 36 pairs at +1, 9 at -1
+    assert seed["ASCII digits"]["intra_cos"] == pytest.approx((36 - 9) / 45)
+    assert seed["ASCII digits"]["named_chars"] == 0 and proj["ASCII digits"]["named_chars"] == 10
+    assert seed["ASCII digits"]["tokens"][:3] == ["Q", "R", "S"]
+    assert seed["last 100 ids"]["named_chars"] is None and seed["last 100 ids"]["n"] == 100
+    byte = P.token_range_probe(E, VocabTokenizer(_byte_vocab(0)))
+    assert byte["definitions"]["seed"]["ASCII lower"]["named_chars"] == 26
+    unc = P.token_range_probe(E, VocabTokenizer(_byte_vocab(0), lower=True))
+    up = unc["definitions"]["project"]["ASCII upper"]
+    assert up["n"] == 0 and up["intra_cos"] is None and "uncased" in up["reason"]
+    assert P.token_range_probe(E, None)["applicable"] is False
+    wide = P.token_range_probe(np.vstack([E, E[:20]]), tok)  # 20 rows beyond the tokenizer
+    assert wide["definitions"]["seed"]["last 100 ids"]["beyond_tokenizer"] == 20
+    # intervals: tokens resampled; identical rows give [1, 1]
+    ivs = P.uncertainty.token_range_intervals(E, r, seed=0, n_boot=200)
+    assert ivs["project"]["ASCII digits"].lo == pytest.approx(1.0) and ivs["project"]["ASCII digits"].hi == pytest.approx(1.0)
+    assert "of 10 tokens" in ivs["seed"]["ASCII digits"].method
+    assert ivs["seed"]["ASCII lower"].lo <= seed["ASCII lower"]["intra_cos"] <= ivs["seed"]["ASCII lower"].hi
+    df = P.tables.token_range_frame(unc, None, r)
+    assert df.shape[0] == 8 and df.loc[("project", "ASCII upper"), "named chars"] == "0 of 0"
+    assert df.loc[("seed", "ASCII digits"), "random init"] == pytest.approx(seed["ASCII digits"]["intra_cos"])
+
+
+def test_cumulative_variance_is_pca():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((500, 12)) * np.linspace(3, 0.1, 12)
+    ev = M.covariance_eigenvalues(X)
+    cum = P.cumulative_variance(ev)
+    s = np.linalg.svd(X - X.mean(0), compute_uv=False)  # PCA: explained_variance_ratio_ = s^2 / sum s^2
+    np.testing.assert_allclose(cum, np.cumsum(s ** 2) / (s ** 2).sum(), rtol=1e-10)
+    assert np.all(np.diff(cum) >= 0) and cum[-1] == 1.0 and cum[0] > 0
+    np.testing.assert_array_equal(P.cumulative_variance(ev[::-1]), cum)  # order of the input does not matter
+    assert len(P.cumulative_variance(ev, top=5)) == 5
+    for f, d in zip((0.8, 0.9, 0.95), M.dims_for_variance_from_eigenvalues(ev, [0.8, 0.9, 0.95])):
+        assert np.searchsorted(cum, f - 1e-12) + 1 == d
+    rank2 = P.cumulative_variance([2.0, 1.0, 0.0, -1e-17])  # rank-deficient: flat at 1 after the rank
+    np.testing.assert_allclose(rank2, [2 / 3, 1, 1, 1])
+    with pytest.raises(ValueError):
+        P.cumulative_variance([1.0, -0.5])
+    with pytest.raises(ValueError):
+        P.cumulative_variance([0.0, 0.0])
+
+
+def test_seed_layers_and_position_cosines():
+    assert P.seed_layers(6) == [0, 3, 6] and P.seed_layers(2) == [0, 1, 2] and P.seed_layers(1) == [0, 1]
+    rng = np.random.default_rng(2)
+    enc = [torch.as_tensor(rng.standard_normal((9, 4))) for _ in range(3)]
+    same = P.position_cosines(enc, enc, [0, 1, 2])
+    for b in same:  # identical encoder and decoder states: cosine 1 at every position
+        assert b["n_positions"] == 9 and np.allclose(b["cosine"], 1.0) and b["mean"] == pytest.approx(1.0)
+    dec = [-2 * h[:6] for h in enc]  # anti-parallel, shorter decoder: cosine -1 at its 6 positions
+    r = P.position_cosines(enc, dec, [2])[0]
+    assert r["n_positions"] == 6 and np.allclose(r["cosine"], -1.0) and r["seed_mean"] == pytest.approx(-1.0)
+    a = torch.tensor([[1.0, 0], [0, 1], [1, 0], [1, 1], [1, 0], [3, 0]])
+    b = torch.tensor([[0.0, 1], [0, 1], [-1, 0], [1, 1], [1, 0], [0, 5]])
+    r = P.position_cosines([a], [b], [0])[0]
+    np.testing.assert_allclose(r["cosine"], [0, 1, -1, 1, 1, 0], atol=1e-12)
+    assert r["seed_mean"] == pytest.approx(2 / 5) and r["mean"] == pytest.approx(2 / 6)  # seed: first 5 positions
+    with pytest.raises(ValueError):
+        P.position_cosines([a], [b], [1])
+    iv = P.position_interval(r["cosine"], seed=0, n_boot=200)
+    assert "of 6 positions" in iv.method and iv.lo <= r["mean"] <= iv.hi
+
+
+def test_encoder_decoder_cosine_on_a_tiny_t5():
+    from types import SimpleNamespace
+
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    cfg = T5Config(vocab_size=40, d_model=16, d_kv=4, d_ff=32, num_layers=4, num_decoder_layers=4, num_heads=4,
+                   decoder_start_token_id=0)
+    model = T5ForConditionalGeneration(cfg).eval()
+    words = [f"w{i}" for i in range(40)]
+
+    class Tok(VocabTokenizer):
+        def __call__(self, text, return_tensors="pt"):
+            return SimpleNamespace(input_ids=torch.tensor([[self.vocab[w] for w in text.split()] + [1]]))
+
+    lm = SimpleNamespace(model=model, tokenizer=Tok(words), config=cfg, family="t5")
+    same = P.encoder_decoder_cosine(lm, "w5 w6 w7 w8 w9 w10", "w5 w6 w7 w8 w9 w10")
+    assert same["applicable"] and same["layers"] == [0, 2, 4] and same["n_encoder_layers"] == 4
+    b0 = same["by_layer"][0]  # the same tokens read from the one shared table: layer 0 is identical
+    assert b0["n_positions"] == 7 and np.allclose(b0["cosine"], 1.0)
+    assert not np.allclose(same["by_layer"][2]["cosine"], 1.0)  # the stacks differ after layer 0
+    r = P.encoder_decoder_cosine(lm, "w5 w6 w7 w8 w9 w10 w11 w12", "w20 w21 w22")
+    assert [b["n_positions"] for b in r["by_layer"]] == [4, 4, 4] and r["target_tokens"] == ["w20", "w21", "w22", "w1"]
+    # against a direct call: the decoder reads the target ids unshifted, with the encoder output (seed §1)
+    with torch.no_grad():
+        src, tgt = torch.tensor([[5, 6, 7, 8, 9, 10, 11, 12, 1]]), torch.tensor([[20, 21, 22, 1]])
+        e = model.encoder(input_ids=src, output_hidden_states=True)
+        d = model.decoder(input_ids=tgt, encoder_hidden_states=e.last_hidden_state, output_hidden_states=True)
+    want = torch.nn.functional.cosine_similarity(e.hidden_states[2][0, :4], d.hidden_states[2][0], dim=1)
+    np.testing.assert_allclose(r["by_layer"][1]["cosine"], want.numpy(), rtol=1e-5, atol=1e-6)
+    norms = e.last_hidden_state[0].norm(dim=1)
+    assert r["final_norm"]["encoder"]["mean"] == pytest.approx(float(norms.mean()), rel=1e-5)
+    bert = SimpleNamespace(model=torch.nn.Linear(2, 2), tokenizer=lm.tokenizer,
+                           config=SimpleNamespace(is_encoder_decoder=False), family="bert")
+    na = P.encoder_decoder_cosine(bert)
+    assert na == {"applicable": False, "reason": "not an encoder–decoder model (bert): no decoder reads an encoder"}
+    ivs = P.uncertainty.encoder_decoder_intervals(r, seed=0, n_boot=100)
+    assert len(ivs) == 3 and all("positions" in iv.method for iv in ivs)
+    summary = P.tables.encoder_decoder_frame(r, ivs, same, None)
+    assert list(summary.index) == ["layer 0", "layer 2", "layer 4"] and "random init [95 % interval]" in summary
+    pos = P.tables.encoder_decoder_positions_frame(r)
+    assert list(pos["source token"]) == ["w5", "w6", "w7", "w8"] and pos.loc[0, "layer 4"] == r["by_layer"][2]["cosine"][0]
+
+
+def test_claim_names_and_cv_definition_note():
+    assert set(P.uncertainty.CLAIM_NULLS.values()) == {"gaussian", "unit sphere", "random init"}
+    note = P.uncertainty.cv_definition_note({"n_valid": 998, "n_sampled": 1000})
+    assert "998 of 1000" in note and "5-row subsets" in note
