@@ -187,6 +187,7 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
     """Before any kernel starts: a profile parameter the notebook does not declare is a typo,
     and a value whose type differs from the declared default's is an error (one line each)."""
     declared: dict[str, set[str]] = {}
+    checked: set[str] = set()
     for job in jobs:
         names = declared.setdefault(job.notebook, notebook_parameters(job.notebook))
         unknown = sorted(set(job.parameters) - names)
@@ -195,6 +196,13 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
                               f"{', '.join(unknown)} (declared: {', '.join(sorted(names))})")
         if "OUT_DIR" not in names:
             raise ParamsError(f"notebooks/{job.notebook}.ipynb: its parameters cell must declare OUT_DIR")
+        if job.model and job.model not in checked:
+            from geolip_lib.models.preflight import check_config
+            from geolip_lib.params import load_model_params
+
+            mp = load_model_params(job.model)
+            check_config(mp.family, mp.config, f"params/models/{mp.name}.yaml")
+            checked.add(job.model)
         defaults = notebook_defaults(job.notebook)
         for k, v in list(job.parameters.items()):
             if k not in defaults:

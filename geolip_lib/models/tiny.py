@@ -18,6 +18,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -132,4 +134,13 @@ def build_tiny(name: str, family: str, config: dict, tokenizer: str | None, seed
             json.dumps({"name": name, "family": family, "config": cfg, "tokenizer": kind, "seed": seed}, indent=1),
             encoding="utf-8")
 
-    return _atomic_dir(cache_root() / "tiny_models" / f"{name}-{key}", build)
+    target = cache_root() / "tiny_models" / f"{name}-{key}"
+    if target.is_dir():
+        from .preflight import safetensors_problems
+
+        bad = safetensors_problems(target)
+        if bad or not any(target.glob("*.safetensors")):
+            why = f"{bad[0][0].name}: {bad[0][1]}" if bad else "no weight file"
+            print(f"rebuilding the corrupt tiny-model cache entry {target} ({why})", file=sys.stderr, flush=True)
+            shutil.rmtree(target, ignore_errors=True)
+    return _atomic_dir(target, build)

@@ -1,0 +1,128 @@
+"""Checks a batch runs before any kernel starts: weight files and nested configs.
+
+* :func:`safetensors_problems` opens every ``*.safetensors`` header with the safetensors
+  library itself (``safe_open`` reads only the header and checks that the data offsets
+  cover the file exactly), so a truncated, garbage or empty file is found in milliseconds,
+  named, instead of failing inside a kernel as an anonymous ``SafetensorError``.
+* :func:`check_config` checks the keys of a params file's ``config:`` against the fields
+  of the family's own config class (the HF ``PretrainedConfig`` subclass, or open_clip's
+  vision/text config dataclasses) and each value's type against the field's default.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from pathlib import Path
+from typing import Any, Optional
+
+from ..params import ParamsError
+
+
+def safetensors_problems(directory: Path) -> list[tuple[Path, str]]:
+    """``(file, reason)`` for every unreadable ``*.safetensors`` file in ``directory``."""
+    from safetensors import SafetensorError, safe_open
+
+    bad = []
+    for f in sorted(Path(directory).glob("*.safetensors")):
+        try:
+            if f.stat().st_size == 0:
+                raise SafetensorError("the file is empty")
+            with safe_open(str(f), framework="pt") as fh:
+                fh.keys()
+        except (SafetensorError, OSError) as exc:
+            bad.append((f, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+    return bad
+
+
+def check_weights(model: str, directory: Optional[Path], remedy: str) -> None:
+    """One-line ModelLoadError naming the model, the file and what to do, when a file is corrupt."""
+    from .loading import ModelLoadError
+
+    if directory is None or not Path(directory).is_dir():
+        return
+    bad = safetensors_problems(Path(directory))
+    if bad:
+        f, why = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise ModelLoadError(f"model '{model}': corrupt weight file {f}{more}: {why}; {remedy}")
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return obj.to_dict()
+
+
+def _hf_fields(model_type: str) -> dict[str, Any]:
+    """Every name the config class accepts: its fields, the base PretrainedConfig's, the
+    arguments of its ``__init__`` and its ``attribute_map`` aliases (``hidden_size`` for T5)."""
+    import inspect
+
+    from transformers import AutoConfig, PretrainedConfig
+
+    cfg = AutoConfig.for_model(model_type)
+    out = {**PretrainedConfig().to_dict(), **cfg.to_dict()}
+    for name, par in inspect.signature(type(cfg).__init__).parameters.items():
+        if par.kind in (par.POSITIONAL_OR_KEYWORD, par.KEYWORD_ONLY) and name != "self":
+            out.setdefault(name, getattr(cfg, name, None) if par.default is inspect.Parameter.empty else par.default)
+    for alias, target in getattr(cfg, "attribute_map", {}).items():
+        out.setdefault(alias, out.get(target))
+    out.setdefault("tie_word_embeddings", True)
+    return out
+
+
+def _type_ok(value: Any, default: Any) -> bool:
+    if default is None or value is None:
+        return True
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    if isinstance(default, dict):
+        return isinstance(value, dict)
+    return isinstance(value, type(default))
+
+
+def _check_keys(config: dict, fields: dict[str, Any], where: str, prefix: str = "config") -> None:
+    for k, v in config.items():
+        if k not in fields:
+            near = difflib.get_close_matches(k, list(fields), n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            raise ParamsError(f"{where}: key '{prefix}.{k}': unknown field of this config{hint}")
+        if not _type_ok(v, fields[k]):
+            raise ParamsError(f"{where}: key '{prefix}.{k}': expected {type(fields[k]).__name__} like the default "
+                              f"{fields[k]!r}, got {type(v).__name__} {v!r}")
+
+
+def check_config(family: str, config: dict, where: str) -> None:
+    """Unknown keys and wrongly typed values in a params file's ``config:`` (one-line ParamsError).
+
+    HF families: the fields of ``AutoConfig.for_model(model_type)`` (``model_type`` from
+    ``config`` or the family's tiny default); open_clip: ``embed_dim`` and the fields of
+    ``CLIPVisionCfg`` / ``CLIPTextCfg`` under ``vision_cfg`` / ``text_cfg``.
+    """
+    if not config:
+        return
+    from .tiny import TINY_DEFAULTS
+
+    if family == "open_clip":
+        from open_clip.model import CLIPTextCfg, CLIPVisionCfg
+
+        top = {k: v for k, v in TINY_DEFAULTS["open_clip"].items() if k not in ("vision_cfg", "text_cfg")}
+        top |= {"vision_cfg": {}, "text_cfg": {}, "quick_gelu": False, "cast_dtype": None, "init_logit_scale": 0.0,
+                "init_logit_bias": None}
+        _check_keys(config, top, where)
+        for key, cls in (("vision_cfg", CLIPVisionCfg), ("text_cfg", CLIPTextCfg)):
+            _check_keys(config.get(key) or {}, _fields(cls()), where, f"config.{key}")
+        return
+    model_type = config.get("model_type") or TINY_DEFAULTS[family].get("model_type")
+    try:
+        fields = _hf_fields(model_type)
+    except (KeyError, ValueError):
+        raise ParamsError(f"{where}: key 'config.model_type': unknown model_type '{model_type}'") from None
+    fields["model_type"] = model_type
+    _check_keys(config, fields, where)
