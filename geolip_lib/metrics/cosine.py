@@ -29,13 +29,19 @@ def normalize_rows(X: Any, eps: float = 1e-8) -> torch.Tensor:
 def cosine_matrix(X: Any, Y: Any = None) -> torch.Tensor:
     """Pairwise cosine similarities ``(n, m)`` between rows of ``X`` (n, D) and ``Y`` (m, D).
 
-    ``Y=None`` uses ``X``. Float64; zero rows give cosine 0.
+    ``Y=None`` uses ``X``. Float64. The cosine of a zero row is undefined: its row / column
+    is NaN (not 0, which would read as "orthogonal").
     """
     xn = normalize_rows(X)
     yn = xn if Y is None else normalize_rows(Y)
     if yn.shape[1] != xn.shape[1]:
         V.fail("Y", f"expected {xn.shape[1]} columns like X, got {yn.shape[1]}")
-    return xn @ yn.T
+    c = xn @ yn.T
+    xz, yz = xn.abs().sum(dim=1) == 0, yn.abs().sum(dim=1) == 0
+    if bool(xz.any()) or bool(yz.any()):
+        c[xz, :] = float("nan")
+        c[:, yz] = float("nan")
+    return c
 
 
 def pairwise_cosines(X: Any) -> np.ndarray:
@@ -121,8 +127,13 @@ def cosine_stats(
     t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 2, 1: 1})
     idx = sample_rows(t.shape[0], n_sample, seed)
     vals = pairwise_cosines(t[torch.from_numpy(idx)])
+    defined = np.isfinite(vals)
+    if not defined.any():
+        V.fail("X", "every sampled row is zero: cosines are undefined")
+    vals = vals[defined]
     out = {"n_rows": int(t.shape[0]), "n_sample": int(idx.size),
-           "seed": seed if isinstance(seed, (int, np.integer)) else None}
+           "seed": seed if isinstance(seed, (int, np.integer)) else None,
+           "n_undefined": int((~defined).sum())}  # pairs with a zero row (no direction, no cosine)
     st = distribution_stats(vals, percentiles)
     out["n_pairs"] = st.pop("n")
     out.update(st)

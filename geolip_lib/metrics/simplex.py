@@ -240,24 +240,41 @@ def simplex_volume_cv(
     V.check_positive_int(chunk, "chunk")
     if not (0 <= rtol < 1):
         V.fail("rtol", f"expected 0 <= rtol < 1, got {rtol!r}")
+    if math.comb(t.shape[0], n_vertices) < min_valid:
+        nan = float("nan")
+        return SimplexCVResult(cv=nan, n_valid=0, n_sampled=0, volumes=np.empty(0), mean=nan, std=nan,
+                               k=n_vertices - 1, reason=(f"X has {t.shape[0]} rows: only "
+                                                         f"{math.comb(t.shape[0], n_vertices)} distinct "
+                                                         f"{n_vertices}-row simplices exist (need min_valid={min_valid})"))
+    scale = float(t.abs().max())
+    if not (1e-30 < scale < 1e30):  # Gram determinants scale as scale^(2k): rescale so they neither
+        if scale == 0:              # underflow to 0 (a false "degenerate") nor overflow; CV is scale-free
+            nan = float("nan")
+            return SimplexCVResult(cv=nan, n_valid=0, n_sampled=n_simplices, volumes=np.empty(0), mean=nan,
+                                   std=nan, k=n_vertices - 1, reason="every row of X is zero")
+        t = t.to(torch.float64) / scale
+    else:
+        scale = 1.0
     idx = sample_distinct_rows(t.shape[0], n_simplices, n_vertices, seed)
     vol_sq, rel = simplex_volumes_sq_at(t, idx, chunk=chunk)
     vol_sq, rel = vol_sq.cpu(), rel.cpu()
     valid = (rel > rtol) & (vol_sq > 0)
-    vols = vol_sq[valid].sqrt().numpy()
-    n_valid = int(vols.size)
-    mean = float(vols.mean()) if n_valid else float("nan")
-    std = float(vols.std()) if n_valid else float("nan")
+    unit = vol_sq[valid].sqrt().numpy()  # volumes of X / scale
+    n_valid = int(unit.size)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        vols = unit * np.float64(scale) ** (n_vertices - 1) if scale != 1.0 else unit  # X's units (inf/0 at extremes)
+        mean = float(vols.mean()) if n_valid else float("nan")
+        std = float(vols.std()) if n_valid else float("nan")
     reason = None
     if n_valid < min_valid:
         cv = float("nan")
         reason = (f"only {n_valid} of {n_simplices} simplices are non-degenerate "
                   f"(need min_valid={min_valid}); the rows of X span too few dimensions "
                   f"or repeat")
-    elif mean <= 0:
+    elif float(unit.mean()) <= 0:
         cv, reason = float("nan"), "mean volume is zero"
     else:
-        cv = std / mean
+        cv = float(unit.std() / unit.mean())
     return SimplexCVResult(cv=cv, n_valid=n_valid, n_sampled=n_simplices, volumes=vols,
                            mean=mean, std=std, k=n_vertices - 1, reason=reason,
                            indices=idx, valid=valid.numpy())

@@ -32,13 +32,26 @@ def covariance_eigenvalues(X: Any, centered: bool = True) -> np.ndarray:
         depend on the normalisation), clipped at 0, in descending order. Computed from
         the smaller of the ``D x D`` covariance and the ``n x n`` Gram.
     """
+    ev, s = _unit_covariance_eigenvalues(X, centered)
+    return ev * s ** 2
+
+
+def _unit_covariance_eigenvalues(X: Any, centered: bool = True) -> tuple[np.ndarray, float]:
+    """Eigenvalues of the covariance of ``X / s`` and ``s = max|X|``: extreme scales (1e200,
+    1e-200) neither overflow nor underflow the float64 product, and scale-free statistics
+    (PR, effective dimension) use the unit-scale spectrum directly."""
     t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 1, 1: 1}, dtype=torch.float64)
+    s = float(t.abs().max()) if t.numel() else 0.0
+    if s > 0:
+        t = t / s
+    else:
+        s = 1.0
     if centered:
         t = t - t.mean(dim=0, keepdim=True)
     n, d = t.shape
     m = t.T @ t if d <= n else t @ t.T
     ev = torch.linalg.eigvalsh(m / n).flip(0).clamp_min(0)
-    return ev.numpy()
+    return ev.numpy(), s
 
 
 def _check_eigenvalues(ev: Any, name: str = "eigenvalues") -> np.ndarray:
@@ -80,7 +93,7 @@ def participation_ratio(X: Any, centered: bool = True) -> float:
         ``(sum l)^2 / sum l^2`` in ``[1, min(n - centered, D)]``; about ``D`` for an
         isotropic Gaussian with ``n >> D``.
     """
-    return participation_ratio_from_eigenvalues(covariance_eigenvalues(X, centered))
+    return participation_ratio_from_eigenvalues(_unit_covariance_eigenvalues(X, centered)[0])
 
 
 def effective_dimension(X: Any, centered: bool = True) -> float:
@@ -98,7 +111,7 @@ def effective_dimension(X: Any, centered: bool = True) -> float:
     float
         In ``[1, rank]``; ``D`` for a perfectly isotropic spectrum.
     """
-    return effective_dimension_from_eigenvalues(covariance_eigenvalues(X, centered))
+    return effective_dimension_from_eigenvalues(_unit_covariance_eigenvalues(X, centered)[0])
 
 
 def effective_dimension_from_eigenvalues(eigenvalues: Any) -> float:

@@ -288,9 +288,31 @@ def test_cosine_scale_invariance_and_zero_rows():
     assert a["mean"] == pytest.approx(b["mean"], abs=1e-12)
     X[3] = 0
     c = M.cosine_matrix(X)
-    assert torch.all(c[3] == 0)
+    assert torch.isnan(c[3]).all() and torch.isnan(c[:, 3]).all()  # a zero row has no direction: undefined
+    assert torch.isfinite(c[np.arange(50) != 3][:, np.arange(50) != 3]).all()
+    st = M.cosine_stats(X, None)
+    assert st["n_undefined"] == 49 and st["n_pairs"] == 50 * 49 // 2 - 49 and np.isfinite(st["mean"])
     with pytest.raises(ValueError, match="X"):
         M.cosine_stats(np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="X: every sampled row is zero"):
+        M.cosine_stats(np.zeros((4, 3)))
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-40, 1e40, 1e200])
+def test_extreme_scales_give_the_same_cv_and_pr(scale):
+    X = np.random.default_rng(1).standard_normal((200, 16))
+    ref = M.pentachoron_cv(X, 300, seed=1)
+    got = M.pentachoron_cv(X * scale, 300, seed=1)
+    assert got.reason is None and got.cv == pytest.approx(ref.cv, rel=1e-9)
+    assert M.participation_ratio(X * scale) == pytest.approx(M.participation_ratio(X), rel=1e-9)
+
+
+def test_pentachoron_cv_needs_enough_distinct_simplices():
+    X = np.random.default_rng(2).standard_normal((5, 8))
+    r = M.pentachoron_cv(X, 100)
+    assert np.isnan(r.cv) and r.reason == "X has 5 rows: only 1 distinct 5-row simplices exist (need min_valid=10)"
+    r = M.pentachoron_cv(np.zeros((20, 4)), 100)
+    assert np.isnan(r.cv) and r.reason == "every row of X is zero"
 
 
 # ---------------------------------------------------------------- baselines
