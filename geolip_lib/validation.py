@@ -71,7 +71,8 @@ def as_tensor(
     elif not (t.is_floating_point() or t.is_complex()):
         t = t.to(torch.float64)
     if finite and t.numel() and not bool(torch.isfinite(t).all()):
-        fail(name, "contains NaN or Inf values")
+        nan, inf = int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
+        fail(name, f"contains {nan} NaN and {inf} Inf values (of {t.numel()})")
     return t
 
 

@@ -635,4 +635,22 @@ def load(name_or_params: Union[str, Path, dict, ModelParams], **overrides) -> Lo
     p = load_model_params(name_or_params)
     if overrides:
         p = load_model_params({**p.model_dump(), **overrides})
-    return SOURCES[p.source](p)
+    lm = SOURCES[p.source](p)
+    check_finite(lm.model, p.name)
+    return lm
+
+
+def check_finite(model: torch.nn.Module, name: str) -> None:
+    """One-line ModelLoadError naming the first tensor with NaN / Inf values and their counts
+    (one pass over the parameters, on their own device), instead of a solver failing later
+    without saying why ("linalg.eigh failed to converge")."""
+    bad = []
+    with torch.no_grad():
+        for pname, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                bad.append((pname, int(torch.isnan(t).sum()), int(torch.isinf(t).sum()), t.numel()))
+    if bad:
+        pname, nan, inf, n = bad[0]
+        more = f"; {len(bad) - 1} more tensor(s) are non-finite too" if len(bad) > 1 else ""
+        raise ModelLoadError(f"model '{name}': tensor {pname} has {nan} NaN and {inf} Inf values (of {n}){more}; "
+                             "the checkpoint is corrupt: re-download or re-save it")

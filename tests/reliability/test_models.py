@@ -101,3 +101,32 @@ def test_preflight_of_a_profile_checks_model_configs(tmp_path, monkeypatch, caps
     assert lines == ["error: params/models/tiny-bert.yaml: key 'config.hidden_sise': unknown field of this config "
                      "(did you mean 'hidden_size'?)"]
     assert not (tmp_path / "out" / "02_weight_topology").exists()
+
+
+def test_nan_weights_are_named_at_load(tmp_path):
+    from geolip_lib.models import load
+
+    lm = load("tiny-bert")
+    with torch.no_grad():
+        w = lm.model.get_input_embeddings().weight
+        w[3, :5] = float("nan")
+        w[4, 0] = float("inf")
+    d = tmp_path / "nan-bert"
+    lm.model.save_pretrained(d)
+    lm.tokenizer.save_pretrained(d)
+    y = tmp_path / "nan-bert.yaml"
+    y.write_text(f"name: nan-bert\nfamily: bert\nsource: local\nlocal_dir: {d}\n")
+    with pytest.raises(ModelLoadError) as exc:
+        load(y)
+    n = w.numel()
+    assert str(exc.value) == (f"model 'nan-bert': tensor embeddings.word_embeddings.weight has 5 NaN and 1 Inf values "
+                              f"(of {n}); the checkpoint is corrupt: re-download or re-save it")
+
+
+def test_metric_inputs_count_non_finite_values():
+    from geolip_lib import metrics as M
+
+    X = torch.randn(20, 4)
+    X[0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"^X: contains 1 NaN and 0 Inf values \(of 80\)"):
+        M.participation_ratio(X)
