@@ -15,6 +15,13 @@ singular values* of ``AᵀB`` as its second output, which the seed printed as a 
 factor"; the least-squares isotropic scale is that sum divided by ``‖A‖_F²`` (centred),
 returned here as ``scale``.
 
+Seed-comparable mode: the seed fitted the rotation only (its map is ``(X − μ_x) R + μ_y``,
+scale 1); the project fits the isotropic scale as well. :func:`compare_procrustes_modes`
+takes the project's fit (the rotation does not depend on the scale, so the seed's map is
+the same fit at scale 1) and reports the same held-out numbers for each, labelled
+:data:`PROCRUSTES_MODES` (``"seed: rotation only"`` / ``"project: fitted scale"``), and
+:func:`procrustes_modes_table` puts them side by side.
+
 Intervals (for the headline numbers of a projection): :func:`paired_pearson` is the
 statistic for a bootstrap over paired items (simplices), :func:`weighted_relational_r`
 resamples the *tokens* behind a pairwise-cosine correlation, and
@@ -23,7 +30,7 @@ variance share (:mod:`geolip_lib.metrics.intervals` does the resampling).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -33,7 +40,12 @@ from .validation import as_tensor, check_positive_int, fail
 __all__ = ["PCA", "pca_fit", "pca_transform", "Procrustes", "procrustes_fit", "procrustes_apply",
            "row_cosine", "pairwise_cosine", "relational_correlation", "residual_spectrum",
            "threshold_fractions", "percentiles", "split_indices", "paired_volumes", "paired_pearson",
-           "weighted_relational_r", "variance_retained_interval"]
+           "weighted_relational_r", "variance_retained_interval", "relative_residual",
+           "PROCRUSTES_MODES",
+           "compare_procrustes_modes", "procrustes_modes_table"]
+
+#: the two Procrustes fits side by side: key -> (label, fit the isotropic scale)
+PROCRUSTES_MODES = {"seed": ("seed: rotation only", False), "project": ("project: fitted scale", True)}
 
 
 def _np64(x, name, ndim=2) -> np.ndarray:
@@ -142,6 +154,24 @@ def procrustes_apply(fit: Procrustes, X) -> np.ndarray:
     if X.shape[1] != fit.R.shape[0]:
         fail("X", f"expected {fit.R.shape[0]} columns, got {X.shape[1]}")
     return fit.scale * (X - fit.mean_x) @ fit.R + fit.mean_y
+
+
+def relative_residual(fit: Procrustes, X, Y) -> np.ndarray:
+    """Per-row pieces of the relative residual of a fitted map on paired rows.
+
+    Returns
+    -------
+    ndarray, shape (n, 2): column 0 ``‖y_i − ŷ_i‖²``, column 1 ``‖y_i − μ_y‖²`` (``μ_y`` the
+    fit's target mean). The relative residual is the ratio of the column sums (``0`` a
+    perfect map, ``1`` no better than the mean); on the fitting rows of a scaled fit it is
+    ``scipy.spatial.procrustes``' disparity ``1 − (Σσ)² / (‖X_c‖² ‖Y_c‖²)``. Resample the
+    rows with ``probes.uncertainty.ratio_of_means`` as the statistic for its interval.
+    """
+    Y = _np64(Y, "Y")
+    Yhat = procrustes_apply(fit, X)
+    if Yhat.shape != Y.shape:
+        fail("Y", f"shape {Y.shape} differs from the mapped X's {Yhat.shape}")
+    return np.column_stack([((Y - Yhat) ** 2).sum(1), ((Y - fit.mean_y) ** 2).sum(1)])
 
 
 def row_cosine(A, B, eps: float = 1e-12) -> np.ndarray:
@@ -337,3 +367,100 @@ def variance_retained_interval(X, n_components: int, *, seed: int = 0, n_boot: i
         return lam[..., -k:].sum(-1) / lam.sum(-1)
 
     return bootstrap_covariance_stat(X, share, seed=seed, n_boot=n_boot or (1000 if D <= 512 else 200))
+
+
+# ---------------------------------------------------------------- seed-comparable mode
+def compare_procrustes_modes(fit: Procrustes, X, Y, test, *, rel_rows, sets, seed: int = 0) -> dict:
+    """Rotation only (the seed's map) and rotation + isotropic scale (the project's), side by side.
+
+    The rotation that minimises ``‖Y_c − s X_c R‖`` does not depend on ``s``, so both maps
+    share the fitted ``R`` and anchor means of ``fit``: the project's map is ``fit``, the
+    seed's is ``fit`` with scale 1 — exactly what the seed computed on the same centred
+    anchors. Both are evaluated on the same held-out rows; only the rows the numbers need
+    are mapped.
+
+    Parameters
+    ----------
+    fit : Procrustes
+        The project's fit on the anchors (:func:`procrustes_fit`, centred). A fit without
+        scale (``scaling=False``) makes both columns rotation only, and the project's is
+        labelled so.
+    X : array, shape (n, d)
+        The source rows (e.g. the PCA-reduced larger table).
+    Y : array, shape (n, d)
+        The paired target rows (the smaller table).
+    test : int array
+        Held-out rows (:func:`split_indices`).
+    rel_rows : int array
+        Held-out rows of the relational correlation.
+    sets : int array, shape (n_sets, k+1)
+        Simplex vertex sets for the volumes.
+    seed : int
+        Seed of the bootstraps.
+
+    Returns
+    -------
+    dict ``{"seed": ..., "project": ...}``, each ``{"label", "scaling", "scale",
+    "singular_sum", "headlines"}`` with ``headlines`` :func:`geolip_lib.results.headline`
+    records (value, 95 % interval) of ``cos_heldout`` (mean per-token cosine), ``resid_frac``
+    (:func:`relative_residual` on held-out tokens) and ``l2_mean`` (mean per-token L2
+    distance), each by a percentile bootstrap over the held-out tokens (percentile: a BCa's
+    jackknife over thousands of tokens costs more than the rest together), ``relational_r`` (weighted bootstrap over ``rel_rows``),
+    ``volume_ratio`` (mean projected / native pentachoron volume, paired BCa over simplices)
+    and ``volume_corr`` (paired Pearson, BCa over simplices).
+    """
+    from .metrics import intervals as I
+    from .probes.uncertainty import ratio_of_means, volume_ratio_interval
+    from .results import headline
+
+    X, Y = _np64(X, "X"), _np64(Y, "Y")
+    test, rel_rows, sets = np.asarray(test), np.asarray(rel_rows), np.asarray(sets)
+    rows, inv = np.unique(np.concatenate([test, rel_rows, sets.ravel()]), return_inverse=True)
+    t_, r_ = inv[:len(test)], inv[len(test):len(test) + len(rel_rows)]
+    s_ = inv[len(test) + len(rel_rows):].reshape(sets.shape)
+    Yr = Y[rows]
+    out = {}
+    for key, (label, scaling) in PROCRUSTES_MODES.items():
+        m_fit = fit if scaling else replace(fit, scale=1.0)
+        scaling = m_fit.scale != 1.0
+        label = label if key == "seed" or scaling else "project: rotation only"
+        Yh = procrustes_apply(m_fit, X[rows])
+        cos = row_cosine(Yr[t_], Yh[t_])
+        res = relative_residual(m_fit, X[test], Y[test])
+        l2 = np.sqrt(res[:, 0])
+        rel = relational_correlation(Yr[r_], Yh[r_])
+        vol = paired_volumes(Yr, Yh, s_)
+        vols = np.column_stack([vol["vol_a"], vol["vol_b"]])
+        tok = {"seed": seed, "method": "percentile", "what": "held-out tokens"}
+        h = {"cos_heldout": headline(float(cos.mean()), interval=I.bootstrap(cos, **tok), label="held-out cosine",
+                                     fmt=".4f"),
+             "resid_frac": headline(float(res[:, 0].sum() / res[:, 1].sum()), label="relative residual", fmt=".4f",
+                                    interval=I.bootstrap(res, ratio_of_means, **tok)),
+             "l2_mean": headline(float(l2.mean()), interval=I.bootstrap(l2, **tok), label="mean L2 distance", fmt=".4g"),
+             "relational_r": headline(rel["r"], label="relational r", fmt=".4f", interval=I.bootstrap_weighted(
+                 len(r_), weighted_relational_r(Yr[r_], Yh[r_]), n_boot=1000, seed=seed,
+                 what="held-out tokens (with all their pairs)")),
+             "volume_ratio": headline(vol.get("ratio"), label="volume ratio (projected / native)", fmt=".4g",
+                                      interval=volume_ratio_interval(vol["vol_b"], vol["vol_a"], seed=seed)),
+             "volume_corr": headline(vol.get("corr"), label="pentachoron vol corr", fmt=".4f",
+                                     interval=I.bootstrap(vols, paired_pearson, seed=seed,
+                                                          what="simplices (paired volumes)"))}
+        out[key] = {"label": label, "scaling": scaling, "scale": m_fit.scale, "singular_sum": fit.singular_sum,
+                    "headlines": h}
+    return out
+
+
+def procrustes_modes_table(modes: dict):
+    """The :func:`compare_procrustes_modes` numbers as a table: one row per quantity, one
+    column per mode (its label), each ``value [95 % interval]``; the scale row has no
+    interval (rotation only: 1 by definition)."""
+    import pandas as pd
+
+    from .metrics.intervals import format_value
+
+    rows = {"isotropic scale s": {m["label"]: format_value(m["scale"], fmt=".6g") for m in modes.values()}}
+    first = next(iter(modes.values()), {"headlines": {}})
+    for key, e in first["headlines"].items():
+        rows[e["label"]] = {m["label"]: format_value(m["headlines"][key]["value"], m["headlines"][key]["interval"],
+                                                     m["headlines"][key]["fmt"]) for m in modes.values()}
+    return pd.DataFrame(rows).T.rename_axis("quantity (held-out tokens)")

@@ -57,6 +57,16 @@ def test_recorded_numbers_match_an_independent_recomputation(run):
     cos = (al_ * EB[test]).sum(1) / np.linalg.norm(al_, axis=1) / np.linalg.norm(EB[test], axis=1)
     assert m["heldout"]["cosine"]["mean"] == pytest.approx(cos.mean(), abs=1e-9)
     assert run["headline"]["cos_heldout"]["value"] == pytest.approx(cos.mean(), abs=1e-9)
+    # the seed's map: the same rotation, scale 1
+    al_seed = (P[test] - mp) @ R + mb
+    cos_seed = (al_seed * EB[test]).sum(1) / np.linalg.norm(al_seed, axis=1) / np.linalg.norm(EB[test], axis=1)
+    modes = m["procrustes_modes"]
+    assert modes["seed"]["headlines"]["cos_heldout"]["value"] == pytest.approx(cos_seed.mean(), abs=1e-9)
+    assert run["headline"]["cos_heldout_seed"]["value"] == pytest.approx(cos_seed.mean(), abs=1e-9)
+    resid = lambda A: ((EB[test] - A) ** 2).sum() / ((EB[test] - mb) ** 2).sum()  # noqa: E731
+    assert modes["seed"]["headlines"]["resid_frac"]["value"] == pytest.approx(resid(al_seed), rel=1e-9)
+    assert modes["project"]["headlines"]["resid_frac"]["value"] == pytest.approx(resid(al_), rel=1e-9)
+    assert modes["seed"]["singular_sum"] == pytest.approx(ssum, rel=1e-8)
 
 
 def test_headlines_have_intervals_of_the_right_kind_and_shuffled_nulls(run):
@@ -107,3 +117,23 @@ def test_interval_statistics_equal_the_recorded_statistics():
     assert isinstance(iv, intervals.Interval) and iv.lo < iv.hi
     assert abs((iv.lo + iv.hi) / 2 - al.pca_fit(X, 4).variance_retained) < 0.05
     assert al.variance_retained_interval(X, 8) == "exact"
+
+
+def test_seed_comparable_mode_is_labelled_and_agrees_with_the_project_sections(run):
+    """§9: both fits on the same anchors; the project's column repeats §4-§8's numbers."""
+    m, h = run["metrics"], run["headline"]
+    modes = m["procrustes_modes"]
+    assert (modes["seed"]["label"], modes["project"]["label"]) == ("seed: rotation only", "project: fitted scale")
+    assert modes["seed"]["scale"] == 1.0 and modes["project"]["scale"] == pytest.approx(m["procrustes"]["scale"])
+    hp, hs = modes["project"]["headlines"], modes["seed"]["headlines"]
+    assert hp["cos_heldout"]["value"] == pytest.approx(h["cos_heldout"]["value"], abs=1e-12)
+    assert hp["relational_r"]["value"] == pytest.approx(m["relational"]["r"], abs=1e-12)
+    assert hp["volume_corr"]["value"] == pytest.approx(m["pentachoron"]["corr"], abs=1e-12)
+    assert hp["volume_ratio"]["value"] == pytest.approx(m["pentachoron"]["ratio"], rel=1e-12)
+    # volumes of the rotation-only map are those of the scaled map divided by s⁴
+    assert hs["volume_ratio"]["value"] == pytest.approx(hp["volume_ratio"]["value"] / m["procrustes"]["scale"] ** 4,
+                                                        rel=1e-9)
+    for mode in (hs, hp):
+        for key, e in mode.items():
+            assert e["interval"]["lo"] <= e["value"] <= e["interval"]["hi"], key
+    assert h["cos_heldout_seed"]["label"] == "held-out cosine (seed: rotation only)"

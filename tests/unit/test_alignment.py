@@ -108,3 +108,62 @@ def test_paired_volumes_scale_as_power_of_k_and_pair_correctly():
     flat[:50, 3:] = 0.0                                    # rows 0..49 lie in a 3-D subspace
     pv2 = al.paired_volumes(X, flat, np.array([[0, 1, 2, 3, 4], [60, 61, 62, 63, 64], [70, 71, 72, 73, 74]]))
     assert pv2["n_valid"] == 2                             # the degenerate set is dropped in both spaces
+
+
+# ------------------------------------------------------ seed-comparable mode: rotation only vs fitted scale
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_rotation_only_and_scaled_fits_recover_planted_scale_and_rotation(seed):
+    """Y = s·X·R + shift + noise: both fits find R; the scaled fit finds s, rotation only keeps 1;
+    held-out numbers of each mode have their closed forms."""
+    from scipy.linalg import orthogonal_procrustes
+    from scipy.spatial import procrustes as scipy_procrustes
+
+    rng = np.random.default_rng(seed)
+    n, d = 500, 6
+    X = rng.standard_normal((n, d)) * np.linspace(1, 2, d)
+    R = ortho_group.rvs(d, random_state=seed)
+    s = rng.uniform(0.4, 3.0)
+    Y = s * X @ R + rng.standard_normal(d) + 1e-3 * rng.standard_normal((n, d))
+    anchors, test = al.split_indices(n, 300, 200, seed=seed)
+    rot, scl = (al.procrustes_fit(X[anchors], Y[anchors], scaling=b) for b in (False, True))
+    assert np.allclose(rot.R, R, atol=1e-3) and np.allclose(scl.R, R, atol=1e-3)
+    assert rot.scale == 1.0 and scl.scale == pytest.approx(s, rel=1e-3)
+    R_sp, ssum = orthogonal_procrustes(X[anchors] - X[anchors].mean(0), Y[anchors] - Y[anchors].mean(0))
+    assert np.allclose(rot.R, R_sp) and rot.singular_sum == pytest.approx(ssum)
+    # relative residual of the scaled fit on its own rows is scipy.spatial.procrustes' disparity
+    pieces = al.relative_residual(scl, X[anchors], Y[anchors])
+    assert pieces[:, 0].sum() / pieces[:, 1].sum() == pytest.approx(
+        scipy_procrustes(Y[anchors], X[anchors])[2], rel=1e-6, abs=1e-12)
+    sets = np.array([rng.choice(n, 5, replace=False) for _ in range(60)])
+    modes = al.compare_procrustes_modes(scl, X, Y, test, rel_rows=test[:80], sets=sets, seed=seed)
+    seed_m, proj = modes["seed"], modes["project"]
+    assert (seed_m["label"], proj["label"]) == ("seed: rotation only", "project: fitted scale")
+    assert seed_m["scale"] == 1.0 and proj["scale"] == pytest.approx(s, rel=1e-3)
+    hs, hp = seed_m["headlines"], proj["headlines"]
+    # rotation only leaves (s − 1)/s of every centred target: relative residual ((s − 1)/s)²
+    assert hs["resid_frac"]["value"] == pytest.approx(((s - 1) / s) ** 2, rel=2e-2, abs=1e-5)
+    assert hp["resid_frac"]["value"] < 1e-5
+    # 4-volumes scale as s⁴: rotation only gives mean projected / native volume 1/s⁴, the scaled fit 1
+    assert hs["volume_ratio"]["value"] == pytest.approx(s ** -4, rel=1e-2)
+    assert hp["volume_ratio"]["value"] == pytest.approx(1.0, rel=1e-2)
+    assert hp["volume_corr"]["value"] > 0.999 and hp["relational_r"]["value"] > 0.999
+    assert hs["l2_mean"]["value"] > hp["l2_mean"]["value"]
+    for h in (hs, hp):
+        for key, e in h.items():
+            assert e["interval"]["lo"] <= e["value"] <= e["interval"]["hi"], key
+    table = al.procrustes_modes_table(modes)
+    assert list(table.columns) == ["seed: rotation only", "project: fitted scale"]
+    assert table.loc["isotropic scale s", "seed: rotation only"] == "1"
+    assert "relative residual" in table.index
+
+
+def test_procrustes_modes_without_project_scaling_are_both_rotation_only():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((120, 4))
+    Y = 2 * X + 0.01 * rng.standard_normal((120, 4))
+    anchors, test = al.split_indices(120, 60, 60, seed=0)
+    sets = np.array([rng.choice(120, 5, replace=False) for _ in range(20)])
+    fit = al.procrustes_fit(X[anchors], Y[anchors], scaling=False)
+    modes = al.compare_procrustes_modes(fit, X, Y, test, rel_rows=test[:30], sets=sets)
+    assert modes["project"]["label"] == "project: rotation only" and modes["project"]["scale"] == 1.0
+    assert modes["project"]["headlines"]["resid_frac"]["value"] == modes["seed"]["headlines"]["resid_frac"]["value"]
