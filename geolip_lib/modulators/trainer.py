@@ -5,6 +5,7 @@ stopping, safetensors checkpoints and resume (seed 001 §9 and §12).
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -176,7 +177,11 @@ class ModulatorTrainer:
         if not (d / MODULATOR_FILE).exists():
             fail("directory", f"no {MODULATOR_FILE} in {d} (write one with ModulatorTrainer.save)")
         self.modulator.load_state_dict(load_file(str(d / MODULATOR_FILE)))
-        st = torch.load(d / STATE_FILE, weights_only=False)
+        try:  # weights_only: a crafted pickle in CHECKPOINT_DIR must not run code (the state is tensors + numbers)
+            st = torch.load(d / STATE_FILE, weights_only=True)
+        except pickle.UnpicklingError as exc:
+            fail("directory", f"{d / STATE_FILE} is not a plain trainer state (refused to unpickle: "
+                              f"{str(exc).splitlines()[0][:120]}); delete it or point CHECKPOINT_DIR elsewhere")
         self.optimizer.load_state_dict(st["optimizer"])
         if self.scheduler is not None and st["scheduler"] is not None:
             self.scheduler.load_state_dict(st["scheduler"])

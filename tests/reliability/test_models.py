@@ -130,3 +130,24 @@ def test_metric_inputs_count_non_finite_values():
     X[0, 0] = float("nan")
     with pytest.raises(ValueError, match=r"^X: contains 1 NaN and 0 Inf values \(of 80\)"):
         M.participation_ratio(X)
+
+
+def test_a_crafted_trainer_state_pickle_is_refused(tmp_path):
+    """ModulatorTrainer.load reads trainer_state.pt with weights_only=True: no code runs."""
+    import pickle
+
+    from geolip_lib.modulators.trainer import MODULATOR_FILE, STATE_FILE, ModulatorTrainer
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(tmp_path / "pwned"), "w"))
+
+    save_file({"x": torch.zeros(1)}, str(tmp_path / MODULATOR_FILE))
+    (tmp_path / STATE_FILE).write_bytes(pickle.dumps({"optimizer": Evil()}))
+    trainer = ModulatorTrainer.__new__(ModulatorTrainer)
+    trainer.modulator = torch.nn.Module()
+    trainer.modulator.register_buffer("x", torch.zeros(1))
+    with pytest.raises(ValueError) as exc:
+        ModulatorTrainer.load(trainer, tmp_path)
+    assert str(exc.value).startswith(f"directory: {tmp_path / STATE_FILE} is not a plain trainer state")
+    assert not (tmp_path / "pwned").exists()
