@@ -93,3 +93,41 @@ def test_random_init_baseline_is_near_orthogonal(tiny_qwen):
         ops = op.measure_model(tiny_qwen.random_init(), top_k=2)["decoder.self"]
     a = op.analyse(ops)
     assert abs(a["mean_cos_to_anchor"]) < 0.2
+
+
+# ---------------------------------------------------------------- seed 004's model family: Qwen3 (no linear attention)
+TINY_QWEN3 = {"name": "tiny-qwen3", "family": "decoder_lm", "source": "tiny", "architecture": "qwen3",
+              "config": {"model_type": "qwen3", "num_hidden_layers": 3, "layer_types": ["full_attention"] * 3}}
+
+
+def test_tiny_qwen3_every_layer_is_measured_and_matches_dense():
+    """Qwen3 (seed 004's Qwen3-4B family): every layer is full attention, q_proj is not gated
+    (n_heads·head_dim rows), q/k are RMS-normed per head; the factored results equal the
+    operators built densely from the HF module."""
+    from geolip_lib.models.adapters import family_for
+    from geolip_lib.params import load_model_params
+
+    p = load_model_params("qwen3-4b")
+    assert (p.family, p.source, p.id, p.architecture) == ("decoder_lm", "hub", "Qwen/Qwen3-4B", "qwen3")
+    assert family_for({"model_type": p.architecture}) == "decoder_lm"
+    lm = models.load(TINY_QWEN3)
+    assert lm.model.config.model_type == "qwen3"
+    with pytest.warns(UserWarning, match="RMS-normalised per head"):
+        res = op.measure_model(lm, top_k=2)
+    ops = res["decoder.self"]
+    assert list(res) == ["decoder.self"] and ops.layers == [0, 1, 2] and ops.meta["qk_norm"] == ["k", "q"]
+    for i in ops.layers:
+        Wq, Wk, H, Hk, d = _hf_qk(lm, i)
+        assert Wq.shape[0] == H * d                                            # no query gate rows
+        assert torch.allclose(ops.sym_eigs[i], op.dense_sym_eigvals(Wq, Wk, H, Hk), atol=1e-9 * ops.sym_eigs.abs().max())
+    a = op.analyse(ops)
+    assert a["spectral"]["cos_matrix"].diagonal().allclose(torch.ones(3, dtype=torch.float64))
+
+
+def test_qwen3_4b_offline_is_one_clear_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    with pytest.raises(models.ModelLoadError) as ei:
+        models.load("qwen3-4b")
+    msg = str(ei.value)
+    assert "\n" not in msg and "model 'qwen3-4b'" in msg and "Qwen/Qwen3-4B" in msg and "HF_HUB_OFFLINE=1" in msg
