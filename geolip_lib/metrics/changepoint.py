@@ -65,6 +65,7 @@ from .intervals import LEVEL, N_BOOT, Interval, bootstrap_weighted
 
 METHODS = ("segmented", "step")
 RESAMPLE = ("auto", "seeds", "residuals")
+NULLS = ("line", "quadratic")
 MIN_GRID = 4
 _SEED_MIN = 3  # seed-level t needs >= 2 degrees of freedom
 _EPS = 1e-12
@@ -102,98 +103,103 @@ def _validate(x: Any, Y: Any, method: str, n_boot: int, level: float, min_size: 
 
 
 # ------------------------------------------------------------------ the exact search, batched
-def _cov(Sw, Su, Sv, Suv):
-    """Weighted centred cross-product ``sum w (u - ubar)(v - vbar)`` from raw sums."""
-    return Suv - Su * Sv / Sw
+class _Search:
+    """Least-squares breakpoint search on one grid with fixed weights, batched over curves.
 
-
-def _candidates(x: np.ndarray, method: str, min_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Breakpoints on the grid and their extra basis vectors (K, m): hinges at grid points or steps in gaps."""
-    m = len(x)
-    if method == "segmented":
-        tau_c = x[min_size - 1:m - min_size + 1]                       # kinks at grid points
-        return tau_c, np.maximum(x[None, :] - tau_c[:, None], 0.0)
-    ks = np.arange(min_size - 1, m - min_size)                         # jump after point k
-    return (x[ks] + x[ks + 1]) / 2, (np.arange(m)[None, :] > ks[:, None]).astype(np.float64)
-
-
-def _scan(x: np.ndarray, y: np.ndarray, w: np.ndarray, method: str, min_size: int) -> dict:
-    """Best breakpoint for each row of ``y`` (B, m) with weights ``w`` (B, m) (0 = no data).
-
-    Returns ``tau`` (B,), ``rss0`` (line) and ``rss1`` (change model) (B,), ``m`` (B,) grid
-    points with data. Every candidate model contains the line, so ``rss1 <= rss0``.
+    The no-change basis ``X0`` (line or quadratic) and every candidate's extra basis vector
+    (hinge or step, made orthogonal to ``X0`` in the weighted inner product) are fixed, so the
+    change model's gain over the null at candidate ``k`` is ``<y, u_k>^2`` with ``u_k`` the unit
+    orthogonalised vector: one matrix product per batch of curves. For the hinge over a line,
+    the kink inside each gap is added exactly by Hudson's rule (the two separately fitted lines
+    meet inside the gap); over a quadratic, kinks are searched at ``refine`` points per gap.
     """
-    y = np.where(w > 0, y, 0.0)
-    m_eff = (w > 0).sum(axis=1)
-    Sw, Sx, Sxx = w.sum(1), w @ x, w @ (x * x)
-    wy = w * y
-    Sy, Sxy, Syy = wy.sum(1), wy @ x, (wy * y).sum(1)
-    Cxx, Cxy, Cyy = _cov(Sw, Sx, Sx, Sxx), _cov(Sw, Sx, Sy, Sxy), _cov(Sw, Sy, Sy, Syy)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rss0 = np.maximum(Cyy - Cxy ** 2 / Cxx, 0.0)
-    m = len(x)
-    n = np.arange(m)
-    tau_c, B = _candidates(x, method, min_size)
-    # add the extra basis vector to the line: RSS1 = RSS0 - <r0, b~>^2 / |b~|^2 (b~ = b orthogonal to 1, x)
-    Sb, Sxb, Sbb, Syb = w @ B.T, (w * x) @ B.T, w @ (B * B).T, wy @ B.T
-    Cxb = _cov(Sw[:, None], Sx[:, None], Sb, Sxb)
-    Cbb = _cov(Sw[:, None], Sb, Sb, Sbb)
-    Cyb = _cov(Sw[:, None], Sy[:, None], Sb, Syb)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        bb = Cbb - Cxb ** 2 / Cxx[:, None]
-        yb = Cyb - Cxb * Cxy[:, None] / Cxx[:, None]
-        gain = np.where(bb > _EPS * np.maximum(Cbb, _EPS), yb ** 2 / bb, 0.0)
-    gain = np.nan_to_num(gain, nan=0.0)
-    j = np.argmax(gain, axis=1)
-    rows = np.arange(len(y))
-    best_gain, tau = gain[rows, j], tau_c[j]
-    if method == "segmented":
-        # Hudson: inside a gap (x_k, x_k+1) the optimum is where the two separate lines meet, if they meet there
-        cw, cx, cxx = np.cumsum(w, 1), np.cumsum(w * x, 1), np.cumsum(w * x * x, 1)
-        cy, cxy, cyy = np.cumsum(wy, 1), np.cumsum(wy * x, 1), np.cumsum(wy * y, 1)
-        ks = n[min_size - 1:m - min_size]
-        L = [c[:, ks] for c in (cw, cx, cxx, cy, cxy, cyy)]
-        R = [tot[:, None] - l for tot, l in zip((Sw, Sx, Sxx, Sy, Sxy, Syy), L)]
+
+    def __init__(self, x: np.ndarray, w: np.ndarray, method: str, null: str, min_size: int, refine: int = 10):
+        m = len(x)
+        self.x, self.w, self.method, self.null, self.min_size = x, w, method, null, min_size
+        self.sw = np.sqrt(w)
+        self.k0 = 2 if null == "line" else 3
+        self.Q0 = np.linalg.qr(self.sw[:, None] * _null_basis(x, null))[0]
+        ks = np.arange(min_size - 1, m - min_size)                       # gaps (x_k, x_k+1) the change may use
+        if method == "step":
+            tau_c = (x[ks] + x[ks + 1]) / 2
+            B = (np.arange(m)[None, :] > ks[:, None]).astype(np.float64)
+        else:
+            sub = 1 if null == "line" else refine                         # line: in-gap kinks by Hudson below
+            frac = np.arange(sub) / sub
+            tau_c = np.append((x[ks][:, None] + (x[ks + 1] - x[ks])[:, None] * frac[None]).ravel(), x[m - min_size])
+            B = np.maximum(x[None, :] - tau_c[:, None], 0.0)
+        Bw = B * self.sw[None]
+        Bp = Bw - (Bw @ self.Q0) @ self.Q0.T
+        nb = (Bp * Bp).sum(1)
+        ok = nb > _EPS * np.maximum((Bw * Bw).sum(1), _EPS)
+        self.tau_c, self.U = tau_c[ok], Bp[ok] / np.sqrt(nb[ok])[:, None]
+        self.hudson = method == "segmented" and null == "line"
+        if self.hudson:
+            self.ks = ks
+            self.cw, self.cx, self.cxx = np.cumsum(w), np.cumsum(w * x), np.cumsum(w * x * x)
+
+    def scan(self, Y: np.ndarray) -> dict:
+        """Best breakpoint of each row of ``Y`` (b, m): ``tau``, ``rss0`` (null), ``rss1`` (change)."""
+        Yw = Y * self.sw[None]
+        r0 = Yw - (Yw @ self.Q0) @ self.Q0.T
+        rss0 = (r0 * r0).sum(1)
+        gain = (Yw @ self.U.T) ** 2
+        j = np.argmax(gain, axis=1)
+        rows = np.arange(len(Y))
+        best, tau = gain[rows, j], self.tau_c[j]
+        if self.hudson:
+            t, g2 = self._hudson(Y, rss0)
+            j2 = np.argmax(g2, axis=1)
+            better = g2[rows, j2] > best
+            best = np.where(better, g2[rows, j2], best)
+            tau = np.where(better, t[rows, j2], tau)
+        return {"tau": tau, "rss0": rss0, "rss1": np.maximum(rss0 - best, 0.0)}
+
+    def _hudson(self, Y: np.ndarray, rss0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per gap: where the separately fitted left and right lines meet, and the gain when inside the gap."""
+        x, w, ks = self.x, self.w, self.ks
+        wy = w[None] * Y
+        cy, cxy, cyy = np.cumsum(wy, 1), np.cumsum(wy * x, 1), np.cumsum(wy * Y, 1)
+        tot = [self.cw[-1], self.cx[-1], self.cxx[-1], cy[:, -1:], cxy[:, -1:], cyy[:, -1:]]
+        L = [self.cw[ks], self.cx[ks], self.cxx[ks], cy[:, ks], cxy[:, ks], cyy[:, ks]]
+        R = [t_ - l_ for t_, l_ in zip(tot, L)]
+        fits = []
         with np.errstate(invalid="ignore", divide="ignore"):
-            fits = []
             for sw, sx, sxx, sy, sxy, syy in (L, R):
-                cxx_, cxy_, cyy_ = _cov(sw, sx, sx, sxx), _cov(sw, sx, sy, sxy), _cov(sw, sy, sy, syy)
-                slope = cxy_ / cxx_
-                icpt = (sy - slope * sx) / sw
-                ok = cxx_ > _EPS * np.maximum(Cxx[:, None], _EPS)
-                fits.append((slope, icpt, np.maximum(cyy_ - cxy_ * slope, 0.0), ok))
+                cxx, cxy_, cyy_ = sxx - sx * sx / sw, sxy - sx * sy / sw, syy - sy * sy / sw
+                slope = cxy_ / cxx
+                fits.append((slope, (sy - slope * sx) / sw, np.maximum(cyy_ - cxy_ * slope, 0.0), cxx > _EPS))
             (bl, al, rl, okl), (br, ar, rr, okr) = fits
             t = (ar - al) / (bl - br)
-            valid = okl & okr & (t > x[ks]) & (t < x[ks + 1]) & np.isfinite(t)
-            g2 = np.where(valid, rss0[:, None] - (rl + rr), -np.inf)
-        j2 = np.argmax(g2, axis=1)
-        g2b = g2[rows, j2]
-        better = g2b > best_gain
-        best_gain = np.where(better, g2b, best_gain)
-        tau = np.where(better, t[rows, j2], tau)
-    rss1 = np.maximum(rss0 - best_gain, 0.0)
-    return {"tau": tau, "rss0": rss0, "rss1": rss1, "m": m_eff}
+            valid = okl & okr & np.isfinite(t) & (t > x[ks]) & (t < x[ks + 1])
+            return t, np.where(valid, rss0[:, None] - (rl + rr), -np.inf)
+
+    def design(self, x: np.ndarray, tau: float, side: str | None = None) -> np.ndarray:
+        """Null basis plus the change basis at ``tau`` (``side`` forces the step's indicator at x == tau)."""
+        if self.method == "segmented":
+            extra = np.maximum(x - tau, 0.0)
+        else:
+            extra = (x > tau).astype(np.float64)
+            if side is not None:
+                extra = np.where(x == tau, 1.0 if side == "right" else 0.0, extra)
+        return np.column_stack([_null_basis(x, self.null), extra])
+
+    def fit(self, y: np.ndarray, X: np.ndarray) -> np.ndarray:
+        return np.linalg.lstsq(X * self.sw[:, None], y * self.sw, rcond=None)[0]
 
 
-def _f_stat(rss0: np.ndarray, rss1: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """sup-F of the change model (2 extra parameters: the breakpoint and the slope change/jump)."""
-    df = np.maximum(m - 4, 1)
+def _null_basis(x: np.ndarray, null: str) -> np.ndarray:
+    return np.column_stack([np.ones_like(x), x] + ([x * x] if null == "quadratic" else []))
+
+
+def _f_stat(rss0: np.ndarray, rss1: np.ndarray, m: int, k0: int) -> np.ndarray:
+    """sup-F of the change model over the null (2 extra parameters: the breakpoint and the slope change/jump)."""
+    df = max(m - k0 - 2, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         f = ((rss0 - rss1) / 2) / (rss1 / df)
     scale = np.maximum(rss0, _EPS)
-    f = np.where(rss1 <= 1e-13 * scale, np.where(rss0 - rss1 > 1e-13 * scale, np.inf, 0.0), f)
-    return f
-
-
-def _design(x: np.ndarray, tau: float, method: str) -> np.ndarray:
-    extra = np.maximum(x - tau, 0.0) if method == "segmented" else (x > tau).astype(np.float64)
-    return np.column_stack([np.ones_like(x), x, extra])
-
-
-def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    keep = w > 0
-    sw = np.sqrt(w[keep])
-    return np.linalg.lstsq(X[keep] * sw[:, None], y[keep] * sw, rcond=None)[0]
+    return np.where(rss1 <= 1e-13 * scale, np.where(rss0 - rss1 > 1e-13 * scale, np.inf, 0.0), f)
 
 
 def _batches(total: int, batch: int):
@@ -211,47 +217,60 @@ def _max_t(Z: np.ndarray) -> np.ndarray:
     return t.max(-1)
 
 
-def _seed_scheme(Yf, cnt, yz, *, x, method, min_size, n_boot, level, batch, rng) -> dict:
-    """Seed-level test (max |t| over breakpoints) and the breakpoint interval from the seeds' covariance.
+def _shrunk_root(D: np.ndarray) -> tuple[np.ndarray, float]:
+    """A square root ``R`` (``Rᵀ R = S*``) of the seeds' covariance shrunk towards its diagonal.
 
-    ``Yf`` (n, m) holds the standardised rows with missing values filled (see ``locate``), on the
-    grid points that have data. Test: each seed's coefficient of the change basis (hinge or
-    step, orthogonal to the line) at every candidate breakpoint; ``t`` across seeds is exactly
-    Student ``t(n-1)`` at each breakpoint for Gaussian seed errors of any covariance along x;
-    the null distribution of the maximum over breakpoints is simulated from Gaussian seeds with
-    the seeds' sample covariance (which sets the dependence between breakpoints).
+    ``D`` (n, m) holds the seeds' deviations from the mean. With n seeds the sample covariance
+    ``S`` has rank n - 1, too few directions for the dependence of many breakpoints' t values;
+    ``S* = lam diag(S) + (1 - lam) S`` with the data-driven ``lam`` of Schäfer & Strimmer (2005,
+    target "D"): ``lam = sum_{i != j} Var(s_ij) / sum_{i != j} s_ij^2``, clipped to [0, 1].
+    """
+    n, m = D.shape
+    S = D.T @ D / (n - 1)
+    W = D[:, :, None] * D[:, None, :]                                    # (n, m, m) per-seed products
+    var_s = n / (n - 1) ** 3 * ((W - W.mean(0)) ** 2).sum(0)
+    off = ~np.eye(m, dtype=bool)
+    den = float((S[off] ** 2).sum())
+    lam = float(np.clip(var_s[off].sum() / den, 0.0, 1.0)) if den > 0 else 1.0
+    Ss = (1 - lam) * S
+    Ss[np.diag_indices(m)] = np.diag(S)
+    ev, V = np.linalg.eigh(Ss)
+    return (V * np.sqrt(np.clip(ev, 0.0, None))).T, lam
+
+
+def _seed_scheme(Yf, yz, search: _Search, *, n_boot, level, batch, rng) -> dict:
+    """Seed-level test (max |t| over breakpoints) and the seed-bootstrap breakpoint interval.
+
+    ``Yf`` (n, m): the standardised seed rows, missing values filled (see ``locate``). Test:
+    each seed's coefficient of the change basis (orthogonal to the null basis) at every
+    candidate breakpoint; across seeds its ``t`` is exactly Student ``t(n-1)`` at each breakpoint
+    for Gaussian seed errors of any covariance along x; the null distribution of the maximum
+    over breakpoints is simulated from ``n`` Gaussian seeds with the seeds' sample covariance
+    (which sets how the breakpoints' t values depend on each other).
     """
     from scipy import stats
 
     n = len(Yf)
-    _, B = _candidates(x, method, min_size)
-    X0 = np.column_stack([np.ones_like(x), x])
-    Bt = B - (B @ X0) @ np.linalg.pinv(X0)                              # change bases orthogonal to the line
-    nb = (Bt * Bt).sum(1)
-    A = np.where(nb[:, None] > 1e-12, Bt / np.maximum(nb, 1e-300)[:, None], 0.0)
-    Z = Yf @ A.T                                                        # (n, K) per-seed coefficients
+    unweighted = _Search(search.x, np.ones_like(search.x), search.method, search.null, search.min_size)
+    Z = Yf @ unweighted.U.T                                              # (n, K) per-seed change coefficients
     T = float(_max_t(Z))
-    Dz = Z - Z.mean(0)
+    root, lam = _shrunk_root(Yf - Yf.mean(0))
+    UR = root @ unweighted.U.T                                           # (m, K): Gaussian seed -> coefficients
     tstar = []
     for b in _batches(n_boot, batch):
-        xi = rng.standard_normal((b, n, n))
-        tstar.append(_max_t(xi @ Dz / math.sqrt(n - 1)))               # n Gaussian seeds, covariance S
-    tstar = np.concatenate(tstar)
-    p = float((1 + np.sum(tstar >= T)) / (1 + n_boot))
-    # interval: resample the seeds (multinomial counts), refit; deviations from the mean are scaled by
-    # sqrt(n/(n-1)) so that a resampled mean has the variance s^2/n of the sample mean
+        tstar.append(_max_t(rng.standard_normal((b, n, len(root))) @ UR))
+    p = float((1 + np.sum(np.concatenate(tstar) >= T)) / (1 + n_boot))
+    # interval: resample the seeds (multinomial counts) and refit; deviations from the mean are
+    # scaled by sqrt(n/(n-1)) so that a resampled mean has the variance s^2/n of the sample mean
     D = Yf - Yf.mean(0)
-    w = cnt[None]
     taus: list[np.ndarray] = []
 
     def refit(W: np.ndarray) -> np.ndarray:
-        yb = yz[None] + math.sqrt(n / (n - 1)) * (W @ D) / n
-        t = _scan(x, yb, np.repeat(w, len(W), 0), method, min_size)["tau"]
+        t = search.scan(yz[None] + math.sqrt(n / (n - 1)) * (W @ D) / n)["tau"]
         taus.append(t)
         return t
 
-    bootstrap_weighted(n, refit, n_boot=n_boot, level=level, seed=int(rng.integers(2 ** 31)),
-                               what="seeds", batch=batch)
+    bootstrap_weighted(n, refit, n_boot=n_boot, level=level, seed=int(rng.integers(2 ** 31)), what="seeds", batch=batch)
     a = (1 - level) / 2
     k = float(stats.t.ppf(1 - a, n - 1) / stats.norm.ppf(1 - a))
     return {"p": p, "stat": T, "statistic_name": "max |t|", "taus": np.concatenate(taus), "scale": k,
@@ -261,30 +280,29 @@ def _seed_scheme(Yf, cnt, yz, *, x, method, min_size, n_boot, level, batch, rng)
                          f"spread about the estimate x t({n - 1})/z = {k:.3g}")}
 
 
-def _residual_scheme(cnt, yz, fitted0, fitted1, F, *, x, method, min_size, n_boot, level, batch, rng) -> dict:
+def _residual_scheme(cnt, yz, fitted0, fitted1, F, search: _Search, *, n_boot, level, batch, rng) -> dict:
     """sup-F and breakpoint refits from the change fit's residuals resampled along the grid.
 
     Errors are assumed independent along x (the only choice with 1 or 2 seeds).
     """
-    m = len(x)
+    m = len(yz)
     e = (yz - fitted1) * np.sqrt(cnt)                                   # residuals on the scale of one seed
-    e = (e - e.mean()) * math.sqrt(m / max(m - 4, 1))
+    e = (e - e.mean()) * math.sqrt(m / max(m - search.k0 - 2, 1))
     sc = 1.0 / np.sqrt(cnt)
-    w = cnt[None]
 
     def draws(b: int, centre: np.ndarray) -> np.ndarray:
         return centre[None] + e[rng.integers(m, size=(b, m))] * sc[None]
 
     fstar, taus = [], []
     for b in _batches(n_boot, batch):
-        r = _scan(x, draws(b, fitted0), np.repeat(w, b, 0), method, min_size)
-        fstar.append(_f_stat(r["rss0"], r["rss1"], r["m"]))
+        r = search.scan(draws(b, fitted0))
+        fstar.append(_f_stat(r["rss0"], r["rss1"], m, search.k0))
     for b in _batches(n_boot, batch):
-        taus.append(_scan(x, draws(b, fitted1), np.repeat(w, b, 0), method, min_size)["tau"])
+        taus.append(search.scan(draws(b, fitted1))["tau"])
     fstar = np.concatenate(fstar)
     return {"p": float((1 + np.sum(fstar >= F)) / (1 + n_boot)), "stat": F, "statistic_name": "sup-F",
             "taus": np.concatenate(taus), "scale": 1.0,
-            "label": f"sup-F, null from {n_boot} residual bootstrap resamples under the fitted line "
+            "label": f"sup-F, null from {n_boot} residual bootstrap resamples under the fitted null "
                      "(errors assumed independent along x)",
             "iv_label": f"residual bootstrap percentile ({n_boot} refits)"}
 
@@ -311,12 +329,12 @@ def _breakpoint_interval(x: np.ndarray, tau: float, taus: np.ndarray, scale: flo
 
 # ------------------------------------------------------------------ public
 def locate(x: Any, Y: Any, *, method: str = "segmented", seed: int = 0, n_boot: int = N_BOOT,
-           level: float = LEVEL, min_size: int = 2, resample: str = "auto", batch: int = 250) -> dict:
-    """Locate one change point of the seed-mean curve, test it against a line, give it an interval.
+           level: float = LEVEL, min_size: int = 2, null: str = "line", resample: str = "auto",
+           refine: int = 10, batch: int = 250) -> dict:
+    """Locate one change point of the seed-mean curve, test it against no change, give it an interval.
 
-    See the module docstring for the method (hinge or step least squares by exact search;
-    sup-F test by a bootstrap under the fitted line; percentile interval by resampling seeds,
-    or residuals with 1-2 seeds).
+    The method is stated in the module docstring (least squares by exact search; a seed-level
+    max-|t| test, or a residual-bootstrap sup-F test with 1-2 seeds; a seed-bootstrap interval).
 
     Parameters
     ----------
@@ -325,36 +343,50 @@ def locate(x: Any, Y: Any, *, method: str = "segmented", seed: int = 0, n_boot: 
     Y : array-like, shape (n_seeds, m) or (m,)
         One row of measurements per seed. NaN marks a missing measurement; Inf is refused.
     method : {"segmented", "step"}
-        Continuous hinge (kink anywhere between grid points) or line with a jump between two
-        grid points.
+        Continuous hinge (kink anywhere between grid points) or a jump between two grid points.
     seed : int
-        Seed of the bootstrap resampling (the result is a deterministic function of it).
+        Seed of the resampling (the result is a deterministic function of the data and it).
     n_boot : int
-        Resamples for the test and, separately, for the interval.
+        Draws for the test's null and, separately, resamples for the interval.
     level : float
         Interval coverage; the change is "found" when ``p < 1 - level``.
     min_size : int
         Grid points each side of the breakpoint keeps (>= 2).
+    null : {"line", "quadratic"}
+        The no-change model. ``"line"`` (default) asks "is one straight line enough?";
+        ``"quadratic"`` asks "is there a kink (or jump) beyond smooth curvature?" (the change
+        model is then the quadratic plus the hinge or step).
+    resample : {"auto", "seeds", "residuals"}
+        ``"seeds"`` (the default with >= 3 seeds): seed-level test and seed bootstrap, valid for
+        any correlation of a seed's errors along x. ``"residuals"`` (the default with 1-2
+        seeds): residual bootstrap, which assumes errors independent along x.
+    refine : int
+        Kinks tried per gap between grid points when ``null="quadratic"`` (resolution
+        gap / refine); over a line the in-gap kink is exact.
     batch : int
-        Resamples fitted at once (memory ~ batch * m * m floats).
+        Curves fitted at once (memory ~ batch * m * candidates floats).
 
     Returns
     -------
     dict
-        ``found`` (bool), ``location`` (float or None: the breakpoint when found),
-        ``interval`` (:class:`~geolip_lib.metrics.intervals.Interval` or None, when found),
-        ``method`` (one line: model, test and resampling), ``statistic`` (sup-F),
-        ``p_value``, ``n_seeds``, ``grid`` (list), ``fit`` (dict for a plot: ``x``, ``mean``,
-        ``sem``, ``n`` per grid point, ``fitted`` and ``line`` at ``x``, ``curve_x``/
-        ``curve_y`` (the fitted piecewise curve with its breakpoint), ``breakpoint`` and
-        ``breakpoint_interval`` (always given, significant or not), ``params``, ``slopes``,
-        ``rss_line``, ``rss_change``, ``boot_breakpoints``).
+        ``found`` (bool); ``location`` (float, the breakpoint, or None when not found);
+        ``interval`` (:class:`~geolip_lib.metrics.intervals.Interval`, or None when not found);
+        ``method`` (one line: model, test, resampling); ``statistic`` (max |t| with seeds,
+        sup-F with residuals); ``p_value``; ``n_seeds``; ``grid`` (list); ``fit``: what a plot
+        needs — ``x``, ``mean``, ``sem``, ``n`` (seeds per grid point), ``fitted`` and ``null_fit``
+        (also ``line`` for the null line) at ``x``; ``curve_x``/``curve_y`` (the fitted change
+        curve, dense, with the breakpoint); ``breakpoint`` and ``breakpoint_interval`` (given
+        whether or not the change is significant) and ``breakpoint_interval_percentile`` (the
+        refits' plain percentile interval); ``params``; ``slopes`` (just left and right of the
+        breakpoint); ``rss_null``, ``rss_change``, ``sup_F``; ``boot_breakpoints``.
     """
     xa, Ya = _validate(x, Y, method, n_boot, level, min_size)
-    check_positive_int(batch, "batch")
+    check_choice(null, "null", NULLS)
     check_choice(resample, "resample", RESAMPLE)
+    check_positive_int(refine, "refine")
+    check_positive_int(batch, "batch")
     rng = rng_for(seed)
-    n_seeds, m_all = Ya.shape
+    n_seeds = len(Ya)
     fin_all = np.isfinite(Ya)
     cnt_all = fin_all.sum(0).astype(np.float64)                         # seeds measured per grid point
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -362,73 +394,83 @@ def locate(x: Any, Y: Any, *, method: str = "segmented", seed: int = 0, n_boot: 
         ss = np.where(fin_all, (Ya - ybar_all) ** 2, 0.0).sum(0)
         sem = np.where(cnt_all > 1, np.sqrt(ss / np.maximum(cnt_all - 1, 1) / np.maximum(cnt_all, 1)), np.nan)
     has = cnt_all > 0                                                    # grid points no seed measured drop out
-    xk, Yk, fin, cnt, ybar = xa[has], Ya[:, has], fin_all[:, has], cnt_all[has], ybar_all[has]
-    # standardise x and y: the search is affine-equivariant, and this keeps its sums well conditioned
+    xk, fin, cnt, ybar = xa[has], fin_all[:, has], cnt_all[has], ybar_all[has]
+    m = len(xk)
+    if null == "quadratic" and m < 6:
+        fail("null", f"'quadratic' needs >= 6 grid points with data, got {m}")
+    # standardise x and y: the fit is affine-equivariant, and this keeps its sums well conditioned
     xm, xs = float(xk.mean()), float(xk.std())
     xz = (xk - xm) / xs
     ym, ys = float(np.average(ybar, weights=cnt)), float(np.std(ybar))
     ys = ys if ys > 0 else 1.0
     yz = (ybar - ym) / ys
 
-    obs = _scan(xz, yz[None], cnt[None], method, min_size)
+    search = _Search(xz, cnt, method, null, min_size, refine)
+    obs = search.scan(yz[None])
     tau_z, rss0, rss1 = float(obs["tau"][0]), float(obs["rss0"][0]), float(obs["rss1"][0])
-    F = float(_f_stat(obs["rss0"], obs["rss1"], obs["m"])[0])
-    beta1 = _wls(_design(xz, tau_z, method), yz, cnt)
-    fitted1 = _design(xz, tau_z, method) @ beta1
-    beta0 = _wls(np.column_stack([np.ones_like(xz), xz]), yz, cnt)
-    fitted0 = beta0[0] + beta0[1] * xz
+    F = float(_f_stat(obs["rss0"], obs["rss1"], m, search.k0)[0])
+    beta1 = search.fit(yz, search.design(xz, tau_z))
+    fitted1 = search.design(xz, tau_z) @ beta1
+    beta0 = search.fit(yz, _null_basis(xz, null))
+    fitted0 = _null_basis(xz, null) @ beta0
 
     if resample == "auto":
         resample = "seeds" if n_seeds >= _SEED_MIN else "residuals"
     if resample == "seeds" and n_seeds < _SEED_MIN:
         fail("resample", f"'seeds' needs >= {_SEED_MIN} seeds, got {n_seeds}")
-    ctx = dict(x=xz, method=method, min_size=min_size, n_boot=n_boot, level=level, batch=batch, rng=rng)
+    ctx = dict(n_boot=n_boot, level=level, batch=batch, rng=rng)
     if resample == "seeds":
         # a seed's missing value: the other seeds' mean there plus this seed's mean deviation elsewhere
-        Z = (Yk - ym) / ys
-        off = np.nanmean(np.where(fin, Z - yz[None], np.nan), axis=1)
-        Yf = np.where(fin, Z, yz[None] + off[:, None])
-        res = _seed_scheme(Yf, cnt, yz, **ctx)
+        Z = (Ya[:, has] - ym) / ys
+        off = np.array([np.mean(Z[i, fin[i]] - yz[fin[i]]) for i in range(n_seeds)])
+        res = _seed_scheme(np.where(fin, Z, yz[None] + off[:, None]), yz, search, **ctx)
     else:
-        res = _residual_scheme(cnt, yz, fitted0, fitted1, F, **ctx)
+        res = _residual_scheme(cnt, yz, fitted0, fitted1, F, search, **ctx)
     p = res["p"]
     found = bool(p < 1 - level)
-    # back to the units of x
+
+    # back to the units of x and Y
     tau = tau_z * xs + xm
     taus_x = res["taus"] * xs + xm
     bp_iv = _breakpoint_interval(xk, tau, taus_x, res["scale"], level, res["iv_label"], method, min_size)
-    a_z, b_z, c_z = beta1
-    slope_l = b_z * ys / xs
-    icpt = float(ym + ys * (a_z - b_z * xm / xs))
+    raw = _raw_params(beta1, xm, xs, ym, ys, null)
+    extra = float(beta1[-1] * ys / xs) if method == "segmented" else float(beta1[-1] * ys)
+    params = {**raw, ("slope_change" if method == "segmented" else "jump"): extra, "breakpoint": float(tau)}
+    left_slope = raw["slope"] + 2 * raw.get("curvature", 0.0) * tau
+    slopes = [float(left_slope), float(left_slope + (extra if method == "segmented" else 0.0))]
+    dense = np.unique(np.concatenate([np.linspace(xa[0], xa[-1], 201), xa]))
     if method == "segmented":
-        params = {"intercept": icpt, "slope": float(slope_l), "slope_change": float(c_z * ys / xs),
-                  "breakpoint": float(tau)}
-        slopes = [float(slope_l), float(slope_l + c_z * ys / xs)]
-        cx = np.sort(np.append(xa, tau))
-        cy = ym + ys * (_design((cx - xm) / xs, tau_z, method) @ beta1)
+        cx = np.unique(np.append(dense, tau))
+        cy = ym + ys * (search.design((cx - xm) / xs, tau_z) @ beta1)
     else:
-        params = {"intercept": icpt, "slope": float(slope_l), "jump": float(c_z * ys), "breakpoint": float(tau)}
-        slopes = [float(slope_l), float(slope_l)]
-        left, right = xa[xa < tau], xa[xa > tau]
-        cx = np.concatenate([left, [tau, tau], right])
-        cy = icpt + slope_l * cx + np.concatenate([np.zeros(len(left) + 1), np.full(len(right) + 1, c_z * ys)])
-    model = ("continuous two-segment (hinge) least squares, exact breakpoint search" if method == "segmented"
-             else "line plus one step least squares, exact search over gaps")
-    desc = (f"{model}, {n_seeds}-seed mean curve; test vs one line: {res['label']}, found if p < "
+        lx, rx = dense[dense < tau], dense[dense > tau]
+        cx = np.concatenate([lx, [tau], [tau], rx])
+        cz = (cx - xm) / xs
+        cy = ym + ys * np.concatenate([search.design(cz[:len(lx) + 1], tau_z, "left") @ beta1,
+                                       search.design(cz[len(lx) + 1:], tau_z, "right") @ beta1])
+    xza = (xa - xm) / xs
+    fitted_all = ym + ys * (search.design(xza, tau_z) @ beta1)
+    null_all = ym + ys * (_null_basis(xza, null) @ beta0)
+    model = {("segmented", "line"): "continuous two-segment (hinge) least squares, exact breakpoint search",
+             ("step", "line"): "line plus one step least squares, exact search over gaps",
+             ("segmented", "quadratic"): f"quadratic plus one hinge least squares, kinks searched at 1/{refine} "
+                                         "of each gap",
+             ("step", "quadratic"): "quadratic plus one step least squares, exact search over gaps"}[method, null]
+    desc = (f"{model}, {n_seeds}-seed mean curve; test vs one {null} (no change): {res['label']}, found if p < "
             f"{1 - level:.3g}; breakpoint interval: {bp_iv.method}")
-    design_all = _design((xa - xm) / xs, tau_z, method)
     fit = {
         "x": xa.tolist(), "mean": ybar_all.tolist(), "sem": sem.tolist(), "n": cnt_all.astype(int).tolist(),
-        "fitted": (ym + ys * design_all @ beta1).tolist(),
-        "line": (ym + ys * (beta0[0] + beta0[1] * (xa - xm) / xs)).tolist(),
+        "fitted": fitted_all.tolist(), "null_fit": null_all.tolist(),
         "curve_x": cx.tolist(), "curve_y": np.asarray(cy).tolist(),
-        "breakpoint": float(tau), "breakpoint_interval": bp_iv, "params": params, "slopes": slopes,
-        "rss_line": rss0 * ys ** 2, "rss_change": rss1 * ys ** 2, "sup_F": F, "n_grid_used": int(has.sum()),
-        "statistic_name": res["statistic_name"], "resample": resample,
-        "breakpoint_interval_percentile": _breakpoint_interval(xk, tau, taus_x, 1.0, level, "plain percentile of "
-                                                               "the refits", method, min_size),
-        "boot_breakpoints": taus_x.tolist(), "model": method,
+        "breakpoint": float(tau), "breakpoint_interval": bp_iv,
+        "breakpoint_interval_percentile": _breakpoint_interval(xk, tau, taus_x, 1.0, level,
+                                                               "plain percentile of the refits", method, min_size),
+        "params": params, "slopes": slopes, "model": method, "null": null, "resample": resample,
+        "rss_null": rss0 * ys ** 2, "rss_change": rss1 * ys ** 2, "sup_F": F, "n_grid_used": m,
+        "statistic_name": res["statistic_name"], "boot_breakpoints": taus_x.tolist(),
     }
+    if null == "line":
+        fit["line"] = fit["null_fit"]
     return {
         "found": found, "location": float(tau) if found else None, "interval": bp_iv if found else None,
         "method": desc, "statistic": float(res["stat"]), "p_value": p, "n_seeds": int(n_seeds),
@@ -436,4 +478,15 @@ def locate(x: Any, Y: Any, *, method: str = "segmented", seed: int = 0, n_boot: 
     }
 
 
-__all__ = ["locate", "METHODS", "RESAMPLE"]
+def _raw_params(beta: np.ndarray, xm: float, xs: float, ym: float, ys: float, null: str) -> dict:
+    """The null part of the fit (in standardised units) as intercept, slope (and curvature) in x, Y units."""
+    a, b = beta[0], beta[1]
+    c = beta[2] if null == "quadratic" else 0.0
+    out = {"intercept": float(ym + ys * (a - b * xm / xs + c * xm * xm / xs ** 2)),
+           "slope": float(ys * (b / xs - 2 * c * xm / xs ** 2))}
+    if null == "quadratic":
+        out["curvature"] = float(ys * c / xs ** 2)
+    return out
+
+
+__all__ = ["locate", "METHODS", "NULLS", "RESAMPLE"]

@@ -19,7 +19,7 @@ def test_hinge_located_and_covered_in_90_percent():
     found = covered = 0
     for _ in range(100):
         Y = _hinge(X) + rng.normal(0, 0.05, (5, len(X)))
-        r = changepoint.locate(X, Y, seed=int(rng.integers(1 << 30)), n_boot=200)
+        r = changepoint.locate(X, Y, seed=int(rng.integers(1 << 30)), n_boot=100)
         found += r["found"]
         covered += bool(r["found"] and r["interval"].contains(0.29))
     assert found >= 95
@@ -31,7 +31,7 @@ def test_straight_line_not_found_in_90_percent():
     not_found = 0
     for _ in range(100):
         Y = 0.3 + 1.5 * X + rng.normal(0, 0.05, (5, len(X)))
-        r = changepoint.locate(X, Y, seed=int(rng.integers(1 << 30)), n_boot=200)
+        r = changepoint.locate(X, Y, seed=int(rng.integers(1 << 30)), n_boot=100)
         not_found += not r["found"]
         assert (r["location"] is None) == (r["interval"] is None) == (not r["found"])
     assert not_found >= 90
@@ -122,13 +122,37 @@ def test_single_seed_uses_residual_bootstrap():
 
 
 def test_nan_is_a_missing_measurement():
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(6)
     Y = _hinge(X) + rng.normal(0, 0.05, (5, len(X)))
     Y[0, 3] = Y[2, 10] = np.nan
-    Y[:, 20] = np.nan                      # a grid point no seed measured
     r = changepoint.locate(X, Y, n_boot=200)
     assert r["found"] and r["interval"].contains(0.29)
-    assert r["fit"]["n"][3] == 4 and r["fit"]["n"][20] == 0 and r["fit"]["n_grid_used"] == len(X) - 1
+    assert r["fit"]["n"][3] == 4 and r["fit"]["mean"][3] == pytest.approx(np.nanmean(Y[:, 3]))
+    # a grid point no seed measured is the same as a grid without that point
+    Y[:, 20] = np.nan
+    a = changepoint.locate(X, Y, n_boot=200)
+    b = changepoint.locate(np.delete(X, 20), np.delete(Y, 20, axis=1), n_boot=200)
+    assert a["fit"]["n"][20] == 0 and a["fit"]["n_grid_used"] == len(X) - 1
+    assert a["location"] == pytest.approx(b["location"], abs=1e-12) and a["p_value"] == b["p_value"]
+    assert (a["interval"].lo, a["interval"].hi) == pytest.approx((b["interval"].lo, b["interval"].hi), abs=1e-12)
+    # a seed with no value at all is dropped
+    c = changepoint.locate(X, np.vstack([Y, np.full(len(X), np.nan)]), n_boot=200)
+    assert c["n_seeds"] == 5 and c["location"] == pytest.approx(a["location"], abs=1e-12)
+
+
+def test_quadratic_null_separates_a_kink_from_smooth_curvature():
+    rng = np.random.default_rng(8)
+    quad = 0.2 + 0.3 * X - 1.2 * X ** 2
+    E = rng.normal(0, 0.02, (8, len(X)))
+    smooth = changepoint.locate(X, quad + E, n_boot=200)
+    assert smooth["found"]                      # one line does not describe a parabola ...
+    smooth_q = changepoint.locate(X, quad + E, n_boot=200, null="quadratic")
+    assert not smooth_q["found"]                # ... but there is no kink beyond the curvature
+    kink = changepoint.locate(X, quad + 1.5 * np.maximum(X - 0.29, 0) + E, n_boot=200, null="quadratic")
+    assert kink["found"] and abs(kink["location"] - 0.29) < 0.015 and kink["interval"].hi - kink["interval"].lo < 0.05
+    assert kink["fit"]["params"]["curvature"] == pytest.approx(-1.2, abs=0.5)
+    assert kink["fit"]["params"]["slope_change"] == pytest.approx(1.5, abs=0.3)
+    assert "quadratic" in kink["method"]
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -141,6 +165,9 @@ def test_nan_is_a_missing_measurement():
     (dict(x=np.arange(5.0), Y=np.zeros((2, 5)), method="hinge"), "^method: expected one of"),
     (dict(x=np.arange(5.0), Y=np.zeros((2, 5)), level=1.0), "^level: "),
     (dict(x=np.arange(5.0), Y=np.zeros((2, 5)), min_size=3), "^min_size: "),
+    (dict(x=np.arange(5.0), Y=np.zeros((2, 5)), null="quadratic"), "^null: "),
+    (dict(x=np.arange(5.0), Y=np.zeros((2, 5)), resample="seeds"), "^resample: "),
+    (dict(x=np.arange(5.0), Y=np.full((2, 5), np.nan)), "^Y: has no finite value"),
 ])
 def test_bad_input_one_line_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match) as e:
