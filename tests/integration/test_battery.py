@@ -52,6 +52,43 @@ def test_minilm_qk_sign_counts_independent(minilm):
         assert r["stable_rank"] == pytest.approx(float((sv ** 2).sum() / sv[0] ** 2), rel=1e-8)
 
 
+def test_minilm_per_stack_sparsity_rank90_and_claims_independent(minilm):
+    """What reviewers recompute on the MiniLM weights with numpy: per-(stack, attn) sparsity,
+    rank_90 in both definitions (the seed-form QK balance: tests/unit/test_qk_balance_statement.py),
+    and the claims notebook 02 records from them."""
+    from geolip_lib.models.adapters import MATRIX_ROLES
+    from geolip_lib.weights import tables as T
+
+    lm, store, cat = minilm
+    P = {k: v.detach().float().numpy() for k, v in lm.model.named_parameters()}
+    res = run_battery(store, cat=cat, device="cpu", svd_roles=MATRIX_ROLES)
+    s = res.summary()
+    for role, key in (("q", "query"), ("k", "key"), ("v", "value")):
+        W = [np.abs(P[f"encoder.layer.{i}.attention.self.{key}.weight"]) for i in range(6)]
+        frac = sum(int((w < np.float32(0.1)).sum()) for w in W) / sum(w.size for w in W)
+        assert s["sparsity_by_stack_role"][f"encoder/self/{role}"]["<0.1"] == pytest.approx(frac, abs=1e-15)
+    items = T.stack_items(res)
+    assert list(items) == ["encoder/self"] and list(items["encoder/self"]) == ["q", "k", "v"]
+    it = items["encoder/self"]["q"]
+    assert len(it["num"]) == 6 and sum(it["num"]) / sum(it["den"]) == s["sparsity_by_stack_role"]["encoder/self/q"]["<0.1"]
+    # rank_90: the seed's (cumsum of S) and the energy one (cumsum of S²), numpy SVD per matrix
+    svd = res.svd.set_index("name")
+    assert len(svd) == 36
+    for name, r in svd.iterrows():
+        S = np.linalg.svd(P[name].astype(np.float64), compute_uv=False)
+        assert r["rank_90_seed"] == np.searchsorted(np.cumsum(S) / S.sum(), 0.90) + 1, name
+        assert r["rank_90"] == np.searchsorted(np.cumsum(S ** 2) / (S ** 2).sum(), 0.90) + 1, name
+    assert s["svd_by_role"]["q"]["rank_90_seed"] == pytest.approx(svd.loc[svd["role"] == "q", "rank_90_seed"].mean())
+    # the claims: the same numbers, in the seed's definition, with the project's beside them
+    c = T.battery_claims(s, T.headline_items(res), items, n_boot=200)
+    assert set(c) == {"q_sparsity", "qk_self_balance", "cross_layer_corr"}  # no cross attention, no position bias
+    assert c["q_sparsity"]["encoder/self"]["value"] == s["sparsity_by_stack_role"]["encoder/self/q"]["<0.1"]
+    qk = c["qk_self_balance"]["encoder/self"]
+    assert qk["per_layer"] == s["qk"]["encoder/self"]["seed_pos_frac"] and qk["value"] == pytest.approx(np.mean(qk["per_layer"]))
+    assert qk["project"]["per_layer"] == s["qk"]["encoder/self"]["balance"]
+    assert qk["interval"]["lo"] <= qk["value"] <= qk["interval"]["hi"] < 0.5  # trained MiniLM: below 0.5
+
+
 @pytest.mark.parametrize("name", ["tiny-t5-v1_1", "tiny-open-clip", "tiny-qwen"])
 def test_battery_runs_per_family_and_null_baseline(name):
     lm = models.load(name)
@@ -64,8 +101,9 @@ def test_battery_runs_per_family_and_null_baseline(name):
         assert not summ["unclassified_2d"]
     if name == "tiny-t5-v1_1":
         assert s["mlp"]["gated"] and "decoder/cross" in s["qk"] and s["position_bias"]
-    if name == "tiny-open-clip":
+    if name == "tiny-open-clip":  # the vision tower (seed §5) and the text tower, reported separately
         assert set(s["qk"]) == {"text/self", "vision/self"}
+        assert {"vision/self/q", "text/self/q"} <= set(s["sparsity_by_stack_role"])
 
 
 def _assert_same_battery(a, b):

@@ -87,3 +87,86 @@ def test_02_tiny_qwen_gqa(run_notebook):
     assert "2 Q matrices" in h["q_stable_rank"]["interval"]["method"]
     assert h["q_stable_rank"]["interval"]["lo"] is None and "No interval" in h["q_stable_rank"]["note"]
     assert sum(1 for o in _outputs(m) if "image/png" in o.get("data", {})) >= len(m["figures"]) == 2
+
+
+CLAIMS = {"q_sparsity", "qk_cross_balance", "qk_self_balance", "cross_layer_corr", "position_crystallization"}
+
+
+def _tiny_t5_params():
+    from geolip_lib import models
+
+    return {k: v.detach().double().numpy() for k, v in models.load("tiny-t5").model.named_parameters()}
+
+
+def test_02_claims_read_back_against_an_independent_computation(run_notebook):
+    """metrics["claims"] of tiny-t5 (the claims contract): structure, and values recomputed
+    with numpy from the tiny-t5 weights (seed's definitions)."""
+    import numpy as np
+
+    m = run_notebook("02_weight_topology", "tiny-t5")
+    c, b, n = m["metrics"]["claims"], m["metrics"]["battery"], m["metrics"]["random_init"]
+    assert set(c) == CLAIMS
+    P = _tiny_t5_params()
+    blocks = {"encoder/self": ("encoder", "0.SelfAttention"), "decoder/self": ("decoder", "0.SelfAttention"),
+              "decoder/cross": ("decoder", "1.EncDecAttention")}
+    # Q sparsity per stack/attn: fraction |w| < 0.1 pooled over the scope's Q matrices
+    assert set(c["q_sparsity"]) == set(blocks)
+    for scope, (stack, mod) in blocks.items():
+        W = [np.abs(P[f"{stack}.block.{i}.layer.{mod}.q.weight"]).astype(np.float32) for i in range(2)]
+        h = c["q_sparsity"][scope]
+        assert h["value"] == pytest.approx(sum(int((w < np.float32(0.1)).sum()) for w in W) / sum(w.size for w in W))
+        assert h["value"] == b["sparsity_by_stack_role"][f"{scope}/q"]["<0.1"]
+        assert h["interval"]["lo"] is None and "2 Q matrices" in h["interval"]["method"]  # 2 layers: no bootstrap
+        assert h["nulls"]["random init"]["value"] == n["sparsity_by_stack_role"][f"{scope}/q"]["<0.1"]
+    # QK balance, seed form: n_pos / inner of sym(W_q W_kᵀ) per layer (numpy), mean over layers
+    assert set(c["qk_cross_balance"]) == {"decoder/cross"} and set(c["qk_self_balance"]) == {"encoder/self", "decoder/self"}
+    for scope, (stack, mod) in blocks.items():
+        h = c["qk_cross_balance" if scope.endswith("cross") else "qk_self_balance"][scope]
+        ref = []
+        for i in range(2):
+            Wq, Wk = P[f"{stack}.block.{i}.layer.{mod}.q.weight"], P[f"{stack}.block.{i}.layer.{mod}.k.weight"]
+            ev = np.linalg.eigvalsh((Wq @ Wk.T + Wk @ Wq.T) / 2)
+            ref.append(float((ev > 0).sum() / len(ev)))
+        assert h["per_layer"] == ref and h["value"] == pytest.approx(np.mean(ref)), scope
+        assert h["project"]["per_layer"] == b["qk"][scope]["balance"]
+        assert h["project"]["value"] == pytest.approx(np.mean(b["qk"][scope]["balance"]))
+        assert h["nulls"]["random init"]["value"] == pytest.approx(np.mean(n["qk"][scope]["seed_pos_frac"]))
+        assert h["project"]["nulls"]["random init"]["value"] == pytest.approx(np.mean(n["qk"][scope]["balance"]))
+    # cross-layer correlation: the headline's adjacent-layer cosine, same interval
+    cl = c["cross_layer_corr"]["attention"]
+    assert cl["value"] == m["headline"]["cross_layer_adj"]["value"]
+    assert cl["interval"] == m["headline"]["cross_layer_adj"]["interval"]
+    assert cl["nulls"]["random init"]["value"] == n["cross_layer_attn_adj_mean"]
+    # position crystallization: mixed heads by the seed's raw-bucket rule, counted from the bias tables
+    pc = c["position_crystallization"]
+    assert set(pc) == {"encoder", "decoder"}
+    for stack in ("encoder", "decoder"):
+        T = P[f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]  # (buckets, heads)
+        pk = T.argmax(axis=0)
+        mixed = int(((pk > 2) & (pk < T.shape[0] - 3)).sum())
+        assert pc[stack]["value"] == mixed and pc[stack]["n_heads"] == T.shape[1] == 4
+        assert pc[stack]["interval"]["method"].startswith("exact") and pc[stack]["interval"]["lo"] == mixed
+        assert pc[stack]["project"]["value"] == b["position_bias"][stack]["mixed"]
+        assert pc[stack]["nulls"]["random init"]["value"] == n["position_bias"][stack]["mixed_seed"]
+    assert set(m["metrics"]["stack_items"]) == {"trained", "random_init"}
+
+
+def test_02_shows_seed_and_project_forms_and_the_statement(run_notebook):
+    from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT
+
+    m = run_notebook("02_weight_topology", "tiny-t5")
+    outputs = _outputs(m)
+    html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
+    text = "".join(o.get("text", "") for o in outputs)
+    assert QK_BALANCE_STATEMENT in text
+    for caption in ("per (stack/attn, role), 95 % bootstrap", "Encoder/decoder × self/cross (seed §6)",
+                    "seed = sym(W_q W_kᵀ)", "rank_90_seed on σ (seed 001)", "Seed claims"):
+        assert caption in html, caption
+    for col in ("seed: n_pos/inner", "project: balance", "rank_90_seed", "decoder/cross"):
+        assert col in html, col
+    b = m["metrics"]["battery"]
+    assert all(isinstance(v["rank_90_seed"], float) for v in b["svd_by_role"].values())
+    for scope in ("encoder/self", "decoder/self", "decoder/cross"):
+        q = b["qk"][scope]
+        assert q["seed_dim"] == q["inner"] == 32
+        assert [p + ng for p, ng in zip(q["seed_n_pos"], q["seed_n_neg"])] == [32, 32]  # no exact zeros at full rank

@@ -56,6 +56,31 @@ def test_spectrum_stats_closed_forms():
     assert st["condition"][0] == float("inf") and st["condition"][1] == 1.0
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_rank_90_seed_and_energy_definitions_equal_numpy(seed):
+    """rank_90 in both definitions against numpy on random matrices: the seed's
+    np.searchsorted(np.cumsum(S)/S.sum(), 0.90)+1 (on S) and the energy rank (on S²)."""
+    rng = np.random.default_rng(seed)
+    Ws = [rng.standard_normal((40, 64)),  # flat Marchenko–Pastur spectrum
+          rng.standard_normal((64, 64)) * np.logspace(0, -3, 64),  # decaying spectrum
+          rng.standard_normal((30, 5)) @ rng.standard_normal((5, 50)) + 1e-3 * rng.standard_normal((30, 50))]
+    differ = 0
+    for W in Ws:
+        S = np.linalg.svd(W, compute_uv=False)  # float64, descending
+        seed_rank = int(np.searchsorted(np.cumsum(S) / S.sum(), 0.90) + 1)
+        energy_rank = int(np.searchsorted(np.cumsum(S ** 2) / (S ** 2).sum(), 0.90) + 1)
+        st = spectrum_stats(torch.from_numpy(S))
+        assert int(st["rank_seed"]) == seed_rank and int(st["rank_energy"]) == energy_rank
+        st_b = spectrum_stats(svdvals(torch.from_numpy(W)[None]))  # through the battery's singular values
+        assert int(st_b["rank_seed"][0]) == seed_rank and int(st_b["rank_energy"][0]) == energy_rank
+        assert seed_rank >= energy_rank  # Σσ reaches 90 % no sooner than Σσ²
+        differ += seed_rank != energy_rank
+    assert differ >= 2
+    # closed forms: S = (4, 2, 1, 0): cumsum S / 7 = (.571, .857, 1, 1) -> 3; a zero spectrum -> 1
+    st = spectrum_stats(torch.tensor([[4.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype=torch.float64))
+    assert st["rank_seed"].tolist() == [3, 1]
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_gram_svdvals_equal_full_svd(seed):
     g = torch.Generator().manual_seed(seed)

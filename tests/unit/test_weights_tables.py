@@ -1,0 +1,136 @@
+"""Like-with-like tables of geolip_lib.weights.tables on a small synthetic T5 battery (built in
+memory): per-(stack, attn) sparsity items and intervals, seed §6 table, the claims record,
+notebook 03's per-stack rows and headlines, the seed-reported rows beside a measurement."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from geolip_lib.weights import TensorStore, plots, run_battery
+from geolip_lib.weights import tables as T
+from tests.figure_checks import check_figure
+
+pytestmark = pytest.mark.unit
+
+
+def _t5(seed: int):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    cfg = T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=3, num_decoder_layers=3, num_heads=4,
+                   relative_attention_num_buckets=8, decoder_start_token_id=0)
+    torch.manual_seed(seed)
+    sd = T5ForConditionalGeneration(cfg).state_dict()
+    return run_battery(TensorStore(sd), config=cfg.to_dict(), family="t5", device="cpu"), sd
+
+
+@pytest.fixture(scope="module")
+def toy():
+    (res, sd), (null, _) = _t5(0), _t5(1)
+    return res, null, sd
+
+
+def test_stack_items_sum_to_the_recorded_per_stack_sparsity(toy):
+    res, _, sd = toy
+    s, items = res.summary(), T.stack_items(res)
+    assert list(items) == ["encoder/self", "decoder/self", "decoder/cross"]  # the seed's order
+    for scope, roles in items.items():
+        assert list(roles) == ["q", "k", "v"]
+        for r, it in roles.items():
+            assert len(it["num"]) == 3 and it["items"] == f"{r.upper()} matrices"
+            assert sum(it["num"]) / sum(it["den"]) == s["sparsity_by_stack_role"][f"{scope}/{r}"]["<0.1"]
+    mod = {"encoder/self": "encoder.block.{}.layer.0.SelfAttention", "decoder/cross": "decoder.block.{}.layer.1.EncDecAttention"}
+    for scope, pat in mod.items():  # independent: the state dict
+        W = [sd[f"{pat.format(i)}.q.weight"].abs() for i in range(3)]
+        assert items[scope]["q"]["num"] == [float((w < 0.1).sum()) for w in W]
+
+
+def test_sparsity_by_stack_and_seed_section_6_table(toy):
+    res, null, _ = toy
+    s, n = res.summary(), null.summary()
+    tab = T.sparsity_by_stack(s, T.stack_items(res), n, T.stack_items(null), n_boot=200)
+    assert len(tab) == 9 and list(tab["role"][:3]) == ["Q", "K", "V"]
+    assert (tab["matrices"] == 3).all()
+    assert ((tab["lo"] <= tab["trained"]) & (tab["trained"] <= tab["hi"])).all()  # 3 matrices: an interval forms
+    assert ((tab["lo (random init)"] <= tab["random init"]) & (tab["random init"] <= tab["hi (random init)"])).all()
+    six = T.stack_attn_table(s, n)
+    assert list(six.index) == ["encoder/self", "decoder/self", "decoder/cross"]
+    for scope, row in six.iterrows():
+        q = s["qk"][scope]
+        assert row["seed: n_pos/inner (mean)"] == pytest.approx(np.mean(q["seed_pos_frac"]))
+        assert row["seed: min"] == min(q["seed_pos_frac"]) and row["QK layers"] == 3
+        assert row["project: balance (mean)"] == pytest.approx(np.mean(q["balance"]))
+        assert row["Q <0.1"] == s["sparsity_by_stack_role"][f"{scope}/q"]["<0.1"]
+        assert row["seed: n_pos/inner (random init)"] == pytest.approx(np.mean(n["qk"][scope]["seed_pos_frac"]))
+    ql = T.qk_layers(res, 6)
+    assert list(ql["stack"] + "/" + ql["attn"])[::3] == ["encoder/self", "decoder/self", "decoder/cross"]
+    assert {"seed: n_pos/inner", "project: balance"} <= set(ql.columns)
+
+
+def test_battery_claims_record_the_seed_definition_with_the_project_beside_it(toy):
+    res, null, _ = toy
+    s, n = res.summary(), null.summary()
+    c = T.battery_claims(s, T.headline_items(res), T.stack_items(res), n, T.headline_items(null), T.stack_items(null),
+                         n_boot=200)
+    assert set(c) == {"q_sparsity", "qk_cross_balance", "qk_self_balance", "cross_layer_corr", "position_crystallization"}
+    h = c["qk_cross_balance"]["decoder/cross"]
+    assert h["per_layer"] == s["qk"]["decoder/cross"]["seed_pos_frac"] and len(h["per_layer"]) == 3
+    assert "3 layers" in h["interval"]["method"] and h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"]
+    assert set(h["nulls"]) == {"random init"} and set(h["project"]["nulls"]) == {"random init"}
+    assert "3 Q matrices" in c["q_sparsity"]["encoder/self"]["interval"]["method"]
+    pc = c["position_crystallization"]["decoder"]
+    assert pc["value"] == s["position_bias"]["decoder"]["mixed_seed"] and pc["n_heads"] == 4
+    tab = T.claims_table(c)
+    assert len(tab) == 3 + 1 + 2 + 1 + 2 and not tab["seed definition"].isna().any()
+    # the claim is defined at |w| < 0.1: a battery without that threshold records no q_sparsity
+    s2 = dict(s, qkv_sparsity_threshold="<0.01")
+    assert "q_sparsity" not in T.battery_claims(s2, T.headline_items(res), T.stack_items(res))
+
+
+def test_cross_model_stack_rows_headlines_and_figure(toy):
+    res, null, _ = toy
+    s, n = res.summary(), null.summary()
+    batteries = {"a": (s, n), "b": (n, None)}
+    stack = {"a": {"trained": T.stack_items(res), "random_init": T.stack_items(null)},
+             "b": {"trained": T.stack_items(null), "random_init": None}}
+    st = T.cross_model_stack_frame(batteries, stack, n_boot=200)
+    assert len(st) == 9 and list(st.columns[:3]) == ["model", "weights", "stack/attn"]
+    a = st[(st["model"] == "a") & (st["weights"] == "trained")].set_index("stack/attn")
+    assert a.loc["decoder/cross", "QK seed (mean)"] == s["qk"]["decoder/cross"]["seed_pos_frac_mean"]
+    assert (a["Q lo"] <= a["Q sparsity"]).all() and (a["Q sparsity"] <= a["Q hi"]).all()
+    h = T.cross_stack_headline(st, "Q sparsity", label="Q", stack=stack, n_boot=300)
+    assert h["value"] == pytest.approx(st.loc[st["weights"] == "trained", "Q sparsity"].mean())
+    assert h["interval"]["method"] == ("two-stage bootstrap percentile, 300 resamples of 6 model × stack/attn rows and "
+                                       "the Q matrices within each")
+    q = T.cross_stack_headline(st, "QK seed (mean)", label="QK", batteries=batteries, n_boot=300)
+    assert q["interval"]["method"].endswith("and the layers within each")
+    assert q["nulls"]["random_init"]["value"] == pytest.approx(st.loc[st["weights"] == "random init",
+                                                                      "QK seed (mean)"].mean())
+    fig = plots.cross_model(T.cross_model_frame(batteries), st)
+    assert [x.get_title() for x in fig.axes[:3]] == ["Q/K/V sparsity per stack/attn (trained)",
+                                                     "mean stable rank of Q/K/V/MLP-in (trained vs random)",
+                                                     "QK sign balance per stack/attn (mean over layers)"]
+    assert fig.axes[0].get_xlabel() == "model · stack/attn"
+    assert "seed n_pos/inner, trained" in fig.axes[2].get_legend_handles_labels()[1]
+    check_figure(fig, 3)
+
+
+def test_seed_values_beside_a_measurement_on_the_same_key(toy):
+    res, _, sd = toy
+    s = res.summary()
+    items = T.stack_items(res)
+    v = T.seed_vs_measured({"t5-small": (s, None), "t5-v1_1-xxl": (s, None)}, {"t5-small": {"trained": items}})
+    rows = {(r["model"], r["stack/attn"], r["quantity"]): r for r in v.to_dict(orient="records")}
+    # the seed's T5-small rows pooled the encoder and decoder self-attention: measured pooled the same way
+    W = [sd[f"{st}.block.{i}.layer.0.SelfAttention.q.weight"].abs() for st in ("encoder", "decoder") for i in range(3)]
+    pooled = sum(int((w < 0.1).sum()) for w in W) / sum(w.numel() for w in W)
+    r = rows[("t5-small", "encoder+decoder/self", "Q sparsity")]
+    assert r["seed"] == 0.937 and r["measured"] == pytest.approx(pooled) and r["difference"] == pytest.approx(pooled - 0.937)
+    for scope in ("encoder/self", "decoder/self", "decoder/cross"):
+        assert rows[("t5-v1_1-xxl", scope, "Q sparsity")]["measured"] == s["sparsity_by_stack_role"][f"{scope}/q"]["<0.1"]
+    assert rows[("t5-v1_1-xxl", "decoder/cross", "QK seed (mean)")]["measured"] == \
+        s["qk"]["decoder/cross"]["seed_pos_frac_mean"]
+    assert rows[("t5-small", "decoder", "mixed position heads")]["measured"] == s["position_bias"]["decoder"]["mixed_seed"]
+    assert T.seed_vs_measured({"tiny-t5": (s, None)}).empty
+    assert pd.api.types.is_string_dtype(T.seed_reported_stacks()["stack/attn"])
