@@ -155,6 +155,17 @@ def test_quadratic_null_separates_a_kink_from_smooth_curvature():
     assert "quadratic" in kink["method"]
 
 
+def test_degenerate_inputs():
+    x = np.arange(4.0)
+    r = changepoint.locate(x, x ** 2, n_boot=50)                  # 4 points, 1 seed: the hinge fits exactly
+    assert not r["found"] and r["p_value"] == 1.0 and "not testable" in r["method"]
+    r = changepoint.locate(X, np.zeros((4, len(X))), n_boot=50)   # a flat curve: nothing to find
+    assert not r["found"] and r["statistic"] == 0.0
+    exact = np.tile(_hinge(X), (3, 1))                            # identical seeds: no seed variation to use
+    r = changepoint.locate(X, exact, n_boot=50)
+    assert r["fit"]["resample"] == "residuals" and r["found"] and r["location"] == pytest.approx(0.29)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(x=np.arange(3.0), Y=np.zeros((2, 3))), "^x: expected at least 4"),
     (dict(x=np.array([0.0, 2.0, 1.0, 3.0]), Y=np.zeros((2, 4))), "^x: expected a strictly increasing"),
