@@ -127,6 +127,9 @@ def test_seed_comparable_mode_is_labelled_and_agrees_with_the_project_sections(r
     assert modes["seed"]["scale"] == 1.0 and modes["project"]["scale"] == pytest.approx(m["procrustes"]["scale"])
     hp, hs = modes["project"]["headlines"], modes["seed"]["headlines"]
     assert hp["cos_heldout"]["value"] == pytest.approx(h["cos_heldout"]["value"], abs=1e-12)
+    for key in ("cos_heldout", "relational_r", "volume_corr"):                          # the same bootstraps
+        assert [hp[key]["interval"][b] for b in ("lo", "hi")] == pytest.approx(
+            [h[key]["interval"][b] for b in ("lo", "hi")], abs=1e-9), key
     assert hp["relational_r"]["value"] == pytest.approx(m["relational"]["r"], abs=1e-12)
     assert hp["volume_corr"]["value"] == pytest.approx(m["pentachoron"]["corr"], abs=1e-12)
     assert hp["volume_ratio"]["value"] == pytest.approx(m["pentachoron"]["ratio"], rel=1e-12)
