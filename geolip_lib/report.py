@@ -137,6 +137,9 @@ def collect(out_root: Path) -> dict[str, list[JobRecord]]:
                     recs.append(JobRecord(nb_dir.name, job.name, job,
                                           error=f"{job / 'metrics.json'}: unreadable ({exc}); rerun with --resume"))
                     continue
+                failed = nb_dir / f"{job.name}.failed"
+                if failed.is_dir() and failed.stat().st_mtime > (job / "metrics.json").stat().st_mtime:
+                    continue  # a rerun failed after this result: the failure is what is current
                 recs.append(JobRecord(nb_dir.name, job.name, job, data))
         if recs:
             groups[nb_dir.name] = recs

@@ -259,3 +259,16 @@ def test_a_second_checkout_runs_its_own_library_in_the_kernel(sandbox, tmp_path)
     m = results.read(sandbox.out / "ok" / "a")["metrics"]
     assert m["second"] is True and m["file"].startswith(str(clone)), m
     assert m["params"].startswith(str(clone)), m
+
+
+def test_a_failed_rerun_does_not_leave_the_old_success_counted(sandbox, capsys):
+    """First run ok; the rerun (new parameters) fails: the report shows the failure, not the old
+    success, and --resume reruns the job."""
+    assert sandbox.main(capsys=capsys)[0] == 0
+    sandbox.write("  ok:\n    per_model: false\n    jobs:\n      - {id: a, parameters: {VALUE: 5.0, FAIL: boom}}\n")
+    code, lines = sandbox.main(capsys=capsys)
+    assert code == 1 and any("RuntimeError: planted failure" in ln for ln in lines)
+    recs = report.collect(sandbox.out)["ok"]
+    assert [(r.job_id, r.ok) for r in recs] == [("a", False)]
+    job = run_all.jobs_for_profile(str(sandbox.profile))[0]
+    assert run_all.stale_reasons(job, sandbox.out)[0].startswith("parameters changed")
