@@ -7,10 +7,14 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 export NLTK_DATA := $(CURDIR)/.cache/nltk_data
+PROFILE ?= demo
+# offline only for the profiles that need no hub (demo, tiny); PROFILE=paper downloads unless
+# the caller exports HF_HUB_OFFLINE=1 (a filled HF_HOME) or the model files set local_dir:
+ifneq ($(filter $(PROFILE),demo tiny),)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
+endif
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
-PROFILE ?= demo
 PYTEST_ARGS ?=
 RUN_ARGS ?=
 
