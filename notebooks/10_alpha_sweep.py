@@ -21,26 +21,44 @@
 # generation change with alpha — and is anything special at the seed's constant 0.29154?
 #
 # **Seed.** Seed 001 §10 (alpha = 0.29154 as a static alpha, with the reference points
-# 0.01 and 0.5) and §11 (talk to the modulated T5: side-by-side generation, token-difference
-# counts, alpha sensitivity on one prompt).
+# 0.01 and 0.5, compared with the static embeddings and the unmodulated encoder) and §11
+# (talk to the modulated T5: side-by-side generation, token-difference counts, alpha
+# sensitivity on one prompt). The seed's summary calls 0.29154 a "phase boundary" found in
+# "multiple systems"; nothing in the seed measured where a transition lies. Section 4 does:
+# a fine alpha sweep over several seeds and a change-point test.
+#
+# **Seed-comparable modes.** Relational correlations are computed on pairs over all entries
+# ("project") and on the seed's sample, pairs within a 3000-entry subset drawn by
+# `default_rng(42)` ("seed"); both are shown.
 
 # %% tags=["parameters"]
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
 SEED = 42  # seed of the subset, the pairs and the modulator init
 ALPHAS = [0.0, 0.01, 0.05, 0.1, 0.2, 0.29154, 0.5]  # static alphas (seed §10: 0.01, 0.29154, 0.5, §11: 0.01-0.5)
+SEED_N_REL = 3000  # entries of the seed's relational subset (seed definition of the pairs)
 N_MATCH_MAX = 200  # matched WordNet entries used (a seeded random subset), None for all
 N_ANCHOR = 60  # anchors of the Procrustes initialisation (seed: 3000)
 N_GEO = 8  # geometric dimensions (seed: 64)
 N_PAIRS = 5000  # random pairs for the correlations (seed: 50000)
 N_SIMPLICES = 300  # pentachora for the CV
-PROMPTS = [  # side-by-side generation prompts (seed §11)
+PROMPTS = [  # seed §10's coherence test at 0.29154 (the paper profile: all 5)
     "summarize: The cat is a small domesticated carnivorous mammal with soft fur.",
     "translate English to German: The geometric structure of language is a universal attractor.",
     "summarize: Seven is a prime number that comes after six and before eight.",
 ]
+TALK_PROMPTS = [  # seed §11's "talk to the modulated T5" (the paper profile: all 7)
+    "summarize: A dog is a domesticated descendant of the wolf, characterized by loyalty and trainability.",
+]
 SWEEP_PROMPT = "summarize: A triangle is a polygon with three edges and three vertices."  # sensitivity prompt
-MAX_NEW_TOKENS = 16  # greedy generation length (seed: 64)
+MAX_NEW_TOKENS = 16  # greedy generation length (seed: 64 in §10, 128 in §11)
+PHASE_ALPHAS = [0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]  # grid of the phase-boundary sweep (paper: a fine one)
+PHASE_SEEDS = [42, 1, 2]  # one modulator (anchor draw) and one relational sample per seed; 42 is the seed's
+PHASE_N_ENTRIES = 100  # entries of each seed's relational sample in the phase sweep (seed: 3000)
+PHASE_QUANTITY = "pearson"  # quantity whose change point is located ("pearson", "spearman", "preservation")
+PHASE_METHOD = "segmented"  # change-point model: "segmented" (continuous hinge) or "step"
+PHASE_NULL = "quadratic"  # no-change model of the claim's test: "quadratic" (a kink beyond smooth curvature) or "line"
+PHASE_N_BOOT = 1000  # resamples of the change-point test and interval
 
 # %%
 import numpy as np
@@ -56,7 +74,7 @@ from geolip_lib.modulators import plots, stats
 job = runtime.start("10_alpha_sweep", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL
 lm = job.lm
 metrics: dict = {}
-alphas = sorted({float(a) for a in ALPHAS} | {gm.GOLDEN_ALPHA})
+alphas = sorted({float(a) for a in ALPHAS} | {gm.GOLDEN_ALPHA})  # the seed's constant, tested as one alpha
 
 # %% [markdown]
 # ## 1. The Procrustes-initialised modulator (notebook 08's pipeline)
@@ -72,16 +90,22 @@ modulator, info = gm.build_procrustes_modulator(lm, matched, enc_reps, static_re
                                                 n_geo=min(N_GEO, N_ANCHOR, enc_reps.shape[1], n_used), seed=SEED)
 pi, pj = gm.sample_pairs(n_used, N_PAIRS, seed=SEED)
 sim = gm.wordnet_pair_similarity(matched, pi, pj, "path")
-print(f"{n_used} entries, {int(np.isfinite(sim).sum())} scored pairs, reconstruction r = {info['recon_corr']:.3f}.")
+si, sj, seed_subset = gm.seed_relational_pairs(n_used, SEED_N_REL, N_PAIRS, seed=SEED)
+sim_seed = gm.wordnet_pair_similarity(matched, si, sj, "path")
+print(f"{n_used} entries, {int(np.isfinite(sim).sum())} scored pairs over all entries and "
+      f"{int(np.isfinite(sim_seed).sum())} within the seed's {len(seed_subset)}-entry subset; "
+      f"reconstruction r = {info['recon_corr']:.3f}.")
 
 # %% [markdown]
 # ## 2. Relational metrics at each static alpha
 #
 # For each alpha: encode every definition through the modulated encoder; Pearson / Spearman
 # / gradient against WordNet path similarity, per-token preservation against alpha = 0
-# (the unmodified model), pentachoron CV. Intervals: Pearson — paired bootstrap over the
-# scored pairs; preservation — bootstrap over the entries; the alpha of the largest
-# Pearson — the arg-max over the grid on each pair resample.
+# (the unmodified model), pentachoron CV. The static embeddings (the seed's "Static" row)
+# are scored on the same pairs. Intervals: Pearson — paired bootstrap over the scored pairs
+# (in the §10 table, ΔPearson against the unmodulated encoder recomputed on each resample); preservation —
+# bootstrap over the entries; the alpha of the largest Pearson — the arg-max over the grid
+# on each pair resample. Every correlation is computed on both pair samples.
 
 # %%
 reps_at = {}
@@ -89,8 +113,10 @@ for a in alphas:
     modulator.set_alpha(a)
     with gm.attach(lm, modulator):
         reps_at[a] = definition_representations(lm, matched.definitions, progress=False)
-rel_all = gm.relational_comparison(sim, {"Original": enc_reps, **reps_at}, pi, pj)
-rel_iv = stats.relational_intervals(sim, {"Original": enc_reps, **reps_at}, pi, pj, reference=None, seed=SEED)
+all_reps = {"Static": static_reps, "Original": enc_reps, **reps_at}
+rel_all = gm.relational_comparison(sim, all_reps, pi, pj)
+rel_iv = stats.relational_intervals(sim, all_reps, pi, pj, reference=None, seed=SEED)
+rel_seed = gm.relational_comparison(sim_seed, all_reps, si, sj)
 pres_cos = {a: gm.per_token_cosines(enc_reps, reps_at[a]) for a in alphas}
 pres_iv = {a: M.intervals.bootstrap(c, seed=SEED, what="entries") for a, c in pres_cos.items()}
 best_iv = stats.argmax_interval(sim, reps_at, pi, pj, seed=SEED)
@@ -101,6 +127,7 @@ for a in alphas:
     r = rel_all[a]
     rows.append({"alpha": a, "pearson": r["pearson"], "pearson_lo": rel_iv[a]["pearson"].lo,
                  "pearson_hi": rel_iv[a]["pearson"].hi, "spearman": r["spearman"], "gradient": r["gradient"],
+                 "pearson_seed_pairs": rel_seed[a]["pearson"], "spearman_seed_pairs": rel_seed[a]["spearman"],
                  "delta_pearson": r["delta_pearson"], "delta_gradient": r["delta_gradient"],
                  "preservation": float(pres_cos[a].mean()), "preservation_lo": pres_iv[a].lo,
                  "preservation_hi": pres_iv[a].hi,
@@ -110,25 +137,55 @@ metrics["sweep"] = rows
 metrics["alpha_zero_is_identity"] = bool(np.allclose(reps_at[0.0], enc_reps, atol=1e-6)) if 0.0 in reps_at else None
 
 # %%
-shown = sweep.assign(**{"Pearson [95 %]": [stats.iv_text(a["pearson"], rel_iv[k]["pearson"]) for k, a in sweep.iterrows()],
-                        "preservation [95 %]": [stats.iv_text(a["preservation"], pres_iv[k]) for k, a in sweep.iterrows()]})
-job.table(shown[["Pearson [95 %]", "spearman", "gradient", "delta_pearson", "delta_gradient", "preservation [95 %]",
-                 "pentachoron_cv"]], caption=f"Static alpha sweep ({rel_all['n_pairs']} scored pairs, {n_used} entries)")
+shown = sweep.assign(**{
+    "Pearson [95 %] (project)": [stats.iv_text(a["pearson"], rel_iv[k]["pearson"]) for k, a in sweep.iterrows()],
+    "preservation [95 %]": [stats.iv_text(a["preservation"], pres_iv[k]) for k, a in sweep.iterrows()]})
+job.table(shown[["Pearson [95 %] (project)", "pearson_seed_pairs", "spearman", "spearman_seed_pairs", "gradient",
+                 "delta_pearson", "preservation [95 %]", "pentachoron_cv"]],
+          caption=f"Static alpha sweep ({n_used} entries; project: {rel_all['n_pairs']} scored pairs over all entries; "
+                  f"seed: {rel_seed['n_pairs']} within the {len(seed_subset)}-entry subset)")
 job.figure(plots.alpha_sweep(sweep.drop(columns="bands")), "alpha_sweep", key=True)
 
 # %% [markdown]
+# ### The seed's §10 table: Static / Original / alpha = 0.29154
+#
+# The seed compared three rows on the same pairs: the static token embeddings, the
+# unmodulated encoder and the encoder modulated at 0.29154 (ΔPearson against Original).
+
+# %%
+names = ["Static", "Original", gm.GOLDEN_ALPHA]
+tab_reps = {k: all_reps[k] for k in names}
+tab_iv = {"project": stats.relational_intervals(sim, tab_reps, pi, pj, seed=SEED),
+          "seed": stats.relational_intervals(sim_seed, tab_reps, si, sj, seed=SEED)}
+seed_table = pd.concat({"project: pairs over all entries": stats.relational_frame(rel_all, tab_iv["project"], names),
+                        "seed: pairs within the 3000-entry subset": stats.relational_frame(rel_seed, tab_iv["seed"],
+                                                                                           names)})
+seed_table = seed_table.rename(index={gm.GOLDEN_ALPHA: f"α = {gm.GOLDEN_ALPHA}"})
+metrics["seed_table"] = {"project": {str(k): rel_all[k] for k in names}, "seed": {str(k): rel_seed[k] for k in names},
+                         "n_pairs": {"project": rel_all["n_pairs"], "seed": rel_seed["n_pairs"]}}
+job.table(seed_table.drop(columns=["pearson", "lo", "hi"]),
+          caption="Correlation with WordNet path similarity: Static, Original and alpha = 0.29154 (seed §10)")
+
+# %% [markdown]
 # ## 3. Generation side by side at 0.29154, and the sensitivity sweep on one prompt
+#
+# Seed §10's coherence test (`PROMPTS`) and §11's "talk to the modulated T5"
+# (`TALK_PROMPTS`), both greedy at alpha = 0.29154, up to `MAX_NEW_TOKENS` tokens.
 
 # %%
 generative = lm.family in ("t5", "t5_v1_1", "decoder_lm")
 metrics["generation"] = None
 if generative:
-    original = gm.greedy_generate(lm.model, lm.tokenizer, PROMPTS + [SWEEP_PROMPT], MAX_NEW_TOKENS)
+    both = list(PROMPTS) + list(TALK_PROMPTS)
+    original = gm.greedy_generate(lm.model, lm.tokenizer, both + [SWEEP_PROMPT], MAX_NEW_TOKENS)
     modulator.set_alpha(gm.GOLDEN_ALPHA)
     with gm.attach(lm, modulator):
-        golden = gm.greedy_generate(lm.model, lm.tokenizer, PROMPTS, MAX_NEW_TOKENS)
-    side = gm.compare_generations(original[:len(PROMPTS)], golden)
-    job.table(pd.DataFrame(side), caption=f"Greedy generation, original vs alpha = {gm.GOLDEN_ALPHA}", index=False)
+        golden = gm.greedy_generate(lm.model, lm.tokenizer, both, MAX_NEW_TOKENS)
+    side = gm.compare_generations(original[:len(both)], golden)
+    for r, sec in zip(side, ["§10"] * len(PROMPTS) + ["§11"] * len(TALK_PROMPTS)):
+        r["seed_section"] = sec
+    job.table(pd.DataFrame(side), caption=f"Greedy generation ({MAX_NEW_TOKENS} new tokens at most), original vs "
+              f"alpha = {gm.GOLDEN_ALPHA}: seed §10's prompts, then §11's", index=False)
 else:
     print(f"Generation does not apply to {lm.family} (encoder-only); skipped.")
 
@@ -146,11 +203,43 @@ if generative:
     job.table(pd.DataFrame(sensitivity), caption=f"Alpha sensitivity on: {SWEEP_PROMPT}", index=False)
 
 # %% [markdown]
+# ## 4. The phase boundary as a measurement
+#
+# The seed's constant 0.29154 is a claim, not an input: here it is only a labelled reference
+# line. For each of `PHASE_SEEDS`, a modulator is built with that seed's anchors and the
+# seed's relational sample is drawn with that seed (seed 42 is the sample the seed scored);
+# the `PHASE_QUANTITY` (relational Pearson by default) is measured at every alpha of the
+# fine grid `PHASE_ALPHAS`. One change point of the seed-mean curve is located by
+# `geolip_lib.metrics.changepoint.locate` (method in the table: a hinge fitted by exact
+# search, tested against a no-change model, its breakpoint given an interval by resampling
+# seeds). A boundary between two regimes is a kink that smooth curvature does not explain,
+# so the claim's test (`PHASE_NULL`) is against a quadratic; the test against one straight
+# line is shown beside it — a smoothly bending curve (preservation falls like
+# 1 − c·alpha²) rejects the line too, at a breakpoint that moves with the grid's span.
+# The test's noise is the spread between seeds: where seeds agree almost exactly (the
+# preservation curve), any smooth shape that is neither a line nor a quadratic is "found",
+# so those rows locate where the curve bends, not a boundary.
+
+# %%
+phase = gm.phase.phase_sweep(lm, matched, enc_reps, static_reps, PHASE_ALPHAS, PHASE_SEEDS, n_entries=PHASE_N_ENTRIES,
+                             n_pairs=N_PAIRS, n_anchor=N_ANCHOR, n_geo=N_GEO)
+located = {(q, nl): gm.phase.locate_boundary(phase, q, null=nl, seed=SEED, n_boot=PHASE_N_BOOT, method=PHASE_METHOD)
+           for q in dict.fromkeys([PHASE_QUANTITY, "preservation"]) for nl in dict.fromkeys([PHASE_NULL, "line"])}
+boundary = located[PHASE_QUANTITY, PHASE_NULL]
+claim = gm.phase.boundary_claim(boundary, phase, PHASE_QUANTITY, seed_value=gm.GOLDEN_ALPHA)
+metrics["phase"] = {"sweep": phase, "located": {f"{q}|{nl}": r for (q, nl), r in located.items()}}
+metrics["claims"] = {"phase_boundary": {"alpha": claim}}
+job.figure(plots.phase_boundary(phase, boundary, PHASE_QUANTITY, seed_value=gm.GOLDEN_ALPHA), "phase_boundary",
+           key=True)
+job.table(gm.phase.boundary_table(located, seed_value=gm.GOLDEN_ALPHA),
+          caption="Change point per quantity (seed's constant 0.29154 for reference)", index=False)
+
+# %% [markdown]
 # ## Results
 #
 # The value at 0.29154 beside the unmodulated encoder (alpha = 0, the exact identity), each
 # with its own interval; the best alpha of the grid with the spread of the arg-max over pair
-# resamples.
+# resamples; the located phase boundary (none when the test finds no change point).
 
 # %%
 g = sweep.loc[gm.GOLDEN_ALPHA]
@@ -163,6 +252,7 @@ job.finish(metrics, {
     "best_alpha_pearson": results.headline(float(sweep["pearson"].idxmax()), interval=best_iv, fmt=".5g",
         label="alpha of max Pearson", note="The interval's bounds are grid alphas: where the arg-max lands on "
         "95 % of pair resamples."),
+    "phase_boundary_alpha": claim,
 })
 
 # %% [markdown]
@@ -173,4 +263,9 @@ job.finish(metrics, {
 #   preservation 0.176) were reported by the seed, not measured here.
 # - Differences: alphas are a parameter list (0 included as the exact identity); greedy
 #   decoding everywhere (the seed's §11 helper sampled with temperature 0.7 by default);
-#   the seed's "0.29514" label typo is gone.
+#   the seed's "0.29514" label typo is gone; the seed's 3000-entry relational subset is kept
+#   beside pairs over all entries; the phase boundary is measured (section 4), 0.29154 being
+#   only the seed's reference.
+# - Change point: continuous two-segment regression with an exact breakpoint search
+#   (Hudson 1966), sup-F / max-|t| test against one line with a bootstrap null, seed-bootstrap
+#   interval (`geolip_lib.metrics.changepoint`).

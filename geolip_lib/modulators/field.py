@@ -33,7 +33,8 @@ class FieldModulatorConfig:
     expert_ks: Tuple[int, ...] = (1, 2, 4)  # edge, triangle, pentachoron
     expert_edim: int = 8  # simplex embedding dimension (>= max k)
     initial_alpha: float = 0.01
-    alpha_max: float = 0.35  # hard ceiling (the seed: below the 0.29154 "binding" boundary + margin)
+    alpha_max: float = 0.35  # hard ceiling: the seed's choice (its 0.29154 "binding/separation" constant plus a
+    # margin, seed 001 §12), kept as the default; not derived from a measurement (notebook 10 measures the boundary)
     alpha_min: float = 0.001  # floor; 0 allows an exact identity
     null_space_fraction: float = 0.25  # fraction of dims never touched
     null_space_position: str = "tail"  # "tail" | "random"

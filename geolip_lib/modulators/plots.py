@@ -231,6 +231,73 @@ def alpha_sweep(sweep: pd.DataFrame) -> Figure:
     return fig
 
 
+def phase_boundary(sweep: Mapping[str, Any], result: Mapping[str, Any], quantity: str = "pearson",
+                   seed_value: float = GOLDEN_ALPHA, second: str | None = "preservation") -> Figure:
+    """The phase-boundary measurement: each seed's curve, the seed mean with its standard
+    error, the fitted two-segment curve, the located breakpoint with its interval (or, when
+    the test finds no change, the best breakpoint drawn dotted and labelled so), the
+    no-change model's fit, and the seed's constant as a labelled reference line.
+
+    Parameters
+    ----------
+    sweep : dict
+        :func:`geolip_lib.modulators.phase.phase_sweep` output (``alphas``, ``seeds`` and an
+        (S, G) array per quantity).
+    result : dict
+        :func:`geolip_lib.metrics.changepoint.locate` output for ``quantity`` (``found``,
+        ``location``, ``interval``, ``p_value`` and ``fit`` with ``x``, ``mean``, ``sem``,
+        ``curve_x``, ``curve_y``, ``breakpoint`` and, when present, ``null_fit``/``null``).
+    quantity : str
+        The located quantity (left panel).
+    seed_value : float
+        The seed's constant (red dashed line).
+    second : str, optional
+        Another quantity of ``sweep`` drawn per seed in a right panel (no change point fitted).
+
+    Returns
+    -------
+    Figure with one or two axes.
+    """
+    x = _arr(sweep["alphas"])
+    fit = result.get("fit") or {}
+    n = 1 + (second is not None and second in sweep)
+    fig, axes = plt.subplots(1, n, figsize=(7.5 * n, 4.6), squeeze=False)
+    ax = axes[0][0]
+    Y = _arr(sweep[quantity])
+    for k, s in enumerate(sweep["seeds"]):
+        ax.plot(x, Y[k], color="grey", lw=0.8, alpha=0.6, label="one seed" if k == 0 else None)
+    mean, sem = _arr(fit.get("mean", np.nanmean(Y, 0))), _arr(fit.get("sem", np.full(len(x), np.nan)))
+    ax.errorbar(x, mean, yerr=np.nan_to_num(sem), fmt="o", ms=4, color="C0", capsize=2, label="seed mean ± s.e.")
+    if "curve_x" in fit:
+        ax.plot(fit["curve_x"], fit["curve_y"], color="C1", lw=1.5, label="fit with a kink")
+    if "null_fit" in fit:
+        ax.plot(x, fit["null_fit"], color="C2", lw=1, ls="--", label=f"no-change fit ({fit.get('null', 'line')})")
+    if result.get("found"):
+        iv = result["interval"]
+        lo, hi = (iv.lo, iv.hi) if hasattr(iv, "lo") else (iv["lo"], iv["hi"])
+        ax.axvspan(lo, hi, color="C1", alpha=0.15, label="breakpoint 95 % interval")
+        ax.axvline(result["location"], color="C1", ls="-", lw=1.2,
+                   label=f"change point {result['location']:.3f} (p = {result['p_value']:.2g})")
+    elif fit.get("breakpoint") is not None:
+        ax.axvline(fit["breakpoint"], color="C1", ls=":", lw=1.2,
+                   label=f"best breakpoint {fit['breakpoint']:.3f}, not significant (p = {result['p_value']:.2g})")
+    ax.axvline(seed_value, color="red", ls="--", lw=1, label=f"seed's constant {seed_value} (reference)")
+    ax.set(title=f"{quantity} vs static alpha: change point over {len(sweep['seeds'])} seeds", xlabel="alpha",
+           ylabel=quantity)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    if n == 2:
+        ax2 = axes[0][1]
+        Y2 = _arr(sweep[second])
+        for k in range(Y2.shape[0]):
+            ax2.plot(x, Y2[k], color="grey", lw=0.8, alpha=0.6)
+        ax2.plot(x, np.nanmean(Y2, 0), "o-", ms=4, color="C0", label="seed mean")
+        ax2.axvline(seed_value, color="red", ls="--", lw=1, label=f"seed's constant {seed_value}")
+        ax2.set(title=f"{second} vs static alpha (each seed)", xlabel="alpha", ylabel=second)
+        ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 # ------------------------------------------------------------------ notebook 11
 def field_summary(cv_history: Sequence[Mapping], cv_target: float, cv_tolerance: float, alphas: Any,
                   expert_ks: Sequence[int], loss_history: Sequence[float]) -> Figure:

@@ -220,3 +220,47 @@ def test_bad_inputs_are_one_line_errors(t5):
     with pytest.raises(ValueError, match="stack"):
         attach(t5.model, mod, stack="vision")
     assert _no_hooks(t5.model)
+
+
+# ------------------------------------------------------------------ issue 12: §7 quick test and the phase sweep
+def test_modulator_impact_quick_test_on_t5(t5):
+    from geolip_lib.modulators import SEED_QUICK_TEST_SENTENCES, modulator_impact
+
+    assert len(SEED_QUICK_TEST_SENTENCES) == 5
+    mod = _residual(t5.model, alpha=0.0)
+    zero = modulator_impact(t5, mod, SEED_QUICK_TEST_SENTENCES[:2])
+    assert np.allclose(zero["cos"], 1, atol=1e-6) and np.allclose(zero["norm_ratio"], 1, atol=1e-5)
+    assert np.allclose(zero["pairwise_shift"], 0, atol=1e-6)
+    n_tok = [len(t5.tokenizer(s)["input_ids"]) for s in SEED_QUICK_TEST_SENTENCES[:2]]
+    assert zero["n_tokens"] == sum(n_tok) and zero["n_pairs"] == sum(n * (n - 1) // 2 for n in n_tok)
+    mod.set_alpha(0.5)
+    half = modulator_impact(t5, mod, SEED_QUICK_TEST_SENTENCES[:2])
+    assert half["cos_mean"] < 1 - 1e-4 and half["cos_std"] > 0
+    assert half["per_sentence"][0]["n_tokens"] == n_tok[0]
+    assert _no_hooks(t5.model)
+
+
+def test_phase_sweep_identity_at_zero_and_seed_sample(t5):
+    from geolip_lib.lexical.matching import match_lemmas
+    from geolip_lib.lexical.representations import definition_representations, static_representations
+    from geolip_lib.modulators import phase, seed_relational_pairs, wordnet_pair_similarity
+    from geolip_lib.modulators.stats import pearson
+
+    matched = match_lemmas(t5.tokenizer)
+    matched = matched.subset(np.sort(np.random.default_rng(0).choice(len(matched), 40, replace=False)))
+    E = definition_representations(t5, matched.definitions, progress=False)
+    S = static_representations(t5, matched.token_ids)
+    ph = phase.phase_sweep(t5, matched, E, S, [0.5, 0.0, 0.3], [42, 7], n_entries=30, n_pairs=400, n_anchor=20,
+                           n_geo=4)
+    assert ph["alphas"].tolist() == [0.0, 0.3, 0.5] and ph["pearson"].shape == (2, 3)
+    assert np.allclose(ph["preservation"][:, 0], 1, atol=1e-6)  # alpha = 0 is the unmodulated encoder
+    assert ph["n_entries"] == [30, 30]
+    # seed 42's Pearson at alpha 0: the unmodulated encoder on the seed's own sample
+    i, j, _ = seed_relational_pairs(40, 30, 400, seed=42)
+    sim = wordnet_pair_similarity(matched, i, j, "path")
+    keep = np.isfinite(sim) & (sim > 0)
+    c = np.einsum("nd,nd->n", E[i[keep]], E[j[keep]]) / (np.linalg.norm(E[i[keep]], axis=1) *
+                                                       np.linalg.norm(E[j[keep]], axis=1))
+    assert ph["pearson"][0, 0] == pytest.approx(float(pearson(sim[keep], c)), abs=1e-5)
+    assert ph["n_pairs"][0] == int(keep.sum()) > 10
+    assert _no_hooks(t5.model)

@@ -22,7 +22,9 @@ def test_10_alpha_sweep_metrics(run_notebook):
         assert r["pearson_lo"] <= r["pearson"] <= r["pearson_hi"]
         assert r["preservation_lo"] - 1e-12 <= r["preservation"] <= r["preservation_hi"] + 1e-12
     gen = mt["generation"]
-    assert len(gen["side_by_side"]) == 3
+    assert len(gen["side_by_side"]) == 4  # seed §10's prompts, then §11's
+    assert [r["seed_section"] for r in gen["side_by_side"]] == ["§10"] * 3 + ["§11"]
+    assert any(r["prompt"].startswith("translate English to German") for r in gen["side_by_side"])
     sens = {r["alpha"]: r for r in gen["sensitivity"]}
     assert sens[0.0]["identical"] and sens[0.0]["token_diffs"] == 0
     assert m["headline"]["pearson_at_0.29154"]["value"] == pytest.approx(rows[0.29154]["pearson"])
@@ -41,4 +43,36 @@ def test_10_headline_intervals_and_nulls(run_notebook):
     assert b["value"] == max(rows, key=lambda a: rows[a]["pearson"])
     assert {b["interval"]["lo"], b["interval"]["hi"]} <= set(rows)  # the bounds are grid alphas
     assert b["interval"]["lo"] <= b["value"] <= b["interval"]["hi"]
-    check_executed(m, 1)
+    check_executed(m, 2)
+
+
+def test_10_seed_table_seed_pairs_and_phase_boundary(run_notebook):
+    """Seed §10's Static / Original / 0.29154 rows on both pair samples; the phase boundary
+    recorded in the claims contract with its grid, seeds and method."""
+    m = run_notebook("10_alpha_sweep", "tiny-t5")
+    mt = m["metrics"]
+    st = mt["seed_table"]
+    for d in ("project", "seed"):
+        assert set(st[d]) == {"Static", "Original", "0.29154"}
+        assert -1 <= st[d]["Static"]["pearson"] <= 1
+    rows = {r["alpha"]: r for r in mt["sweep"]}
+    assert st["project"]["0.29154"]["pearson"] == pytest.approx(rows[0.29154]["pearson"])
+    assert st["seed"]["0.29154"]["pearson"] == pytest.approx(rows[0.29154]["pearson_seed_pairs"])
+    assert st["n_pairs"]["seed"] > 100  # 80 entries < 3000: the seed's subset is all of them
+    ph = mt["phase"]["sweep"]
+    assert ph["alphas"] == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5] and ph["seeds"] == [42, 1, 2]
+    assert len(ph["pearson"]) == 3 and all(len(r) == 6 for r in ph["pearson"])
+    assert all(p[0] == pytest.approx(1.0, abs=1e-6) for p in ph["preservation"])  # alpha = 0: unmodulated
+    c = mt["claims"]["phase_boundary"]["alpha"]
+    assert c["grid"] == ph["alphas"] and c["seeds"] == ph["seeds"] and c["quantity"] == "pearson"
+    assert c["null"] == "quadratic" and "hinge" in c["method"]
+    assert isinstance(c["found"], bool) and c["seed_value"] == 0.29154
+    if c["found"]:
+        assert c["interval"]["lo"] <= c["value"] <= c["interval"]["hi"]
+    else:
+        assert c["value"] is None and "No change point found" in c["note"]
+    assert 0.0 <= c["best_breakpoint"] <= 0.5
+    assert set(mt["phase"]["located"]) == {"pearson|quadratic", "pearson|line", "preservation|quadratic",
+                                           "preservation|line"}
+    assert m["headline"]["phase_boundary_alpha"]["found"] == c["found"]
+    assert "phase_boundary.png" in {f["file"] for f in m["figures"]}

@@ -548,3 +548,27 @@ def test_resample_ranks_match_rankdata():
     idx = rng.integers(0, 300, size=(4, 300))
     assert np.allclose(stats.resample_ranks(d[idx]), rankdata(x[idx], axis=-1))
     assert np.allclose(stats.resample_ranks(d), rankdata(x))
+
+
+def test_phase_boundary_claim_kink_vs_smooth_curvature():
+    from geolip_lib.modulators import phase
+
+    rng = np.random.default_rng(0)
+    x = np.linspace(0, 0.6, 13)
+    hinge = np.where(x < 0.29154, 0.1, 0.1 + 2.0 * (x - 0.29154))
+    sweep = {"alphas": x, "seeds": np.arange(5), "pearson": hinge + 0.003 * rng.normal(size=(5, 13))}
+    r = phase.locate_boundary(sweep, "pearson", n_boot=300, seed=0)  # null: a quadratic
+    c = phase.boundary_claim(r, sweep)
+    assert r["found"] and c["found"] is True and c["value"] == pytest.approx(r["location"]) and c["null"] == "quadratic"
+    assert abs(c["value"] - 0.29154) < 0.03 and c["interval"]["lo"] <= c["value"] <= c["interval"]["hi"]
+    assert c["grid"] == pytest.approx(x.tolist()) and c["seeds"] == [0, 1, 2, 3, 4] and c["method"] == r["method"]
+    # a smooth curve: a line is rejected (the hinge finds "curvature"), a quadratic is not
+    smooth = {**sweep, "pearson": 0.1 + 3 * x ** 2 + 0.003 * rng.normal(size=(5, 13))}
+    assert phase.locate_boundary(smooth, "pearson", null="line", n_boot=300, seed=0)["found"] is True
+    rq = phase.locate_boundary(smooth, "pearson", n_boot=300, seed=0)
+    cq = phase.boundary_claim(rq, smooth)
+    assert rq["found"] is False and cq["value"] is None and cq["interval"] is None and cq["found"] is False
+    assert "No change point found" in cq["note"] and cq["best_breakpoint"] is not None
+    t = phase.boundary_table({("pearson", "quadratic"): r, ("smooth", "quadratic"): rq})
+    assert t["change point [95 %]"].iloc[1] == "none found" and bool(t["0.29154 in interval"].iloc[0]) is True
+    assert t["no-change model"].tolist() == ["quadratic", "quadratic"]

@@ -101,3 +101,33 @@ def test_field_summary(rng):
 def test_field_summary_without_cv_checks():
     fig = plots.field_summary([], 0.21, 0.05, np.full((1, 1), 0.01), [4], [])
     check_figure(fig, 3)
+
+
+def test_lift_intervals():
+    frame = pd.DataFrame({"training": ["project", "seed"], "pairs": ["all entries", "3000 subset"],
+                          "pearson_lift": [0.5, 1.2], "pearson_lo": [0.2, 0.9], "pearson_hi": [0.8, 1.6],
+                          "spearman_lift": [0.4, 1.0], "spearman_lo": [0.1, 0.7], "spearman_hi": [0.7, 1.4]})
+    fig = plots.lift_intervals(frame, {"pearson": 1.52, "spearman": 1.89})
+    assert len(fig.axes) == 2
+    xs = [float(l.get_xdata()[0]) for l in fig.axes[0].lines if len(l.get_xdata()) == 2]
+    assert 152.0 in xs and 0.0 in xs  # the seed's lift and zero as reference lines, in percent
+    check_figure(fig, 2)
+
+
+@pytest.mark.parametrize("found", [True, False])
+def test_phase_boundary(found):
+    from geolip_lib.metrics.intervals import Interval
+
+    x = np.linspace(0, 0.5, 6)
+    sweep = {"alphas": x, "seeds": [42, 1, 2], "pearson": np.tile(x, (3, 1)), "preservation": 1 - np.tile(x, (3, 1))}
+    fit = {"x": x.tolist(), "mean": x.tolist(), "sem": [0.01] * 6, "curve_x": x.tolist(), "curve_y": x.tolist(),
+           "breakpoint": 0.27, "null_fit": x.tolist(), "null": "quadratic"}
+    res = {"found": found, "location": 0.27 if found else None, "p_value": 0.01 if found else 0.6,
+           "interval": Interval(0.2, 0.3, "test") if found else None, "fit": fit}
+    fig = plots.phase_boundary(sweep, res, "pearson")
+    assert len(fig.axes) == 2
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert any("seed's constant 0.29154" in t for t in labels)
+    assert any(("change point 0.270" in t) if found else ("not significant" in t) for t in labels)
+    assert any("no-change fit (quadratic)" in t for t in labels)
+    check_figure(fig, 2)
