@@ -43,14 +43,16 @@ Method
   residual-bootstrap refits. Computed whether or not the change is significant (``fit``);
   ``location`` and ``interval`` are reported only when it is.
 
-Calibration measured (31-point grid on [0, 0.6], hinge at 0.29 with slope change 2, noise sd
-0.05 independent along x or smooth per-seed curves (Gaussian process, length 0.1) plus 0.02
-white; 100 repetitions each, n_boot 200-300): false positives on a straight line 2-5 % at 3, 5
-and 8 seeds with either noise; hinge found 73-100 % at 3 seeds, 100 % at >= 5; interval
-covers 0.29 in 92-95 %. Null quadratic: false positives 0-9 %, coverage 96-98 %. With 1 seed
-(residual bootstrap, white noise): false positives 2-8 %, coverage 92-98 % over 16-121 grid
-points. With smooth per-seed errors the residual bootstrap is invalid (59 % false positives
-with 3 seeds): with >= 3 seeds the seed-level test is the default for that reason.
+Calibration measured (``benchmarks/changepoint.py --parts 3 --reps 100``: 31-point grid on
+[0, 0.6]; a line, or a hinge at 0.29 with slope change 2; noise sd 0.05 independent along x, or
+smooth per-seed curves (Gaussian process, length 0.1, sd 0.03) plus 0.02 white; n_boot 200):
+false positives on a line 2-5 % at 3, 5 and 8 seeds with either noise; hinge found in 73-87 %
+at 3 seeds and 100 % at >= 5; the interval covers 0.29 in 92-95 %. ``null="quadratic"`` (a
+parabola, or the parabola plus a kink of 1.5 at 0.29): false positives 0-9 %, coverage
+96-98 %, but the kink beyond curvature is found in only 8-40 % at 3-5 seeds (88-96 % at 8).
+One seed (residual bootstrap): 4 % false positives and 94 % coverage with independent
+errors; with smooth errors it is invalid (58 % false positives), which is why >= 3 seeds use
+the seed-level test.
 
 Input
 -----
@@ -130,7 +132,7 @@ class _Search:
 
     def __init__(self, x: np.ndarray, w: np.ndarray, method: str, null: str, min_size: int, refine: int = 10):
         m = len(x)
-        self.x, self.w, self.method, self.null, self.min_size = x, w, method, null, min_size
+        self.x, self.w, self.method, self.null, self.min_size, self.refine = x, w, method, null, min_size, refine
         self.sw = np.sqrt(w)
         self.k0 = 2 if null == "line" else 3
         self.Q0 = np.linalg.qr(self.sw[:, None] * _null_basis(x, null))[0]
@@ -259,13 +261,15 @@ def _seed_scheme(Yf, yz, search: _Search, *, n_boot, level, batch, rng) -> dict:
     each seed's coefficient of the change basis (orthogonal to the null basis) at every
     candidate breakpoint; across seeds its ``t`` is exactly Student ``t(n-1)`` at each breakpoint
     for Gaussian seed errors of any covariance along x; the null distribution of the maximum
-    over breakpoints is simulated from ``n`` Gaussian seeds with the seeds' sample covariance
-    (which sets how the breakpoints' t values depend on each other).
+    over breakpoints is simulated from ``n`` Gaussian seeds with the seeds' covariance shrunk to
+    its diagonal (:func:`_shrunk_root`; it sets how the breakpoints' t values depend on each
+    other). The candidates are those of the search without Hudson's in-gap kinks (over a line:
+    the grid points).
     """
     from scipy import stats
 
     n = len(Yf)
-    unweighted = _Search(search.x, np.ones_like(search.x), search.method, search.null, search.min_size)
+    unweighted = _Search(search.x, np.ones_like(search.x), search.method, search.null, search.min_size, search.refine)
     Z = Yf @ unweighted.U.T                                              # (n, K) per-seed change coefficients
     T = float(_max_t(Z))
     root, lam = _shrunk_root(Yf - Yf.mean(0))
@@ -289,7 +293,8 @@ def _seed_scheme(Yf, yz, search: _Search, *, n_boot, level, batch, rng) -> dict:
     k = float(stats.t.ppf(1 - a, n - 1) / stats.norm.ppf(1 - a))
     return {"p": p, "stat": T, "statistic_name": "max |t|", "taus": np.concatenate(taus), "scale": k,
             "label": (f"max over breakpoints of |t| of the {n} seeds' change coefficients, null simulated "
-                      f"({n_boot} draws) from Gaussian seeds with their sample covariance"),
+                      f"({n_boot} draws) from Gaussian seeds with their covariance shrunk to its diagonal "
+                      f"(weight {lam:.2f})"),
             "iv_label": (f"seed bootstrap percentile ({n_boot} resamples of {n} seeds, deviations x sqrt(n/(n-1))), "
                          f"spread about the estimate x t({n - 1})/z = {k:.3g}")}
 
