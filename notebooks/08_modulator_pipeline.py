@@ -47,6 +47,14 @@ REL_SIMILARITY = "path"  # WordNet similarity of the comparison: "path" (seed) o
 N_SIMPLICES = 500  # pentachora for the CV
 BATCH_SIZE = 64  # definitions per forward pass
 MAX_LEN = 128  # truncation length of the definitions
+QUICK_TEST_SENTENCES = [  # seed §7's quick test of a random-init modulator
+    "summarize: The cat sat on the mat.",
+    "summarize: Quantum mechanics describes particles at atomic scale.",
+    "summarize: The derivative of x squared is two x.",
+    "summarize: Love is patient, love is kind.",
+    "summarize: Mount Everest is the tallest mountain.",
+]
+QUICK_TEST_ALPHA = 0.01  # alpha of the random-init modulator in the quick test (seed: 0.01)
 
 # %%
 from functools import partial
@@ -85,6 +93,32 @@ enc_reps = encode()
 static_reps = static_representations(lm, matched.token_ids)
 metrics["matched"] = {"n_matched": n_all, "n_used": n_used, "d_model": enc_reps.shape[1]}
 job.table(metrics["matched"], caption="Matched WordNet entries (single-token lemmas) and the encoder width")
+
+# %% [markdown]
+# ### Seed §7's quick test: a random-init modulator on five sentences
+#
+# Before any WordNet structure is written in, the seed attached a randomly initialised
+# modulator (alpha = 0.01 at every block, projection weights ~ N(0, 0.01²)) and compared the
+# last hidden state of five sentences token by token with and without it: per-token cosine
+# (mean and std), norm ratio |mod| / |orig|, and the shift of every token pair's cosine
+# (mean and std). Its expectation: cosine near 1, "whispering, not shouting". Each sentence
+# is encoded alone (no padding); the interval of the mean cosine resamples the tokens
+# (tokens of one sentence are not independent, so it is optimistic).
+
+# %%
+random_mod = gm.GeometricResidualModulator(enc_reps.shape[1], lm.model.config.vocab_size, min(N_GEO, enc_reps.shape[1]),
+                                           gm.stack_size(lm), initial_alpha=QUICK_TEST_ALPHA, seed=SEED)
+quick = gm.modulator_impact(lm, random_mod, QUICK_TEST_SENTENCES)
+quick_iv = M.intervals.bootstrap(quick["cos"], seed=SEED, what="tokens")
+metrics["quick_test"] = {k: quick[k] for k in ("cos_mean", "cos_std", "norm_ratio_mean", "pairwise_shift_mean",
+                                               "pairwise_shift_std", "n_tokens", "n_pairs", "per_sentence")}
+metrics["quick_test"].update(alpha=QUICK_TEST_ALPHA, cos_mean_interval=quick_iv,
+                             health=random_mod.geometric_residuals(seed=SEED))
+job.table({"cos_mean [95 %]": stats.iv_text(quick["cos_mean"], quick_iv),
+           **{k: metrics["quick_test"][k] for k in ("cos_std", "norm_ratio_mean", "pairwise_shift_mean",
+                                                    "pairwise_shift_std", "n_tokens", "n_pairs")}},
+          caption=f"Seed §7 quick test: random-init modulator at alpha = {QUICK_TEST_ALPHA} on "
+                  f"{len(QUICK_TEST_SENTENCES)} sentences, token by token")
 
 # %% [markdown]
 # ## 2. Wu–Palmer matrix over anchors → eigen-embedding → kNN projection → Procrustes
@@ -223,7 +257,8 @@ job.finish(metrics, {
 # %% [markdown]
 # ## References
 #
-# - Seed 001, §7 (GeometricResidualModulator) and §8 (self-contained pipeline).
+# - Seed 001, §7 (GeometricResidualModulator and its quick test on five sentences) and §8
+#   (self-contained pipeline).
 # - Schönemann (1966), orthogonal Procrustes; `scipy.linalg.orthogonal_procrustes`.
 # - Wu & Palmer (1994); NLTK WordNet similarity (reproduced exactly by `geolip_lib.lexical`).
 # - Differences from the seed: hooks instead of a re-implemented encoder loop; the kNN

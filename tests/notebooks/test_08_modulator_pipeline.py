@@ -77,3 +77,17 @@ def check_executed(run, n_figures):
 def test_08_executed_notebook_shows_every_figure(run):
     check_executed(run, 3)
     assert {f["file"] for f in run["figures"]} == {"pipeline.png", "relational_correlations.png", "distance_bands.png"}
+
+
+def test_08_seed_quick_test_of_a_random_init_modulator(run):
+    """Seed §7's quick test restored: five sentences, token-level cosine / norm ratio / pairwise
+    shift of a random-init modulator at alpha = 0.01 (barely perturbs)."""
+    q = run["metrics"]["quick_test"]
+    assert len(q["per_sentence"]) == 5 and q["alpha"] == 0.01
+    assert q["n_tokens"] == sum(p["n_tokens"] for p in q["per_sentence"])
+    assert q["n_pairs"] == sum(p["n_tokens"] * (p["n_tokens"] - 1) // 2 for p in q["per_sentence"])
+    assert 0.99 < q["cos_mean"] <= 1.0 + 1e-9 and q["cos_std"] >= 0
+    assert q["cos_mean_interval"]["lo"] <= q["cos_mean"] <= q["cos_mean_interval"]["hi"]
+    assert "tokens" in q["cos_mean_interval"]["method"]
+    assert 0.9 < q["norm_ratio_mean"] < 1.1 and abs(q["pairwise_shift_mean"]) < 0.1
+    assert q["health"]["alpha"] == pytest.approx([0.01, 0.01], abs=1e-6)
