@@ -88,7 +88,7 @@ job.figure(plots.claims_forest(rows), "seed_claims", key=True)
 # every notebook and docstring cites:
 
 # %%
-print(QK_BALANCE_STATEMENT)
+print(f"The statement the notebooks cite. {QK_BALANCE_STATEMENT}")
 
 # %% [markdown]
 # ## Results
