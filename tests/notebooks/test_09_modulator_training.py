@@ -56,7 +56,7 @@ def test_09_resume_continues_from_checkpoint(run_notebook, tmp_path):
 
     ck = Path(first["_job_dir"]) / "checkpoint"
     shutil.copytree(ck, tmp_path / "checkpoint")
-    second = run_notebook("09_modulator_training", "tiny-t5", N_EPOCHS=3, RESUME=True,
+    second = run_notebook("09_modulator_training", "tiny-t5", N_EPOCHS=3, RESUME=True, SEED_MODE_TRAINING=False,
                           CHECKPOINT_DIR=str(tmp_path / "checkpoint"))
     tr1, tr2 = first["metrics"]["training"], second["metrics"]["training"]
     assert len(tr2["epochs"]) == 1 and tr2["epochs"][0]["epoch"] == 3  # only epoch 3 ran
@@ -64,6 +64,8 @@ def test_09_resume_continues_from_checkpoint(run_notebook, tmp_path):
     assert not (Path(second["_job_dir"]) / "checkpoint").exists()  # CHECKPOINT_DIR, not the job dir, was written
     assert json.loads((tmp_path / "checkpoint" / "history.json").read_text())["loss_history"] == pytest.approx(
         tr2["loss_history"])
+    assert second["metrics"]["alpha"]["seed_mode"] is None and set(second["metrics"]["lift"]["runs"]) == {"project"}
+    assert "seed-mode training run was off" in second["metrics"]["claims"]["modulator_lift"]["pearson"]["note"]
 
 
 def test_09_modulator_lift_claims_and_seed_mode(run_notebook):
