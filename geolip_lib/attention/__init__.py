@@ -11,7 +11,8 @@
 """
 from .experiments import (MIXERS, build_mixer, causal_intervention, forward_ms, geometry_samples, mean_row_cosine,
                           n_params, row_cosines, run_stack, singular_value_pr, stack_geometry, unit_rows)
-from .mha_classifier import MHAClassifier, band_mark, cv_profile, head_dim_run, noise_pattern_data
+from .mha_classifier import (FIXED_SEED, MODES, PROJECT_BAND, SEED_BAND, MHAClassifier, band_mark, cv_profile,
+                             data_modes, head_dim_run, head_dim_runs, in_band, noise_pattern_data)
 from .relay import HybridRelay, PureRelay, VanillaAttention, anchor_distances, slerp_anchors, topk_gather
 from .training import (autograd_saved_bytes, copy_accuracy, step_memory_bytes, time_call, train_classifier,
                        train_comparison, train_copy)
@@ -24,6 +25,7 @@ __all__ = [
     "run_stack", "mean_row_cosine", "row_cosines", "unit_rows", "MIXERS", "build_mixer", "stack_geometry",
     "geometry_samples", "causal_intervention", "forward_ms", "n_params", "singular_value_pr",
     "MHAClassifier", "noise_pattern_data", "train_classifier", "cv_profile", "head_dim_run", "band_mark",
+    "head_dim_runs", "data_modes", "in_band", "MODES", "FIXED_SEED", "PROJECT_BAND", "SEED_BAND",
     "TripleProductAttention", "StandardAttention", "RoPE", "apply_rope", "gram_det3", "gram_det3_vectors",
     "CopyModel", "ATTENTION_TYPES", "copy_batch", "copied_half_mask", "resilience_table",
     "train_copy", "train_comparison", "copy_accuracy", "autograd_saved_bytes", "step_memory_bytes", "time_call",

@@ -23,7 +23,19 @@ import torch.nn.functional as F
 
 from ..validation import check_positive_int, fail
 
-__all__ = ["MHAClassifier", "noise_pattern_data", "cv_profile", "head_dim_run", "band_mark"]
+__all__ = ["MHAClassifier", "noise_pattern_data", "cv_profile", "head_dim_run", "head_dim_runs", "band_mark",
+           "data_modes",
+           "MODES", "FIXED_SEED", "PROJECT_BAND", "SEED_BAND", "in_band"]
+
+#: how data and init are seeded: "varied" (the project: both from each seed) or "fixed"
+#: (seed 002: ``torch.manual_seed(42)`` fixed the data and the init for every configuration)
+MODES = ("varied", "fixed")
+#: seed 002's fixed seed
+FIXED_SEED = 42
+#: the CV band of seed 001's summary, which the project marks (``*``)
+PROJECT_BAND = (0.20, 0.23)
+#: the band seed 002 starred (``0.13 < CV < 0.30``), marked ``°``
+SEED_BAND = (0.13, 0.30)
 
 
 class MHAClassifier(nn.Module):
@@ -174,41 +186,103 @@ def cv_profile(model: MHAClassifier, x: torch.Tensor | None = None, *, n_simplic
     return out
 
 
+def data_modes(mode: str) -> list[str]:
+    """The modes a notebook-13 setting runs: ``"varied"``, ``"fixed"`` or ``"both"`` (varied first)."""
+    if mode == "both":
+        return list(MODES)
+    if mode not in MODES:
+        fail("mode", f"expected one of {[*MODES, 'both']}, got {mode!r}")
+    return [mode]
+
+
+def _train_and_profile(dim: int, n_heads: int, cv_seeds: list[int], *, data_seed: int, init_seed: int, mode: str,
+                       vocab: int, seq_len: int, n_classes: int, samples_per_class: int, noise: float, epochs: int,
+                       lr: float, n_simplices: int) -> list[dict]:
+    """Train one model (data from ``data_seed``, init under ``init_seed``) and take its CV
+    profiles before / mid / after training with each of ``cv_seeds`` (simplex draws):
+    one run record per CV seed."""
+    from .training import train_classifier
+
+    x, y = noise_pattern_data(n_classes, samples_per_class, seq_len, vocab, noise, data_seed)
+    torch.manual_seed(init_seed)
+    model = MHAClassifier(vocab, dim, n_heads, seq_len, n_classes)
+    prof = lambda m: [cv_profile(m, x, n_simplices=n_simplices, seed=s) for s in cv_seeds]  # noqa: E731
+    pre = prof(model)
+    mid: list = []
+    mid_epoch = max(1, epochs // 2)
+    tr = train_classifier(model, x, y, epochs=epochs, lr=lr, callbacks={mid_epoch: lambda m: mid.extend(prof(m))})
+    post = prof(model)
+    loss = {"first": tr["loss"][0], "mid": tr["loss"][mid_epoch - 1], "last": tr["loss"][-1]}
+    return [{"dim": dim, "n_heads": n_heads, "head_dim": dim // n_heads, "seed": s, "mode": mode,
+             "data_seed": int(data_seed), "init_seed": int(init_seed), "pre": pre[i], "mid": mid[i] if mid else {},
+             "post": post[i], "acc": tr["acc"], "loss": dict(loss)} for i, s in enumerate(cv_seeds)]
+
+
 def head_dim_run(dim: int, n_heads: int, seed: int, *, vocab: int = 256, seq_len: int = 8, n_classes: int = 10,
                  samples_per_class: int = 50, noise: float = 0.25, epochs: int = 50, lr: float = 1e-3,
-                 n_simplices: int = 300, data_seed: int | None = None) -> dict:
+                 n_simplices: int = 300, data_seed: int | None = None, mode: str = "varied",
+                 fixed_seed: int = FIXED_SEED) -> dict:
     """One (dim, n_heads, seed) run of seed 002: CV profile before, at mid and after training.
 
-    The data come from :func:`noise_pattern_data` with ``data_seed`` (default: ``seed``),
-    the model is initialised under ``torch.manual_seed(seed)``, trained full-batch with
-    Adam; the mid profile is taken after epoch ``epochs // 2``.
+    ``mode="varied"`` (the project): the data come from :func:`noise_pattern_data` with
+    ``data_seed`` (default: ``seed``) and the model is initialised under
+    ``torch.manual_seed(seed)``. ``mode="fixed"`` (seed 002's setting, where
+    ``torch.manual_seed(42)`` fixed both for every configuration): data and init both
+    from ``fixed_seed``, so repeating the run over seeds varies only the simplex draws of
+    the CV (``seed``), i.e. the spread over seeds is the measurement noise alone. Training
+    is full-batch Adam; the mid profile is taken after epoch ``epochs // 2``.
 
     Returns
     -------
     dict
-        ``dim``, ``n_heads``, ``head_dim``, ``seed``, ``pre``/``mid``/``post`` CV profiles
+        ``dim``, ``n_heads``, ``head_dim``, ``seed`` (the CV draws), ``mode``,
+        ``data_seed``, ``init_seed``, ``pre``/``mid``/``post`` CV profiles
         (:func:`cv_profile`), ``acc`` (training accuracy), ``loss`` (first, mid, last).
     """
-    from .training import train_classifier
-
-    x, y = noise_pattern_data(n_classes, samples_per_class, seq_len, vocab, noise,
-                              seed if data_seed is None else data_seed)
-    torch.manual_seed(seed)
-    model = MHAClassifier(vocab, dim, n_heads, seq_len, n_classes)
-    prof = lambda m: cv_profile(m, x, n_simplices=n_simplices, seed=seed)  # noqa: E731
-    pre = prof(model)
-    mid: dict = {}
-    mid_epoch = max(1, epochs // 2)
-    tr = train_classifier(model, x, y, epochs=epochs, lr=lr, callbacks={mid_epoch: lambda m: mid.update(prof(m))})
-    return {"dim": dim, "n_heads": n_heads, "head_dim": dim // n_heads, "seed": seed, "pre": pre, "mid": mid,
-            "post": prof(model), "acc": tr["acc"],
-            "loss": {"first": tr["loss"][0], "mid": tr["loss"][mid_epoch - 1], "last": tr["loss"][-1]}}
+    if mode not in MODES:
+        fail("mode", f"expected one of {list(MODES)}, got {mode!r}")
+    if mode == "fixed":
+        data_seed = init_seed = int(fixed_seed)
+    else:
+        data_seed, init_seed = (seed if data_seed is None else data_seed), seed
+    return _train_and_profile(dim, n_heads, [seed], data_seed=data_seed, init_seed=init_seed, mode=mode, vocab=vocab,
+                              seq_len=seq_len, n_classes=n_classes, samples_per_class=samples_per_class, noise=noise,
+                              epochs=epochs, lr=lr, n_simplices=n_simplices)[0]
 
 
-def band_mark(mean: float | None, std: float | None = None, band: tuple[float, float] = (0.20, 0.23),
-              digits: int = 4) -> str:
-    """``"0.2134 ± 0.0040 *"``: mean ± std with ``*`` when the mean lies inside ``band``."""
+def head_dim_runs(dim: int, n_heads: int, seeds: list[int], *, mode: str = "varied", fixed_seed: int = FIXED_SEED,
+                  **kw) -> list[dict]:
+    """:func:`head_dim_run` for every seed of ``seeds``, in one mode.
+
+    In the fixed mode data, init and hence training are the same for every seed, so the
+    model is trained once and profiled with each seed's simplex draws: the records equal
+    those of separate ``head_dim_run(..., mode="fixed")`` calls, at a third of the cost
+    for three seeds.
+    """
+    if mode == "fixed":
+        keys = ("vocab", "seq_len", "n_classes", "samples_per_class", "noise", "epochs", "lr", "n_simplices")
+        defaults = dict(vocab=256, seq_len=8, n_classes=10, samples_per_class=50, noise=0.25, epochs=50, lr=1e-3,
+                        n_simplices=300)
+        unknown = set(kw) - set(keys)
+        if unknown:
+            fail("kw", f"unknown arguments {sorted(unknown)}")
+        return _train_and_profile(dim, n_heads, [int(s) for s in seeds], data_seed=int(fixed_seed),
+                                  init_seed=int(fixed_seed), mode="fixed", **{**defaults, **kw})
+    return [head_dim_run(dim, n_heads, s, mode=mode, fixed_seed=fixed_seed, **kw) for s in seeds]
+
+
+def in_band(value: float | None, band: tuple[float, float] | None) -> bool:
+    """``band[0] <= value <= band[1]`` (False for None / NaN or no band). Seed 002 wrote the
+    strict ``0.13 < cv < 0.30``; for continuous CVs the edges carry no probability."""
+    return band is not None and value is not None and value == value and band[0] <= value <= band[1]
+
+
+def band_mark(mean: float | None, std: float | None = None, band: tuple[float, float] = PROJECT_BAND,
+              digits: int = 4, seed_band: tuple[float, float] | None = None) -> str:
+    """``"0.2134 ± 0.0040 *°"``: mean ± std with ``*`` when the mean lies inside ``band``
+    (the project's 0.20–0.23) and ``°`` when it lies inside ``seed_band`` (seed 002's 0.13–0.30)."""
     if mean is None or mean != mean:
         return "N/A"
     s = f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if std is not None and std == std else "")
-    return s + (" *" if band[0] <= mean <= band[1] else "")
+    marks = ("*" if in_band(mean, band) else "") + ("°" if in_band(mean, seed_band) else "")
+    return s + (f" {marks}" if marks else "")

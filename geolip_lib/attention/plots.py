@@ -18,13 +18,18 @@ from matplotlib.ticker import MaxNLocator, NullFormatter
 
 __all__ = ["depth_sweep", "interleaved", "causal_intervention", "throughput", "seq_scaling",
            "cv_vs_head_dim", "cv_trajectory", "resilience", "loss_curves", "copy_accuracy", "cost_per_step",
-           "BAND"]
+           "BAND", "BAND_COLORS"]
 
 #: the project's pentachoron-CV band, shaded in the CV panels
 BAND = (0.20, 0.23)
 
 
-def _band(ax, band: Sequence[float] | None, label: str | None = None) -> None:
+#: shading of the labelled CV bands of notebook 13 (the project's band over seed 002's wider one)
+BAND_COLORS = ("tab:green", "tab:orange", "tab:purple")
+
+
+def _band(ax, band: Sequence[float] | None, label: str | None = None, color: str = "tab:green",
+          alpha: float = 0.13, note_row: int = 0) -> None:
     """Shade the CV band without letting it set the y range (a band far from the data would
     squash the curves into a thin strip). A band outside the data's range keeps its legend
     entry, marked "above/below this range", when ``label`` is given (the caller draws the
@@ -34,12 +39,13 @@ def _band(ax, band: Sequence[float] | None, label: str | None = None) -> None:
     lo, hi = ax.get_ylim()
     outside = "above" if band[0] >= hi else "below" if band[1] <= lo else None
     text = label if outside is None or label is None else f"{label} ({outside} this range)"
-    ax.axhspan(*band, color="tab:green", alpha=0.13, label=text)
+    ax.axhspan(*band, color=color, alpha=alpha, label=text)
     ax.set_ylim(lo, hi)
-    if outside and label is None:
-        ax.text(0.98, 0.97 if outside == "above" else 0.03, f"band {band[0]:g}–{band[1]:g} {outside} this range",
+    if outside and label is None:  # note_row stacks the notes of several bands
+        y = 0.97 - 0.08 * note_row if outside == "above" else 0.03 + 0.08 * note_row
+        ax.text(0.98, y, f"band {band[0]:g}–{band[1]:g} {outside} this range",
                 transform=ax.transAxes, ha="right", va="top" if outside == "above" else "bottom", fontsize=7,
-                color="tab:green")
+                color=color)
 
 
 # ------------------------------------------------------------------ notebook 12
@@ -206,17 +212,46 @@ def seq_scaling(scale_df: pd.DataFrame, *, device: str) -> Figure:
 
 
 # ------------------------------------------------------------------ notebook 13
+def _bands(band: Sequence[float] | None, bands: Mapping[str, Sequence[float]] | None) -> dict:
+    """``{label: (lo, hi)}`` to shade: ``bands`` when given, else the one unlabelled ``band``."""
+    if bands:
+        return {str(k): tuple(v) for k, v in bands.items()}
+    return {None: tuple(band)} if band is not None else {}
+
+
+def _shade_bands(fig: Figure, axes, bands: dict) -> None:
+    """Shade every band on every axis (widest first, so a narrow band shows on top) and,
+    when the bands are labelled, name them in one legend under the figure."""
+    order = sorted(bands.items(), key=lambda kv: -(kv[1][1] - kv[1][0]))
+    colors = {lab: BAND_COLORS[i % len(BAND_COLORS)] for i, lab in enumerate(bands)}
+    for ax in axes:
+        for row, (lab, b) in enumerate(order):
+            _band(ax, b, color=colors[lab], alpha=0.13 if lab is None or len(bands) == 1 else 0.16, note_row=row)
+    if any(lab is not None for lab in bands):
+        from matplotlib.patches import Patch
+
+        handles = [Patch(color=colors[lab], alpha=0.3, label=f"{lab}: {b[0]:.2f}–{b[1]:.2f}") for lab, b in bands.items()]
+        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False,
+                   title="CV bands (shaded)", title_fontsize=8)
+
+
 def cv_vs_head_dim(post_heads: pd.DataFrame, *, band: Sequence[float] | None = BAND, col_wrap: int = 4,
-                   groups: Sequence[str] | None = None) -> Figure:
+                   groups: Sequence[str] | None = None, bands: Mapping[str, Sequence[float]] | None = None) -> Figure:
     """Post-training CV against head_dim, one panel per quantity, one line per width.
 
     Parameters
     ----------
     post_heads : DataFrame
         Columns ``group, head_dim, dim, cv`` (one row per run: seeds are aggregated as
-        mean ± sd).
+        mean ± sd); with a ``mode`` column holding several modes ("varied", "fixed"),
+        each mode gets its own line style.
     groups : sequence of str, optional
         Panel order (default: order of appearance).
+    band : (lo, hi), optional
+        One unlabelled band to shade (ignored when ``bands`` is given).
+    bands : {label: (lo, hi)}, optional
+        Labelled bands (the project's 0.20–0.23, seed 002's 0.13–0.30), shaded in
+        different colours and named in a legend under the panels.
 
     Returns
     -------
@@ -227,32 +262,44 @@ def cv_vs_head_dim(post_heads: pd.DataFrame, *, band: Sequence[float] | None = B
     groups = [g for g in (groups or dict.fromkeys(post_heads["group"])) if g in set(post_heads["group"])]
     ncol = min(col_wrap, max(len(groups), 1))
     nrow = int(np.ceil(max(len(groups), 1) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(2.9 * ncol, 2.6 * nrow), squeeze=False)
+    shade = _bands(band, bands)
+    labelled = any(lab is not None for lab in shade)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(2.9 * ncol, 2.6 * nrow + (0.5 if labelled else 0)), squeeze=False)
     dims = sorted(post_heads["dim"].unique())
     palette = dict(zip(dims, sns.color_palette("viridis", len(dims))))
+    style = "mode" if "mode" in post_heads and post_heads["mode"].nunique() > 1 else None
+    present = list(dict.fromkeys(post_heads["mode"])) if style else []
+    style_order = [m for m in ("varied", "fixed") if m in present] + [m for m in present if m not in ("varied", "fixed")]
     for ax, g in zip(axes.flat, groups):
         sub = post_heads[post_heads["group"] == g]
-        sns.lineplot(data=sub, x="head_dim", y="cv", hue="dim", palette=palette, marker="o", errorbar="sd", ax=ax,
-                     legend=ax is axes.flat[0])
-        _band(ax, band)
+        sns.lineplot(data=sub, x="head_dim", y="cv", hue="dim", palette=palette, style=style,
+                     style_order=style_order or None, marker="o", errorbar="sd", ax=ax, legend=ax is axes.flat[0])
         ax.set_xscale("log", base=2)
         ax.set_title(g)
         ax.set_xlabel("head_dim")
         ax.set_ylabel("CV")
     for ax in list(axes.flat)[len(groups):]:
         ax.remove()
-    fig.suptitle("post-training CV vs head_dim (mean ± sd over seeds, heads averaged; band shaded)")
-    fig.tight_layout()
+    _shade_bands(fig, fig.axes, shade)
+    if style and fig.axes and fig.axes[0].get_legend() is not None:
+        sns.move_legend(fig.axes[0], "upper left", fontsize=6, title=None)
+    what = "bands shaded" if len(shade) > 1 else "band shaded"
+    modes = f"; line style: {' solid / '.join(style_order)} dashed data and init" if style else ""
+    fig.suptitle(f"post-training CV vs head_dim (mean ± sd over seeds, heads averaged; {what}{modes})")
+    fig.tight_layout(rect=(0, 0.07 if labelled else 0, 1, 1))
     return fig
 
 
-def cv_trajectory(traj: pd.DataFrame, *, band: Sequence[float] | None = BAND) -> Figure:
+def cv_trajectory(traj: pd.DataFrame, *, band: Sequence[float] | None = BAND,
+                  bands: Mapping[str, Sequence[float]] | None = None) -> Figure:
     """Activation CV before / mid / after training, one panel per quantity, one line per config.
 
     Parameters
     ----------
     traj : DataFrame
         Columns ``group, phase`` (pre/mid/post), ``dim, heads, cv`` (one row per run).
+    band, bands : optional
+        The CV band(s) to shade, as in :func:`cv_vs_head_dim`.
 
     Returns
     -------
@@ -271,14 +318,15 @@ def cv_trajectory(traj: pd.DataFrame, *, band: Sequence[float] | None = BAND) ->
         sns.pointplot(data=sub, x="phase", y="cv", hue="config", hue_order=configs, palette=palette, errorbar="sd",
                       dodge=0.5, markersize=3.5, linewidth=1.1, err_kws={"linewidth": 0.8, "alpha": 0.6}, ax=ax,
                       legend=ax is axes[0, -1])
-        _band(ax, band)
         ax.set_title(g)
         ax.set_xlabel("training phase")
         ax.set_ylabel("CV")
+    shade = _bands(band, bands)
+    _shade_bands(fig, axes[0], shade)
     if axes[0, -1].get_legend() is not None:
         sns.move_legend(axes[0, -1], "upper left", bbox_to_anchor=(1.02, 1), fontsize=7, title="config")
     fig.suptitle("activation CV before / mid / after training (mean ± sd over seeds)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1 if any(lab is not None for lab in shade) else 0, 1, 1))
     return fig
 
 

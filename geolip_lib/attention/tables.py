@@ -6,7 +6,7 @@ Pure functions from recorded results to :class:`pandas.DataFrame` (shown with
 * notebook 12 (constellation relay): :func:`depth_table`, :func:`interval_table`;
 * notebook 13 (head_dim vs CV): :func:`profiles_long`, :func:`accuracy_frame`,
   :func:`head_means`, :func:`summary_table`, :func:`table_cells`,
-  :func:`per_seed_means`, :func:`band_count`;
+  :func:`per_seed_means`, :func:`band_count`, :func:`band_counts`, :func:`band_count_summary`;
 * notebook 14 (triple-product attention): :func:`copy_runs_frame`, :func:`loss_curves_frame`,
   :func:`example_sequences`;
 * :func:`proportion_interval`: a Wilson score interval of ``k`` successes in ``n``.
@@ -21,7 +21,8 @@ import pandas as pd
 from ..metrics.intervals import Interval, format_value
 
 __all__ = ["depth_table", "interval_table", "profiles_long", "accuracy_frame", "head_means", "summary_table",
-           "table_cells", "per_seed_means", "band_count", "proportion_interval", "copy_runs_frame",
+           "table_cells", "per_seed_means", "band_count", "band_counts", "band_count_summary", "proportion_interval",
+           "copy_runs_frame",
            "loss_curves_frame", "example_sequences", "clipped", "CFG"]
 
 #: columns that identify a configuration of notebook 13
@@ -74,12 +75,13 @@ def depth_table(depth_rows: Sequence[Mapping], columns: Iterable[str] = ("cv_n",
 def profiles_long(runs: Sequence[Mapping]) -> pd.DataFrame:
     """Every CV of every run of :func:`~geolip_lib.attention.head_dim_run`, one row each.
 
-    Columns ``dim, heads, head_dim, seed, phase, key, cv`` and ``group`` (the key with a
-    trailing ``_h<i>`` replaced by ``_h*``, so per-head keys of one run can be averaged).
+    Columns ``dim, heads, head_dim, seed, mode, phase, key, cv`` and ``group`` (the key
+    with a trailing ``_h<i>`` replaced by ``_h*``, so per-head keys of one run can be
+    averaged); ``mode`` is the run's data/init mode ("varied" or "fixed").
     """
     long = pd.DataFrame([
-        {"dim": r["dim"], "heads": r["n_heads"], "head_dim": r["head_dim"], "seed": r["seed"], "phase": phase,
-         "key": k, "cv": v}
+        {"dim": r["dim"], "heads": r["n_heads"], "head_dim": r["head_dim"], "seed": r["seed"],
+         "mode": r.get("mode", "varied"), "phase": phase, "key": k, "cv": v}
         for r in runs for phase in ("pre", "mid", "post") for k, v in r[phase].items()
     ])
     long["cv"] = long.cv.astype(float)
@@ -90,23 +92,27 @@ def profiles_long(runs: Sequence[Mapping]) -> pd.DataFrame:
 def accuracy_frame(runs: Sequence[Mapping]) -> pd.DataFrame:
     """One row per run: configuration, seed, training accuracy, last loss."""
     return pd.DataFrame([{"dim": r["dim"], "heads": r["n_heads"], "head_dim": r["head_dim"], "seed": r["seed"],
-                          "acc": r["acc"], "loss_last": r["loss"]["last"]} for r in runs])
+                          "mode": r.get("mode", "varied"), "acc": r["acc"], "loss_last": r["loss"]["last"]}
+                         for r in runs])
 
 
 def head_means(long: pd.DataFrame) -> pd.DataFrame:
     """CV averaged over the heads of each run, per ``group`` (:func:`profiles_long`)."""
-    return long.groupby(["dim", "heads", "head_dim", "seed", "phase", "group"], as_index=False).cv.mean()
+    by = ["dim", "heads", "head_dim", "seed", *(["mode"] if "mode" in long else []), "phase", "group"]
+    return long.groupby(by, as_index=False).cv.mean()
 
 
-def _band_mark(m: float, s: float, band: Sequence[float]) -> str:
+def _band_mark(m: float, s: float, band: Sequence[float], seed_band: Sequence[float] | None = None) -> str:
     from .mha_classifier import band_mark
 
-    return band_mark(m, s, tuple(band))
+    return band_mark(m, s, tuple(band), seed_band=None if seed_band is None else tuple(seed_band))
 
 
 def summary_table(long: pd.DataFrame, keys: Sequence[str], *, band: Sequence[float], phase: str = "post",
-                  delta: bool = False, acc: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Rows = configurations, cells = ``mean ± sd`` over seeds (``*``: mean inside ``band``).
+                  delta: bool = False, acc: pd.DataFrame | None = None,
+                  seed_band: Sequence[float] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows = configurations, cells = ``mean ± sd`` over seeds (``*``: mean inside ``band``,
+    ``°``: inside ``seed_band``). ``long`` holds one data/init mode (filter ``mode`` first).
 
     Parameters
     ----------
@@ -138,7 +144,7 @@ def summary_table(long: pd.DataFrame, keys: Sequence[str], *, band: Sequence[flo
     if delta:
         cells = ["N/A" if m != m else f"{m:+.4f} ± {s:.4f}" for m, s in zip(agg["mean"], agg["std"])]
     else:
-        cells = [_band_mark(m, s, band) for m, s in zip(agg["mean"], agg["std"])]
+        cells = [_band_mark(m, s, band, seed_band) for m, s in zip(agg["mean"], agg["std"])]
     agg["cell"] = cells
     table = agg.pivot(index=CFG, columns="key", values="cell")[list(keys)]
     if acc is not None:
@@ -169,6 +175,77 @@ def band_count(aggs: Iterable[pd.DataFrame], band: Sequence[float]) -> tuple[int
     means = pd.concat(list(aggs))["mean"].astype(float)
     means = means[np.isfinite(means)]
     return int(means.between(*band).sum()), int(len(means))
+
+
+def band_counts(long: pd.DataFrame, keys: Sequence[str], bands: Mapping[str, Sequence[float]], *,
+                phase: str = "post") -> pd.DataFrame:
+    """Per mode, key and seed: how many configurations have their CV inside each band.
+
+    Parameters
+    ----------
+    long : DataFrame
+        :func:`profiles_long` (every mode).
+    keys : sequence of str
+        CV keys (``emb``, ``act_Q_h0`` ...).
+    bands : {name: (lo, hi)}
+        Bands, edges included (the project's 0.20–0.23 and seed 002's 0.13–0.30).
+    phase : {"pre", "mid", "post"}
+
+    Returns
+    -------
+    DataFrame
+        ``mode, key, seed, n`` (configurations with a defined CV), ``cv_mean`` (their mean
+        CV) and one count column per band name.
+    """
+    src = long[(long["phase"] == phase) & long["key"].isin(keys)].dropna(subset=["cv"])
+    rows = []
+    for (mode, key, seed), sub in src.groupby(["mode", "key", "seed"], sort=False):
+        rows.append({"mode": mode, "key": key, "seed": seed, "n": len(sub), "cv_mean": float(sub["cv"].mean()),
+                     **{name: int(sub["cv"].between(*b).sum()) for name, b in bands.items()}})
+    return pd.DataFrame(rows)
+
+
+def band_count_summary(counts: pd.DataFrame, bands: Mapping[str, Sequence[float]],
+                       keys: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict]:
+    """Mean over seeds (t interval, :func:`~geolip_lib.metrics.intervals.over_seeds`) of the
+    mean CV and of each band's configuration count (its interval clipped to ``[0, n]``), per
+    mode and key (:func:`band_counts`).
+
+    Returns
+    -------
+    table : DataFrame
+        Rows = keys; columns ``(mode, quantity)``: "mean CV [95 % interval]" and, per band,
+        "configs in <name>" as ``k [lo, hi] of n`` (mean over seeds, t interval).
+    record : dict
+        ``{mode: {key: {"n_configs", "cv_mean": {value, interval, per_seed},
+        "in_band": {name: {value, interval, per_seed}}}}}``.
+    """
+    from ..metrics.intervals import over_seeds
+
+    keys = list(keys) if keys is not None else list(dict.fromkeys(counts["key"]))
+    record: dict = {}
+    cells: dict = {k: {} for k in keys}
+    for mode, by_mode in counts.groupby("mode", sort=False):
+        record[mode] = {}
+        for key in keys:
+            sub = by_mode[by_mode["key"] == key].sort_values("seed")
+            if sub.empty:
+                continue
+            n = int(sub["n"].max())
+            iv = over_seeds(sub["cv_mean"])
+            rec = {"n_configs": n, "cv_mean": {"value": float(sub["cv_mean"].mean()), "interval": iv,
+                                               "per_seed": sub["cv_mean"].tolist()}, "in_band": {}}
+            cells[key][(mode, "mean CV [95 % interval]")] = format_value(rec["cv_mean"]["value"], iv)
+            for name in bands:
+                k_iv = clipped(over_seeds(sub[name]), 0, n)  # a count lies in [0, n]
+                rec["in_band"][name] = {"value": float(sub[name].mean()), "interval": k_iv,
+                                        "per_seed": [int(v) for v in sub[name]]}
+                cells[key][(mode, f"configs in {name}")] = (
+                    f"{format_value(rec['in_band'][name]['value'], k_iv, '.2f')} of {n}")
+            record[mode][key] = rec
+    table = pd.DataFrame.from_dict({k: c for k, c in cells.items() if c}, orient="index")
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["mode", ""])
+    return table, record
 
 
 # ------------------------------------------------------------------ notebook 14

@@ -23,7 +23,8 @@ def m13(run_notebook):
 def test_every_config_and_seed_has_three_profiles(m13):
     cfg = m13["metrics"]["config"]
     runs = m13["metrics"]["runs"]
-    assert len(runs) == len(cfg["configs"]) * len(cfg["seeds"]) and len(cfg["seeds"]) >= 3
+    assert cfg["modes"] == ["varied", "fixed"]  # the default runs both, side by side
+    assert len(runs) == len(cfg["configs"]) * len(cfg["seeds"]) * 2 and len(cfg["seeds"]) >= 3
     for r in runs:
         assert r["head_dim"] * r["n_heads"] == r["dim"]
         for phase in ("pre", "mid", "post"):
@@ -51,6 +52,53 @@ def test_pre_training_cv_recomputed_independently(m13):
                               cfg["noise"], seed=r["seed"])
     emb = (model.emb(x) + model.pos).detach().reshape(-1, r["dim"])
     assert r["pre"]["act_emb"] == pytest.approx(gm.pentachoron_cv(emb, n, seed=r["seed"]).cv, rel=1e-9)
+
+
+def test_fixed_mode_is_seed_002s_setting(m13):
+    cfg = m13["metrics"]["config"]
+    fixed = [r for r in m13["metrics"]["runs"] if r["mode"] == "fixed"]
+    varied = [r for r in m13["metrics"]["runs"] if r["mode"] == "varied"]
+    assert len(fixed) == len(varied) == len(cfg["configs"]) * len(cfg["seeds"])
+    assert all(r["data_seed"] == r["init_seed"] == cfg["fixed_seed"] == 42 for r in fixed)
+    assert all(r["data_seed"] == r["init_seed"] == r["seed"] for r in varied)
+    for d, h in cfg["configs"]:
+        same = [r for r in fixed if (r["dim"], r["n_heads"]) == (d, h)]
+        assert len({r["acc"] for r in same}) == 1 and len({r["loss"]["last"] for r in same}) == 1  # one training
+        assert len({r["post"]["emb"] for r in same}) == len(same)  # the CV draws differ per seed
+    r = fixed[1]  # pre-training CV of the fixed mode: init from seed 42, simplex draws from the run's seed
+    torch.manual_seed(42)
+    model = MHAClassifier(cfg["vocab"], r["dim"], r["n_heads"], cfg["seq_len"], cfg["n_classes"])
+    assert r["pre"]["emb"] == pytest.approx(gm.pentachoron_cv(model.emb.weight.detach(), cfg["n_simplices"],
+                                                               seed=r["seed"]).cv, rel=1e-12)
+
+
+def test_both_bands_counted_per_seed(m13):
+    met, cfg = m13["metrics"], m13["metrics"]["config"]
+    assert (cfg["band"], cfg["seed_band"]) == ([0.20, 0.23], [0.13, 0.30])
+    bands = {"project": cfg["band"], "seed 002": cfg["seed_band"]}
+    for mode in ("varied", "fixed"):
+        for key in ("emb", "act_Q_h0", "act_post_full"):
+            rec = met["band_counts"][mode][key]
+            assert rec["n_configs"] == len(cfg["configs"])
+            for name, (lo, hi) in bands.items():
+                want = [sum(lo <= r["post"][key] <= hi for r in met["runs"] if r["mode"] == mode and r["seed"] == s)
+                        for s in cfg["seeds"]]
+                got = rec["in_band"][name]
+                assert got["per_seed"] == want and got["value"] == pytest.approx(sum(want) / len(want))
+                assert got["interval"]["lo"] <= got["value"] <= got["interval"]["hi"]
+                assert got["interval"]["method"].startswith(f"t interval of the mean over {len(cfg['seeds'])} seeds")
+                assert 0 <= got["interval"]["lo"] and got["interval"]["hi"] <= len(cfg["configs"])
+            # nested bands: every configuration inside the project's band is inside seed 002's
+            assert all(a <= b for a, b in zip(rec["in_band"]["project"]["per_seed"], rec["in_band"]["seed 002"]["per_seed"]))
+    h = m13["headline"]
+    assert h["fraction_in_seed_band"]["value"] == met["fraction_cells_in_seed_band"] >= met["fraction_cells_in_band"]
+    assert "0.13–0.3" in h["fraction_in_seed_band"]["label"] and "0.2–0.23" in h["fraction_in_band"]["label"]
+    fx = h["act_Q_cv_post_fixed"]
+    post = list(met["per_seed_means_fixed"]["post"].values())
+    assert fx["value"] == pytest.approx(sum(post) / len(post)) and fx["interval"]["lo"] <= fx["value"] <= fx["interval"]["hi"]
+    nb = nbformat.read(str(Path(m13["_job_dir"]) / "executed.ipynb"), as_version=4)
+    html = json.dumps([o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])])
+    assert "Seed 002's setting (data and init fixed by seed 42)" in html and "configs in seed 002" in html
 
 
 def test_tables_headline_and_figures(m13):

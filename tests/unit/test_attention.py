@@ -348,6 +348,68 @@ def test_noise_pattern_data_and_training():
         noise_pattern_data(noise=1.5)
 
 
+def test_head_dim_run_modes_fix_or_vary_data_and_init():
+    from geolip_lib.attention import band_mark, data_modes, head_dim_run, in_band
+
+    kw = dict(vocab=32, seq_len=4, n_classes=3, samples_per_class=4, epochs=2, n_simplices=20)
+    f0, f1 = head_dim_run(8, 2, 0, mode="fixed", **kw), head_dim_run(8, 2, 1, mode="fixed", **kw)
+    assert (f0["data_seed"], f0["init_seed"], f1["data_seed"], f1["init_seed"]) == (42, 42, 42, 42)
+    assert f0["acc"] == f1["acc"] and f0["loss"] == f1["loss"]  # the same data, init and training...
+    assert f0["post"] != f1["post"]  # ...only the CV's simplex draws follow the seed
+    v0, v1 = head_dim_run(8, 2, 0, **kw), head_dim_run(8, 2, 1, **kw)
+    assert v0["mode"] == "varied" and (v1["data_seed"], v1["init_seed"]) == (1, 1) and v0["loss"] != v1["loss"]
+    assert v0["pre"]["emb"] != f0["pre"]["emb"]  # another init (same CV draws)
+    # the fixed run trains as the varied run of seed 42 does
+    assert head_dim_run(8, 2, 42, **kw)["loss"] == f0["loss"]
+    # trained once, profiled with each seed's draws: the same records as separate fixed runs
+    from geolip_lib.attention import head_dim_runs
+
+    assert head_dim_runs(8, 2, [0, 1], mode="fixed", **kw) == [f0, f1]
+    assert data_modes("both") == ["varied", "fixed"] and data_modes("fixed") == ["fixed"]
+    with pytest.raises(ValueError, match="mode"):
+        data_modes("seed")
+    with pytest.raises(ValueError, match="mode"):
+        head_dim_run(8, 2, 0, mode="paired", **kw)
+    # band marks: * the project's 0.20-0.23, ° seed 002's 0.13-0.30 (edges included)
+    assert band_mark(0.21, 0.01, seed_band=(0.13, 0.30)) == "0.2100 ± 0.0100 *°"
+    assert band_mark(0.15, None, seed_band=(0.13, 0.30)) == "0.1500 °" and band_mark(0.15) == "0.1500"
+    assert band_mark(0.35, 0.0, seed_band=(0.13, 0.30)) == "0.3500 ± 0.0000" and band_mark(None) == "N/A"
+    assert in_band(0.30, (0.13, 0.30)) and not in_band(float("nan"), (0, 1)) and not in_band(0.2, None)
+
+
+def test_band_counts_known_answer():
+    import pandas as pd
+
+    from geolip_lib.attention import tables
+
+    # 3 configurations x 2 seeds x 2 modes; CVs chosen so the counts are known
+    cv = {("varied", 0): [0.10, 0.21, 0.25], ("varied", 1): [0.22, 0.21, 0.31],
+          ("fixed", 0): [0.14, 0.14, 0.14], ("fixed", 1): [0.14, 0.14, 0.29]}
+    rows = [{"dim": 8 * (c + 1), "heads": 1, "head_dim": 8 * (c + 1), "seed": s, "mode": m, "phase": ph, "key": "emb",
+             "cv": v if ph == "post" else 0.5} for (m, s), vals in cv.items() for c, v in enumerate(vals)
+            for ph in ("pre", "post")]
+    long = pd.DataFrame(rows)
+    bands = {"project": (0.20, 0.23), "seed 002": (0.13, 0.30)}
+    counts = tables.band_counts(long, ["emb"], bands)
+    got = {(m, s): (a, b) for m, s, a, b in zip(counts["mode"], counts["seed"], counts["project"], counts["seed 002"])}
+    assert got == {("varied", 0): (1, 2), ("varied", 1): (2, 2), ("fixed", 0): (0, 3), ("fixed", 1): (0, 3)}
+    assert (counts["n"] == 3).all() and counts.loc[0, "cv_mean"] == pytest.approx(0.56 / 3)
+    table, rec = tables.band_count_summary(counts, bands, ["emb"])
+    assert rec["varied"]["emb"]["in_band"]["project"]["value"] == 1.5
+    assert rec["varied"]["emb"]["in_band"]["project"]["per_seed"] == [1, 2]
+    assert rec["fixed"]["emb"]["in_band"]["seed 002"]["interval"].lo == 3.0  # no spread over seeds: [3, 3]
+    assert rec["fixed"]["emb"]["n_configs"] == 3
+    assert rec["varied"]["emb"]["in_band"]["project"]["interval"].lo >= 0  # t interval of 2 seeds, clipped to [0, 3]
+    assert rec["varied"]["emb"]["in_band"]["project"]["interval"].hi <= 3
+    assert list(table.columns.get_level_values(0).unique()) == ["varied", "fixed"]
+    assert table.loc["emb", ("varied", "configs in project")].endswith(" of 3")
+    assert tables.band_counts(long, ["emb"], bands, phase="pre")[["project", "seed 002"]].sum().sum() == 0
+    # the summary table marks both bands
+    t, _ = tables.summary_table(long[long["mode"] == "varied"], ["emb"], band=bands["project"],
+                                seed_band=bands["seed 002"])
+    assert t["emb"].tolist() == ["0.1600 ± 0.0849 °", "0.2100 ± 0.0000 *°", "0.2800 ± 0.0424 °"]
+
+
 # ------------------------------------------------------------------------------ notebook helpers (12-14)
 def test_build_mixer_geometry_samples_and_causal_deltas():
     import numpy as np

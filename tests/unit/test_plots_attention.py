@@ -107,6 +107,27 @@ def test_cv_vs_head_dim(head_mean):
     check_figure(fig, 3)
 
 
+def test_cv_vs_head_dim_two_modes_and_labelled_bands(head_mean):
+    post = head_mean[(head_mean.phase == "post") & head_mean.group.isin(["Q_h*", "act_Q_h*"])]
+    both = pd.concat([post.assign(mode="varied"), post.assign(mode="fixed", cv=post.cv + 0.01)])
+    bands = {"project": (0.20, 0.23), "seed 002": (0.13, 0.30)}
+    fig = plots.cv_vs_head_dim(both, col_wrap=2, bands=bands)
+    ax = fig.axes[0]
+    assert len({p.get_facecolor()[:3] for p in ax.patches}) == 2  # both bands shaded, in two colours
+    names = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert names == ["project: 0.20–0.23", "seed 002: 0.13–0.30"]
+    entries = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "varied" in entries and "fixed" in entries  # a line style per mode
+    assert "bands shaded" in fig.get_suptitle() and "varied solid / fixed dashed" in fig.get_suptitle()
+    varied = [ln for ln in ax.get_lines() if ln.get_label() == "varied"]
+    assert varied and varied[0].get_linestyle() == "-"  # the project's mode draws solid
+    check_figure(fig, 2)
+    traj = head_mean[head_mean.group.isin(["act_Q_h*"])]
+    fig = plots.cv_trajectory(traj, bands=bands)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == names
+    check_figure(fig, 1)
+
+
 def test_cv_trajectory(head_mean):
     traj = head_mean[head_mean.group.isin(["act_Q_h*", "act_headout_h*", "act_post_full"])]
     fig = plots.cv_trajectory(traj)
