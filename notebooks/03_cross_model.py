@@ -128,7 +128,7 @@ job.table(measured[["model", "weights"] + cols["mlp_cross"]], caption="Dead / we
 # %%
 reported = T.seed_reported_stacks()
 job.table(reported, caption="Reported by seed 001 (not measured here)", index=False,
-          formats={"mixed position heads": "{:.0f}", **{c: "{:.3f}" for c in ("Q sparsity", "K sparsity", "V sparsity")}})
+          formats={"mixed position heads": "{:.0f}", **{c: "{:.3f}" for c in scols["sparsity"]}})
 versus = T.seed_vs_measured(batteries, stack)
 if versus.empty:
     print(f"None of the seed's models is measured in this profile ({', '.join(batteries)}): no side-by-side rows.")
@@ -159,9 +159,9 @@ sh = {"seed": SEED, "n_boot": N_BOOT, "stack": stack, "batteries": batteries}
 headline = {
     "n_models": results.headline(int(len(batteries)), interval="exact", label="models compared", fmt="d",
                                  note="A count."),
-    "q_sparsity_mean": T.cross_stack_headline(stacks, "Q sparsity", label="mean Q sparsity (per stack/attn)", note="|w| "
-                                              "< 0.1 per stack/attn is a scale statement: compare with the random-init "
-                                              "null.", **sh),
+    "q_sparsity_mean": T.cross_stack_headline(stacks, "Q sparsity", label="mean Q sparsity (per stack/attn)",
+                                              note="|w| < 0.1 per stack/attn is a scale statement: compare with the "
+                                                   "random-init null.", **sh),
     "qk_seed_balance_mean": T.cross_stack_headline(stacks, "QK seed (mean)", fmt=".4f",
                                                    label="mean QK n_pos/inner, seed form (per stack/attn)",
                                                    note="n_pos / inner of sym(W_q W_kᵀ), mean over layers; 0.5 is "

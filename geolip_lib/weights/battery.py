@@ -101,7 +101,8 @@ def _svd_row(e, shp, S: torch.Tensor) -> dict:
     r = _row(e)
     r.update(shape=shp, stable_rank=float(st["stable_rank"]), pr=float(st["pr"]),
              active_frac=float(st["active_frac"]), rank_90=int(st["rank_energy"]),
-             rank_90_seed=int(st["rank_seed"]), condition=float(st["condition"]), max_sv=float(st["max_sv"]), min_sv=float(st["min_sv"]))
+             rank_90_seed=int(st["rank_seed"]), condition=float(st["condition"]), max_sv=float(st["max_sv"]),
+             min_sv=float(st["min_sv"]))
     return r
 
 

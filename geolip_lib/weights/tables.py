@@ -333,7 +333,8 @@ def stack_items(res, column: Optional[str] = None, roles: Sequence[str] = SPARSI
     for (st, at, r), g in per.groupby(["stack", "attn", "role"], sort=False):
         n = g["n"].to_numpy(dtype=np.float64)
         below = np.rint(n * g[col].to_numpy(dtype=np.float64))  # the kernel's exact counts
-        out.setdefault(f"{st}/{at}", {})[r] = {"num": below.tolist(), "den": n.tolist(), "items": f"{r.upper()} matrices"}
+        out.setdefault(f"{st}/{at}", {})[r] = {"num": below.tolist(), "den": n.tolist(),
+                                               "items": f"{r.upper()} matrices"}
     return {k: dict(sorted(out[k].items(), key=lambda kv: roles.index(kv[0]))) for k in sorted(out, key=_scope_order)}
 
 
@@ -443,7 +444,8 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null: Optio
     ----------
     summary, null : battery summaries, trained and at random init (``null`` None: no nulls)
     items, null_items : :func:`headline_items` (the adjacent-layer pairs of ``cross_layer_corr``)
-    stack, null_stack : :func:`stack_items` at |w| < 0.1 (the Q matrices of each scope)
+    stack, null_stack : :func:`stack_items` (the Q matrices of each scope), taken at the largest
+        threshold, which must be 0.1 for ``q_sparsity`` to be recorded
 
     Returns
     -------
@@ -493,7 +495,8 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null: Optio
         claims["position_crystallization"] = {}
     for stack_name, p in pb.items():
         np_ = get(null, "position_bias", stack_name) if null is not None else None
-        h = results.headline(int(p["mixed_seed"]), interval="exact", fmt="d", label=f"mixed position heads ({stack_name})",
+        h = results.headline(int(p["mixed_seed"]), interval="exact", fmt="d",
+                             label=f"mixed position heads ({stack_name})",
                              nulls={} if np_ is None else {"random init": int(np_["mixed_seed"])},
                              note="Seed's rule: a head is local if its peak bucket is <= 2, global if >= n_buckets - 3 "
                                   "(raw bucket index), mixed otherwise. A count: exact.")
@@ -613,7 +616,8 @@ def _headline_over_rows(measured: pd.DataFrame, column: str, row_items, *, what:
         its = [x for x, k in zip(its, keep) if k]
         vals = vals[keep]
         out[kind] = (float(vals.mean()) if len(vals) else None,
-                     two_stage_interval(vals.to_numpy(), its, seed=seed, n_boot=n_boot, what=what) if len(vals) else None)
+                     two_stage_interval(vals.to_numpy(), its, seed=seed, n_boot=n_boot, what=what)
+                     if len(vals) else None)
     (value, interval), (rv, riv) = out["trained"], out[RANDOM]
     nulls = {"random_init": {"value": rv, "interval": riv}} if rv is not None else {}
     return results.headline(value, interval=interval, nulls=nulls, label=label, fmt=fmt, note=_note(note, interval))
