@@ -140,6 +140,11 @@ class Claim:
     definition: str = ""
     scale: float = 1.0  # display: 100 for percentages
     unit: str = ""
+    model_scopes: Mapping[str, tuple] = field(default_factory=dict)  # per seed model: the scopes its value is of
+
+    def scopes_for(self, model: str) -> Optional[tuple]:
+        """The scopes that test the claim on ``model`` (None: every recorded scope)."""
+        return self.model_scopes.get(model, self.scopes)
 
     def rule_for(self, model: str) -> Rule:
         """The rule for one model: the seed's own value ± ``per_model_tol`` where it reported one."""
@@ -165,7 +170,10 @@ CLAIMS: tuple[Claim, ...] = (
           "The {null} copy is as sparse ({value}): at |w| < 0.1 this is the initialiser's weight scale, "
           "not a learned property.",
           seed_reference={"t5-small": 0.937, "t5-base": 0.994, "t5-v1_1-xxl": 1.0}, per_model_tol=0.005,
-          definition="fraction of Q weights with |w| < 0.1, per stack and attention kind", scale=100, unit="%"),
+          model_scopes={"t5-small": ("encoder+decoder/self",), "t5-base": ("encoder+decoder/self",),
+                        "t5-v1_1-xxl": ("encoder/self", "decoder/self", "decoder/cross")},
+          definition="fraction of Q weights with |w| < 0.1: T5-small/base pooled over encoder and decoder "
+                     "self-attention (seed §4), T5-XXL per stack and attention kind (seed §6)", scale=100, unit="%"),
     Claim("qk_cross_balance", "cross-attention QK balance", "locked at 0.500 (all 24 layers)", "T5-v1.1-XXL",
           ("t5-v1_1-xxl",), "02_weight_topology",
           Rule("all_within", 0.4995, 0.5005, text="every cross-attention layer prints as 0.500"),
@@ -306,10 +314,11 @@ def evaluate(root: str | Path, seed_models_only: bool = False) -> list[dict]:
                 rows.append(_missing(c, model, job, seed_model, f"{job} recorded no '{c.id}' (the quantity does not "
                                      "apply to this model, or the job predates the claims record)"))
                 continue
-            scopes = [s for s in rec if c.scopes is None or s in c.scopes]
+            want = c.scopes_for(model)
+            scopes = [s for s in rec if want is None or s in want]
             if not scopes:
                 rows.append(_missing(c, model, job, seed_model,
-                                     f"no {' / '.join(c.scopes or ())} scope in {job} (recorded: {', '.join(rec)})"))
+                                     f"no {' / '.join(want or ())} scope in {job} (recorded: {', '.join(rec)})"))
             for scope in scopes:
                 rows.append(_row(c, model, job, scope, rec[scope], seed_model))
         for m in c.seed_models:

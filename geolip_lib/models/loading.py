@@ -641,12 +641,12 @@ def load(name_or_params: Union[str, Path, dict, ModelParams], **overrides) -> Lo
 
 
 def check_finite(model: torch.nn.Module, name: str) -> None:
-    """One-line ModelLoadError naming the first tensor with NaN / Inf values and their counts
+    """One-line ModelLoadError naming the first parameter with NaN / Inf values and their counts
     (one pass over the parameters, on their own device), instead of a solver failing later
     without saying why ("linalg.eigh failed to converge")."""
     bad = []
     with torch.no_grad():
-        for pname, t in list(model.named_parameters()) + list(model.named_buffers()):
+        for pname, t in model.named_parameters():  # not buffers: attention masks hold -inf by design
             if t.is_floating_point() and not bool(torch.isfinite(t).all()):
                 bad.append((pname, int(torch.isnan(t).sum()), int(torch.isinf(t).sum()), t.numel()))
     if bad:

@@ -315,6 +315,15 @@ def _scope_order(scope: str) -> tuple:
     return (STACKS.index(stack) if stack in STACKS else len(STACKS), {"self": 0, "cross": 1}.get(attn, 2), scope)
 
 
+def _pooled_self_q(stack: Optional[Mapping]) -> Optional[dict]:
+    """The Q items of encoder/self and decoder/self together (seed §4's pooling), or None."""
+    enc, dec = get(stack, "encoder/self", "q"), get(stack, "decoder/self", "q")
+    if not enc or not dec:
+        return None
+    return {"num": list(enc["num"]) + list(dec["num"]), "den": list(enc["den"]) + list(dec["den"]),
+            "items": "self-attention Q matrices"}
+
+
 def stack_items(res, column: Optional[str] = None, roles: Sequence[str] = SPARSITY_ROLES) -> dict:
     """The matrices each per-(stack, attention kind) sparsity value pools.
 
@@ -480,6 +489,20 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null: Optio
         claims["q_sparsity"][scope] = results.headline(
             v, interval=t, nulls=nulls, label=f"Q |w| < 0.1 ({scope})", fmt=".4f",
             note=_note(f"Pooled over the {len(it['num'])} Q matrices of {scope}; interval a bootstrap over them.", t))
+    pooled = _pooled_self_q(stack) if "encoder/self" in claims["q_sparsity"] and "decoder/self" in claims["q_sparsity"] \
+        else None
+    if pooled is not None:  # seed §4's "self_attn_q" pooled the encoder's and the decoder's self-attention Q
+        t = items_interval(pooled, seed=seed, n_boot=n_boot)
+        nulls = {}
+        if null is not None and _pooled_self_q(null_stack) is not None:
+            npool = _pooled_self_q(null_stack)
+            nulls["random init"] = {"value": float(np.sum(npool["num"]) / np.sum(npool["den"])),
+                                    "interval": items_interval(npool, seed=seed, n_boot=n_boot)}
+        claims["q_sparsity"]["encoder+decoder/self"] = results.headline(
+            float(np.sum(pooled["num"]) / np.sum(pooled["den"])), interval=t, nulls=nulls,
+            label="Q |w| < 0.1 (encoder+decoder self, the seed's §4 pooling)", fmt=".4f",
+            note=_note(f"Pooled over the {len(pooled['num'])} self-attention Q matrices of encoder and decoder, as "
+                       "seed §4's self_attn_q did; interval a bootstrap over them.", t))
     for scope in _qk_scopes(summary):
         kind = "qk_cross_balance" if scope.endswith("/cross") else "qk_self_balance"
         claims[kind][scope] = _qk_claim(summary, null, scope, seed=seed, n_boot=n_boot)

@@ -110,7 +110,11 @@ def test_02_claims_read_back_against_an_independent_computation(run_notebook):
     blocks = {"encoder/self": ("encoder", "0.SelfAttention"), "decoder/self": ("decoder", "0.SelfAttention"),
               "decoder/cross": ("decoder", "1.EncDecAttention")}
     # Q sparsity per stack/attn: fraction |w| < 0.1 pooled over the scope's Q matrices
-    assert set(c["q_sparsity"]) == set(blocks)
+    assert set(c["q_sparsity"]) == set(blocks) | {"encoder+decoder/self"}
+    W = [np.abs(P[f"{st}.block.{i}.layer.0.SelfAttention.q.weight"]).astype(np.float32)
+         for st in ("encoder", "decoder") for i in range(2)]  # seed §4's pooling of self_attn_q
+    assert c["q_sparsity"]["encoder+decoder/self"]["value"] == pytest.approx(
+        sum(int((w < np.float32(0.1)).sum()) for w in W) / sum(w.size for w in W))
     for scope, (stack, mod) in blocks.items():
         W = [np.abs(P[f"{stack}.block.{i}.layer.{mod}.q.weight"]).astype(np.float32) for i in range(2)]
         h = c["q_sparsity"][scope]

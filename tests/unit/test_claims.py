@@ -90,7 +90,8 @@ def test_held_set(tmp_path):
 
 def test_not_held_set(tmp_path):
     write_job(tmp_path, "02_weight_topology", "t5-small", {
-        "q_sparsity": {"encoder/self": h(0.80, 0.78, 0.82, nulls={"random_init": {"value": 0.99}})},
+        "q_sparsity": {"encoder+decoder/self": h(0.80, 0.78, 0.82, nulls={"random_init": {"value": 0.99}}),
+                       "encoder/self": h(0.99, 0.98, 1.0)},  # the seed's 93.7 % pooled both stacks: not compared
         "cross_layer_corr": {"attention": h(0.12, 0.08, 0.15, nulls={"random_init": {"value": 0.0}})},
         "position_crystallization": {"decoder": h(4, nulls={"random_init": {"value": 5}})}})
     write_job(tmp_path, "02_weight_topology", "t5-v1_1-xxl", {
@@ -99,8 +100,10 @@ def test_not_held_set(tmp_path):
         "phase_boundary": {"alpha": h(None, found=False, note="p = 0.6")}})
     write_job(tmp_path, "09_modulator_training", "t5-small", {
         "modulator_lift": {"pearson": h(0.10, 0.02, 0.2), "spearman": h(1.9, 1.5, 2.3)}})
-    q = verdicts(tmp_path, "q_sparsity")[("t5-small", "encoder/self")]
+    qs = verdicts(tmp_path, "q_sparsity")
+    q = qs[("t5-small", "encoder+decoder/self")]
     assert q["verdict"] == NOT_HELD and "0.937" in q["rule"]  # the seed's own t5-small value ± 0.005
+    assert ("t5-small", "encoder/self") not in qs  # like with like: only the seed's pooling is compared
     assert q["null explains"] == ""  # only said when the claim held and a null gives it too
     assert verdicts(tmp_path, "cross_layer_corr")[("t5-small", "attention")]["verdict"] == NOT_HELD
     assert verdicts(tmp_path, "position_crystallization")[("t5-small", "decoder")]["verdict"] == NOT_HELD

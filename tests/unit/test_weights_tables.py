@@ -81,8 +81,14 @@ def test_battery_claims_record_the_seed_definition_with_the_project_beside_it(to
     assert "3 Q matrices" in c["q_sparsity"]["encoder/self"]["interval"]["method"]
     pc = c["position_crystallization"]["decoder"]
     assert pc["value"] == s["position_bias"]["decoder"]["mixed_seed"] and pc["n_heads"] == 4
+    pooled = c["q_sparsity"]["encoder+decoder/self"]  # seed §4 pooled the two stacks' self-attention Q
+    it = T.stack_items(res)
+    num = it["encoder/self"]["q"]["num"] + it["decoder/self"]["q"]["num"]
+    den = it["encoder/self"]["q"]["den"] + it["decoder/self"]["q"]["den"]
+    assert pooled["value"] == pytest.approx(sum(num) / sum(den)) and "6 self-attention Q matrices" in \
+        pooled["interval"]["method"]
     tab = T.claims_table(c)
-    assert len(tab) == 3 + 1 + 2 + 1 + 2 and not tab["seed definition"].isna().any()
+    assert len(tab) == 4 + 1 + 2 + 1 + 2 and not tab["seed definition"].isna().any()
     # the claim is defined at |w| < 0.1: a battery without that threshold records no q_sparsity
     s2 = dict(s, qkv_sparsity_threshold="<0.01")
     assert "q_sparsity" not in T.battery_claims(s2, T.headline_items(res), T.stack_items(res))
