@@ -141,6 +141,7 @@ class Claim:
     scale: float = 1.0  # display: 100 for percentages
     unit: str = ""
     model_scopes: Mapping[str, tuple] = field(default_factory=dict)  # per seed model: the scopes its value is of
+    standin_from: Optional[str] = None  # a related record shown for stand-ins that lack this one
 
     def scopes_for(self, model: str) -> Optional[tuple]:
         """The scopes that test the claim on ``model`` (None: every recorded scope)."""
@@ -178,7 +179,7 @@ CLAIMS: tuple[Claim, ...] = (
           ("t5-v1_1-xxl",), "02_weight_topology",
           Rule("all_within", 0.4995, 0.5005, text="every cross-attention layer prints as 0.500"),
           "The {null} copy gives {value} too: the 0.5 follows from the shapes and the sign symmetry of "
-          "random weights, not from training (see the QK-balance statement).",
+          "random weights, not from training (see the QK-balance statement).", standin_from="qk_self_balance",
           definition="positive-eigenvalue fraction of sym(W_q W_kᵀ) (the seed's inner × inner form) per layer"),
     Claim("cross_layer_corr", "attention cross-layer correlation", "~0.000", "all 8 models",
           T5_SEED + ("bert-large-uncased", "clip-vit-b-16", "dinov2-large", "clip-vit-bigg-14",
@@ -305,11 +306,14 @@ def evaluate(root: str | Path, seed_models_only: bool = False) -> list[dict]:
     for c in CLAIMS:
         jobs = _read_jobs(root, c.notebook)
         for model, data in jobs.items():
-            rec = ((data.get("metrics") or {}).get("claims") or {}).get(c.id)
+            recorded = (data.get("metrics") or {}).get("claims") or {}
+            rec = recorded.get(c.id)
             seed_model = model in c.seed_models
             if seed_models_only and not seed_model:
                 continue
             job = f"{c.notebook}/{model}"
+            if not rec and not seed_model and c.standin_from and recorded.get(c.standin_from):
+                rec = {f"{s} ({c.standin_from})": h for s, h in recorded[c.standin_from].items()}
             if not rec:
                 rows.append(_missing(c, model, job, seed_model, f"{job} recorded no '{c.id}' (the quantity does not "
                                      "apply to this model, or the job predates the claims record)"))

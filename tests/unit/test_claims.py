@@ -123,12 +123,16 @@ def test_stand_ins_do_not_decide_the_claim(tmp_path):
               {"pentachoron_cv": {"embedding": h(0.215, 0.21, 0.22, nulls={"sphere": {"value": 0.214}})}})
     write_job(tmp_path, "02_weight_topology", "all-minilm-l6-v2",
               {"q_sparsity": {"encoder/self": h(0.5, 0.45, 0.55)}})  # no cross attention: no qk_cross_balance
+    write_job(tmp_path, "02_weight_topology", "tiny-bert", {"qk_self_balance": {"encoder/self": h(
+        0.468, 0.449, 0.485, per_layer=[0.4245, 0.4531, 0.4818, 0.4688, 0.4870, 0.4922])}})
     rows = verdicts(tmp_path, "pentachoron_cv")
     mini = rows[("all-minilm-l6-v2", "embedding")]
     assert mini["verdict"] == HELD and not mini["seed model"]
     assert mini["null explains"].startswith("The unit sphere at the same dimension gives 0.214")
     qk = verdicts(tmp_path, "qk_cross_balance")[("all-minilm-l6-v2", "")]
     assert qk["verdict"] == NOT_TESTABLE and "recorded no 'qk_cross_balance'" in qk["reason"]
+    selfqk = verdicts(tmp_path, "qk_cross_balance")[("tiny-bert", "encoder/self (qk_self_balance)")]
+    assert selfqk["verdict"] == NOT_HELD and "6 of 6 layers outside" in selfqk["reason"]  # MiniLM-like: not 0.5
     summary = {s["claim"]: s for s in claims.summarize(claims.evaluate(tmp_path))}
     assert summary["pentachoron_cv"]["verdict"] == NOT_TESTABLE
     assert "all-minilm-l6-v2: held" in summary["pentachoron_cv"]["stand-ins"]
