@@ -120,6 +120,59 @@ def test_tiny_t5_values_match_an_independent_computation(run_notebook):
     assert met["digits"]["applicable"] and -1 <= met["digits"]["corr_abs_diff"] <= 1
     assert met["embed_vs_output"]["applicable"] is False
     assert met["vision_tables"] == {}
+    _check_restored(m, lm, E)
+
+
+def _check_restored(m: dict, lm, E: np.ndarray) -> None:
+    """Seed §1's encoder-vs-decoder comparison, §13a's token-id-range categories and
+    cumulative variance, and the claims record, read back and recomputed."""
+    import torch
+
+    met, p = m["metrics"], m["parameters"]
+    # encoder vs decoder: the seed's pair, layers [0, n // 2, n], recomputed by a direct forward pass
+    ed = met["encoder_decoder"]
+    n = lm.config.num_layers
+    assert ed["applicable"] and ed["layers"] == sorted({0, n // 2, n})
+    assert (ed["source"], ed["target"]) == ("translate English to German: The house is big.", "Das Haus ist groß.")
+    with torch.no_grad():
+        src = lm.tokenizer(ed["source"], return_tensors="pt").input_ids
+        tgt = lm.tokenizer(ed["target"], return_tensors="pt").input_ids
+        enc = lm.model.encoder(input_ids=src, output_hidden_states=True)
+        dec = lm.model.decoder(input_ids=tgt, encoder_hidden_states=enc.last_hidden_state, output_hidden_states=True)
+    k = min(src.shape[1], tgt.shape[1])
+    for b, iv in zip(ed["by_layer"], ed["intervals"]):
+        want = torch.nn.functional.cosine_similarity(enc.hidden_states[b["layer"]][0, :k],
+                                                     dec.hidden_states[b["layer"]][0, :k], dim=1).numpy()
+        np.testing.assert_allclose(b["cosine"], want, rtol=1e-5, atol=1e-6)
+        assert b["mean"] == pytest.approx(want.mean(), abs=1e-6) and b["seed_mean"] == pytest.approx(want[:5].mean(), abs=1e-6)
+        assert iv["lo"] <= b["mean"] <= iv["hi"] and f"of {k} positions" in iv["method"]
+    assert met["encoder_decoder_random_init"]["applicable"]
+    # token-id ranges: the seed's ids, and the characters' own tokens beside them
+    defs = met["token_ranges"]["definitions"]
+    assert defs["seed"]["ASCII digits"]["ids"] == list(range(48, 58))
+    assert defs["seed"]["last 100 ids"]["ids"] == list(range(E.shape[0] - 100, E.shape[0]))
+    proj = defs["project"]["ASCII digits"]
+    assert [lm.tokenizer.decode([i]).strip() for i in proj["ids"]] == [str(d) for d in range(10)]
+    U = E[proj["ids"]] / np.linalg.norm(E[proj["ids"]], axis=1, keepdims=True)
+    assert proj["intra_cos"] == pytest.approx((U @ U.T)[np.triu_indices(10, 1)].mean(), abs=1e-12)
+    iv = met["token_ranges"]["intervals"]["project"]["ASCII digits"]
+    assert iv["lo"] <= proj["intra_cos"] <= iv["hi"] and "of 10 tokens" in iv["method"]
+    # cumulative variance: the PCA of every row, first 200 components
+    for name in ("embedding", "gaussian", "random_init"):
+        cv = np.asarray(met["cumulative_variance"][name])
+        assert len(cv) == min(200, E.shape[1]) and np.all(np.diff(cv) >= 0) and cv[-1] == pytest.approx(1.0)
+    s = np.linalg.svd(E - E.mean(0), compute_uv=False)
+    np.testing.assert_allclose(met["cumulative_variance"]["embedding"], (np.cumsum(s ** 2) / (s ** 2).sum())[:200],
+                               rtol=1e-9)
+    # the claims record: the seed's definition, with the three nulls under the contract's names
+    c = met["claims"]["pentachoron_cv"]["embedding"]
+    assert c["value"] == m["headline"]["pentachoron_cv"]["value"] and c["interval"] == m["headline"]["pentachoron_cv"]["interval"]
+    assert list(c["nulls"]) == ["gaussian", "unit sphere", "random init"]
+    assert c["nulls"]["unit sphere"]["value"] == met["pentachoron"]["sphere"]["cv"]
+    assert c["nulls"]["random init"]["value"] == met["pentachoron"]["random_init"]["cv"]
+    assert "5-row subsets" in c["note"] and p["N_SIMPLICES"] == met["pentachoron"]["embedding"]["n_sampled"]
+    job = Path(m["_job_dir"])
+    assert (job / "encoder_decoder.png").exists() and (job / "cumulative_variance.png").exists()
 
 
 def test_tiny_dinov2_vision_paths(run_notebook):
@@ -131,6 +184,13 @@ def test_tiny_dinov2_vision_paths(run_notebook):
     assert set(met["vision_tables"]) == {"position", "patch"}
     assert met["layers"]["vision"]["n_sequences"] == m["parameters"]["N_IMAGES"]
     assert met["position_bias"]["applicable"] is False
+    # restored seed measurements that do not apply say so; a vision model records no token-embedding claim
+    assert met["encoder_decoder"] == {"applicable": False,
+                                      "reason": "not an encoder–decoder model (dinov2): no decoder reads an encoder"}
+    assert met["token_ranges"]["applicable"] is False and "claims" not in met
+    nb = nbformat.read(str(Path(m["_job_dir"]) / "executed.ipynb"), as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "Encoder vs decoder hidden states: not applicable — not an encoder–decoder model (dinov2)" in text
 
 
 def test_deterministic_metrics_json(run_notebook):
