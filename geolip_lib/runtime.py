@@ -133,7 +133,8 @@ class Job:
         sty = shown.style.set_uuid(f"{self.notebook[:2]}t{self._n_tables}")
         fmt = {c: TABLE_FLOAT for c in shown.columns if shown[c].dtype.kind == "f"}
         fmt.update({k: v for k, v in (formats or {}).items() if k in shown.columns})
-        sty = sty.format(fmt, na_rep="–")
+        # escape: cell text such as T5's "</s>" or "<extra_id_0>" would otherwise vanish as HTML tags
+        sty = sty.format(na_rep="–", escape="html").format(fmt, na_rep="–", escape="html")
         if not index:
             sty = sty.hide(axis="index")
         if caption or len(df) > max_rows:

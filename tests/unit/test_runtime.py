@@ -109,3 +109,15 @@ def test_start_drops_transformers_kernel_fallback_hints(tmp_path, caplog):
         log.warning("`causal_conv1d_fn` is falling back to its reference PyTorch implementation because x")
         log.warning("another warning")
     assert [r.getMessage() for r in caplog.records] == ["another warning"]
+
+
+def test_table_cells_are_escaped(tmp_path, monkeypatch):
+    """Token strings such as T5's "</s>" are shown, not swallowed as HTML tags."""
+    from geolip_lib import runtime
+
+    shown = []
+    monkeypatch.setattr(runtime, "_display", shown.append)
+    job = runtime.start("00_template", {"OUT_DIR": str(tmp_path), "SEED": 0}, load_model=False)
+    job.table({"token": ["</s>", "<extra_id_0>"], "share": [0.5, 0.25]}, formats={"share": "{:.1%}"})
+    html = shown[0].to_html()
+    assert "&lt;/s&gt;" in html and "&lt;extra_id_0&gt;" in html and "50.0%" in html
