@@ -17,7 +17,9 @@ from ..validation import check_positive_int, fail
 from .field import pentachoron_cv_check
 
 MODULATOR_FILE = "modulator.safetensors"
-STATE_FILE = "trainer_state.pt"
+STATE_FILE = "trainer_state.pt"  # legacy checkpoints only (read with weights_only=True)
+STATE_TENSORS = "trainer_state.safetensors"  # optimizer tensors
+STATE_JSON = "trainer_state.json"  # optimizer param groups, scheduler, counters
 HISTORY_FILE = "history.json"
 
 
@@ -152,17 +154,26 @@ class ModulatorTrainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, directory) -> Path:
-        """Write ``modulator.safetensors`` (weights and buffers), ``trainer_state.pt``
-        (optimizer/scheduler) and ``history.json`` into ``directory``."""
+        """Write ``modulator.safetensors`` (weights and buffers), ``trainer_state.safetensors``
+        + ``trainer_state.json`` (optimizer/scheduler, no pickle) and ``history.json`` into ``directory``."""
         from safetensors.torch import save_file
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         sd = {k: v.detach().cpu().contiguous() for k, v in self.modulator.state_dict().items()}
         save_file(sd, str(d / MODULATOR_FILE))
-        torch.save({"optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict() if self.scheduler else None,
-                    "step_count": self.step_count, "epoch": self.epoch}, d / STATE_FILE)
+        # no pickle: optimizer tensors to safetensors, everything else to JSON
+        opt = self.optimizer.state_dict()
+        tensors = {f"state.{i}.{k}": v.detach().cpu().contiguous() for i, st in opt["state"].items()
+                   for k, v in st.items() if torch.is_tensor(v)}
+        scalars = {str(i): {k: v for k, v in st.items() if not torch.is_tensor(v)} for i, st in opt["state"].items()}
+        save_file(tensors, str(d / STATE_TENSORS))
+        state = {"param_groups": opt["param_groups"], "state_scalars": scalars,
+                 "state_index": sorted(opt["state"]),
+                 "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+                 "step_count": self.step_count, "epoch": self.epoch}
+        (d / STATE_JSON).write_text(json.dumps(state, default=float), encoding="utf-8")
+        (d / STATE_FILE).unlink(missing_ok=True)
         hist = {"alpha_history": [a.tolist() for a in self.alpha_history], "loss_history": self.loss_history,
                 "val_history": self.val_history, "grad_norm_history": self.grad_norm_history,
                 "cv_history": self.cv_history}
@@ -177,11 +188,7 @@ class ModulatorTrainer:
         if not (d / MODULATOR_FILE).exists():
             fail("directory", f"no {MODULATOR_FILE} in {d} (write one with ModulatorTrainer.save)")
         self.modulator.load_state_dict(load_file(str(d / MODULATOR_FILE)))
-        try:  # weights_only: a crafted pickle in CHECKPOINT_DIR must not run code (the state is tensors + numbers)
-            st = torch.load(d / STATE_FILE, weights_only=True)
-        except pickle.UnpicklingError as exc:
-            fail("directory", f"{d / STATE_FILE} is not a plain trainer state (refused to unpickle: "
-                              f"{str(exc).splitlines()[0][:120]}); delete it or point CHECKPOINT_DIR elsewhere")
+        st = self._read_state(d)
         self.optimizer.load_state_dict(st["optimizer"])
         if self.scheduler is not None and st["scheduler"] is not None:
             self.scheduler.load_state_dict(st["scheduler"])
@@ -191,6 +198,30 @@ class ModulatorTrainer:
         self.loss_history, self.val_history = hist["loss_history"], hist["val_history"]
         self.grad_norm_history, self.cv_history = hist["grad_norm_history"], hist["cv_history"]
         return self
+
+
+    @staticmethod
+    def _read_state(d: Path) -> dict:
+        """The optimizer / scheduler state of :meth:`save` (safetensors + JSON), or a legacy
+        ``trainer_state.pt`` read with ``weights_only=True``: a crafted pickle runs no code."""
+        from safetensors.torch import load_file
+
+        if (d / STATE_JSON).exists():
+            st = json.loads((d / STATE_JSON).read_text(encoding="utf-8"))
+            tensors = load_file(str(d / STATE_TENSORS)) if (d / STATE_TENSORS).exists() else {}
+            state = {int(i): dict(st["state_scalars"].get(str(i), {})) for i in st["state_index"]}
+            for key, v in tensors.items():
+                _, i, k = key.split(".", 2)
+                state[int(i)][k] = v
+            st["optimizer"] = {"state": state, "param_groups": st.pop("param_groups")}
+            return st
+        try:
+            return torch.load(d / STATE_FILE, weights_only=True)
+        except pickle.UnpicklingError as exc:
+            fail("directory", f"{d / STATE_FILE} is not a plain trainer state (refused to unpickle: "
+                              f"{str(exc).splitlines()[0][:120]}); delete it or point CHECKPOINT_DIR elsewhere")
+        except FileNotFoundError:
+            fail("directory", f"no {STATE_JSON} in {d} (write one with ModulatorTrainer.save)")
 
 
 FieldModulatorTrainer = ModulatorTrainer  # the seed's name

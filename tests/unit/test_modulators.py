@@ -272,6 +272,9 @@ def test_trainer_checkpoint_resume(tmp_path):
     for (n, p), (_, q) in zip(a.modulator.named_parameters(), b.modulator.named_parameters()):
         assert torch.allclose(p, q, atol=1e-7), n
     assert (tmp_path / "ck" / "modulator.safetensors").exists()
+    # no pickle anywhere in a checkpoint: tensors in safetensors, the rest in JSON
+    assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == [
+        "history.json", "modulator.safetensors", "trainer_state.json", "trainer_state.safetensors"]
 
 
 # ------------------------------------------------------------------ pipeline helpers
