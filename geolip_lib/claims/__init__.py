@@ -313,7 +313,8 @@ def evaluate(root: str | Path, seed_models_only: bool = False) -> list[dict]:
                 continue
             job = f"{c.notebook}/{model}"
             if not rec and not seed_model and c.standin_from and recorded.get(c.standin_from):
-                rec = {f"{s} ({c.standin_from})": h for s, h in recorded[c.standin_from].items()}
+                kind = c.standin_from.split("_")[1]  # "self"
+                rec = {f"{s} ({kind}-attention)": h for s, h in recorded[c.standin_from].items()}
             if not rec:
                 rows.append(_missing(c, model, job, seed_model, f"{job} recorded no '{c.id}' (the quantity does not "
                                      "apply to this model, or the job predates the claims record)"))
@@ -373,7 +374,8 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
         stand = [r for r in mine if not r["seed model"] and r["verdict"] != NOT_TESTABLE]
         tally = ", ".join(f"{r['model']}{' ' + r['scope'] if r['scope'] not in ('', 'embedding') else ''}: "
                           f"{r['verdict']}" for r in stand)
-        explains = next((r["null explains"] for r in mine if r["null explains"]), "")
+        ex = sorted((r for r in mine if r["null explains"]), key=lambda r: not r["seed model"])
+        explains = f"{ex[0]['model']} {ex[0]['scope']}: {ex[0]['null explains']}".replace("  ", " ") if ex else ""
         out.append({"claim": c.id, "title": c.title, "seed value": c.seed_value, "seed models": c.seed_models_text,
                     "verdict": verdict, "reason": reason, "stand-ins": tally or "–", "null explains": explains,
                     "definition": c.definition, "rule": c.rule.text})

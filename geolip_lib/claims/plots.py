@@ -6,7 +6,7 @@ import math
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
-from . import CLAIMS, HELD, NOT_HELD, claim
+from . import CLAIMS, HELD, NOT_HELD, NOT_TESTABLE, claim
 
 VERDICT_COLORS = {HELD: "#1a7f37", NOT_HELD: "#c62828"}
 UNDECIDED = "#8a8a8a"
@@ -35,8 +35,11 @@ def claims_forest(rows: list[dict], max_rows: int = 10):
         ax.set_title(f"{c.title} — seed: {c.seed_value}", fontsize=9, loc="left")
         _reference(ax, c)
         if not mine:
-            ax.text(0.5, 0.5, "not measured on this profile", ha="center", va="center", transform=ax.transAxes,
-                    color="grey", fontsize=9)
+            tested = [r for r in rows if r["claim"] == c.id and r["verdict"] != NOT_TESTABLE]
+            msg = ("\n".join(f"{r['model']}: {r['verdict']} ({r['reason']})" for r in tested[:3]) if tested
+                   else "not measured on this profile")
+            ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, color="grey", fontsize=8,
+                    wrap=True)
             ax.set_yticks([])
             ax.xaxis.set_major_locator(MaxNLocator(5))
             continue

@@ -131,7 +131,7 @@ def test_stand_ins_do_not_decide_the_claim(tmp_path):
     assert mini["null explains"].startswith("The unit sphere at the same dimension gives 0.214")
     qk = verdicts(tmp_path, "qk_cross_balance")[("all-minilm-l6-v2", "")]
     assert qk["verdict"] == NOT_TESTABLE and "recorded no 'qk_cross_balance'" in qk["reason"]
-    selfqk = verdicts(tmp_path, "qk_cross_balance")[("tiny-bert", "encoder/self (qk_self_balance)")]
+    selfqk = verdicts(tmp_path, "qk_cross_balance")[("tiny-bert", "encoder/self (self-attention)")]
     assert selfqk["verdict"] == NOT_HELD and "6 of 6 layers outside" in selfqk["reason"]  # MiniLM-like: not 0.5
     summary = {s["claim"]: s for s in claims.summarize(claims.evaluate(tmp_path))}
     assert summary["pentachoron_cv"]["verdict"] == NOT_TESTABLE
