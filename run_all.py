@@ -29,7 +29,9 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -365,6 +367,8 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False) 
                 progress_bar=progress, execution_timeout=job.timeout_s, log_output=False,
                 report_mode=False,
             )
+        if INTERRUPTED.is_set():  # a Ctrl-C that a library swallowed while the job ran
+            raise KeyboardInterrupt
         if not (partial / "metrics.json").exists():
             raise RuntimeError("the notebook finished without recording metrics.json "
                                "(end it with job.finish(metrics, headline))")
@@ -469,6 +473,16 @@ def _one_line_error(exc: BaseException) -> str:
     value = getattr(exc, "evalue", None) or str(exc)
     line = next((ln for ln in str(value).splitlines() if ln.strip()), "")
     return f"{name}: {line}"[:500]
+
+
+INTERRUPTED = threading.Event()
+
+
+def _on_sigint(signum, frame):
+    """Ctrl-C: remember it (some library may swallow the KeyboardInterrupt while a kernel
+    starts) and raise it as usual."""
+    INTERRUPTED.set()
+    raise KeyboardInterrupt
 
 
 class RunError(Exception):
@@ -587,6 +601,8 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Path 
                         print(f"{tag} rerun {job.label}: {'; '.join(why)}", file=console, flush=True)
                 res = execute_job(job, out_root)
                 results.append(res)
+                if INTERRUPTED.is_set():
+                    raise KeyboardInterrupt
                 status = "ok   " if res.ok else "FAIL "
                 print(f"{tag} {status} {job.label}  {res.seconds:6.1f}s" + ("" if res.ok else f"  {res.error}"),
                       file=console, flush=True)
@@ -612,6 +628,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pdf", action="store_true", help="skip report.pdf")
     ap.add_argument("--out", type=Path, help="output root (default: reports/<profile>)")
     args = ap.parse_args(argv)
+    INTERRUPTED.clear()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_sigint)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # kernels inherit this environment:
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars inside executed notebooks (run_all shows progress)
     out_root = args.out or REPORTS / Path(args.profile).stem

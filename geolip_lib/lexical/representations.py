@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .. import progress as _progress
 from ..results import atomic_write_bytes
 from ..validation import check_choice, check_positive_int
 from .wordnet import cache_dir
@@ -121,7 +122,7 @@ def _encode(lm, texts, pooling, batch_size, max_length, progress) -> np.ndarray:
     out = None
     dev = next(lm.model.parameters()).device
     for s in tqdm(range(0, len(texts), batch_size), desc=f"encode {getattr(lm, 'name', '')}",
-                  disable=not progress, leave=False):
+                  disable=_progress.disabled(progress), leave=False):
         idx = order[s:s + batch_size]
         enc = lm.tokenize([texts[i] for i in idx], max_length=max_length)
         ids, mask = enc["input_ids"].to(dev), enc["attention_mask"].to(dev)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import progress as _progress
 from ..results import ROOT, atomic_write_bytes
 
 SCHEMA = 2  # bump when the cached arrays change meaning
@@ -274,7 +275,7 @@ def build_lexicon(wn=None, progress: bool = True) -> Lexicon:
     from tqdm.auto import tqdm
 
     wn = wn or get_wordnet()
-    syns = list(tqdm(wn.all_synsets(), desc="WordNet synsets", total=117659, disable=not progress))
+    syns = list(tqdm(wn.all_synsets(), desc="WordNet synsets", total=117659, disable=_progress.disabled(progress)))
     names = [s.name() for s in syns]
     index = {n: i for i, n in enumerate(names)}
     # NLTK keeps pointers in a set, so hypernyms() order varies between processes

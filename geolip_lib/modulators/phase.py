@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import progress as _progress
 from ..validation import fail
 from .pipeline import (SEED_N_REL, build_procrustes_modulator, pair_cosines, relational_pairs, seed_relational_pairs,
                        wordnet_pair_similarity)
@@ -76,7 +77,7 @@ def phase_sweep(lm, matched, encoder_reps, static_reps, alphas: Sequence[float],
     for q in PHASE_QUANTITIES:
         out[q] = np.full((len(seeds), grid.size), np.nan)
     encode = partial(definition_representations, lm, max_length=max_length, batch_size=batch_size, progress=False)
-    for si, seed in enumerate(tqdm(seeds, desc="phase seeds", disable=not progress, leave=False)):
+    for si, seed in enumerate(tqdm(seeds, desc="phase seeds", disable=_progress.disabled(progress), leave=False)):
         mod, _ = build_procrustes_modulator(lm, matched, E, static_reps, n_anchor=n_anchor, n_geo=n_geo, seed=seed)
         gi, gj, subset = seed_relational_pairs(M, n_entries, n_pairs, seed=seed)
         sim = wordnet_pair_similarity(matched, gi, gj, similarity)

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from scipy.linalg import orthogonal_procrustes
 from scipy.stats import spearmanr
 
+from .. import progress as _progress
 from ..validation import as_tensor, check_positive_int, fail
 
 SEED_BANDS = ((0.5, 1.0), (0.25, 0.5), (0.10, 0.25), (0.05, 0.10), (0.0, 0.05))
@@ -150,7 +151,7 @@ def encode_mean_pooled(model: nn.Module, tokenizer, texts: Sequence[str], batch_
 
     enc = encoder_module(model)
     out = []
-    for s in tqdm(range(0, len(texts), batch_size), desc="encode", disable=not progress, leave=False):
+    for s in tqdm(range(0, len(texts), batch_size), desc="encode", disable=_progress.disabled(progress), leave=False):
         b = tokenizer(list(texts[s:s + batch_size]), return_tensors="pt", padding=True, truncation=True,
                       max_length=max_length, return_token_type_ids=False)
         dev = next(enc.parameters()).device

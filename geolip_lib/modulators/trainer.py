@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from .. import progress as _progress
 from ..validation import check_positive_int, fail
 from .field import pentachoron_cv_check
 
@@ -116,7 +117,7 @@ class ModulatorTrainer:
 
         self.modulator.train()
         losses = [self.step(loss_fn(b)) for b in tqdm(list(batches), desc=f"{desc} epoch {self.epoch + 1}",
-                                                       disable=not progress, leave=False)]
+                                                       disable=_progress.disabled(progress), leave=False)]
         self.epoch += 1
         return float(np.mean(losses)) if losses else float("nan")
 

@@ -19,6 +19,7 @@ OK_NB = '''
 from geolip_lib import results
 import time
 out = results.job_dir(OUT_DIR, "ok", None)
+(out / "running").touch()  # the kernel is executing (a probe waits for this before Ctrl-C)
 time.sleep(SLEEP)
 if FAIL:
     raise OSError(28, "No space left on device") if FAIL == "disk" else RuntimeError("planted failure")
