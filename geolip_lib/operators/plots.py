@@ -23,6 +23,16 @@ __all__ = ["cosine_matrices", "spectral_vs_operator", "sign_agreement", "princip
            "projection_summary"]
 
 
+
+def _group_rows(n_groups: int, width: float, row_height: float):
+    """One row of two axes per attention group; with no group, one empty axis saying so."""
+    fig, axes = plt.subplots(max(n_groups, 1), 2, figsize=(width, row_height * max(n_groups, 1)), squeeze=False)
+    if not n_groups:
+        axes[0, 1].remove()
+        axes[0, 0].set_axis_off()
+        axes[0, 0].set_title("no attention group measured")
+    return fig, axes
+
 def _arr(x: Any) -> np.ndarray:
     return np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64)
 
@@ -53,12 +63,8 @@ def cosine_matrices(analyses: Mapping[str, dict], null: Mapping[str, dict]) -> F
         ``"<group> · random init"``, axes labelled "layer", suptitle "Operator cosine between
         layers (mean over heads): trained vs random init".
     """
-    ng = len(analyses)
-    fig, axes = plt.subplots(max(ng, 1), 2, figsize=(10, 4.2 * max(ng, 1)), squeeze=False)
-    if not ng:
-        axes[0, 1].remove()
-        axes[0, 0].set_axis_off()
-        axes[0, 0].set_title("no attention group measured")
+    fig, axes = _group_rows(len(analyses), 10, 4.2)
+    if not analyses:
         return fig
     for i, (g, a) in enumerate(analyses.items()):
         for j, (an, tag) in enumerate([(a, "trained"), (null.get(g), "random init")]):
@@ -97,12 +103,8 @@ def spectral_vs_operator(analyses: Mapping[str, dict], null: Mapping[str, dict])
         layer pairs"; suptitle "Operator cosine vs spectral cosine (sorted eigenvalues of the
         symmetric part) between layers".
     """
-    ng = len(analyses)
-    fig, axes = plt.subplots(max(ng, 1), 2, figsize=(11, 3.8 * max(ng, 1)), squeeze=False)
-    if not ng:
-        axes[0, 1].remove()
-        axes[0, 0].set_axis_off()
-        axes[0, 0].set_title("no attention group measured")
+    fig, axes = _group_rows(len(analyses), 11, 3.8)
+    if not analyses:
         return fig
     c_op, c_sp = sns.color_palette("deep", 2)
     for i, (g, a) in enumerate(analyses.items()):
