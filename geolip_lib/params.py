@@ -45,6 +45,8 @@ class ModelParams(_Strict):
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     device: str = "auto"
     device_map: Optional[str] = None
+    gpus: Optional[int] = Field(None, ge=1, description="GPUs one job of this model needs (run_all --jobs gives it "
+                                "that many through CUDA_VISIBLE_DEVICES); unset: 1")
     trust_remote_code: bool = False
     seed: int = 0
     architecture: Optional[str] = Field(None, description="e.g. qwen3, llama, t5 (adapters dispatch on it)")
