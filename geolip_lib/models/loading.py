@@ -404,19 +404,53 @@ class LoadedModel:
                            config=self.config, _weights_dir=None, _save_weights=_saver(model, self.family),
                            _weights_key=_hash([self.params.model_dump(), s]))
 
+    def random_init_weights(self, seed: Optional[int] = None, *, max_params: Optional[int] = None):
+        """The random-init twin's weights as a read-only tensor store (what the weight battery and
+        ``operators.measure_model`` read), never written to disk.
 
-def untie_output(model: torch.nn.Module) -> None:
+        At or below ``max_params`` parameters (default :data:`geolip_lib.models.twin.TWIN_MAX_PARAMS`,
+        1e9): the in-memory twin of :meth:`random_init` (``TensorStore`` over its state dict).
+        Above: a :class:`geolip_lib.models.twin.RandomInitStore`, which generates each tensor on
+        demand with the model's own initialisation (seeded per tensor name) and never holds the
+        model whole. Same seed default as :meth:`random_init`. The parameter count is the
+        loaded model's (the twin has the same architecture).
+        """
+        from ..weights.store import TensorStore
+        from . import twin
+
+        s = self.params.seed + 1 if seed is None else int(seed)
+        limit = twin.TWIN_MAX_PARAMS if max_params is None else int(max_params)
+        n = sum(p.numel() for p in self.model.parameters())
+        if n <= limit:
+            return TensorStore(self.random_init(s).model.state_dict())
+        if self.family == "open_clip":
+            return twin.RandomInitStore(self.config, self.family, s, dtype=self.dtype)
+        out, inp = self.model.get_output_embeddings(), self.model.get_input_embeddings()
+        untied = out is not None and getattr(out, "weight", None) is not None and \
+            out.weight.data_ptr() != inp.weight.data_ptr()
+        return twin.RandomInitStore(self.config, self.family, s, dtype=self.dtype, untie_output=untied,
+                                    model_cls=type(self.model))
+
+
+def untie_output(model: torch.nn.Module, weight: Optional[torch.Tensor] = None) -> None:
     """Give a HF model an independent output embedding (random normal, std = the input table's std).
 
     transformers >= 5 builds T5 always tied (``T5Config`` forces ``tie_word_embeddings=True``;
     real T5 v1.1 checkpoints are untied only because both tensors are present on load), so
-    an untied tiny T5 v1.1 / random baseline has to be untied by hand.
+    an untied tiny T5 v1.1 / random baseline has to be untied by hand. ``weight``: the new
+    output table instead (a meta skeleton's, see :mod:`geolip_lib.models.twin`).
     """
     out, inp = model.get_output_embeddings(), model.get_input_embeddings()
-    if out is None or out.weight.data_ptr() != inp.weight.data_ptr():
+    if out is None:
         return
-    std = float(inp.weight.detach().float().std())
-    out.weight = torch.nn.Parameter(torch.randn_like(inp.weight) * std)
+    if out.weight.is_meta:  # meta tensors share data_ptr 0: tied means the same Parameter
+        if out.weight is not inp.weight:
+            return
+    elif out.weight.data_ptr() != inp.weight.data_ptr():
+        return
+    if weight is None:
+        weight = torch.randn_like(inp.weight) * float(inp.weight.detach().float().std())
+    out.weight = torch.nn.Parameter(weight)
     tied = getattr(model, "all_tied_weights_keys", None)
     if isinstance(tied, dict):
         for k in [k for k in tied if k.endswith("lm_head.weight") or k == "lm_head.weight"]:

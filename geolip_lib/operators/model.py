@@ -19,20 +19,28 @@ from .measure import QKOperators, measure_layers
 __all__ = ["attention_groups", "measure_model", "load_group_weights"]
 
 
-def attention_groups(source: Any) -> dict:
+def attention_groups(source: Any, config: Any = None, family: str | None = None) -> dict:
     """Attention blocks of a model grouped as ``{"<stack>.<attn>": [AttentionBlock, ...]}``.
 
     Parameters
     ----------
-    source : LoadedModel | weights directory | state dict
+    source : LoadedModel | weights directory | state dict | TensorStore
         Anything :func:`geolip_lib.models.adapters.catalog` accepts.
+    config, family : optional
+        Passed to the catalog (needed for a store without a ``config.json`` beside it, such as
+        a random-init twin's; a store carrying ``config`` / ``family`` attributes supplies them,
+        as :class:`geolip_lib.models.twin.RandomInitStore` does).
 
     Blocks whose head layout differs from the group's first block go to a separate group
     ``"<stack>.<attn>#<n_heads>x<head_dim>"`` so that every group is homogeneous.
     """
     from ..models.adapters import catalog
 
-    cat = catalog(source)
+    if config is None:
+        config = getattr(source, "config", None)
+    if family is None:
+        family = getattr(source, "family", None)
+    cat = catalog(source, config=config, family=family)
     groups: dict = {}
     layout: dict = {}
     for b in cat.attention_blocks():
@@ -61,12 +69,15 @@ def load_group_weights(store, blocks: Sequence) -> tuple[torch.Tensor, torch.Ten
 
 
 def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None = None,
-                  meta: dict | None = None, progress: bool = False) -> dict:
+                  meta: dict | None = None, progress: bool = False, config: Any = None,
+                  family: str | None = None) -> dict:
     """Measure the QK operators of every attention group of a model.
 
     Parameters
     ----------
-    source : LoadedModel | weights directory | state dict
+    source : LoadedModel | weights directory | state dict | TensorStore
+        E.g. ``lm.random_init_weights()`` for the random-init twin (generated tensor by
+        tensor above 1B parameters, see :mod:`geolip_lib.models.twin`).
     top_k : int
         Eigen-directions kept per layer and head (capped at 2·head_dim).
     groups : sequence of str, optional
@@ -75,6 +86,8 @@ def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None =
         Provenance stored in every result (e.g. model name, random_init flag).
     progress : bool
         tqdm bars.
+    config, family : optional
+        See :func:`attention_groups`.
 
     Returns
     -------
@@ -82,8 +95,8 @@ def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None =
     """
     from ..weights import TensorStore
 
-    store = TensorStore(source)
-    all_groups = attention_groups(source)
+    store = source if isinstance(source, TensorStore) else TensorStore(source)
+    all_groups = attention_groups(source, config, family)
     if groups is not None:
         unknown = sorted(set(groups) - set(all_groups))
         if unknown:

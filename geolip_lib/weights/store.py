@@ -35,11 +35,15 @@ class TensorStore:
 
     Parameters
     ----------
-    source : path | LoadedModel | Mapping[str, Tensor] | torch.nn.Module
+    source : path | LoadedModel | Mapping[str, Tensor] | torch.nn.Module | TensorStore
         A directory holding ``*.safetensors`` (sharded checkpoints too), a single
         ``.safetensors`` file, a ``LoadedModel`` (its ``weights_dir``, or its model's
-        state dict when it has none, e.g. a random-init null model), a state dict, or a
-        module (its ``state_dict()``).
+        state dict when it has none, e.g. a random-init null model), a state dict, a
+        module (its ``state_dict()``), or another store (shared, not copied).
+
+    Subclasses that produce tensors rather than read them (the generated random-init
+    twin, :class:`geolip_lib.models.twin.RandomInitStore`) fill ``_info`` and override
+    ``_read(name, row_range)``; names, shapes, dtypes, row slicing and casting stay here.
 
     Examples
     --------
@@ -57,6 +61,10 @@ class TensorStore:
         self._info: dict = {}
         self._span: dict = {}  # name -> absolute (start, stop) byte offsets in its file
         if isinstance(source, TensorStore):
+            if type(source) is not TensorStore:  # a store that reads its own way (a generated random-init twin,
+                self.__class__ = type(source)    # geolip_lib.models.twin): the copy shares its state and reader
+                self.__dict__.update(source.__dict__)
+                return
             self.root, self._mem, self._where, self._info = source.root, source._mem, source._where, source._info
             self._span = source._span
             return
