@@ -67,8 +67,4 @@ def sandbox(tmp_path, monkeypatch):
     box = Sandbox(tmp_path)
     monkeypatch.setattr(run_all, "NOTEBOOKS", box.nbdir)
     monkeypatch.setenv("GEOLIP_NOTEBOOKS", str(box.nbdir))
-    run_all.notebook_defaults.cache_clear()
-    run_all.reads_other_jobs.cache_clear()
     yield box
-    run_all.notebook_defaults.cache_clear()
-    run_all.reads_other_jobs.cache_clear()

@@ -186,7 +186,6 @@ def test_a_notebook_that_reads_other_jobs_is_stale_when_they_are_newer(sandbox):
     _notebook(nbdir / "agg.ipynb", OK_NB.replace('"ok"', '"agg"') + "\nprint(REPORT_ROOT)\n",
               "OUT_DIR = None\nREPORT_ROOT = None\nVALUE = 1.0\nSLEEP = 0.0")
     prof.write_text(prof.read_text().replace("  boom:", "  agg:\n    per_model: false\n  boom:"), encoding="utf-8")
-    run_all.reads_other_jobs.cache_clear()
     assert run_all.reads_other_jobs("agg") and not run_all.reads_other_jobs("ok")
     out = tmp / "out"
     run_all.run(str(prof), notebooks=["ok", "agg"], out_root=out)
@@ -196,4 +195,3 @@ def test_a_notebook_that_reads_other_jobs_is_stale_when_they_are_newer(sandbox):
     os.utime(m, (time.time() + 5, time.time() + 5))  # job ok/a finished after agg
     why = [w for w in run_all.stale_reasons(agg, out) if "other jobs" in w]
     assert why == ["it reads other jobs' results, and 1 are newer: ok/a"]
-    run_all.reads_other_jobs.cache_clear()

@@ -1,0 +1,264 @@
+"""One job, executed: papermill into ``<job>/.partial``, renamed into place only on success.
+
+Thread-safe, so the local executor can run several jobs in one process and a Ray worker can
+call it as is: the kernel is started here (``jupyter_client``) with its own stdout/stderr
+going to the job's ``kernel.log`` and its own environment (``CUDA_VISIBLE_DEVICES``, thread
+counts), and papermill executes the notebook in it. Nothing process-global (file
+descriptors, the working directory) is touched while a job runs.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import logging
+import shutil
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+from geolip_lib.params import ROOT
+
+from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
+
+REPORTS = ROOT / "reports"
+
+#: set by the runner's SIGINT handler (some library may swallow the KeyboardInterrupt)
+INTERRUPTED = threading.Event()
+
+_CHECK_LOCK = threading.Lock()  # models.check may build a tiny model's cache entry: one at a time
+_KERNELS: dict[int, object] = {}  # id -> KernelManager of every running kernel (killed on Ctrl-C)
+_KERNELS_LOCK = threading.Lock()
+
+
+class _JobLogs(logging.Handler):
+    """papermill's and jupyter_client's log records go to the ``kernel.log`` of the job whose
+    thread wrote them (the console shows the runner's one line per job only)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.files: dict[int, Path] = {}
+        self.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+
+    def emit(self, record):
+        path = self.files.get(record.thread)
+        if path is None:
+            return
+        try:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(self.format(record) + "\n")
+        except OSError:
+            pass
+
+
+JOB_LOGS = _JobLogs()
+for _name in ("papermill", "traitlets", "jupyter_client", "nbclient"):
+    _lg = logging.getLogger(_name)
+    _lg.addHandler(JOB_LOGS)
+    _lg.propagate = False
+
+
+class JobInterrupted(Exception):
+    """The job's kernel was stopped by Ctrl-C (its partial result was removed)."""
+
+
+def kill_all_kernels() -> int:
+    """Kill every running kernel with its process group (Ctrl-C): no orphan survives the runner."""
+    import signal
+
+    with _KERNELS_LOCK:
+        kms = list(_KERNELS.values())
+    for km in kms:
+        prov = getattr(km, "provisioner", None)
+        pgid, pid = getattr(prov, "pgid", None), getattr(prov, "pid", None)
+        try:
+            if pgid:
+                os.killpg(pgid, signal.SIGKILL)
+            elif pid:
+                os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return len(kms)
+
+
+def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
+                env: Optional[dict] = None, device: str = "") -> JobResult:
+    """Run one job with papermill; atomic: the final directory appears only on success.
+
+    ``env``: extra environment variables for the kernel (the local executor passes
+    ``CUDA_VISIBLE_DEVICES`` and thread counts); ``device``: a label recorded in the result.
+    A Ctrl-C (:data:`INTERRUPTED`) removes the partial result and raises
+    :class:`KeyboardInterrupt` in the main thread, :class:`JobInterrupted` elsewhere.
+    """
+    import papermill as pm
+    from jupyter_client.manager import KernelManager
+
+    out_root = Path(out_root).resolve() if out_root else REPORTS / job.profile
+    final = job_dir(job, out_root)
+    partial = final.parent / f".{job.job_id}.partial"
+    failed = final.parent / f"{job.job_id}.failed"
+    for d in (partial, failed):
+        if d.exists():
+            shutil.rmtree(d)
+    partial.mkdir(parents=True)
+    params = dict(job.parameters)
+    declared = notebook_parameters(job.notebook)
+    injected = {"OUT_DIR": str(partial), "REPORT_ROOT": str(out_root), "MODEL": job.model}
+    params.update({k: v for k, v in injected.items() if k in declared and (k != "MODEL" or v is not None)})
+    t0 = time.perf_counter()
+    km = None
+    try:
+        if job.model is not None:
+            from geolip_lib.models import check
+
+            with _CHECK_LOCK:
+                check(job.model)  # fail fast (bad params, hub model offline) with one line, not a kernel traceback
+        fp = fingerprint(job)
+        km = KernelManager(kernel_name=job.kernel)
+        with _KERNELS_LOCK:
+            _KERNELS[id(km)] = km
+        if INTERRUPTED.is_set():
+            raise KeyboardInterrupt
+        JOB_LOGS.files[threading.get_ident()] = partial / "kernel.log"
+        with open(partial / "kernel.log", "ab") as log:  # kernel start-up noise and stderr
+            km.start_kernel(cwd=str(notebooks_dir()), env=kernel_env(env), stdout=log, stderr=log)
+        pm.execute_notebook(
+            str(notebook_path(job.notebook)), str(partial / "executed.ipynb"),
+            parameters=params, kernel_name=job.kernel, km=km,
+            progress_bar=progress, execution_timeout=job.timeout_s, log_output=False,
+            report_mode=False,
+        )
+        if INTERRUPTED.is_set():  # a Ctrl-C that a library swallowed while the job ran
+            raise KeyboardInterrupt
+        if not (partial / "metrics.json").exists():
+            raise RuntimeError("the notebook finished without recording metrics.json "
+                               "(end it with job.finish(metrics, headline))")
+        (partial / FINGERPRINT).write_text(json.dumps(fp, indent=1, default=str), encoding="utf-8")
+        _repoint_injected(partial / "executed.ipynb", partial, final)
+    except BaseException as exc:  # noqa: BLE001 - one failing job never takes the batch down
+        if isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
+            _stop(km)
+            shutil.rmtree(partial, ignore_errors=True)
+            if threading.current_thread() is threading.main_thread():
+                raise KeyboardInterrupt from None
+            raise JobInterrupted(job.label) from None
+        msg = _one_line_error(exc)
+        if _is_disk_full(exc):
+            msg = f"{DISK_FULL}: {msg}"
+        return _fail(job, partial, failed, msg, traceback.format_exc(), t0, device)
+    finally:
+        JOB_LOGS.files.pop(threading.get_ident(), None)
+        _stop(km)
+    try:
+        publish(partial, final)
+    except OSError as exc:
+        msg = (DISK_FULL + ": " if _is_disk_full(exc) else "") + f"could not move the result into place: {exc}"
+        return _fail(job, partial, failed, msg, traceback.format_exc(), t0, device)
+    return JobResult(job, True, final, time.perf_counter() - t0, device=device)
+
+
+def kernel_env(extra: Optional[dict] = None) -> dict:
+    """The kernel's environment: this process's, this checkout first on ``PYTHONPATH`` (kernels
+    import this checkout's ``geolip_lib`` and params, whatever an editable install in a shared
+    venv points at), plus ``extra``."""
+    env = dict(os.environ)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + parts)
+    env.update({k: str(v) for k, v in (extra or {}).items()})
+    return env
+
+
+def _stop(km) -> None:
+    if km is None:
+        return
+    with _KERNELS_LOCK:
+        _KERNELS.pop(id(km), None)
+    try:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    except Exception:  # noqa: BLE001 - a kernel that is already gone
+        pass
+    try:
+        km.cleanup_resources()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+DISK_FULL = "disk full"
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    """ENOSPC / EDQUOT anywhere in the exception or its text (a kernel's OSError arrives as text)."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
+
+
+def _fail(job: Job, partial: Path, failed: Path, msg: str, tb: str, t0: float, device: str = "") -> JobResult:
+    """Keep a failed job as ``<job>.failed/`` with ``error.txt``. When even that cannot be
+    written (a full disk), the partial directory is removed and the reason is still returned."""
+    try:
+        (partial / "error.txt").write_text(msg + "\n\n" + tb, encoding="utf-8")
+        os.replace(partial, failed)
+        where = failed
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(failed, ignore_errors=True)
+        where = partial
+    return JobResult(job, False, where, time.perf_counter() - t0, error=msg, device=device)
+
+
+def publish(partial: Path, final: Path) -> None:
+    """Move a finished job into place, replacing an older result.
+
+    The old result is renamed to ``.<job>.old`` first and deleted only after the new one is
+    in place; a run killed between the two renames leaves the old one there, and
+    :func:`recover` (called by every run) puts it back. Old and new are never both lost.
+    """
+    old = final.parent / f".{final.name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(partial, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover(out_root: Path, console=None) -> list[str]:
+    """Put back results a killed run had moved aside (``.<job>.old`` without ``<job>``)."""
+    restored = []
+    for old in sorted(Path(out_root).glob("*/.*.old")):
+        final = old.parent / old.name[1:-4]
+        if final.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(old, final)
+            restored.append(f"{old.parent.name}/{final.name}")
+            print(f"restored the previous result of {old.parent.name}/{final.name} "
+                  "(a run was stopped while replacing it)", file=console or sys.stderr, flush=True)
+    return restored
+
+
+
+def _repoint_injected(executed: Path, partial: Path, final: Path) -> None:
+    """The injected parameters cell and papermill's metadata name the temporary directory;
+    point them at the final one (the executed notebook is shown as HTML, and a stale
+    ``.partial`` path misleads)."""
+    import nbformat
+
+    nb = nbformat.reads(executed.read_text(encoding="utf-8").replace(json.dumps(str(partial))[1:-1],
+                                                                   json.dumps(str(final))[1:-1]), as_version=4)
+    nbformat.write(nb, str(executed))  # the injected cell and papermill's metadata (parameters, output_path)
+
+
+def _one_line_error(exc: BaseException) -> str:
+    name = getattr(exc, "ename", None) or type(exc).__name__
+    value = getattr(exc, "evalue", None) or str(exc)
+    line = next((ln for ln in str(value).splitlines() if ln.strip()), "")
+    return f"{name}: {line}"[:500]
+

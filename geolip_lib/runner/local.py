@@ -1,0 +1,268 @@
+"""The local executor: a profile's jobs on this machine, up to ``jobs`` at once.
+
+Each job runs in a thread of this process (:func:`execute.execute_job` is thread-safe: the
+kernel is its own process with its own environment). On a GPU box each job gets its own
+GPUs through ``CUDA_VISIBLE_DEVICES`` (a model's ``gpus:`` asks for several); on a CPU
+each kernel gets ``cores // jobs`` threads, so that two kernels do not fight over two cores.
+A notebook that reads other jobs' results (03, 15) starts only once every job before it
+has finished, and nothing after it starts before it ends: the results are those of a
+sequential run. Ctrl-C kills every kernel (with its process group) and removes their
+partial results.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from .execute import DISK_FULL, INTERRUPTED, JobInterrupted, execute_job, kill_all_kernels, recover
+from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
+from .lock import prepare_root, run_lock
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run: the results so far and the jobs that were stopped."""
+
+    def __init__(self, results: list, job: Optional[Job], stopped: Sequence[Job] = ()):
+        super().__init__("interrupted")
+        self.results, self.job, self.stopped = results, job, list(stopped)
+
+
+def visible_gpus() -> list[str]:
+    """GPU ids this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else ``nvidia-smi -L``
+    (no torch import, no CUDA context in the runner); empty on a CPU machine."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(ln for ln in out.splitlines() if ln.startswith("GPU "))]
+
+
+def default_jobs(gpus: Sequence[str]) -> int:
+    """Every GPU on a GPU box; on a CPU, 2 workers (measured on this 2-core machine: see the
+    README's "Parallel jobs" table) and never more than the cores."""
+    if gpus:
+        return len(gpus)
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def gpus_wanted(job: Job) -> int:
+    """GPUs one job needs: its model's ``gpus:`` (default 1); jobs without a model need 1."""
+    if not job.model:
+        return 1
+    from geolip_lib.params import load_model_params
+
+    return load_model_params(job.model).gpus or 1
+
+
+@dataclass
+class _Running:
+    job: Job
+    index: int
+    started: float
+    gpus: list
+    thread: threading.Thread
+
+
+class Progress:
+    """One line per started / finished job; on a terminal, a footer with every running job
+    and its elapsed time, refreshed each second; elsewhere, that list every 60 s."""
+
+    def __init__(self, console, total: int, parallel: bool):
+        self.console, self.total, self.parallel = console, total, parallel
+        self.width = len(str(total))
+        self.tty = bool(getattr(console, "isatty", lambda: False)())
+        self.last_footer = time.perf_counter()
+        self.footer_shown = False
+
+    def tag(self, i: int) -> str:
+        return f"[{i:>{self.width}}/{self.total}]"
+
+    def line(self, text: str) -> None:
+        self._clear()
+        print(text, file=self.console, flush=True)
+
+    def _clear(self):
+        if self.tty and self.footer_shown:
+            self.console.write("\r\033[K")
+            self.footer_shown = False
+
+    def footer(self, running: dict, force: bool = False) -> None:
+        if not self.parallel or not running:
+            return
+        now = time.perf_counter()
+        every = 1.0 if self.tty else 60.0
+        if not force and now - self.last_footer < every:
+            return
+        self.last_footer = now
+        items = ", ".join(f"{r.job.label} {now - r.started:.0f}s" + (f" (gpu {','.join(r.gpus)})" if r.gpus else "")
+                          for r in sorted(running.values(), key=lambda r: r.index))
+        text = f"running {len(running)}: {items}"
+        if self.tty:
+            cols = shutil.get_terminal_size((120, 20)).columns
+            self.console.write("\r\033[K" + text[: cols - 1])
+            self.console.flush()
+            self.footer_shown = True
+        elif not force:
+            print(text, file=self.console, flush=True)
+
+
+def run_jobs(jobs: Sequence[Job], out_root: Path, *, jobs_at_once: Optional[int] = None, resume: bool = False,
+             console=None, execute: Callable[..., JobResult] = execute_job,
+             gpus: Optional[Sequence[str]] = None) -> list[JobResult]:
+    """Run ``jobs`` (profile order) into ``out_root``, up to ``jobs_at_once`` at a time.
+
+    Returns one :class:`JobResult` per job handled, in profile order. A failing job never
+    stops the batch; a full disk does (the remaining jobs could not write either). Ctrl-C
+    raises :class:`Interrupted` after every kernel is killed.
+    """
+    console = console or sys.stderr
+    out_root = Path(out_root).resolve()
+    gpus = list(visible_gpus() if gpus is None else gpus)
+    n = jobs_at_once or default_jobs(gpus)
+    progress = Progress(console, len(jobs), parallel=n > 1)
+    results: dict[int, JobResult] = {}
+    pending = list(enumerate(jobs, 1))
+    running: dict[int, _Running] = {}
+    free = list(gpus)
+    done_q: "queue.Queue[tuple[int, object]]" = queue.Queue()
+    stop_reason = None
+    cores = os.cpu_count() or 1
+
+    def env_for(job_gpus: list) -> dict:
+        env = {}
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(job_gpus)
+        if n > 1 and "OMP_NUM_THREADS" not in os.environ:  # kernels share the cores
+            env["OMP_NUM_THREADS"] = str(max(1, cores // n))
+        return env
+
+    def worker(i: int, job: Job, env: dict, device: str):
+        try:
+            done_q.put((i, execute(job, out_root, env=env, device=device)))
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            done_q.put((i, exc))
+
+    def start(i: int, job: Job, job_gpus: list):
+        device = ("cuda:" + ",".join(job_gpus)) if job_gpus else "cpu"
+        if n == 1 and not job_gpus:
+            device = "cpu"
+        t = threading.Thread(target=worker, args=(i, job, env_for(job_gpus), device), daemon=True,
+                             name=f"job-{i}")
+        running[i] = _Running(job, i, time.perf_counter(), job_gpus, t)
+        if n > 1:
+            progress.line(f"{progress.tag(i)} start {job.label}" + (f"  ({device})" if job_gpus else ""))
+        t.start()
+
+    def finish(i: int, res: JobResult) -> None:
+        nonlocal stop_reason
+        r = running.pop(i)
+        free.extend(r.gpus)
+        results[i] = res
+        status = "ok   " if res.ok else "FAIL "
+        progress.line(f"{progress.tag(i)} {status} {res.job.label}  {res.seconds:6.1f}s"
+                      + ("" if res.ok else f"  {res.error}"))
+        if not res.ok and (res.error or "").startswith(DISK_FULL) and stop_reason is None:
+            stop_reason = "disk"
+
+    current: Optional[Job] = None
+    announced: set = set()
+    try:
+        while pending or running:
+            # start what may start now, in profile order
+            while pending and len(running) < n and stop_reason is None and not INTERRUPTED.is_set():
+                i, job = pending[0]
+                if resume:
+                    why = stale_reasons(job, out_root)
+                    if not why:
+                        pending.pop(0)
+                        results[i] = JobResult(job, True, job_dir(job, out_root), 0.0, skipped=True)
+                        progress.line(f"{progress.tag(i)} skip  {job.label} (done, unchanged)")
+                        continue
+                    if why != ["not run yet"] and i not in announced:
+                        progress.line(f"{progress.tag(i)} rerun {job.label}: {'; '.join(why)}")
+                        announced.add(i)
+                barrier = reads_other_jobs(job.notebook)
+                if barrier and running:
+                    break  # it reads every earlier job's results: wait for them
+                if running and any(reads_other_jobs(r.job.notebook) for r in running.values()):
+                    break  # nothing overtakes a job that reads the others
+                want = gpus_wanted(job) if gpus else 0
+                if want > len(gpus):
+                    pending.pop(0)
+                    res = JobResult(job, False, job_dir(job, out_root), 0.0,
+                                    error=f"its model asks for {want} GPUs (gpus: in params/models/{job.model}.yaml) "
+                                          f"and this machine has {len(gpus)}")
+                    results[i] = res
+                    progress.line(f"{progress.tag(i)} FAIL  {job.label}  {res.error}")
+                    continue
+                if want > len(free):
+                    break  # wait for GPUs
+                pending.pop(0)
+                job_gpus, free[:] = free[:want], free[want:]
+                current = job
+                start(i, job, job_gpus)
+                if barrier:
+                    break
+            if not running:
+                if stop_reason or INTERRUPTED.is_set():
+                    break
+                continue
+            try:
+                i, res = done_q.get(timeout=0.5)
+            except queue.Empty:
+                progress.footer(running)
+                continue
+            if isinstance(res, JobInterrupted):
+                raise KeyboardInterrupt
+            if isinstance(res, BaseException):
+                raise res
+            finish(i, res)
+            if stop_reason == "disk":
+                left = len(pending)
+                progress.line(f"stopping: the disk holding {out_root} is full; {left} job(s) not started. "
+                              "Free space, then rerun with --resume.")
+                pending.clear()
+    except KeyboardInterrupt:
+        INTERRUPTED.set()
+        stopped = [r.job for r in running.values()]
+        kill_all_kernels()
+        deadline = time.time() + 30
+        for r in list(running.values()):  # each thread removes its partial result and returns
+            r.thread.join(timeout=max(0.1, deadline - time.time()))
+        kill_all_kernels()  # one that started while we waited
+        progress._clear()
+        done = [results[k] for k in sorted(results)]
+        raise Interrupted(done, stopped[0] if stopped else current, stopped) from None
+    return [results[k] for k in sorted(results)]
+
+
+def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optional[Path] = None,
+        console=None, jobs_at_once: Optional[int] = None, executor: str = "local", **executor_options) -> list[JobResult]:
+    """Expand a profile and run its jobs under the output root's lock (see :func:`run_jobs`)."""
+    from .execute import REPORTS
+    from .jobs import jobs_for_profile
+
+    console = console or sys.stderr
+    jobs = jobs_for_profile(profile, models, notebooks)
+    out_root = prepare_root(Path(out_root) if out_root else REPORTS / Path(profile).stem).resolve()
+    with run_lock(out_root, console):
+        recover(out_root, console)
+        if executor == "ray":
+            from .ray_executor import run_jobs_ray
+
+            return run_jobs_ray(jobs, out_root, resume=resume, console=console, **executor_options)
+        return run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console)
