@@ -252,9 +252,9 @@ def _skeleton(config: Any, family: str, dtype: torch.dtype, untie: bool, model_c
             return open_clip.CLIP(**cfg).to(dtype).eval()
     from .loading import model_class, quiet_transformers, untie_output
 
-    cls = model_cls or model_class(family)
     with torch.device("meta"), quiet_transformers():
-        model = cls._from_config(config, dtype=dtype)
+        model = (model_cls._from_config(config, dtype=dtype) if model_cls is not None
+                 else model_class(family).from_config(config, dtype=dtype))
     if untie:
         untie_output(model, weight=torch.empty_like(model.get_input_embeddings().weight, device="meta"))
     return model.eval()
