@@ -39,6 +39,7 @@ REPORT_ROOT = None  # the profile's output root (unused here; 03_cross_model rea
 SEED = 0  # seed of the random-init null baseline and of the bootstrap intervals
 DEVICE = "auto"  # where SVDs / QK problems run: "auto" (CUDA if available), "cpu", "cuda"
 NULL_BASELINE = True  # also run the battery on the same architecture at random init
+TWIN_MAX_PARAMS = 1_000_000_000  # above this many parameters the random-init twin is generated tensor by tensor
 SPARSITY_THRESHOLDS = [1e-6, 1e-4, 1e-3, 1e-2, 1e-1]  # |w| thresholds of the sparsity tables
 SHOW_LAYERS = 6  # rows per group of the per-layer tables shown (all are recorded)
 N_BOOT = 1000  # bootstrap resamples of the headline intervals (over matrices / layers / layer pairs)
@@ -76,8 +77,12 @@ job.table(T.catalog_summary(cat), caption="Tensors per (stack, attention kind, r
 
 # %% [markdown]
 # The battery runs once on the checkpoint and, as the null, once on the same
-# architecture at random initialisation (`lm.random_init`): every property the
-# initialiser alone produces shows up in both.
+# architecture at random initialisation (`lm.random_init_weights`): every property the
+# initialiser alone produces shows up in both. Up to `TWIN_MAX_PARAMS` parameters the
+# twin is built whole in memory; above (T5-v1.1-XXL, Qwen3-4B, CLIP ViT-bigG) each tensor
+# is generated when the battery asks for it, with the model's own initialisation and a
+# seed of its own, and dropped after use (`geolip_lib.models.twin`): the twin is never
+# held whole in memory nor written to disk.
 
 # %%
 res = run_battery(store, cat=cat, device=DEVICE, thresholds=SPARSITY_THRESHOLDS)
@@ -85,12 +90,11 @@ summary = res.summary()
 summary.pop("seconds", None)  # wall times are not deterministic; not recorded
 null_res, null = None, None
 if NULL_BASELINE:
-    rnd = lm.random_init(seed=SEED + 1000)
-    null_res = run_battery(TensorStore(rnd.model.state_dict()), config=lm.config, family=lm.family,
-                           device=DEVICE, thresholds=SPARSITY_THRESHOLDS)
+    twin = lm.random_init_weights(seed=SEED + 1000, max_params=TWIN_MAX_PARAMS)
+    null_res = run_battery(twin, config=lm.config, family=lm.family, device=DEVICE, thresholds=SPARSITY_THRESHOLDS)
     null = null_res.summary()
     null.pop("seconds", None)
-    del rnd
+    del twin
 metrics["battery"] = summary
 metrics["random_init"] = null
 

@@ -48,6 +48,7 @@ TOP_K = 8  # eigen-directions per layer and head kept for the principal angles (
 ANCHOR = -1  # anchor layer position within each group; -1 is the last layer, as in the seed
 SIGN_KS = [2, 4, 8, 16, 32, 64, 128, 256]  # top-k sizes for the curvature-sign agreement (seed's list)
 RANDOM_INIT_BASELINE = True  # also measure the same architecture at random init (null baseline)
+TWIN_MAX_PARAMS = 1_000_000_000  # above this many parameters the random-init twin is generated tensor by tensor
 GROUPS = None  # list of attention groups to measure, such as decoder.self; None measures all
 SAVE_OPERATORS = True  # write qk_<group>.json + .safetensors into the job directory
 
@@ -75,7 +76,11 @@ print(f"Measuring {lm.name} ({lm.family}).")
 # all 2·head_dim nonzero eigenvalues of the symmetric part sorted by magnitude, and the
 # top-k eigen-directions (hidden-dim unit vectors). Saved as JSON + safetensors (never
 # pickle). The seed's own pitfall is respected: $\|W_K W_Q^\top\|_F$ is *not*
-# $\|g\|_F$; normalisation uses the gram diagonal.
+# $\|g\|_F$; normalisation uses the gram diagonal. The null is the same architecture at
+# random initialisation (`lm.random_init_weights`): built whole in memory up to
+# `TWIN_MAX_PARAMS` parameters; above (Qwen3-4B, T5-v1.1-XXL, CLIP ViT-bigG) each query/key
+# matrix is generated when it is read, with the model's own initialisation and a seed of
+# its own (`geolip_lib.models.twin`), so the twin is never held whole nor written to disk.
 
 # %%
 t0 = time.perf_counter()
@@ -83,7 +88,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # the q/k-norm notice is recorded in each group's meta
     ops = operators.measure_model(lm, top_k=TOP_K, groups=GROUPS, meta={"model": MODEL, "variant": "trained"})
     t_measure = time.perf_counter() - t0
-    null_ops = operators.measure_model(lm.random_init(), top_k=TOP_K, groups=GROUPS,
+    null_ops = operators.measure_model(lm.random_init_weights(max_params=TWIN_MAX_PARAMS), config=lm.config,
+                                       family=lm.family, top_k=TOP_K, groups=GROUPS,
                                        meta={"model": MODEL, "variant": "random_init"}) if RANDOM_INIT_BASELINE else {}
 t_null = time.perf_counter() - t0 - t_measure
 if not ops:

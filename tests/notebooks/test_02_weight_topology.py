@@ -174,3 +174,29 @@ def test_02_shows_seed_and_project_forms_and_the_statement(run_notebook):
         q = b["qk"][scope]
         assert q["seed_dim"] == q["inner"] == 32
         assert [p + ng for p, ng in zip(q["seed_n_pos"], q["seed_n_neg"])] == [32, 32]  # no exact zeros at full rank
+
+
+def test_02_generated_twin_above_the_threshold(run_notebook):
+    """With TWIN_MAX_PARAMS below the model's size the null is the generated twin
+    (geolip_lib.models.twin), measured by the same battery call."""
+    import math
+
+    from geolip_lib import models
+    from geolip_lib.models.twin import RandomInitStore
+    from geolip_lib.weights import run_battery
+
+    base = run_notebook("02_weight_topology", "tiny-t5")
+    m = run_notebook("02_weight_topology", "tiny-t5", TWIN_MAX_PARAMS=0)
+    p = m["parameters"]
+    assert p["TWIN_MAX_PARAMS"] == 0 and base["parameters"]["TWIN_MAX_PARAMS"] == 1_000_000_000
+    lm = models.load("tiny-t5")
+    twin = lm.random_init_weights(seed=p["SEED"] + 1000, max_params=0)
+    assert isinstance(twin, RandomInitStore)
+    ref = run_battery(twin, config=lm.config, family=lm.family, device="cpu",
+                      thresholds=p["SPARSITY_THRESHOLDS"]).summary()
+    ref.pop("seconds", None)
+    null = m["metrics"]["random_init"]
+    assert null["qkv_sparsity"] == ref["qkv_sparsity"] != base["metrics"]["random_init"]["qkv_sparsity"]
+    for role, row in ref["svd_by_role"].items():
+        assert math.isclose(null["svd_by_role"][role]["stable_rank"], row["stable_rank"], rel_tol=1e-9), role
+    assert m["metrics"]["battery"] == base["metrics"]["battery"]  # the trained side is untouched

@@ -119,3 +119,21 @@ def test_spectral_cosine_recorded_matches_numpy_on_the_saved_spectra(t5_run):
             assert e["nulls"]["random_init"]["value"] is not None
     h = t5_run["headline"]
     assert h["spec_cos_to_anchor"]["value"] == m["spectral_vs_operator"]["encoder.self"]["spectral_cos_to_anchor"]["value"]
+
+
+def test_generated_twin_above_the_threshold(t5_run, run_notebook):
+    """TWIN_MAX_PARAMS below the model's size: the saved random-init operators are those of
+    the generated twin (geolip_lib.models.twin), the trained ones unchanged."""
+    from geolip_lib.models.twin import RandomInitStore
+
+    m = run_notebook("06_qk_operators", "tiny-t5", TWIN_MAX_PARAMS=0)
+    job, base = Path(m["_job_dir"]), Path(t5_run["_job_dir"])
+    lm = models.load("tiny-t5")
+    twin = lm.random_init_weights(max_params=0)
+    assert isinstance(twin, RandomInitStore)
+    ref = op.measure_model(twin, top_k=m["parameters"]["TOP_K"])
+    for g in ("encoder.self", "decoder.self", "decoder.cross"):
+        got = op.load(job / f"qk_{g}_random_init.json")
+        assert torch.equal(got.gram, ref[g].gram) and torch.equal(got.sym_eigs, ref[g].sym_eigs)
+        assert not torch.equal(got.gram, op.load(base / f"qk_{g}_random_init.json").gram)
+        assert torch.equal(op.load(job / f"qk_{g}.json").gram, op.load(base / f"qk_{g}.json").gram)
