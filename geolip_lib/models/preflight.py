@@ -126,3 +126,93 @@ def check_config(family: str, config: dict, where: str) -> None:
         raise ParamsError(f"{where}: key 'config.model_type': unknown model_type '{model_type}'") from None
     fields["model_type"] = model_type
     _check_keys(config, fields, where)
+
+
+# ============================================================================ configs without weights
+def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
+    """A model's architecture config as a plain dict, without loading weights or using the network.
+
+    Returns ``(config, kind, directory)`` or ``None`` when no config is at hand (a hub model
+    neither in the Hugging Face cache nor in ``local_dir``). ``kind`` is ``"hf"`` (a
+    ``config.json`` dict with ``model_type``) or ``"open_clip"`` (open_clip's ``model_cfg``);
+    ``directory`` holds the model's files when there is one (hub snapshot, local or package
+    directory), else ``None``. Sources:
+
+    * ``tiny``: the family defaults overlaid by ``config:``, vocabulary = the tokenizer's
+      length (:func:`geolip_lib.models.tiny.resolve_config`, exactly what ``build_tiny`` builds);
+    * ``hub``: ``local_dir/config.json``, else ``config.json`` of the cached snapshot
+      (``huggingface_hub.try_to_load_from_cache``: a cache lookup, never a download);
+    * ``local`` / ``package``: the directory's ``config.json`` (open_clip: ``open_clip_config.json``);
+    * ``open_clip``: ``local_dir``'s ``open_clip_config.json``, else ``open_clip.get_model_config(id)``
+      (shipped with the package).
+    """
+    import json
+    import os
+
+    from .loading import _local_dir, _package_dir, _resolve_dir
+
+    def read(d: Path) -> Optional[tuple[dict, str, Path]]:
+        if (d / "open_clip_config.json").is_file():
+            cfg = json.loads((d / "open_clip_config.json").read_text(encoding="utf-8"))
+            return cfg.get("model_cfg", cfg), "open_clip", d
+        if (d / "config.json").is_file():
+            return json.loads((d / "config.json").read_text(encoding="utf-8")), "hf", d
+        return None
+
+    if p.source == "tiny":
+        from .tiny import DEFAULT_TOKENIZER, resolve_config
+        from .tokenizers import load_tokenizer
+
+        kind = p.tokenizer or DEFAULT_TOKENIZER[p.family]  # open_clip's vocabulary is in its text_cfg
+        n_tok = len(load_tokenizer(kind)) if kind and p.family != "open_clip" else None
+        cfg = resolve_config(p.family, p.config, n_tok)
+        return cfg, ("open_clip" if p.family == "open_clip" else "hf"), None
+    if p.local_dir or p.source == "local":
+        d = _resolve_dir(p.local_dir) if p.local_dir else _local_dir(p)
+        return read(d) if d.is_dir() else None
+    if p.source == "package":
+        return read(_package_dir(p))
+    if p.source == "open_clip":
+        import open_clip
+
+        cfg = open_clip.get_model_config(p.id)
+        return (dict(cfg), "open_clip", None) if cfg else None
+    from huggingface_hub import try_to_load_from_cache
+
+    hit = try_to_load_from_cache(p.id, "config.json", cache_dir=os.environ.get("HF_HUB_CACHE") or None,
+                                 revision=p.revision)
+    return read(Path(hit).parent) if isinstance(hit, str) else None
+
+
+def meta_model(p, config: dict, kind: str):
+    """The model of params ``p`` built on the meta device from ``config`` (see :func:`model_config`):
+    every tensor has its shape and dtype but no storage, so an 11B model costs no memory.
+
+    A config that says ``tie_word_embeddings: false`` gets its own output table (transformers
+    >= 5 builds T5 always tied; the checkpoint, the tiny builder and ``random_init`` untie it).
+    """
+    import torch
+
+    if kind == "open_clip":
+        import open_clip
+
+        cfg = {k: v for k, v in config.items() if k != "custom_text"}
+        cls = open_clip.CustomTextCLIP if config.get("custom_text") else open_clip.CLIP
+        with torch.device("meta"):
+            return cls(**cfg)
+    from transformers import AutoConfig
+
+    from .loading import model_class, quiet_transformers
+
+    cfg = dict(config)
+    hf_config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+    kw = {"trust_remote_code": True} if p.trust_remote_code else {}
+    with torch.device("meta"), quiet_transformers():
+        model = model_class(p.family).from_config(hf_config, **kw)
+    if config.get("tie_word_embeddings") is False:
+        # not loading.untie_output: it draws the new table from the input's std (no values on
+        # meta) and tells tied from untied by data_ptr, which is 0 for every meta tensor
+        out, inp = model.get_output_embeddings(), model.get_input_embeddings()
+        if out is not None and out.weight is inp.weight:
+            out.weight = torch.nn.Parameter(torch.empty_like(inp.weight, device="meta"))
+    return model
