@@ -49,6 +49,7 @@ from geolip_lib.runner.jobs import (  # noqa: E402,F401 - re-exported
     stale_reasons)
 from geolip_lib.runner.local import Interrupted, run, run_jobs  # noqa: E402,F401 - re-exported
 from geolip_lib.runner.lock import LOCK, RunError, prepare_root, run_lock  # noqa: E402,F401 - re-exported
+from geolip_lib.runner.plan import PlanError  # noqa: E402
 
 NOTEBOOKS = notebooks_dir()
 
@@ -95,6 +96,13 @@ def main(argv=None) -> int:
     out_root = args.out or REPORTS / Path(args.profile).stem
     failures: list[JobResult] = []
     try:
+        if args.plan:
+            from geolip_lib.runner.local import plan_for
+
+            jobs = jobs_for_profile(args.profile, args.models, args.notebooks)
+            plan = plan_for(jobs, out_root.resolve(), args.jobs)
+            print(plan.render())
+            return 2 if plan.shortfalls() else 0
         if args.report_only:
             prepare_root(out_root)
         if not args.report_only:
@@ -114,14 +122,17 @@ def main(argv=None) -> int:
         from geolip_lib import report
 
         paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
-    except (ParamsError, RunError) as exc:
+    except (ParamsError, RunError, PlanError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Interrupted as exc:
         done = sum(r.ok and not r.skipped for r in exc.results)
         stopped = exc.stopped or ([exc.job] if exc.job else [])
-        where = (f" during {', '.join(j.label for j in stopped)} (partial result{'s' if len(stopped) > 1 else ''} "
-                 "removed, kernels stopped)") if stopped else ""
+        where = ""
+        if len(stopped) == 1:
+            where = f" during {stopped[0].label} (its partial result was removed)"
+        elif stopped:
+            where = f" during {', '.join(j.label for j in stopped)} (their partial results were removed)"
         print(f"interrupted{where}: {done} job(s) finished and kept; rerun with --resume to go on", file=sys.stderr)
         return 130
     except KeyboardInterrupt:

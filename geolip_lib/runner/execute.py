@@ -94,7 +94,9 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
     :class:`KeyboardInterrupt` in the main thread, :class:`JobInterrupted` elsewhere.
     """
     import papermill as pm
-    from jupyter_client.manager import KernelManager
+    from jupyter_core.utils import run_sync
+
+    from .warm import SOCKET_ENV, kernel_manager
 
     out_root = Path(out_root).resolve() if out_root else REPORTS / job.profile
     final = job_dir(job, out_root)
@@ -117,14 +119,14 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
             with _CHECK_LOCK:
                 check(job.model)  # fail fast (bad params, hub model offline) with one line, not a kernel traceback
         fp = fingerprint(job)
-        km = KernelManager(kernel_name=job.kernel)
+        km = kernel_manager(job.kernel, warm=bool((env or {}).get(SOCKET_ENV)))
         with _KERNELS_LOCK:
             _KERNELS[id(km)] = km
         if INTERRUPTED.is_set():
             raise KeyboardInterrupt
         JOB_LOGS.files[threading.get_ident()] = partial / "kernel.log"
         with open(partial / "kernel.log", "ab") as log:  # kernel start-up noise and stderr
-            km.start_kernel(cwd=str(notebooks_dir()), env=kernel_env(env), stdout=log, stderr=log)
+            run_sync(km.start_kernel)(cwd=str(notebooks_dir()), env=kernel_env(env), stdout=log, stderr=log)
         pm.execute_notebook(
             str(notebook_path(job.notebook)), str(partial / "executed.ipynb"),
             parameters=params, kernel_name=job.kernel, km=km,
@@ -176,14 +178,12 @@ def _stop(km) -> None:
         return
     with _KERNELS_LOCK:
         _KERNELS.pop(id(km), None)
+    from jupyter_core.utils import run_sync
+
     try:
         if km.has_kernel:
-            km.shutdown_kernel(now=True)
+            run_sync(km.shutdown_kernel)(now=True)
     except Exception:  # noqa: BLE001 - a kernel that is already gone
-        pass
-    try:
-        km.cleanup_resources()
-    except Exception:  # noqa: BLE001
         pass
 
 

@@ -25,6 +25,7 @@ from typing import Callable, Optional, Sequence
 from .execute import DISK_FULL, INTERRUPTED, JobInterrupted, execute_job, kill_all_kernels, recover
 from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
 from .lock import prepare_root, run_lock
+from .warm import WarmPool
 
 
 class Interrupted(Exception):
@@ -122,13 +123,30 @@ class Progress:
 
 def run_jobs(jobs: Sequence[Job], out_root: Path, *, jobs_at_once: Optional[int] = None, resume: bool = False,
              console=None, execute: Callable[..., JobResult] = execute_job,
-             gpus: Optional[Sequence[str]] = None) -> list[JobResult]:
+             gpus: Optional[Sequence[str]] = None, warm: Optional[bool] = None,
+             pool: Optional[WarmPool] = None) -> list[JobResult]:
     """Run ``jobs`` (profile order) into ``out_root``, up to ``jobs_at_once`` at a time.
 
     Returns one :class:`JobResult` per job handled, in profile order. A failing job never
     stops the batch; a full disk does (the remaining jobs could not write either). Ctrl-C
-    raises :class:`Interrupted` after every kernel is killed.
+    raises :class:`Interrupted` after every kernel is killed. ``warm``: start kernels from a
+    zygote that has imported torch & co. once (:mod:`.warm`; default on, ``GEOLIP_WARM=0``
+    turns it off); or ``pool``, a zygote already started by the caller.
     """
+    if pool is not None:
+        return _run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console,
+                         execute=execute, gpus=gpus, pool=pool)
+    with WarmPool(enabled=warm, log=out_root_log(out_root)) as pool:
+        return _run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console,
+                         execute=execute, gpus=gpus, pool=pool)
+
+
+def out_root_log(out_root: Path) -> Path:
+    """Where the run's own helpers log (the warm-kernel zygote): ``<root>/.runner.log``."""
+    return Path(out_root) / ".runner.log"
+
+
+def _run_jobs(jobs, out_root, *, jobs_at_once, resume, console, execute, gpus, pool) -> list[JobResult]:
     console = console or sys.stderr
     out_root = Path(out_root).resolve()
     gpus = list(visible_gpus() if gpus is None else gpus)
@@ -143,7 +161,7 @@ def run_jobs(jobs: Sequence[Job], out_root: Path, *, jobs_at_once: Optional[int]
     cores = os.cpu_count() or 1
 
     def env_for(job_gpus: list) -> dict:
-        env = {}
+        env = dict(pool.env())
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(job_gpus)
         if n > 1 and "OMP_NUM_THREADS" not in os.environ:  # kernels share the cores
@@ -250,11 +268,47 @@ def run_jobs(jobs: Sequence[Job], out_root: Path, *, jobs_at_once: Optional[int]
     return [results[k] for k in sorted(results)]
 
 
+def planned_devices(jobs: Sequence[Job], gpus: Sequence[str], n: int) -> dict:
+    """The device each job would get (for ``--plan``): GPU groups handed out in profile order
+    as jobs finish, one job per free group; ``cpu`` without GPUs."""
+    if not gpus:
+        return {j.label: "cpu" for j in jobs}
+    out, cursor = {}, 0
+    for job in jobs:
+        want = gpus_wanted(job)
+        if want > len(gpus):
+            out[job.label] = f"needs {want} GPUs, has {len(gpus)}"
+            continue
+        if cursor + want > len(gpus):
+            cursor = 0
+        out[job.label] = "cuda:" + ",".join(gpus[cursor:cursor + want])
+        cursor += want
+    return out
+
+
+def plan_for(jobs: Sequence[Job], out_root: Path, jobs_at_once: Optional[int] = None):
+    """The run's plan (:mod:`.plan`) with this executor's device assignment."""
+    from .jobs import notebook_defaults
+    from .plan import make_plan
+
+    gpus = visible_gpus()
+    n = jobs_at_once or default_jobs(gpus)
+    return make_plan(jobs, devices=planned_devices(jobs, gpus, n), parallel=n, out_root=out_root,
+                     defaults=notebook_defaults)
+
+
 def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optional[Path] = None,
-        console=None, jobs_at_once: Optional[int] = None, executor: str = "local", **executor_options) -> list[JobResult]:
-    """Expand a profile and run its jobs under the output root's lock (see :func:`run_jobs`)."""
+        console=None, jobs_at_once: Optional[int] = None, executor: str = "local", warm: Optional[bool] = None,
+        check_plan: bool = True, **executor_options) -> list[JobResult]:
+    """Expand a profile and run its jobs under the output root's lock (see :func:`run_jobs`).
+
+    Before any job, the plan of the jobs that will run is checked against the free disk and
+    memory (:func:`.plan.check_fit`: one-line ``PlanError``); it is computed while the
+    warm-kernel zygote imports.
+    """
     from .execute import REPORTS
     from .jobs import jobs_for_profile
+    from .plan import check_fit
 
     console = console or sys.stderr
     jobs = jobs_for_profile(profile, models, notebooks)
@@ -262,7 +316,13 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
     with run_lock(out_root, console):
         recover(out_root, console)
         if executor == "ray":
+            if check_plan:
+                check_fit(plan_for([j for j in jobs if not resume or stale_reasons(j, out_root)], out_root, 1))
             from .ray_executor import run_jobs_ray
 
             return run_jobs_ray(jobs, out_root, resume=resume, console=console, **executor_options)
-        return run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console)
+        with WarmPool(enabled=warm, log=out_root_log(out_root)) as pool:
+            if check_plan:
+                todo = [j for j in jobs if not resume or stale_reasons(j, out_root)]
+                check_fit(plan_for(todo, out_root, jobs_at_once))
+            return run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console, pool=pool)

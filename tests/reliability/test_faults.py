@@ -165,7 +165,7 @@ def test_disk_full_is_recognised_in_a_chain_and_in_kernel_text():
 def test_disk_full_mid_job_stops_the_batch_with_a_summary(sandbox, capsys):
     sandbox.write("  ok:\n    per_model: false\n    jobs:\n      - {id: a, parameters: {FAIL: disk}}\n"
                   "      - {id: b, parameters: {VALUE: 3.0}}\n")
-    code, lines = sandbox.main(capsys=capsys)
+    code, lines = sandbox.main("--jobs", "1", capsys=capsys)
     assert code == 1
     assert any("FAIL" in ln and "ok / a" in ln and "disk full: OSError: [Errno 28] No space left on device" in ln
                for ln in lines), lines

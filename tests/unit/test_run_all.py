@@ -104,7 +104,7 @@ def test_killed_run_leaves_nothing_counted_and_resume_completes(sandbox):
                     "      - {id: fast, parameters: {VALUE: 1.0}}\n"
                     "      - {id: slow, parameters: {VALUE: 4.0, SLEEP: 60}}\n", encoding="utf-8")
     out = tmp / "out"
-    cmd = [sys.executable, "run_all.py", "--profile", str(slow), "--out", str(out), "--no-pdf"]
+    cmd = [sys.executable, "run_all.py", "--profile", str(slow), "--out", str(out), "--no-pdf", "--jobs", "1"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.time() + 300

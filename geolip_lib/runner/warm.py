@@ -1,0 +1,382 @@
+"""Warm kernels: a job's kernel forked from a process that has already imported torch & co.
+
+Where a tiny job's seconds go (measured on the demo profile, 2-core CPU; see the README's
+"Demo speed" table): about 4 s to start a kernel, 8-10 s in the notebook's import cell
+(torch, scipy.stats, pandas, transformers, seaborn) and often less than that in the work
+itself. A *zygote* (the pattern of Android's app zygote and of ``multiprocessing``'s
+``forkserver``) pays the imports once per run: it imports the heavy libraries, then forks one
+child per kernel; the child becomes an ordinary ``ipykernel`` on the connection file of the
+kernel manager that asked for it. Nothing maintained does this for Jupyter kernels
+(``multiprocessing.forkserver`` forks workers, not kernels with a connection file), hence
+this module.
+
+How a kernel is started:
+
+* The job's ``KernelManager`` gets a kernelspec whose argv is ``python -m
+  geolip_lib.runner.warm launch -f {connection_file}`` (:class:`WarmSpecManager`).
+* That *launcher* (a small process, which jupyter_client owns, signals and kills) sends its
+  stdin/stdout/stderr (``SCM_RIGHTS``), environment, working directory and argv to the
+  zygote over a unix socket, forwards SIGINT/SIGTERM to the forked kernel and exits with its
+  status. Without a zygote (none running, socket refused) it *execs* the ordinary
+  ``ipykernel_launcher``: a cold start, same result.
+* The forked child takes the launcher's descriptors, environment and directory, applies the
+  thread counts of its environment (``OMP_NUM_THREADS``) to torch and the BLAS pools,
+  watches the launcher (a kernel whose launcher was killed exits at once, so ``killpg`` of
+  the launcher leaves no orphan), and runs ``ipykernel``.
+
+What is preloaded is chosen to be state-free: numerical libraries, torch, transformers,
+pandas, seaborn and ``matplotlib.pyplot`` with the kernel's ``MPLBACKEND`` (importing pyplot
+does not load the backend: the inline backend module, which binds to the running IPython
+shell, is imported by the kernel at its first figure, as usual). ``geolip_lib`` itself is
+not preloaded, so a kernel runs the checkout's code as it is when the kernel starts.
+Measured: the import cell of notebook 01 takes 10.7 s in a fresh process and 0.2 s after
+this preload (loaded 2-core machine).
+Metrics of warm and cold kernels are compared equal in ``tests/unit/test_warm.py``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Optional, Sequence
+
+SOCKET_ENV = "GEOLIP_WARM_SOCKET"
+PID_ENV = "GEOLIP_WARM_PID"
+PRELOAD = ("numpy", "scipy.linalg", "scipy.stats", "pandas", "torch", "transformers", "safetensors.torch",
+           "matplotlib", "matplotlib.pyplot", "seaborn", "numba", "yaml", "pydantic", "nltk", "IPython",
+           "ipykernel.kernelapp")
+_MAX_MSG = 1 << 20
+
+
+# ---------------------------------------------------------------------------- the runner's side
+class WarmPool:
+    """Start a zygote for the duration of a run (context manager); :meth:`env` is what a job's
+    kernel environment needs to find it. ``enabled=False`` (or ``GEOLIP_WARM=0``) gives cold
+    kernels."""
+
+    def __init__(self, preload: Sequence[str] = PRELOAD, enabled: Optional[bool] = None, log: Optional[Path] = None):
+        if enabled is None:
+            enabled = os.environ.get("GEOLIP_WARM", "1").strip().lower() not in ("0", "false", "no", "off")
+        self.enabled = enabled and hasattr(socket, "send_fds") and hasattr(os, "fork")
+        self.preload = tuple(preload)
+        self.log = log
+        self.proc = None
+        self.dir = None
+        self.path = None
+
+    def __enter__(self) -> "WarmPool":
+        if not self.enabled:
+            return self
+        import subprocess
+
+        from .execute import kernel_env
+
+        self.dir = tempfile.mkdtemp(prefix="geolip-warm-")
+        self.path = os.path.join(self.dir, "zygote.sock")
+        env = kernel_env({"MPLBACKEND": "module://matplotlib_inline.backend_inline"})
+        if self.log:
+            Path(self.log).parent.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "geolip_lib.runner.warm", "serve", self.path, ",".join(self.preload),
+                 str(os.getpid())],
+                env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+        finally:
+            if self.log:
+                out.close()
+        return self
+
+    def env(self) -> dict:
+        """Environment entries for a job's kernel (empty when cold)."""
+        if not (self.enabled and self.path and self.proc is not None):
+            return {}
+        return {SOCKET_ENV: self.path, PID_ENV: str(self.proc.pid)}
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - then by force
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.proc.wait(timeout=10)
+        if self.dir:
+            import shutil
+
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def warm_kernel_spec(spec):
+    """A copy of an ipykernel ``spec`` whose argv starts the kernel through the launcher."""
+    import copy
+
+    argv = list(spec.argv)
+    try:
+        i = argv.index("ipykernel_launcher")
+    except ValueError:
+        return spec  # not an ipykernel spec: leave it alone
+    if i < 2 or argv[i - 1] != "-m":
+        return spec
+    new = copy.copy(spec)
+    new.argv = argv[: i - 1] + ["-m", "geolip_lib.runner.warm", "launch"] + argv[i + 1:]
+    return new
+
+
+def kernel_manager(kernel_name: str, warm: bool):
+    """An ``AsyncKernelManager`` for ``kernel_name`` (what nbclient expects: with a blocking
+    client its output poll blocks the event loop, and a dead kernel is never noticed),
+    starting its kernel through the zygote when ``warm`` (the job's environment then carries
+    :data:`SOCKET_ENV`)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager as KernelManager
+
+    if not warm:
+        return KernelManager(kernel_name=kernel_name)
+
+    class WarmSpecManager(KernelSpecManager):
+        def get_kernel_spec(self, name):
+            return warm_kernel_spec(super().get_kernel_spec(name))
+
+    return KernelManager(kernel_name=kernel_name, kernel_spec_manager=WarmSpecManager())
+
+
+# ---------------------------------------------------------------------------- the launcher
+def launch(argv: list) -> int:
+    """Kernel launcher (run by jupyter_client): ask the zygote for a kernel, else exec a cold one."""
+    path = os.environ.get(SOCKET_ENV)
+    sock = None
+    if path:
+        _wait_for(path, os.environ.get(PID_ENV, ""))
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(path)
+        except OSError:
+            sock = None
+    if sock is None:
+        os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
+    msg = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(), "launcher": os.getpid()}).encode()
+    socket.send_fds(sock, [len(msg).to_bytes(8, "big") + msg], [0, 1, 2])
+    reply = _recv_line(sock)
+    if not reply:  # the zygote refused or died: start cold
+        sock.close()
+        os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
+    child = json.loads(reply)["pid"]
+
+    def forward(signum, _frame):
+        try:
+            os.kill(child, signum)
+        except ProcessLookupError:
+            pass
+        if signum == signal.SIGTERM:
+            os._exit(128 + signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(s, forward)
+    status = _recv_line(sock)  # the zygote writes the kernel's exit status when it reaps it
+    try:
+        return int(json.loads(status)["status"]) if status else 1
+    except (ValueError, KeyError):
+        return 1
+
+
+def _wait_for(path: str, pid: str, limit_s: float = 180.0) -> None:
+    """A zygote still importing: wait for its socket while it is alive (a cold start would
+    pay the same imports), at most ``limit_s``."""
+    import time
+
+    t0 = time.monotonic()
+    while not os.path.exists(path) and time.monotonic() - t0 < limit_s:
+        if not (pid.isdigit() and os.path.exists(f"/proc/{pid}")):
+            return
+        time.sleep(0.1)
+
+
+def _recv_line(sock) -> bytes:
+    buf = b""
+    while not buf.endswith(b"\n"):
+        try:
+            chunk = sock.recv(4096)
+        except InterruptedError:
+            continue
+        if not chunk:
+            return b""
+        buf += chunk
+    return buf.strip()
+
+
+# ---------------------------------------------------------------------------- the zygote
+def serve(path: str, preload: Sequence[str], parent: int) -> None:
+    """Import ``preload``, then fork a kernel per connection until told to stop."""
+    import importlib
+
+    _die_with_parent()
+    for mod in preload:
+        try:
+            importlib.import_module(mod)
+        except Exception as exc:  # noqa: BLE001 - a module missing here is imported by the kernel
+            print(f"warm: not preloaded {mod}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(16)
+    os.chmod(path, 0o600)
+    rfd, wfd = os.pipe()
+    os.set_blocking(wfd, False)
+    signal.set_wakeup_fd(wfd)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    children: dict[int, socket.socket] = {}
+    print(f"warm: zygote {os.getpid()} ready ({len(preload)} modules)", file=sys.stderr, flush=True)
+    while True:
+        try:
+            ready, _, _ = select.select([srv, rfd], [], [], 5.0)
+        except InterruptedError:
+            ready = []
+        if rfd in ready:
+            os.read(rfd, 4096)
+        _reap(children)
+        if srv in ready:
+            try:
+                conn, _ = srv.accept()
+                msg, fds, _flags, _addr = socket.recv_fds(conn, _MAX_MSG, 3)
+                need = int.from_bytes(msg[:8], "big")
+                while len(msg) - 8 < need:
+                    more = conn.recv(_MAX_MSG)
+                    if not more:
+                        raise OSError("launcher went away")
+                    msg += more
+                req = json.loads(msg[8:8 + need])
+            except (OSError, ValueError) as exc:
+                print(f"warm: bad request: {exc}", file=sys.stderr, flush=True)
+                continue
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                srv.close()
+                os.close(rfd)
+                os.close(wfd)
+                for other in children.values():  # the other kernels' status connections
+                    other.close()
+                _become_kernel(conn, fds, req)  # never returns
+            for fd in fds:
+                os.close(fd)
+            children[pid] = conn
+            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+
+
+def _reap(children: dict) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is not None:
+            try:
+                conn.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+            except OSError:
+                pass
+            conn.close()
+
+
+def _become_kernel(conn, fds, req) -> None:
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
+            signal.signal(s, signal.SIG_DFL if s != signal.SIGINT else signal.default_int_handler)
+        for target, fd in zip((0, 1, 2), fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        conn.close()
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        _apply_threads()
+        _watch(int(req["launcher"]))
+        sys.argv = ["ipykernel_launcher", *req["argv"]]
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0
+    except BaseException:  # noqa: BLE001 - printed to the job's kernel.log
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _apply_threads() -> None:
+    """The job's ``OMP_NUM_THREADS`` (read by torch and OpenBLAS at import, which happened in
+    the zygote) applied to torch and to the BLAS pools, as a cold kernel would have them."""
+    n = os.environ.get("OMP_NUM_THREADS")
+    if not n or not n.isdigit():
+        return
+    import torch
+
+    torch.set_num_threads(int(n))
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(int(n))
+    except ImportError:
+        pass
+
+
+def _watch(launcher: int) -> None:
+    """Exit when the launcher is gone (it is what jupyter_client kills)."""
+    try:
+        fd = os.pidfd_open(launcher)
+    except (AttributeError, OSError):
+        return
+
+    def wait():
+        select.select([fd], [], [])
+        os._exit(1)
+
+    threading.Thread(target=wait, daemon=True, name="geolip-launcher-watch").start()
+
+
+def _die_with_parent() -> None:
+    """The zygote dies with the runner, even when the runner is killed (Linux prctl)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    if cmd == "launch":
+        sys.exit(launch(sys.argv[2:]))
+    elif cmd == "serve":
+        serve(sys.argv[2], [m for m in sys.argv[3].split(",") if m], int(sys.argv[4]))
+    else:
+        print("usage: python -m geolip_lib.runner.warm launch -f CONNECTION_FILE | serve SOCKET MODULES PARENT_PID",
+              file=sys.stderr)
+        sys.exit(2)
