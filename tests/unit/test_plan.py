@@ -149,3 +149,24 @@ def test_a_hub_model_without_config_or_size_note_is_one_clear_line(tmp_path):
     f.write_text("name: nohub\nfamily: bert\nsource: hub\nid: nobody/nothing\n", encoding="utf-8")
     with pytest.raises(P.PlanError, match=r"model 'nohub': no config at hand .* add size_note"):
         P.model_info(str(f))
+
+
+def test_models_that_cannot_be_obtained_are_left_out_of_the_plan(monkeypatch, tmp_path):
+    """No hub: hub models and open_clip tags that are not cached give their one line and are not
+    planned for (their jobs fail at once), so a box without the hub is not stopped by the disk
+    the downloads would have needed."""
+    from geolip_lib.models.loading import hub_problem
+    from geolip_lib.runner.local import _obtainable
+    from run_all import jobs_for_profile
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    line = hub_problem("t5-small")
+    assert line.startswith("model 't5-small': 'google-t5/t5-small' is not in the Hugging Face cache") \
+        and "HF_HUB_OFFLINE=1" in line and "local_dir" in line and "\n" not in line
+    clip = hub_problem("clip-vit-b-16")
+    assert "open_clip 'ViT-B-16' / 'laion2b_s34b_b88k' cannot be loaded" in clip and "local_dir" in clip
+    assert hub_problem("tiny-t5") is None and hub_problem("all-minilm-l6-v2") is None
+    jobs = jobs_for_profile("paper", notebooks=["04_wordnet_alignment"])
+    kept = _obtainable(jobs)
+    assert [j.model for j in kept] == ["all-minilm-l6-v2"] and len(jobs) == 4
