@@ -17,6 +17,12 @@ if [ ! -f "$STAMP" ]; then
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r "$LOCK"
+  # Not in the lock on purpose: jsonschema imports rfc3987-syntax when it is present (an optional extra
+  # that jupyter-events asks for), and it builds an Earley parser at import: ~2 s CPU in every process
+  # that imports jsonschema (nbformat, papermill, each Ray process). On 2 busy cores that makes a local
+  # Ray's agents miss the raylet's fixed 15 s start-up deadline. Without it jsonschema skips only its
+  # "iri" format checks (pip check stays clean).
+  .venv/bin/python -m pip uninstall -y -q rfc3987-syntax lark 2>/dev/null || true
   .venv/bin/python -m pip install -q --no-deps -e .
   .venv/bin/python -m ipykernel install --sys-prefix --name geolip --display-name "Python (geolip)" >/dev/null
   rm -f .venv/.geolip-installed-*
