@@ -159,7 +159,10 @@ class LoadedModel:
 
     @property
     def dtype(self) -> torch.dtype:
-        return next(self.model.parameters()).dtype
+        """The load dtype of ``params.dtype`` (not the first parameter's: open_clip in float16 /
+        bfloat16 keeps embeddings and norms in float32, while its conv and linear weights, which
+        the inputs meet, are in half precision)."""
+        return DTYPES[self.params.dtype]
 
     @property
     def image_size(self) -> Optional[int]:

@@ -307,3 +307,16 @@ def test_unigram_tokenizer_rebuild_is_identical(tmp_path, monkeypatch):
     d = tokenizer_dir("unigram-wordnet")
     assert str(d).startswith(str(tmp_path))
     assert (d / "tokenizer.json").read_text() == ref
+
+
+def test_open_clip_in_bfloat16_runs_images_in_the_load_dtype():
+    """open_clip at low precision keeps embeddings and norms in float32; the images must meet its
+    conv weights in the load dtype (the first parameter's dtype would be float32)."""
+    lm = models.load("tiny-open-clip", dtype="bfloat16")
+    assert lm.dtype == torch.bfloat16 and lm.model.visual.conv1.weight.dtype == torch.bfloat16
+    x = torch.rand(2, 3, lm.image_size, lm.image_size)
+    hs = lm.hidden_states(x)
+    ref = models.load("tiny-open-clip").hidden_states(x)
+    assert len(hs.layers) == len(ref.layers) and all(bool(torch.isfinite(h).all()) for h in hs.layers)
+    rel = float((hs.layers[-1] - ref.layers[-1]).norm() / ref.layers[-1].norm())
+    assert rel < 0.1, rel
