@@ -1,0 +1,512 @@
+"""The Ray executor: a profile's jobs as Ray tasks, on a running Ray cluster or a local Ray.
+
+``run_all.py --executor ray`` joins the cluster at ``--ray-address`` (or ``$RAY_ADDRESS``),
+else starts a local Ray for the run and shuts it down at the end. Each job is one Ray task
+(``max_retries=0``) asking for ``num_gpus`` (its model's ``gpus:``, 1 for jobs without a
+model) when the cluster has GPUs and ``num_cpus``; the task calls
+:func:`execute.execute_job` on the worker, with ``CUDA_VISIBLE_DEVICES`` as Ray set it and
+``OMP_NUM_THREADS`` = the task's CPUs, so the kernel uses what Ray gave the task.
+
+Code on the workers: every box runs this checkout at the same path, with its ``.venv`` (Ray
+starts workers with the Python that ran ``ray start``); the tasks get ``PYTHONPATH=<this
+checkout>``. Not a Ray ``working_dir``: that would unpack the code elsewhere, and the
+project's caches (``.cache/``: WordNet arrays, tokenizers, encodings) and model params are
+found relative to the checkout. A node whose checkout differs from the driver's
+(``geolip_lib`` code) is refused at start, with one line.
+
+Where results land (``--ray-results``):
+
+* ``shared`` (default for a local Ray): the task writes straight into the output root, so
+  that root must be on storage every node mounts (checked at start: each node must see a
+  probe file the driver wrote, else one line says to pass ``--ray-results return``);
+* ``return`` (default when joining a cluster): the task runs into a temporary directory on
+  its worker and sends the finished (or failed) job directory back as a tar archive; the
+  driver unpacks it into the output root (``publish``: atomic, as locally). Notebooks that
+  read other jobs' results (03, 15) get the ``metrics.json`` of every finished job sent
+  along.
+
+A job whose worker dies (killed, out of memory, node lost) is reported as failed
+(``<job>.failed/error.txt``) and the batch goes on; ``--resume``, the ordering of readers
+of other jobs and the one line per job are those of the local executor
+(:func:`schedule.schedule`). Ctrl-C cancels every task (its kernel is stopped, its partial
+result removed) and raises :class:`local.Interrupted`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import os
+import shutil
+import socket
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Optional, Sequence
+
+from geolip_lib.params import ROOT
+
+from .execute import DISK_FULL, _fail, _is_disk_full, _one_line_error, _repoint_injected, execute_job, publish
+from .jobs import Job, JobResult, job_dir, reads_other_jobs
+from .local import Progress, gpus_wanted
+from .lock import RunError
+from .schedule import Running, schedule
+
+MODES = ("shared", "return")
+#: the driver's settings that change what a job computes or prints: sent to every task
+#: (per-box settings such as HF_HOME belong in the environment of ``ray start`` on each box)
+FORWARDED_ENV = ("GEOLIP_NOTEBOOKS", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TQDM_DISABLE",
+                 "PYDEVD_DISABLE_FILE_VALIDATION", "MPLBACKEND")
+DIED = "the Ray worker running it died"
+TMP_PREFIX = "geolip-ray-"
+DRIVER_LOG = ".ray-driver.log"
+
+
+# ----------------------------------------------------------------------------- connecting
+
+
+def connect(address: Optional[str] = None, *, log_file: Optional[Path] = None, console=None) -> bool:
+    """Join the Ray cluster at ``address`` / ``$RAY_ADDRESS``, or start a local Ray.
+
+    Returns True when this call started a local Ray (the caller shuts it down), False when
+    it joined a cluster or this process was already connected. Ray's own messages go to
+    ``log_file`` (the console keeps one line per job); failures are one-line :class:`RunError`.
+    """
+    import ray
+
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        _check_reachable(address)
+    if ray.is_initialized():
+        return False
+    # only errors on the console while Ray starts; then Ray's log lines go to log_file
+    opts = dict(log_to_driver=False, logging_level=logging.ERROR)
+    if address:
+        try:
+            ray.init(address=address, **opts)
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError, auth errors
+            raise RunError(f"--ray-address {address}: could not join that Ray cluster ({_one_line_error(exc)}); "
+                           "check the address (`ray status` on the head shows it) and, with token authentication, "
+                           "that this box has the cluster's token (ray get-auth-token)") from None
+        _route_ray_logs(log_file)
+        return False
+    cores = os.cpu_count() or 1
+    for attempt in (1, 2):
+        try:
+            # A light local Ray: no dashboard, a small object store (results travel as files in
+            # shared mode); workers' output is not echoed (each job has its kernel.log).
+            ray.init(num_cpus=cores, include_dashboard=False, object_store_memory=512 * 1024 ** 2, **opts)
+            break
+        except Exception as exc:  # noqa: BLE001 - Ray's start-up timeout is a bare Exception
+            # Ray 2.60's raylet gives its agents a fixed 15 s to report their ports and aborts
+            # otherwise (ray-project/ray#65983); on a busy box a second start often makes it.
+            if attempt == 1 and "timed out during startup" in str(exc):
+                print("a local Ray did not start in time (its agents were too slow: a busy machine?); "
+                      "trying once more", file=console or sys.stderr, flush=True)
+                ray.shutdown()
+                continue
+            raise RunError(f"could not start a local Ray ({_one_line_error(exc)}); its logs are in "
+                           f"{_ray_session_logs()} (raylet.out). On a busy machine its agents can miss Ray's "
+                           "start-up deadline: retry, or start one with `ray start --head` and pass "
+                           "--ray-address") from None
+    _route_ray_logs(log_file)
+    return True
+
+
+def _route_ray_logs(log_file: Optional[Path]) -> None:
+    """After ``ray.init``: Ray's Python log lines (the ``ray`` logger, which ``ray.init`` gave a
+    stderr handler) and the raylet's error messages go to ``log_file``, not the console."""
+    ray_log = logging.getLogger("ray")
+    ray_log.propagate = False
+    for h in list(ray_log.handlers):
+        ray_log.removeHandler(h)
+        if getattr(h, "_geolip", False):
+            h.close()
+    _quiet_error_messages()
+    if log_file is None:
+        ray_log.addHandler(logging.NullHandler())
+        return
+    handler = logging.FileHandler(log_file, encoding="utf-8")
+    handler._geolip = True
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    ray_log.addHandler(handler)
+    ray_log.setLevel(logging.INFO)
+
+
+def _quiet_error_messages() -> None:
+    """The raylet's error messages (a worker died: a paragraph) to the driver log, not stdout.
+    Hand-written: Ray 2.60 prints them from a background thread of the driver
+    (``worker.listen_error_messages`` -> ``print_to_stdstream``) with no switch; the job's
+    FAIL line says what happened."""
+    import ray._private.worker as rw
+
+    printer = getattr(rw, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "_geolip", False):
+        return
+    ray_log = logging.getLogger("ray")
+
+    def to_log(data, ignore_prefix: bool = False):
+        if data.get("pid") == "raylet":
+            for line in data.get("lines", []):
+                ray_log.warning("(raylet) %s", line)
+            return
+        printer(data, ignore_prefix)
+
+    to_log._geolip = True
+    rw.print_to_stdstream = to_log
+
+
+def _ray_session_logs() -> str:
+    return os.path.join(tempfile.gettempdir(), "ray", "session_latest", "logs")
+
+
+def _check_reachable(address: str) -> None:
+    """One line for an address nothing listens on. Hand-written because ``ray.init`` retries
+    an unreachable GCS for minutes, printing a warning every few seconds."""
+    if address == "auto":
+        return  # Ray looks for a cluster started on this box
+    if address.startswith("ray://"):
+        raise RunError(f"--ray-address {address}: Ray Client addresses are not supported; pass the cluster's "
+                       "GCS address <head-ip>:6379 and run run_all.py on a box of the cluster's network")
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise RunError(f"--ray-address {address}: expected <head-ip>:<port>, e.g. 10.0.0.1:6379 "
+                       "(the address `ray start --head --port=6379` prints)")
+    try:
+        with socket.create_connection((host, int(port)), timeout=5):
+            pass
+    except OSError as exc:
+        raise RunError(f"--ray-address {address}: nothing answers there ({exc.strerror or exc}); start the head "
+                       "with `ray start --head --port=6379` and pass <head-ip>:6379, or leave --ray-address "
+                       "out (and unset RAY_ADDRESS) for a local Ray") from None
+
+
+# ----------------------------------------------------------------------------- on the worker
+
+
+def _device(cpus: int) -> tuple[dict, str]:
+    """The kernel's environment and the device label for the task running here."""
+    import ray
+
+    ip = ray.util.get_node_ip_address()
+    gpu_ids = [str(g) for g in ray.get_runtime_context().get_accelerator_ids().get("GPU", [])]
+    env = {"OMP_NUM_THREADS": str(cpus)}
+    if gpu_ids:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES") or ",".join(gpu_ids)
+        return env, f"ray:{ip}:cuda:{','.join(gpu_ids)}"
+    return env, f"ray:{ip}:cpu"
+
+
+def _worker_job(job: Job, out_root: str, mode: str, cpus: int, inputs: Optional[bytes] = None):
+    """The Ray task: run one job on this worker. ``shared``: into ``out_root`` itself;
+    ``return``: into a temporary root, sending back ``(tmp_root, tar of the job directory)``."""
+    env, device = _device(cpus)
+    if mode == "shared":
+        return execute_job(job, Path(out_root), env=env, device=device), None
+    _remove_orphans()
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
+    try:
+        if inputs:
+            _untar(inputs, tmp)
+        res = execute_job(job, tmp, env=env, device=device)
+        return res, (str(tmp), _tar(res.job_dir) if Path(res.job_dir).is_dir() else None)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_orphans() -> None:
+    """Temporary roots left by workers that died (killed, cancelled): removed by the next task
+    on that box. Hand-written: Ray cleans its own session directory, not a task's files."""
+    for d in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
+        try:
+            pid = int(d.name[len(TMP_PREFIX):].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (ValueError, PermissionError, OSError):
+            pass
+
+
+def _probe(path: str, token: str) -> dict:
+    """Start-up check on one node: does it see the driver's probe file, and its checkout?"""
+    import ray
+
+    from geolip_lib.provenance import library_hash
+
+    try:
+        seen = Path(path).read_text(encoding="utf-8") == token
+    except OSError:
+        seen = False
+    return {"ip": ray.util.get_node_ip_address(), "node": ray.get_runtime_context().get_node_id(),
+            "sees_out_root": seen, "library": library_hash(), "root": str(ROOT)}
+
+
+def _tar(directory: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(str(directory), arcname=".")
+    return buf.getvalue()
+
+
+def _untar(data: bytes, dest: Path) -> None:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+        tar.extractall(dest, filter="data")  # refuses absolute paths, links out of dest
+
+
+def _finished_metrics(out_root: Path) -> bytes:
+    """Every finished job's ``metrics.json`` under ``out_root`` (what 03 and 15 read)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for f in sorted(out_root.glob("*/*/metrics.json")):
+            if not f.parent.name.startswith(".") and not f.parent.name.endswith(".failed"):
+                tar.add(str(f), arcname=str(f.relative_to(out_root)))
+    return buf.getvalue()
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+class _RayLauncher:
+    """Starts jobs as Ray tasks (see :class:`schedule.Launcher`)."""
+
+    def __init__(self, out_root: Path, mode: str, num_cpus_per_job: Optional[int]):
+        import ray
+
+        self.ray, self.out_root, self.mode = ray, out_root, mode
+        self.refs: dict = {}  # ObjectRef -> Running
+        self.gpus_busy = 0  # GPUs asked for by the tasks in flight
+        self.cpus_asked = num_cpus_per_job
+        self.runtime_env = {"env_vars": {"PYTHONPATH": str(ROOT),
+                                         **{k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}}}
+        self.task = ray.remote(max_retries=0)(_worker_job)
+        self._seen = 0.0
+        self.refresh(force=True)
+
+    # what the cluster has (re-read every 10 s: nodes join and leave)
+    def refresh(self, force: bool = False) -> None:
+        if not force and time.monotonic() - self._seen < 10:
+            return
+        self._seen = time.monotonic()
+        nodes = [n.get("Resources", {}) for n in self.ray.nodes() if n.get("Alive")]
+        self.node_gpus = [int(r.get("GPU", 0)) for r in nodes]
+        self.node_cpus = [int(r.get("CPU", 0)) for r in nodes]
+        self.has_gpus = any(self.node_gpus)
+        if self.has_gpus:  # each job's CPUs: the smallest CPU share per GPU of a GPU node
+            share = min(c // g for c, g in zip(self.node_cpus, self.node_gpus) if g) or 1
+            self.cpus = self.cpus_asked or max(1, share)
+            self.capacity = sum(self.node_gpus)
+        else:
+            self.cpus = self.cpus_asked or 1
+            self.capacity = sum(c // self.cpus for c in self.node_cpus)
+
+    def gpus_for(self, job: Job) -> int:
+        return gpus_wanted(job) if self.has_gpus else 0
+
+    def has_room(self, running: dict) -> bool:
+        self.refresh()
+        return len(running) < self.capacity or not running  # one task always: Ray queues it
+
+    def refuse(self, job: Job) -> Optional[str]:
+        want = self.gpus_for(job)
+        if want > max(self.node_gpus, default=0):
+            return (f"its model asks for {want} GPUs (gpus: in params/models/{job.model}.yaml) and the largest "
+                    f"Ray node has {max(self.node_gpus, default=0)}")
+        if not self.has_gpus and self.cpus > max(self.node_cpus, default=0):
+            return f"it asks for {self.cpus} CPUs and the largest Ray node has {max(self.node_cpus, default=0)}"
+        return None
+
+    def fits(self, job: Job, running: dict) -> bool:
+        if not self.has_gpus:
+            return True
+        return not running or self.gpus_busy + self.gpus_for(job) <= self.capacity
+
+    def start(self, i: int, job: Job) -> Running:
+        want = self.gpus_for(job)
+        cpus = self.cpus * max(1, want)
+        inputs = _finished_metrics(self.out_root) if self.mode == "return" and reads_other_jobs(job.notebook) else None
+        ref = self.task.options(num_cpus=cpus, num_gpus=want, runtime_env=self.runtime_env,
+                                name=f"{job.notebook}/{job.job_id}").remote(job, str(self.out_root), self.mode,
+                                                                              cpus, inputs)
+        r = Running(job, i, time.perf_counter(), [], ref)
+        r.gpus_asked = want
+        self.refs[ref] = r
+        self.gpus_busy += want
+        return r
+
+    def wait(self, timeout: float):
+        if not self.refs:
+            return None
+        ready, _ = self.ray.wait(list(self.refs), num_returns=1, timeout=timeout)
+        if not ready:
+            return None
+        r = self.refs.pop(ready[0])
+        return r.index, self.land(r, ready[0])
+
+    def release(self, r: Running) -> None:
+        self.gpus_busy -= getattr(r, "gpus_asked", 0)  # Ray frees the task's resources itself
+
+    def stop(self, running: list) -> None:
+        """Cancel every task: first as Ray's KeyboardInterrupt (execute_job stops its kernel and
+        removes its partial result), then, for any still running after 15 s, kill its worker."""
+        refs = [r.handle for r in running]
+        for ref in refs:
+            self.ray.cancel(ref)
+        _, left = self.ray.wait(refs, num_returns=len(refs), timeout=15) if refs else ([], [])
+        for ref in left:
+            self.ray.cancel(ref, force=True)
+        if left:
+            self.ray.wait(left, num_returns=len(left), timeout=15)
+        for r in running:  # a killed worker's partial result (shared storage)
+            shutil.rmtree(job_dir(r.job, self.out_root).parent / f".{r.job.job_id}.partial", ignore_errors=True)
+
+    # a finished task -> the JobResult (died workers and returned directories handled here)
+    def land(self, r: Running, ref) -> JobResult:
+        try:
+            res, payload = self.ray.get(ref)
+        except self.ray.exceptions.RayError as exc:
+            return self._died(r, exc)
+        if self.mode == "return":
+            res = _unpack(self.out_root, res, payload)
+        return res
+
+    def _died(self, r: Running, exc: BaseException) -> JobResult:
+        ex = self.ray.exceptions
+        if isinstance(exc, ex.RayTaskError) and not isinstance(exc, ex.TaskCancelledError):
+            cause = getattr(exc, "cause", None) or exc
+            msg = f"the Ray task failed: {_one_line_error(cause)}"
+        else:
+            msg = f"{DIED}: {_ray_one_line(exc)}"
+        final = job_dir(r.job, self.out_root)
+        partial = final.parent / f".{r.job.job_id}.partial"
+        failed = final.parent / f"{r.job.job_id}.failed"
+        try:
+            partial.mkdir(parents=True, exist_ok=True)  # shared: what the worker left; return: nothing came back
+            shutil.rmtree(failed, ignore_errors=True)
+        except OSError:
+            pass
+        return _fail(r.job, partial, failed, msg, f"{type(exc).__name__}: {exc}", r.started)
+
+
+def _ray_one_line(exc: BaseException) -> str:
+    """Ray's error messages are paragraphs: the type and first sentence."""
+    text = " ".join(str(exc).split())
+    first = text.split(". ")[0].rstrip(".")
+    return f"{type(exc).__name__}: {first}"[:300]
+
+
+def _unpack(out_root: Path, res: JobResult, payload) -> JobResult:
+    """``return`` mode: the job directory a worker sent back, moved into ``out_root``
+    (executed notebook re-pointed from the worker's temporary root to ``out_root``)."""
+    tmp_root, data = payload
+    job = res.job
+    final = job_dir(job, out_root)
+    staging = final.parent / f".{job.job_id}.partial"
+    failed = final.parent / f"{job.job_id}.failed"
+    t0 = time.perf_counter() - res.seconds
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        if data is not None:
+            _untar(data, staging)
+            for p in staging.rglob("*"):  # landing time, as if written here: --resume compares mtimes
+                os.utime(p)
+            if (staging / "executed.ipynb").exists():
+                _repoint_injected(staging / "executed.ipynb", Path(tmp_root), out_root)
+        if res.ok:
+            publish(staging, final)
+            return dataclasses.replace(res, job_dir=final)
+        if data is None:  # the worker could not even keep its error: write it here
+            return _fail(job, staging, failed, res.error or "failed", "", t0, res.device)
+        shutil.rmtree(failed, ignore_errors=True)
+        os.replace(staging, failed)
+        return dataclasses.replace(res, job_dir=failed)
+    except OSError as exc:
+        msg = (DISK_FULL + ": " if _is_disk_full(exc) else "") + f"could not unpack the result sent back: {exc}"
+        shutil.rmtree(staging, ignore_errors=True)
+        return JobResult(job, False, staging, res.seconds, error=msg, device=res.device)
+
+
+def check_cluster(out_root: Path, mode: str, runtime_env: dict) -> list[dict]:
+    """At start: every alive node runs a probe task. ``shared`` needs each node to see the
+    driver's output root; every node other than the driver's needs the driver's checkout
+    (same ``geolip_lib`` code). One-line :class:`RunError` otherwise."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from geolip_lib.provenance import library_hash
+
+    token = uuid.uuid4().hex
+    probe_file = out_root / f".ray-probe-{token[:12]}"
+    probe_file.write_text(token, encoding="utf-8")
+    probe = ray.remote(num_cpus=0, max_retries=0)(_probe)
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    try:
+        refs = [probe.options(runtime_env=runtime_env, scheduling_strategy=NodeAffinitySchedulingStrategy(
+            n["NodeID"], soft=False)).remote(str(probe_file), token) for n in nodes]
+        try:
+            found = ray.get(refs, timeout=300)
+        except ray.exceptions.GetTimeoutError:
+            raise RunError("the Ray nodes did not answer a start-up probe within 300 s (`ray status` on the head "
+                           "shows whether they are alive)") from None
+        except ray.exceptions.RayError as exc:
+            cause = getattr(exc, "cause", None) or exc
+            raise RunError(f"a Ray node cannot run this checkout's code ({_one_line_error(cause)}); every box needs "
+                           f"this checkout at {ROOT} with its .venv, and `ray start` run from that .venv") from None
+    finally:
+        probe_file.unlink(missing_ok=True)
+    here = ray.get_runtime_context().get_node_id()
+    mine = library_hash()
+    for f in found:
+        if f["node"] != here and (f["root"] != str(ROOT) or f["library"] != mine):
+            raise RunError(f"Ray node {f['ip']}: its checkout ({f['root']}) differs from this one ({ROOT}: geolip_lib "
+                           "code or path); put the same checkout at the same path on every box (git pull there), "
+                           "or use a shared filesystem")
+    if mode == "shared":
+        blind = sorted({f["ip"] for f in found if not f["sees_out_root"]})
+        if blind:
+            raise RunError(f"--ray-results shared: Ray node(s) {', '.join(blind)} do not see the output root "
+                           f"{out_root} (not on shared storage); pass --ray-results return, or --out <a directory "
+                           "every node mounts at the same path>")
+    return found
+
+
+def run_jobs_ray(jobs: Sequence[Job], out_root: Path, *, resume: bool = False, console=None,
+                 address: Optional[str] = None, results: Optional[str] = None,
+                 num_cpus_per_job: Optional[int] = None) -> list[JobResult]:
+    """Run ``jobs`` as Ray tasks into ``out_root`` (see the module docstring).
+
+    ``address``: the cluster (default ``$RAY_ADDRESS``, else a local Ray started and shut
+    down here); ``results``: ``shared`` or ``return`` (default: shared for a local Ray,
+    return when joining a cluster); ``num_cpus_per_job``: CPUs each task asks for (default
+    1 on a CPU-only cluster, on a GPU cluster the CPUs per GPU of its GPU nodes, times the
+    job's GPUs). Same results, lines and exceptions as :func:`local.run_jobs`.
+    """
+    if results is not None and results not in MODES:
+        raise RunError(f"--ray-results {results}: expected one of {', '.join(MODES)}")
+    console = console or sys.stderr
+    out_root = Path(out_root).resolve()
+    import ray
+
+    joined_before = ray.is_initialized()
+    started_here = connect(address, log_file=out_root / DRIVER_LOG, console=console)
+    try:
+        local = started_here or (joined_before and _is_local_cluster())
+        mode = results or ("shared" if local else "return")
+        launcher = _RayLauncher(out_root, mode, num_cpus_per_job)
+        check_cluster(out_root, mode, launcher.runtime_env)
+        progress = Progress(console, len(jobs), parallel=launcher.capacity > 1)
+        return schedule(jobs, out_root, launcher, progress, resume=resume)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _is_local_cluster() -> bool:
+    """An already-joined Ray whose only node is this box (a local Ray started by this process)."""
+    import ray
+
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    return len(nodes) == 1 and nodes[0].get("NodeID") == ray.get_runtime_context().get_node_id()

@@ -1,0 +1,137 @@
+"""The scheduling rules every executor follows, with the executor's own way of starting jobs.
+
+:func:`schedule` walks a profile's jobs in profile order and asks a *launcher* (threads on
+this machine, Ray tasks on a cluster) to start them: ``--resume`` skips finished jobs that
+are still current (:func:`jobs.stale_reasons`) and says why it re-runs the others; a
+notebook that reads other jobs' results (03, 15: :func:`jobs.reads_other_jobs`) starts only
+once every job before it has finished, and nothing after it starts before it ends; a job
+the launcher can never run (more GPUs than any machine has) fails with one line; a full
+disk stops the batch; each finished job prints one line ``[i/N] ok|FAIL <label>  12.3s``.
+Ctrl-C asks the launcher to stop everything it started and raises :class:`Interrupted`.
+
+These are the rules of :func:`local.run_jobs`, written once for any launcher; the Ray
+executor uses them. (``local.run_jobs`` still has its own copy of the loop: it was being
+changed for warm kernels when this module was written; moving it onto :func:`schedule`
+is a mechanical follow-up.)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Protocol, Sequence
+
+from .execute import DISK_FULL, INTERRUPTED, JobInterrupted
+from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
+from .local import Interrupted  # what run_all.py catches
+
+
+@dataclass
+class Running:
+    """A started job (what the progress footer lists)."""
+
+    job: Job
+    index: int
+    started: float
+    gpus: list = field(default_factory=list)
+    handle: object = None  # the launcher's own: a thread, a Ray ObjectRef
+
+
+class Launcher(Protocol):
+    """How an executor starts, waits for and stops jobs (see :func:`schedule`)."""
+
+    def has_room(self, running: dict) -> bool:
+        """Whether another job may start now (a slot, a worker)."""
+
+    def refuse(self, job: Job) -> Optional[str]:
+        """Why ``job`` can never run on this executor (one line), or None."""
+
+    def fits(self, job: Job, running: dict) -> bool:
+        """Whether ``job``'s resources (GPUs) are free now; False: wait for a job to end."""
+
+    def start(self, i: int, job: Job) -> Running:
+        """Start job number ``i``."""
+
+    def wait(self, timeout: float):
+        """``(i, JobResult)`` of a finished job (or ``(i, exception)`` to re-raise), or None."""
+
+    def release(self, r: Running) -> None:
+        """Give back what a finished job held."""
+
+    def stop(self, running: list) -> None:
+        """Ctrl-C: stop every running job and remove its partial result."""
+
+
+def schedule(jobs: Sequence[Job], out_root: Path, launcher: Launcher, progress, *,
+             resume: bool = False) -> list[JobResult]:
+    """Run ``jobs`` through ``launcher`` (rules in the module docstring); results in profile order."""
+    results: dict[int, JobResult] = {}
+    pending = list(enumerate(jobs, 1))
+    running: dict[int, Running] = {}
+    stop_reason = None
+    current: Optional[Job] = None
+    announced: set = set()
+    try:
+        while pending or running:
+            while pending and launcher.has_room(running) and stop_reason is None and not INTERRUPTED.is_set():
+                i, job = pending[0]
+                if resume:
+                    why = stale_reasons(job, out_root)
+                    if not why:
+                        pending.pop(0)
+                        results[i] = JobResult(job, True, job_dir(job, out_root), 0.0, skipped=True)
+                        progress.line(f"{progress.tag(i)} skip  {job.label} (done, unchanged)")
+                        continue
+                    if why != ["not run yet"] and i not in announced:
+                        progress.line(f"{progress.tag(i)} rerun {job.label}: {'; '.join(why)}")
+                        announced.add(i)
+                barrier = reads_other_jobs(job.notebook)
+                if barrier and running:
+                    break  # it reads every earlier job's results: wait for them
+                if running and any(reads_other_jobs(r.job.notebook) for r in running.values()):
+                    break  # nothing overtakes a job that reads the others
+                never = launcher.refuse(job)
+                if never:
+                    pending.pop(0)
+                    results[i] = JobResult(job, False, job_dir(job, out_root), 0.0, error=never)
+                    progress.line(f"{progress.tag(i)} FAIL  {job.label}  {never}")
+                    continue
+                if not launcher.fits(job, running):
+                    break  # wait for resources
+                pending.pop(0)
+                current = job
+                running[i] = launcher.start(i, job)
+                if barrier:
+                    break
+            if not running:
+                if stop_reason or INTERRUPTED.is_set() or not pending:
+                    break
+                time.sleep(0.5)  # nothing may start yet (no room): do not spin
+                continue
+            got = launcher.wait(0.5)
+            if got is None:
+                progress.footer(running)
+                continue
+            i, res = got
+            if isinstance(res, JobInterrupted):
+                raise KeyboardInterrupt
+            if isinstance(res, BaseException):
+                raise res
+            launcher.release(running.pop(i))
+            results[i] = res
+            status = "ok   " if res.ok else "FAIL "
+            progress.line(f"{progress.tag(i)} {status} {res.job.label}  {res.seconds:6.1f}s"
+                          + ("" if res.ok else f"  {res.error}"))
+            if not res.ok and (res.error or "").startswith(DISK_FULL) and stop_reason is None:
+                stop_reason = "disk"
+                progress.line(f"stopping: the disk holding {out_root} is full; {len(pending)} job(s) not started. "
+                              "Free space, then rerun with --resume.")
+                pending.clear()
+    except KeyboardInterrupt:
+        INTERRUPTED.set()
+        stopped = [r.job for r in running.values()]
+        launcher.stop(list(running.values()))
+        progress._clear()
+        done = [results[k] for k in sorted(results)]
+        raise Interrupted(done, stopped[0] if stopped else current, stopped) from None
+    return [results[k] for k in sorted(results)]
