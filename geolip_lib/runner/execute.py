@@ -25,6 +25,7 @@ from geolip_lib.params import ROOT
 from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
 
 REPORTS = ROOT / "reports"
+TIMING = "timing.json"
 
 #: set by the runner's SIGINT handler (some library may swallow the KeyboardInterrupt)
 INTERRUPTED = threading.Event()
@@ -125,8 +126,10 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         if INTERRUPTED.is_set():
             raise KeyboardInterrupt
         JOB_LOGS.files[threading.get_ident()] = partial / "kernel.log"
+        t_kernel = time.perf_counter()
         with open(partial / "kernel.log", "ab") as log:  # kernel start-up noise and stderr
             run_sync(km.start_kernel)(cwd=str(notebooks_dir()), env=kernel_env(env), stdout=log, stderr=log)
+        t_nb = time.perf_counter()
         pm.execute_notebook(
             str(notebook_path(job.notebook)), str(partial / "executed.ipynb"),
             parameters=params, kernel_name=job.kernel, km=km,
@@ -139,6 +142,11 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
             raise RuntimeError("the notebook finished without recording metrics.json "
                                "(end it with job.finish(metrics, headline))")
         (partial / FINGERPRINT).write_text(json.dumps(fp, indent=1, default=str), encoding="utf-8")
+        # where the job's seconds went (benchmarks/job_start.py reads it; not part of the metrics)
+        (partial / TIMING).write_text(json.dumps({
+            "preflight_s": round(t_kernel - t0, 3), "kernel_start_s": round(t_nb - t_kernel, 3),
+            "notebook_s": round(time.perf_counter() - t_nb, 3), "warm": bool((env or {}).get(SOCKET_ENV)),
+            "device": device, "threads": (env or {}).get("OMP_NUM_THREADS")}, indent=1), encoding="utf-8")
         _repoint_injected(partial / "executed.ipynb", partial, final)
     except BaseException as exc:  # noqa: BLE001 - one failing job never takes the batch down
         if isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
@@ -165,10 +173,13 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
 def kernel_env(extra: Optional[dict] = None) -> dict:
     """The kernel's environment: this process's, this checkout first on ``PYTHONPATH`` (kernels
     import this checkout's ``geolip_lib`` and params, whatever an editable install in a shared
-    venv points at), plus ``extra``."""
+    venv points at), ``OMP_NUM_THREADS`` (:func:`.resources.kernel_threads`), plus ``extra``."""
+    from .resources import kernel_threads
+
     env = dict(os.environ)
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + parts)
+    env.setdefault("OMP_NUM_THREADS", str(kernel_threads()))  # the same whatever --jobs is
     env.update({k: str(v) for k, v in (extra or {}).items()})
     return env
 

@@ -3,8 +3,9 @@
 Each job runs in a thread of this process (:func:`execute.execute_job` is thread-safe: the
 kernel is its own process with its own environment). On a GPU box each job gets its own
 GPUs through ``CUDA_VISIBLE_DEVICES`` (a model's ``gpus:`` asks for several); on a CPU
-each kernel gets ``cores // jobs`` threads, so that two kernels do not fight over two cores.
-A notebook that reads other jobs' results (03, 15) starts only once every job before it
+each kernel gets ``cores // (default parallel jobs)`` threads
+(threads: :func:`.resources.kernel_threads`, the same whatever ``--jobs`` is, so that the
+metrics do not depend on it). A notebook that reads other jobs' results (03, 15) starts only once every job before it
 has finished, and nothing after it starts before it ends: the results are those of a
 sequential run. Ctrl-C kills every kernel (with its process group) and removes their
 partial results.
@@ -14,7 +15,6 @@ from __future__ import annotations
 import os
 import queue
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -25,6 +25,7 @@ from typing import Callable, Optional, Sequence
 from .execute import DISK_FULL, INTERRUPTED, JobInterrupted, execute_job, kill_all_kernels, recover
 from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
 from .lock import prepare_root, run_lock
+from .resources import default_jobs, visible_gpus
 from .warm import WarmPool
 
 
@@ -34,30 +35,6 @@ class Interrupted(Exception):
     def __init__(self, results: list, job: Optional[Job], stopped: Sequence[Job] = ()):
         super().__init__("interrupted")
         self.results, self.job, self.stopped = results, job, list(stopped)
-
-
-def visible_gpus() -> list[str]:
-    """GPU ids this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else ``nvidia-smi -L``
-    (no torch import, no CUDA context in the runner); empty on a CPU machine."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [str(i) for i, line in enumerate(ln for ln in out.splitlines() if ln.startswith("GPU "))]
-
-
-def default_jobs(gpus: Sequence[str]) -> int:
-    """Every GPU on a GPU box; on a CPU, 2 workers (measured on this 2-core machine: see the
-    README's "Parallel jobs" table) and never more than the cores."""
-    if gpus:
-        return len(gpus)
-    return max(1, min(2, os.cpu_count() or 1))
 
 
 def gpus_wanted(job: Job) -> int:
@@ -158,14 +135,11 @@ def _run_jobs(jobs, out_root, *, jobs_at_once, resume, console, execute, gpus, p
     free = list(gpus)
     done_q: "queue.Queue[tuple[int, object]]" = queue.Queue()
     stop_reason = None
-    cores = os.cpu_count() or 1
 
     def env_for(job_gpus: list) -> dict:
         env = dict(pool.env())
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(job_gpus)
-        if n > 1 and "OMP_NUM_THREADS" not in os.environ:  # kernels share the cores
-            env["OMP_NUM_THREADS"] = str(max(1, cores // n))
         return env
 
     def worker(i: int, job: Job, env: dict, device: str):

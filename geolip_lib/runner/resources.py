@@ -1,0 +1,43 @@
+"""What this machine offers the runner: GPUs, the default number of parallel jobs, and the
+threads each kernel gets."""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from typing import Sequence
+
+
+def visible_gpus() -> list[str]:
+    """GPU ids this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else ``nvidia-smi -L``
+    (no torch import, no CUDA context in the runner); empty on a CPU machine."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(ln for ln in out.splitlines() if ln.startswith("GPU "))]
+
+
+def default_jobs(gpus: Sequence[str]) -> int:
+    """Every GPU on a GPU box; on a CPU, 2 workers (measured on this 2-core machine: the
+    README's "Demo speed" table) and never more than the cores."""
+    if gpus:
+        return len(gpus)
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+@functools.lru_cache(maxsize=1)
+def kernel_threads() -> int:
+    """Threads per kernel (``OMP_NUM_THREADS``): the cores shared by the *default* number of
+    parallel jobs, whatever ``--jobs`` is. torch's and BLAS's float reductions change in the
+    last bits with the thread count (measured: 29 values of notebook 01 on tiny-t5 differ at
+    ~1e-8 between 1 and 2 threads), so a thread count that followed ``--jobs`` would make
+    ``--jobs 2`` differ from ``--jobs 1``. An ``OMP_NUM_THREADS`` set by the user wins."""
+    return max(1, (os.cpu_count() or 1) // default_jobs(visible_gpus()))
