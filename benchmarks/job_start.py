@@ -81,7 +81,7 @@ def same_metrics(a: Path, b: Path) -> tuple[int, list]:
 
 def show(name: str, wall: float, b: dict) -> None:
     print(f"{name:<34} wall {wall:7.1f} s  jobs {b['jobs']:>3}  per job: preflight {b.get('preflight', 0):5.2f} s, "
-          f"kernel start {b.get('kernel', 0):5.2f} s, first cell (imports + model load) {b.get("imports", 0):5.2f} s, "
+          f"kernel start {b.get('kernel', 0):5.2f} s, first cell (imports + model load) {b.get('imports', 0):5.2f} s, "
           f"work {b.get('work', 0):6.2f} s")
 
 
