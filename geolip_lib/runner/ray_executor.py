@@ -51,7 +51,7 @@ from geolip_lib.params import ROOT
 
 from .execute import DISK_FULL, _fail, _is_disk_full, _one_line_error, _repoint_injected, execute_job, publish
 from .jobs import Job, JobResult, job_dir, reads_other_jobs
-from .local import Progress, gpus_wanted
+from .local import Interrupted, Progress, gpus_wanted
 from .lock import RunError
 from .schedule import Running, schedule
 
@@ -276,7 +276,7 @@ class _RayLauncher:
         import ray
 
         self.ray, self.out_root, self.mode = ray, out_root, mode
-        self.refs: dict = {}  # ObjectRef -> Running
+        self.refs: dict = {}  # ObjectRef -> (Running, GPUs it asked for)
         self.gpus_busy = 0  # GPUs asked for by the tasks in flight
         self.cpus_asked = num_cpus_per_job
         self.runtime_env = {"env_vars": {"PYTHONPATH": str(ROOT),
@@ -331,8 +331,7 @@ class _RayLauncher:
                                 name=f"{job.notebook}/{job.job_id}").remote(job, str(self.out_root), self.mode,
                                                                               cpus, inputs)
         r = Running(job, i, time.perf_counter(), [], ref)
-        r.gpus_asked = want
-        self.refs[ref] = r
+        self.refs[ref] = (r, want)
         self.gpus_busy += want
         return r
 
@@ -342,11 +341,12 @@ class _RayLauncher:
         ready, _ = self.ray.wait(list(self.refs), num_returns=1, timeout=timeout)
         if not ready:
             return None
-        r = self.refs.pop(ready[0])
+        r, want = self.refs.pop(ready[0])
+        self.gpus_busy -= want  # Ray frees the task's CPUs and GPUs itself
         return r.index, self.land(r, ready[0])
 
     def release(self, r: Running) -> None:
-        self.gpus_busy -= getattr(r, "gpus_asked", 0)  # Ray frees the task's resources itself
+        pass  # counted in wait()
 
     def stop(self, running: list) -> None:
         """Cancel every task: first as Ray's KeyboardInterrupt (execute_job stops its kernel and
@@ -491,17 +491,21 @@ def run_jobs_ray(jobs: Sequence[Job], out_root: Path, *, resume: bool = False, c
     import ray
 
     joined_before = ray.is_initialized()
-    started_here = connect(address, log_file=out_root / DRIVER_LOG, console=console)
     try:
-        local = started_here or (joined_before and _is_local_cluster())
-        mode = results or ("shared" if local else "return")
-        launcher = _RayLauncher(out_root, mode, num_cpus_per_job)
-        check_cluster(out_root, mode, launcher.runtime_env)
+        try:
+            started_here = connect(address, log_file=out_root / DRIVER_LOG, console=console)
+            local = started_here or (joined_before and _is_local_cluster())
+            mode = results or ("shared" if local else "return")
+            launcher = _RayLauncher(out_root, mode, num_cpus_per_job)
+            check_cluster(out_root, mode, launcher.runtime_env)
+        except KeyboardInterrupt:  # Ctrl-C while Ray starts: no job has started yet
+            raise Interrupted([], None) from None
         progress = Progress(console, len(jobs), parallel=launcher.capacity > 1)
         return schedule(jobs, out_root, launcher, progress, resume=resume)
     finally:
-        if started_here:
+        if not joined_before:  # stops the local Ray started here; leaves a joined cluster running
             ray.shutdown()
+            _route_ray_logs(None)  # closes the log file
 
 
 def _is_local_cluster() -> bool:
