@@ -144,6 +144,7 @@ RULES: dict[str, Rule] = {
     "14_triple_product_attention": Rule("none"),
     "15_seed_claims": Rule("none"),
 }
+GENERIC_MODEL_RULE, GENERIC_RULE = Rule("job", host_l=2), Rule("none")
 USES_CUDA = {"12_constellation_relay", "14_triple_product_attention"}  # non-model notebooks that pick CUDA
 
 
@@ -384,10 +385,10 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
     from ..models.tokenizers import cache_root
     from ..params import ROOT, load_model_params
 
-    if job.notebook not in RULES:
-        raise PlanError(f"{job.label}: notebook {job.notebook} has no memory/disk rule; add it to "
-                        "geolip_lib/runner/plan.py RULES")
-    rule = RULES[job.notebook]
+    # a notebook without a rule (a user's new one) gets the generic one: its model and two
+    # float32 copies of the largest tensor, said so in its row
+    rule = RULES.get(job.notebook) or (GENERIC_MODEL_RULE if job.model else GENERIC_RULE)
+    rule_name = job.notebook[:2] if job.notebook in RULES else "generic (no rule for this notebook in RULES)"
     names = _models_of(job, rule, defaults)
     infos = [model_info(m) for m in names]
     device = device or _default_device(job.notebook, job.model or (names[0] if names else None), n_gpus)
@@ -449,7 +450,7 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
     if rule.models == "none":
         host = FIXED_HOST.get(job.notebook, KERNEL_HOST)
         gpu = CUDA_CONTEXT + host - KERNEL_HOST if on_gpu else 0
-        src = "measured on the demo sizes"
+        src = "measured on the demo sizes" if job.notebook in FIXED_HOST else f"rule {rule_name}: the kernel's own peak"
     else:
         host = KERNEL_HOST + NOTEBOOK_EXTRA.get(job.notebook, DEFAULT_EXTRA) + max(load_peak, held + host_work)
         gpu = 0
@@ -463,7 +464,7 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
                 notes.append(f"device_map offloads {spill / GB:.1f} GB to the CPU")
             gpu = int(CUDA_CONTEXT + per)
         srcs = sorted({mi.source for mi in infos} | {f"download {mi.download_source}" for mi in infos if mi.download})
-        src = "; ".join(srcs + [f"memory: rule {job.notebook[:2]}"]) if infos else f"rule {job.notebook[:2]}"
+        src = "; ".join(srcs + [f"memory: rule {rule_name}"]) if infos else f"rule {rule_name}"
         if rule.models == "list":
             notes.append("assumes 02's results are absent (it computes the battery itself)")
     disk = {k: 0 for k in DISK_KINDS}

@@ -170,3 +170,17 @@ def test_models_that_cannot_be_obtained_are_left_out_of_the_plan(monkeypatch, tm
     jobs = jobs_for_profile("paper", notebooks=["04_wordnet_alignment"])
     kept = _obtainable(jobs)
     assert [j.model for j in kept] == ["all-minilm-l6-v2"] and len(jobs) == 4
+
+
+def test_a_notebook_without_a_rule_gets_the_generic_estimate_and_says_so():
+    from types import SimpleNamespace
+
+    from geolip_lib.runner.plan import estimate_job
+
+    with_model = SimpleNamespace(notebook="99_my_new_notebook", model="tiny-t5", parameters={}, label="99 / tiny-t5",
+                                 job_id="tiny-t5", profile="tiny")
+    without = SimpleNamespace(notebook="99_my_new_notebook", model=None, parameters={}, label="99 / all",
+                              job_id="all", profile="tiny")
+    a, b = estimate_job(with_model), estimate_job(without)
+    assert "generic" in a.source and "generic" in b.source
+    assert a.host > b.host > 0
