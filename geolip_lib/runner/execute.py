@@ -208,7 +208,10 @@ def _is_disk_full(exc: BaseException) -> bool:
         if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
         seen = seen.__cause__ or seen.__context__
-    return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
+    # a kernel's error (nbclient's CellExecutionError) carries its type and message apart from the
+    # traceback, whose quoted source lines may mention the words without the error being one
+    text = str(getattr(exc, "evalue", None) or exc)
+    return "No space left on device" in text or "Disk quota exceeded" in text
 
 
 def _fail(job: Job, partial: Path, failed: Path, msg: str, tb: str, t0: float, device: str = "") -> JobResult:
