@@ -12,29 +12,20 @@ partial results.
 """
 from __future__ import annotations
 
-import os
 import queue
 import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .execute import DISK_FULL, INTERRUPTED, JobInterrupted, execute_job, kill_all_kernels, recover
-from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
+from .execute import execute_job, kill_all_kernels, recover
+from .jobs import Job, JobResult, stale_reasons
 from .lock import prepare_root, run_lock
 from .resources import default_jobs, visible_gpus
+from .schedule import Interrupted, Running, schedule  # noqa: F401 - Interrupted: what run_all.py catches
 from .warm import WarmPool
-
-
-class Interrupted(Exception):
-    """Ctrl-C during a run: the results so far and the jobs that were stopped."""
-
-    def __init__(self, results: list, job: Optional[Job], stopped: Sequence[Job] = ()):
-        super().__init__("interrupted")
-        self.results, self.job, self.stopped = results, job, list(stopped)
 
 
 def gpus_wanted(job: Job) -> int:
@@ -44,15 +35,6 @@ def gpus_wanted(job: Job) -> int:
     from geolip_lib.params import load_model_params
 
     return load_model_params(job.model).gpus or 1
-
-
-@dataclass
-class _Running:
-    job: Job
-    index: int
-    started: float
-    gpus: list
-    thread: threading.Thread
 
 
 class Progress:
@@ -129,117 +111,68 @@ def _run_jobs(jobs, out_root, *, jobs_at_once, resume, console, execute, gpus, p
     gpus = list(visible_gpus() if gpus is None else gpus)
     n = jobs_at_once or default_jobs(gpus)
     progress = Progress(console, len(jobs), parallel=n > 1)
-    results: dict[int, JobResult] = {}
-    pending = list(enumerate(jobs, 1))
-    running: dict[int, _Running] = {}
-    free = list(gpus)
-    done_q: "queue.Queue[tuple[int, object]]" = queue.Queue()
-    stop_reason = None
+    return schedule(jobs, out_root, _Threads(n, gpus, pool, execute, out_root, progress), progress, resume=resume)
 
-    def env_for(job_gpus: list) -> dict:
-        env = dict(pool.env())
-        if gpus:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(job_gpus)
-        return env
 
-    def worker(i: int, job: Job, env: dict, device: str):
-        try:
-            done_q.put((i, execute(job, out_root, env=env, device=device)))
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            done_q.put((i, exc))
+class _Threads:
+    """The local executor's launcher for :func:`.schedule.schedule`: one thread per job (each
+    with its own kernel process), up to ``n`` at once, each with its own GPUs."""
 
-    def start(i: int, job: Job, job_gpus: list):
+    def __init__(self, n: int, gpus: list, pool, execute, out_root: Path, progress: Progress):
+        self.n, self.gpus, self.free = n, list(gpus), list(gpus)
+        self.pool, self.execute, self.out_root, self.progress = pool, execute, out_root, progress
+        self.done: "queue.Queue[tuple[int, object]]" = queue.Queue()
+
+    def _want(self, job: Job) -> int:
+        return gpus_wanted(job) if self.gpus else 0
+
+    def has_room(self, running: dict) -> bool:
+        return len(running) < self.n
+
+    def refuse(self, job: Job) -> Optional[str]:
+        want = self._want(job)
+        if want > len(self.gpus):
+            return (f"its model asks for {want} GPUs (gpus: in params/models/{job.model}.yaml) "
+                    f"and this machine has {len(self.gpus)}")
+        return None
+
+    def fits(self, job: Job, running: dict) -> bool:
+        return self._want(job) <= len(self.free)
+
+    def start(self, i: int, job: Job) -> Running:
+        want = self._want(job)
+        job_gpus, self.free[:] = self.free[:want], self.free[want:]
         device = ("cuda:" + ",".join(job_gpus)) if job_gpus else "cpu"
-        if n == 1 and not job_gpus:
-            device = "cpu"
-        t = threading.Thread(target=worker, args=(i, job, env_for(job_gpus), device), daemon=True,
-                             name=f"job-{i}")
-        running[i] = _Running(job, i, time.perf_counter(), job_gpus, t)
-        if n > 1:
-            progress.line(f"{progress.tag(i)} start {job.label}" + (f"  ({device})" if job_gpus else ""))
+        env = dict(self.pool.env()) if self.pool is not None else {}
+        if self.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(job_gpus)
+        t = threading.Thread(target=self._work, args=(i, job, env, device), daemon=True, name=f"job-{i}")
+        if self.n > 1:
+            self.progress.line(f"{self.progress.tag(i)} start {job.label}" + (f"  ({device})" if job_gpus else ""))
         t.start()
+        return Running(job, i, time.perf_counter(), job_gpus, t)
 
-    def finish(i: int, res: JobResult) -> None:
-        nonlocal stop_reason
-        r = running.pop(i)
-        free.extend(r.gpus)
-        results[i] = res
-        status = "ok   " if res.ok else "FAIL "
-        progress.line(f"{progress.tag(i)} {status} {res.job.label}  {res.seconds:6.1f}s"
-                      + ("" if res.ok else f"  {res.error}"))
-        if not res.ok and (res.error or "").startswith(DISK_FULL) and stop_reason is None:
-            stop_reason = "disk"
+    def _work(self, i: int, job: Job, env: dict, device: str) -> None:
+        try:
+            self.done.put((i, self.execute(job, self.out_root, env=env, device=device)))
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the scheduler
+            self.done.put((i, exc))
 
-    current: Optional[Job] = None
-    announced: set = set()
-    try:
-        while pending or running:
-            # start what may start now, in profile order
-            while pending and len(running) < n and stop_reason is None and not INTERRUPTED.is_set():
-                i, job = pending[0]
-                if resume:
-                    why = stale_reasons(job, out_root)
-                    if not why:
-                        pending.pop(0)
-                        results[i] = JobResult(job, True, job_dir(job, out_root), 0.0, skipped=True)
-                        progress.line(f"{progress.tag(i)} skip  {job.label} (done, unchanged)")
-                        continue
-                    if why != ["not run yet"] and i not in announced:
-                        progress.line(f"{progress.tag(i)} rerun {job.label}: {'; '.join(why)}")
-                        announced.add(i)
-                barrier = reads_other_jobs(job.notebook)
-                if barrier and running:
-                    break  # it reads every earlier job's results: wait for them
-                if running and any(reads_other_jobs(r.job.notebook) for r in running.values()):
-                    break  # nothing overtakes a job that reads the others
-                want = gpus_wanted(job) if gpus else 0
-                if want > len(gpus):
-                    pending.pop(0)
-                    res = JobResult(job, False, job_dir(job, out_root), 0.0,
-                                    error=f"its model asks for {want} GPUs (gpus: in params/models/{job.model}.yaml) "
-                                          f"and this machine has {len(gpus)}")
-                    results[i] = res
-                    progress.line(f"{progress.tag(i)} FAIL  {job.label}  {res.error}")
-                    continue
-                if want > len(free):
-                    break  # wait for GPUs
-                pending.pop(0)
-                job_gpus, free[:] = free[:want], free[want:]
-                current = job
-                start(i, job, job_gpus)
-                if barrier:
-                    break
-            if not running:
-                if stop_reason or INTERRUPTED.is_set():
-                    break
-                continue
-            try:
-                i, res = done_q.get(timeout=0.5)
-            except queue.Empty:
-                progress.footer(running)
-                continue
-            if isinstance(res, JobInterrupted):
-                raise KeyboardInterrupt
-            if isinstance(res, BaseException):
-                raise res
-            finish(i, res)
-            if stop_reason == "disk":
-                left = len(pending)
-                progress.line(f"stopping: the disk holding {out_root} is full; {left} job(s) not started. "
-                              "Free space, then rerun with --resume.")
-                pending.clear()
-    except KeyboardInterrupt:
-        INTERRUPTED.set()
-        stopped = [r.job for r in running.values()]
+    def wait(self, timeout: float):
+        try:
+            return self.done.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def release(self, r: Running) -> None:
+        self.free.extend(r.gpus)
+
+    def stop(self, running: list) -> None:
         kill_all_kernels()
         deadline = time.time() + 30
-        for r in list(running.values()):  # each thread removes its partial result and returns
-            r.thread.join(timeout=max(0.1, deadline - time.time()))
+        for r in running:  # each thread removes its partial result and returns
+            r.handle.join(timeout=max(0.1, deadline - time.time()))
         kill_all_kernels()  # one that started while we waited
-        progress._clear()
-        done = [results[k] for k in sorted(results)]
-        raise Interrupted(done, stopped[0] if stopped else current, stopped) from None
-    return [results[k] for k in sorted(results)]
 
 
 def planned_devices(jobs: Sequence[Job], gpus: Sequence[str], n: int) -> dict:

@@ -9,10 +9,8 @@ the launcher can never run (more GPUs than any machine has) fails with one line;
 disk stops the batch; each finished job prints one line ``[i/N] ok|FAIL <label>  12.3s``.
 Ctrl-C asks the launcher to stop everything it started and raises :class:`Interrupted`.
 
-These are the rules of :func:`local.run_jobs`, written once for any launcher; the Ray
-executor uses them. (``local.run_jobs`` still has its own copy of the loop: it was being
-changed for warm kernels when this module was written; moving it onto :func:`schedule`
-is a mechanical follow-up.)
+These rules are written once, here: the local executor (threads, :mod:`.local`) and the
+Ray executor (:mod:`.ray_executor`) are launchers.
 """
 from __future__ import annotations
 
@@ -23,7 +21,14 @@ from typing import Optional, Protocol, Sequence
 
 from .execute import DISK_FULL, INTERRUPTED, JobInterrupted
 from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
-from .local import Interrupted  # what run_all.py catches
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run: the results so far and the jobs that were stopped."""
+
+    def __init__(self, results: list, job: Optional[Job], stopped: Sequence[Job] = ()):
+        super().__init__("interrupted")
+        self.results, self.job, self.stopped = results, job, list(stopped)
 
 
 @dataclass
