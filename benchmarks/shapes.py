@@ -54,7 +54,7 @@ def watch(cmd: list[str], limit_s: float, every: float, env: dict) -> dict:
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     root = psutil.Process(p.pid)
-    kernels: dict = {}  # pid -> {"hwm": MiB, "first": s, "last": s}
+    kernels: dict = {}  # pid -> {"hwm": MiB, "cpu": s, "first": s, "last": s}
     tree_peak, loads, timed_out = 0.0, [], False
     while p.poll() is None:
         now = time.perf_counter() - t0
@@ -71,13 +71,18 @@ def watch(cmd: list[str], limit_s: float, every: float, env: dict) -> dict:
             try:
                 rss += q.memory_info().rss
                 if q.pid not in kernels and "ipykernel" in " ".join(q.cmdline()):
-                    kernels[q.pid] = {"hwm": 0.0, "first": now, "last": now}
+                    kernels[q.pid] = {"hwm": 0.0, "cpu": 0.0, "first": now, "last": now, "proc": q}
             except psutil.Error:
                 continue
         for pid, k in kernels.items():
             h = _hwm_mb(pid)
             if h:
                 k["hwm"], k["last"] = max(k["hwm"], h), now
+                try:
+                    c = k["proc"].cpu_times()
+                    k["cpu"] = c.user + c.system + c.children_user + c.children_system
+                except psutil.Error:
+                    pass
         tree_peak = max(tree_peak, rss / 2**20)
         loads.append(os.getloadavg()[0])
         time.sleep(every)
@@ -86,11 +91,21 @@ def watch(cmd: list[str], limit_s: float, every: float, env: dict) -> dict:
     k = max(kernels.values(), key=lambda v: v["hwm"]) if kernels else None
     return {"rc": p.returncode, "timed_out": timed_out, "total_s": total,
             "kernel_s": (k["last"] - k["first"] + every) if k else None, "kernel_peak_mb": k["hwm"] if k else None,
+            "kernel_cpu_s": k["cpu"] if k else None,
             "tree_peak_mb": tree_peak, "load_mean": sum(loads) / len(loads) if loads else None,
             "tail": out[-2000:]}
 
 
-def run_jobs(profile: str, out: Path, models, notebooks, limit_s: float, every: float, threads: int) -> None:
+def _recorded(out: Path) -> set:
+    path = out / TIMINGS
+    if not path.exists():
+        return set()
+    recs = map(json.loads, path.read_text(encoding="utf-8").splitlines())
+    return {(r["notebook"], r["job"]) for r in recs if r["ok"]}
+
+
+def run_jobs(profile: str, out: Path, models, notebooks, limit_s: float, every: float, threads: int,
+             skip_done: bool = False) -> None:
     import run_all
 
     jobs = run_all.jobs_for_profile(profile, models, notebooks)
@@ -98,7 +113,10 @@ def run_jobs(profile: str, out: Path, models, notebooks, limit_s: float, every: 
     if threads:
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     out.mkdir(parents=True, exist_ok=True)
+    done = _recorded(out) if skip_done else set()
     for job in jobs:
+        if (job.notebook, job.job_id) in done:
+            continue
         sel = ([job.model] if job.model else None)
         same = run_all.jobs_for_profile(profile, sel, [job.notebook])
         if len(same) != 1:
@@ -121,8 +139,9 @@ def run_jobs(profile: str, out: Path, models, notebooks, limit_s: float, every: 
         with open(out / TIMINGS, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(rec, default=str) + "\n")
         state = "ok" if ok else ("TIMED OUT" if r["timed_out"] else "FAILED")
-        print(f"{state} kernel {r['kernel_s'] or 0:.0f} s, peak {r['kernel_peak_mb'] or 0:.0f} MiB "
-              f"(tree {r['tree_peak_mb']:.0f} MiB), load {r['load_mean'] or 0:.1f}", flush=True)
+        print(f"{state} kernel {r['kernel_s'] or 0:.0f} s (CPU {r['kernel_cpu_s'] or 0:.0f} s), "
+              f"peak {r['kernel_peak_mb'] or 0:.0f} MiB (tree {r['tree_peak_mb']:.0f} MiB), "
+              f"load {r['load_mean'] or 0:.1f}", flush=True)
 
 
 def table(out: Path) -> str:
@@ -134,14 +153,15 @@ def table(out: Path) -> str:
     for line in path.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         last[(r["notebook"], r["job"])] = r
-    rows = ["| notebook | job | result | wall (kernel) | peak RSS (kernel VmHWM) | load avg |",
-            "|---|---|---|---|---|---|"]
-    for (nb, job), r in sorted(last.items()):
+    rows = ["| notebook | job | result | wall (kernel) | CPU (kernel) | peak RSS (kernel VmHWM) | load avg |",
+            "|---|---|---|---|---|---|---|"]
+    for (nb, job), r in last.items():  # in the order they ran
         res = "ok" if r["ok"] else (f"stopped at {r['total_s']:.0f} s" if r["timed_out"] else "failed")
         wall = f"{r['kernel_s']:.0f} s" if r.get("kernel_s") else "-"
         peak = f"{r['kernel_peak_mb'] / 1024:.2f} GiB" if r.get("kernel_peak_mb") else "-"
+        cpu = f"{r['kernel_cpu_s']:.0f} s" if r.get("kernel_cpu_s") else "-"
         load = f"{r['load_mean']:.1f}" if r.get("load_mean") is not None else "-"
-        rows.append(f"| {nb} | {job} | {res} | {wall} | {peak} | {load} |")
+        rows.append(f"| {nb} | {job} | {res} | {wall} | {cpu} | {peak} | {load} |")
     return "\n".join(rows)
 
 
@@ -155,6 +175,7 @@ def main() -> None:
     ap.add_argument("--every", type=float, default=0.5, help="sampling period in seconds (default 0.5)")
     ap.add_argument("--threads", type=int, default=0,
                     help="OMP/MKL threads of the kernels (default 0: the libraries' default)")
+    ap.add_argument("--skip-done", action="store_true", help="skip jobs OUT already holds a successful record of")
     ap.add_argument("--table", action="store_true", help="print the markdown table of what OUT holds, run nothing")
     args = ap.parse_args()
     if args.limit_s <= 0 or args.every <= 0 or args.threads < 0:
@@ -163,7 +184,8 @@ def main() -> None:
         from geolip_lib.params import ParamsError
 
         try:
-            run_jobs(args.profile, args.out, args.models, args.notebooks, args.limit_s, args.every, args.threads)
+            run_jobs(args.profile, args.out, args.models, args.notebooks, args.limit_s, args.every, args.threads,
+                     args.skip_done)
         except ParamsError as exc:
             raise SystemExit(f"error: {exc}") from None
     print(table(args.out))

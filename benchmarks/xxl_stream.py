@@ -221,8 +221,8 @@ def child(d: str, layers: int, threads: int) -> None:
     store = TensorStore(d)
     cat = catalog(store, family="t5_v1_1")
     base = peak_rss_mb()
-    out = {"threads": torch.get_num_threads(), "import_rss_mb": base, "unclassified": [e.name for e in cat.unclassified()],
-           "largest": max(store.names(), key=store.nbytes)}
+    out = {"threads": torch.get_num_threads(), "import_rss_mb": base,
+           "unclassified": [e.name for e in cat.unclassified()], "largest": max(store.names(), key=store.nbytes)}
     out["largest_bytes_stored"] = store.nbytes(out["largest"])
     # the fused engine reads every tensor with TensorStore.get's default dtype, float32
     out["largest_bytes_loaded"] = math.prod(store.shape(out["largest"])) * torch.finfo(torch.float32).bits // 8
@@ -231,9 +231,10 @@ def child(d: str, layers: int, threads: int) -> None:
         if not sub.entries:
             out[part] = {"seconds": 0.0, "n_tensors": 0}
             continue
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         res = run_battery(store, cat=sub, device="cpu")
-        out[part] = {"seconds": time.perf_counter() - t, "n_tensors": len(sub.stored()),
+        out[part] = {"seconds": time.perf_counter() - t, "cpu_seconds": time.process_time() - c,
+                     "n_tensors": len(sub.stored()),
                      "bytes": sum(store.nbytes(e.name) for e in sub.stored()),
                      "parts": {k: round(v, 2) for k, v in res.seconds.items()}, "n_svd": len(res.svd),
                      "n_qk_layers": len(res.qk["layers"]), "peak_rss_mb": peak_rss_mb()}
@@ -317,6 +318,8 @@ def main() -> None:
     L = args.layers
     per = r["blocks"]["seconds"] / L
     extrap = r["outside"]["seconds"] + per * N_BLOCKS
+    per_cpu = r["blocks"]["cpu_seconds"] / L
+    extrap_cpu = r["outside"]["cpu_seconds"] + per_cpu * N_BLOCKS
     loaded, stored = r["largest_bytes_loaded"], r["largest_bytes_stored"]
     goal = (2 * loaded + (3 << 29)) / 2**20
     peak = r["peak_rss_mb"]
@@ -330,11 +333,12 @@ def main() -> None:
     for part, label in (("outside", "outside the blocks (embedding, lm_head, final norms)"),
                         ("blocks", f"{L} encoder + {L} decoder blocks")):
         p = r[part]
-        print(f"  {label}: {p['seconds']:.1f} s, {p['n_tensors']} tensors, "
+        print(f"  {label}: {p['seconds']:.1f} s (CPU {p.get('cpu_seconds', 0):.1f} s), {p['n_tensors']} tensors, "
               f"{p.get('bytes', 0) / 2**30:.2f} GiB, {p.get('n_svd', 0)} spectra; by part (s): {p.get('parts', {})}")
-    print(f"  time per block pair (encoder + decoder block): {per:.1f} s")
+    print(f"  time per block pair (encoder + decoder block): {per:.1f} s wall, {per_cpu:.1f} s CPU")
     print(f"  extrapolated full battery (outside + {N_BLOCKS} block pairs): {extrap:.0f} s = {extrap / 60:.1f} min "
-          f"(EXTRAPOLATED from {L} block pairs)")
+          "wall, "
+          f"{extrap_cpu / 60:.1f} min CPU (EXTRAPOLATED from {L} block pairs)")
     print(f"peak RSS of the battery process (VmHWM): {peak:.0f} MiB (after imports: {r['import_rss_mb']:.0f} MiB); "
           f"largest tensor {r['largest']} {stored / 2**20:.0f} MiB as stored (float16), "
           f"{loaded / 2**20:.0f} MiB as loaded (float32, TensorStore.get's default)")
