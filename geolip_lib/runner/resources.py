@@ -26,8 +26,9 @@ def visible_gpus() -> list[str]:
 
 
 def default_jobs(gpus: Sequence[str]) -> int:
-    """Every GPU on a GPU box; on a CPU, 2 workers (measured on this 2-core machine: the
-    README's "Demo speed" table) and never more than the cores."""
+    """Every GPU on a GPU box; on a CPU, 2 workers and never more than the cores (on the
+    2-core development machine 2 jobs at once took 4 tiny jobs from 336 s to 205 s:
+    ``benchmarks/job_start.py --quick``; more workers than cores only share them)."""
     if gpus:
         return len(gpus)
     return max(1, min(2, os.cpu_count() or 1))
