@@ -81,6 +81,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ray-results", choices=("shared", "return"), default=None,
                     help="shared: workers write into --out (shared storage); return: workers send each job "
                          "directory back to the driver (default: shared for a local Ray, return otherwise)")
+    ap.add_argument("--warm", action="store_true",
+                    help="start kernels from a process that imported torch & co. once (faster job start; "
+                         "experimental: see geolip_lib/runner/warm.py)")
     ap.add_argument("--plan", action="store_true",
                     help="print what each job needs (parameters, download, disk, memory, device) and the totals "
                          "against what is free, then exit")
@@ -111,7 +114,7 @@ def main(argv=None) -> int:
             if args.executor == "ray":
                 opts = {"address": args.ray_address, "results": args.ray_results}
             results = run(args.profile, args.models, args.notebooks, args.resume, out_root,
-                          jobs_at_once=args.jobs, executor=args.executor, **opts)
+                          jobs_at_once=args.jobs, executor=args.executor, warm=True if args.warm else None, **opts)
             failures = [r for r in results if not r.ok]
             done = sum(r.ok and not r.skipped for r in results)
             skipped = sum(r.skipped for r in results)

@@ -4,7 +4,7 @@
 Runs a profile (default: demo) twice into temporary roots — the way runs were before
 (one job at a time, cold kernels: ``--jobs 1``, ``GEOLIP_WARM=0``) and the default way
 (``--jobs`` default, warm kernels) — and prints, for each, the wall time of the batch and
-the mean per-job breakdown read from each job's ``timing.json`` (written by the runner) and
+the mean per-job breakdown read from each job's ``job_timing.json`` (written by the runner) and
 the executed notebook's cell durations (papermill). Then the ratio of the two wall times,
 and whether every ``metrics.json`` is equal apart from its provenance.
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def breakdown(root: Path) -> dict:
     """Mean seconds per job: preflight, kernel start, import cell, work, over the finished jobs."""
     rows = []
-    for t in sorted(Path(root).glob("*/*/timing.json")):
+    for t in sorted(Path(root).glob("*/*/job_timing.json")):
         timing = json.loads(t.read_text())
         nb = json.loads((t.parent / "executed.ipynb").read_text())
         cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
@@ -103,7 +103,7 @@ def main() -> None:
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     before, after = base / "before", base / "after"
     w0 = run(profile, before, extra + ["--jobs", "1"], {**env, "GEOLIP_WARM": "0"}, models)
-    w1 = run(profile, after, extra, env, models)
+    w1 = run(profile, after, extra + ["--warm"], env, models)
     print(f"profile {profile}, {os.cpu_count()} cores")
     show("before (--jobs 1, cold kernels)", w0, breakdown(before))
     show("after (default --jobs, warm)", w1, breakdown(after))

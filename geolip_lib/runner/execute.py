@@ -25,7 +25,7 @@ from geolip_lib.params import ROOT
 from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
 
 REPORTS = ROOT / "reports"
-TIMING = "timing.json"
+TIMING = "job_timing.json"  # not timing.json: notebooks 12 and 14 write their own
 
 #: set by the runner's SIGINT handler (some library may swallow the KeyboardInterrupt)
 INTERRUPTED = threading.Event()

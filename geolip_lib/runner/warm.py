@@ -31,7 +31,11 @@ shell, is imported by the kernel at its first figure, as usual). ``geolip_lib`` 
 not preloaded, so a kernel runs the checkout's code as it is when the kernel starts.
 Measured: the import cell of notebook 01 takes 10.7 s in a fresh process and 0.2 s after
 this preload (loaded 2-core machine).
-Metrics of warm and cold kernels are compared equal in ``tests/unit/test_warm.py``.
+Caveat, hence opt-in (``run_all.py --warm`` or ``GEOLIP_WARM=1``): warm and cold kernels gave
+equal metrics on 01 (tiny-t5, tiny-bert) and 02 by hand, but the notebook test suite found
+notebook 01 on tiny-t5 differing between a warm and a cold execution, and nbval outputs of 13
+and 14 differing; the cause is not yet found (candidates: a library's state imported in the
+zygote before the job's environment, thread pools initialised there).
 """
 from __future__ import annotations
 
@@ -61,8 +65,8 @@ class WarmPool:
     kernels."""
 
     def __init__(self, preload: Sequence[str] = PRELOAD, enabled: Optional[bool] = None, log: Optional[Path] = None):
-        if enabled is None:
-            enabled = os.environ.get("GEOLIP_WARM", "1").strip().lower() not in ("0", "false", "no", "off")
+        if enabled is None:  # opt-in (run_all --warm or GEOLIP_WARM=1): see the module docstring's caveat
+            enabled = os.environ.get("GEOLIP_WARM", "0").strip().lower() in ("1", "true", "yes", "on")
         self.enabled = enabled and hasattr(socket, "send_fds") and hasattr(os, "fork")
         self.preload = tuple(preload)
         self.log = log

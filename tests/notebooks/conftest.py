@@ -11,11 +11,10 @@ several test functions can assert on one execution. Parameters default to the ti
 profile's entry for that notebook (``params/profiles/tiny.yaml``).
 
 The jobs most tests read (:data:`PREFETCH`) are run together on the first call, the way
-``run_all.py`` runs them: two at once, on warm kernels (``geolip_lib.runner.local.run_jobs``).
-Re-executions with other parameters (and nbval's re-execution) use cold kernels one at a
-time, so the tests that compare the two (01's independent executions, 12's timing-only
-rerun, every nbval comparison) also check that warm, parallel kernels give what cold,
-sequential ones give.
+``run_all.py`` runs them: two at once (``geolip_lib.runner.local.run_jobs``). Re-executions
+with other parameters (and nbval's re-execution) run one at a time, so the tests that
+compare the two (01's independent executions, 12's timing-only rerun, every nbval
+comparison) also check that parallel jobs give what sequential ones give.
 """
 from __future__ import annotations
 
@@ -66,7 +65,7 @@ def _prefetch(root) -> None:
     _PREFETCHED["done"] = True
     jobs = [j for j in jobs_for_profile("tiny", notebooks=sorted(_WANTED))
             if j.job_id in PREFETCH.get(j.notebook, []) and not reads_other_jobs(j.notebook)]
-    for res in run_jobs(jobs, root, jobs_at_once=2, warm=True, console=sys.stderr):
+    for res in run_jobs(jobs, root, jobs_at_once=2, warm=False, console=sys.stderr):
         _PREFETCHED[(res.job.notebook, res.job.job_id)] = res
 
 

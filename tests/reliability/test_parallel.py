@@ -69,7 +69,7 @@ def _metrics(box, nb: str, name: str) -> dict:
 @pytest.mark.slow
 def test_two_jobs_run_at_once_on_warm_kernels_with_shared_cores(timed, capsys):
     _profile(timed, [("t", "a", 4.0), ("t", "b", 4.0)])
-    code, lines = timed.main("--jobs", "2", capsys=capsys)
+    code, lines = timed.main("--jobs", "2", "--warm", capsys=capsys)
     assert code == 0, lines
     a, b = _metrics(timed, "t", "a"), _metrics(timed, "t", "b")
     assert max(a["t0"], b["t0"]) < min(a["t1"], b["t1"]), "the two jobs did not overlap"
@@ -107,7 +107,7 @@ def _descendants(pid: int) -> list:
 def _start_two_sleepers(timed):
     _profile(timed, [("t", "a", 120.0), ("t", "b", 120.0)])
     cmd = [sys.executable, "run_all.py", "--profile", str(timed.profile), "--out", str(timed.out), "--no-pdf",
-           "--jobs", "2"]
+           "--jobs", "2", "--warm"]
     env = dict(os.environ, GEOLIP_NOTEBOOKS=str(timed.nbdir))
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)

@@ -79,7 +79,7 @@ def test_executed_notebook_shows_figures_tables_and_no_warnings(built):
 
 def test_console_has_one_line_per_job_and_no_kernel_noise(built):
     lines = [ln for ln in built["stderr"].splitlines() if ln.strip()]
-    job_lines = [ln for ln in lines if " fig / " in ln]
+    job_lines = [ln for ln in lines if " fig / " in ln and " start " not in ln]  # parallel runs also say "start"
     assert len(job_lines) == 2 and all("ok" in ln for ln in job_lines), lines
     assert not any("IPKernelApp" in ln or "Unable to parse" in ln or "Executing" in ln for ln in lines), lines
 
@@ -150,6 +150,7 @@ def test_resume_reruns_exactly_the_stale_jobs(built):
 
 def test_stale_reasons_cover_model_params_and_library(built, monkeypatch):
     monkeypatch.setattr(run_all, "NOTEBOOKS", built["nbdir"])
+    monkeypatch.setenv("GEOLIP_NOTEBOOKS", str(built["nbdir"]))
     job = run_all.jobs_for_profile(str(built["prof"]))[0]
     assert run_all.stale_reasons(job, built["out"]) == []
     import geolip_lib.provenance as prov
@@ -158,6 +159,7 @@ def test_stale_reasons_cover_model_params_and_library(built, monkeypatch):
     assert run_all.stale_reasons(job, built["out"]) == ["geolip_lib code changed"]
     monkeypatch.undo()
     monkeypatch.setattr(run_all, "NOTEBOOKS", built["nbdir"])
+    monkeypatch.setenv("GEOLIP_NOTEBOOKS", str(built["nbdir"]))
     fp = json.loads((built["out"] / "fig" / "a" / run_all.FINGERPRINT).read_text())
     job.model = "tiny-t5"  # a job naming a model depends on its params file
     assert "params/models/tiny-t5.yaml changed" in run_all.stale_reasons(job, built["out"])
