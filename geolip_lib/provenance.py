@@ -24,16 +24,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from .results import ROOT, atomic_write_text
+from .paths import ROOT, cache_root
+from .results import atomic_write_text
 
 LIBRARY = Path(__file__).resolve().parent
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 PACKAGES = {"torch": "torch", "transformers": "transformers", "open_clip": "open_clip_torch", "numpy": "numpy",
             "geolip": "geolip"}
-
-
-def _cache_root() -> Path:
-    return Path(os.environ.get("GEOLIP_CACHE", ROOT / ".cache"))
 
 
 def git_info(root: Path = ROOT) -> dict:
@@ -83,7 +80,7 @@ def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
     path = Path(path).resolve()
     st = path.stat()
     key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
-    cache = cache or _cache_root() / "sha256.json"
+    cache = cache or cache_root() / "sha256.json"
     try:
         known = json.loads(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):

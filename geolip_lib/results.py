@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-REPORTS = ROOT / "reports"
+from .paths import REPORTS, ROOT  # noqa: F401 - re-exported (callers read results.ROOT / REPORTS)
 METRICS_FILE = "metrics.json"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: os.umask can only be read by setting it

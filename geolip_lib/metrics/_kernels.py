@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from .threads import keep_torch_threads
+
 try:  # numba is a pinned dependency; the torch path remains for GPUs and as a fallback
     import numba
 
@@ -88,5 +90,6 @@ def gather_volumes_sq(X: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.nd
     vol_sq = np.empty(m, dtype=np.float64)
     rel = np.empty(m, dtype=np.float64)
     if m:
-        _gather_gram_det(X, idx, vol_sq, rel, float(math.factorial(kp1 - 1)) ** 2)
+        with keep_torch_threads():  # numba's OpenMP layer resets the libgomp torch shares
+            _gather_gram_det(X, idx, vol_sq, rel, float(math.factorial(kp1 - 1)) ** 2)
     return vol_sq, rel

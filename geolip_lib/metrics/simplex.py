@@ -15,7 +15,6 @@ Everything is batched: no Python loop over simplices, only over memory-bounded c
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,24 +24,11 @@ import torch
 from .. import validation as V
 from ._kernels import HAVE_NUMBA, gather_volumes_sq
 from ._util import contig, is_torch, rng_for, to_output
+from .threads import one_torch_thread
 
 #: simplices processed per chunk (bounds memory to chunk * (k+1) * D float64 values); small
 #: chunks keep the gathered rows in cache, which is what makes the batched path fast on CPU
 DEFAULT_CHUNK = 128
-
-
-@contextmanager
-def _one_thread(enabled: bool = True):
-    """Run many tiny batched ops on one intra-op thread (on CPU, spawning threads for
-    (128, 4, D) products costs more than it saves, badly so on a loaded machine)."""
-    prev = torch.get_num_threads()
-    try:
-        if enabled and prev != 1:
-            torch.set_num_threads(1)
-        yield
-    finally:
-        if torch.get_num_threads() != prev:
-            torch.set_num_threads(prev)
 
 
 def _edge_gram(points: torch.Tensor) -> torch.Tensor:
@@ -67,7 +53,7 @@ def _volumes_sq_flat(flat: torch.Tensor, chunk: int) -> tuple[torch.Tensor, torc
     denom = float(math.factorial(k)) ** 2
     vol_sq = torch.empty(n, dtype=torch.float64, device=flat.device)
     rel = torch.empty(n, dtype=torch.float64, device=flat.device)
-    with _one_thread(flat.device.type == "cpu"):
+    with one_torch_thread(flat.device.type == "cpu"):
         for s in range(0, n, chunk):
             pts = flat[s:s + chunk].to(torch.float64)
             det, r = _gram_det_rel(_edge_gram(pts))
@@ -309,7 +295,7 @@ def simplex_volumes_sq_at(X: torch.Tensor, indices: Any, *, chunk: int = DEFAULT
     denom = float(math.factorial(kp1 - 1)) ** 2
     vol_sq = torch.empty(m, dtype=torch.float64, device=X.device)
     rel = torch.empty(m, dtype=torch.float64, device=X.device)
-    with _one_thread(X.device.type == "cpu"):
+    with one_torch_thread(X.device.type == "cpu"):
         for s in range(0, m, chunk):
             rows = idx_t[s:s + chunk]
             pts = torch.index_select(X, 0, rows.reshape(-1)).reshape(rows.shape[0], kp1, -1)

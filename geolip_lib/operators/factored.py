@@ -37,36 +37,18 @@ see that statement, the one place the project states the QK sign balance.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Sequence
 
 import numpy as np
 import torch
 
+from ..metrics.threads import one_torch_thread
 from ..validation import as_tensor, check_positive_int, fail
 
 __all__ = [
     "kv_head_index", "split_heads", "operator_fro_sq", "layer_gram", "sym_eig",
     "dense_operators", "dense_sym_eigvals", "dense_layer_gram",
 ]
-
-
-@contextmanager
-def _small_lapack(t: torch.Tensor):
-    """Run batched small (2·head_dim) LAPACK calls single-threaded on CPU.
-
-    Batched ``eigh`` / ``cholesky`` of many 256 × 256 matrices gains nothing from
-    threads, and on a loaded CPU OpenMP spin-waiting makes them 10-40× slower.
-    """
-    if t.device.type != "cpu":
-        yield
-        return
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 def kv_head_index(n_heads: int, n_kv_heads: int) -> torch.Tensor:
@@ -266,7 +248,7 @@ def sym_eig(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None, top_k: int = 
     a2 = (alpha * alpha)[..., None, None]
     G = torch.cat([torch.cat([QQ * a2, QK], -1), torch.cat([QK.transpose(-1, -2), KK / a2], -1)], -2)
     G = 0.5 * (G + G.transpose(-1, -2))
-    with _small_lapack(G):
+    with one_torch_thread(G.device.type == "cpu"):  # batched small LAPACK calls
         return _sym_eig_from_gram(G, Q, K, idx, alpha, d, top_k, rel_tol)
 
 

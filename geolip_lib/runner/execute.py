@@ -173,13 +173,15 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
 def kernel_env(extra: Optional[dict] = None) -> dict:
     """The kernel's environment: this process's, this checkout first on ``PYTHONPATH`` (kernels
     import this checkout's ``geolip_lib`` and params, whatever an editable install in a shared
-    venv points at), ``OMP_NUM_THREADS`` (:func:`.resources.kernel_threads`), plus ``extra``."""
+    venv points at), ``OMP_NUM_THREADS`` (:func:`.resources.kernel_threads`) and the same
+    ``NUMBA_NUM_THREADS``, plus ``extra``."""
     from .resources import kernel_threads
 
     env = dict(os.environ)
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + parts)
     env.setdefault("OMP_NUM_THREADS", str(kernel_threads()))  # the same whatever --jobs is
+    env.setdefault("NUMBA_NUM_THREADS", env["OMP_NUM_THREADS"])  # numba's pool (default: every core)
     env.update({k: str(v) for k, v in (extra or {}).items()})
     return env
 

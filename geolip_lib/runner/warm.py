@@ -347,6 +347,12 @@ def _apply_threads() -> None:
         threadpool_limits(int(n))
     except ImportError:
         pass
+    numba = sys.modules.get("numba")  # preloaded: its pool size was read from the zygote's environment
+    if numba is not None:
+        try:
+            numba.set_num_threads(min(int(n), numba.config.NUMBA_NUM_THREADS))
+        except Exception:  # noqa: BLE001 - numba's own limits; its default then stays
+            pass
 
 
 def _watch(launcher: int) -> None:

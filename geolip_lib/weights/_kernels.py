@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..metrics.threads import keep_torch_threads
+
 try:  # numba is a pinned dependency; the numpy path below stays as fallback and reference
     import numba
 
@@ -95,7 +97,8 @@ def abs_hist(x: np.ndarray, thresholds) -> tuple:
     if not HAVE_NUMBA:  # pragma: no cover
         return abs_hist_reference(x, thresholds)
     n_chunks = max(1, min(64, x.size // (1 << 16))) * max(1, numba.get_num_threads())
-    hist, part = _abs_hist(x.view(np.int32), tkeys, n_chunks)
+    with keep_torch_threads():  # numba's OpenMP layer resets the libgomp torch shares
+        hist, part = _abs_hist(x.view(np.int32), tkeys, n_chunks)
     # |x| < t: every bin below t's bin, plus the part of t's bin the kernel counted
     below = np.concatenate([[0], np.cumsum(hist)])[tkeys >> SHIFT] + part
     return hist, below
