@@ -59,7 +59,7 @@ import pandas as pd
 
 from geolip_lib import lexical, results, runtime
 from geolip_lib import metrics as M
-from geolip_lib.lexical import alignment as A
+from geolip_lib.lexical import relational_battery as A
 from geolip_lib.lexical import plots, tables
 
 job = runtime.start("04_wordnet_alignment", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL

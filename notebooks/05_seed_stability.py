@@ -56,7 +56,7 @@ import time
 import numpy as np
 
 from geolip_lib import lexical, results, runtime
-from geolip_lib.lexical import alignment as A
+from geolip_lib.lexical import relational_battery as A
 from geolip_lib.lexical import plots, tables
 
 job = runtime.start("05_seed_stability", globals())  # job dir, style, inline figures, seeds, job.lm = MODEL

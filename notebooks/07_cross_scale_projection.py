@@ -26,7 +26,7 @@
 # shuffled-pairing null (the same fit with the token correspondence destroyed).
 #
 # **Seed.** Seed 001 §13b (Qwen3.5-4B → 0.8B). The machinery is generic
-# (`geolip_lib.alignment`): any two paired matrices — two layers, two models — align the
+# (`geolip_lib.procrustes`): any two paired matrices — two layers, two models — align the
 # same way. Offline, no two real models share a tokenizer, so the demo aligns a tiny
 # model pair sharing a vocabulary and MiniLM against itself at random init; the paper
 # profile runs the seed's Qwen3.5 pair.
@@ -59,7 +59,7 @@ PROCRUSTES_SCALING = True  # fit an isotropic scale with the rotation
 import numpy as np
 import pandas as pd
 
-from geolip_lib import alignment as al
+from geolip_lib import procrustes as al
 from geolip_lib import metrics as M
 from geolip_lib import results, runtime
 from geolip_lib.operators import plots

@@ -21,4 +21,4 @@ from .representations import (  # noqa: F401
     prompt_for,
     static_representations,
 )
-from . import alignment  # noqa: F401,E402  (the §2/§3 battery used by notebooks 04 and 05)
+from . import relational_battery  # noqa: F401,E402  (the §2/§3 battery used by notebooks 04 and 05)

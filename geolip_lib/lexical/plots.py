@@ -2,7 +2,7 @@
 
 Every function takes data and returns a :class:`matplotlib.figure.Figure`; the notebook
 shows and saves it with ``job.figure(fig, name)``. Nothing here calls ``plt.show``.
-The inputs are what :mod:`geolip_lib.lexical.alignment` computes (pair arrays of
+The inputs are what :mod:`geolip_lib.lexical.relational_battery` computes (pair arrays of
 ``relational_pairs``, volumes of ``pentachoron_pair``, rows of ``chain_decay``,
 ``lexname_table`` and ``band_table``, per-seed dicts of ``seed_battery``) and the long
 interval frames of :func:`geolip_lib.lexical.tables.interval_rows`.

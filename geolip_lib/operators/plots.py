@@ -7,7 +7,7 @@ Notebook 06 functions take the :func:`~geolip_lib.operators.analyse` dicts of th
 model (``analyses``: ``{group: analysis}``) and of the same architecture at random init
 (``null``: ``{group: analysis}``, possibly empty). Notebook 07 functions
 (:func:`heldout_cosine`, :func:`projection_summary`) take the arrays that
-:mod:`geolip_lib.alignment` computes.
+:mod:`geolip_lib.procrustes` computes.
 """
 from __future__ import annotations
 

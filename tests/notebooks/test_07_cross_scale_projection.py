@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.linalg import orthogonal_procrustes
 
-from geolip_lib import alignment as al
+from geolip_lib import procrustes as al
 from geolip_lib import models
 from geolip_lib.metrics import intervals
 

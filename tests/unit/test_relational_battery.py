@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from geolip_lib import lexical
-from geolip_lib.lexical import alignment as A
+from geolip_lib.lexical import relational_battery as A
 
 pytestmark = pytest.mark.unit
 

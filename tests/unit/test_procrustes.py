@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import ortho_group
 
-from geolip_lib import alignment as al
+from geolip_lib import procrustes as al
 
 pytestmark = pytest.mark.unit
 

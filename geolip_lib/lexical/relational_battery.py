@@ -412,7 +412,7 @@ def pentachoron_intervals(volumes: dict, *, n_boot: int = 1000, seed: int = 0) -
     """Bootstrap intervals over the simplices of :func:`pentachoron_pair`'s volumes:
     ``static_cv`` and ``encoder_cv`` (each over its space's valid simplices, BCa) and
     ``volume_corr`` (the simplices valid in both, each resampled with both its volumes)."""
-    from ..alignment import paired_pearson
+    from ..procrustes import paired_pearson
     from ..metrics import intervals
 
     vs, ve = np.asarray(volumes["static"], np.float64), np.asarray(volumes["encoder"], np.float64)

@@ -4,11 +4,11 @@ Generic over any two matrices whose rows are paired (token embeddings of two mod
 share a tokenizer, two layers' hidden states for the same inputs...). Seed 001 §13b uses it
 for a cross-scale projection (Qwen3.5-4B → 0.8B):
 
-    pca = alignment.pca_fit(X_large[pca_rows], n_components=Y_small.shape[1])
-    Xp = alignment.pca_transform(pca, X_large)
-    fit = alignment.procrustes_fit(Xp[anchors], Y_small[anchors])
-    Xa = alignment.procrustes_apply(fit, Xp)
-    cos = alignment.row_cosine(Xa[test], Y_small[test])
+    pca = procrustes.pca_fit(X_large[pca_rows], n_components=Y_small.shape[1])
+    Xp = procrustes.pca_transform(pca, X_large)
+    fit = procrustes.procrustes_fit(Xp[anchors], Y_small[anchors])
+    Xa = procrustes.procrustes_apply(fit, Xp)
+    cos = procrustes.row_cosine(Xa[test], Y_small[test])
 
 Fixes relative to the seed: ``scipy.linalg.orthogonal_procrustes`` returns the *sum of the
 singular values* of ``AᵀB`` as its second output, which the seed printed as a "scale
