@@ -60,6 +60,7 @@ import torch
 from ..models.adapters import (ATTN_ROLES, MATRIX_ROLES, Catalog, catalog as build_catalog, clean_weight,
                                strip_interleaved)
 from . import _kernels
+from ..metrics.position_bias import head_topology
 from .spectral import qk_factored, qk_seed_form, sign_counts, spectrum_stats, svdvals
 from .store import TensorStore
 
@@ -440,24 +441,9 @@ def position_bias_table(store: TensorStore, cat: Catalog, *, local_buckets: int 
     rows, tables = [], {}
     for e in cat.select(role="pos_bias"):
         T = store.get(e, torch.float64).numpy()
-        nb, nh = T.shape
-        bidir = e.stack != "decoder"
-        half = nb // 2 if bidir else nb
-        dist = np.arange(nb) % half if bidir else np.arange(nb)
         tables[e.key] = T
-        for h in range(nh):
-            bias = T[:, h]
-            near = bias[: half // 2 + 1] if bidir else bias[: half // 2]
-            dif = np.diff(near)
-            mono = float((dif <= 0).mean()) if dif.size else float("nan")
-            dc = float(np.corrcoef(dist, bias)[0, 1]) if bias.std() > 0 else float("nan")
-            pk = int(np.argmax(bias))
-            pd_ = int(dist[pk])
-            kind = "local" if pd_ < local_buckets else ("global" if pd_ >= half - local_buckets else "mixed")
-            kind_seed = "local" if pk <= 2 else ("global" if pk >= nb - 3 else "mixed")
-            rows.append({"name": e.key, "stack": e.stack, "attn": e.attn, "head": h, "min": float(bias.min()),
-                         "max": float(bias.max()), "monotonic": mono, "dist_corr": dc, "peak_bucket": pk,
-                         "peak_distance": pd_, "type": kind, "type_seed": kind_seed})
+        for r in head_topology(T, bidirectional=e.stack != "decoder", local_buckets=local_buckets):
+            rows.append({"name": e.key, "stack": e.stack, "attn": e.attn, **r})
     return pd.DataFrame(rows), tables
 
 
