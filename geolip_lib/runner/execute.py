@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import logging
+import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -20,11 +21,15 @@ import traceback
 from pathlib import Path
 from typing import Optional
 
-from geolip_lib.params import ROOT
+import nbformat
+import papermill as pm
+from jupyter_core.utils import run_sync
 
+from ..paths import REPORTS  # noqa: F401 - re-exported (the default output root)
 from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
+from .resources import kernel_env  # noqa: F401 - re-exported (the kernel environment lives with the thread budget)
+from .warm import SOCKET_ENV, kernel_manager
 
-REPORTS = ROOT / "reports"
 TIMING = "job_timing.json"  # not timing.json: notebooks 12 and 14 write their own
 
 #: set by the runner's SIGINT handler (some library may swallow the KeyboardInterrupt)
@@ -68,8 +73,6 @@ class JobInterrupted(Exception):
 
 def kill_all_kernels() -> int:
     """Kill every running kernel with its process group (Ctrl-C): no orphan survives the runner."""
-    import signal
-
     with _KERNELS_LOCK:
         kms = list(_KERNELS.values())
     for km in kms:
@@ -94,11 +97,6 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
     A Ctrl-C (:data:`INTERRUPTED`) removes the partial result and raises
     :class:`KeyboardInterrupt` in the main thread, :class:`JobInterrupted` elsewhere.
     """
-    import papermill as pm
-    from jupyter_core.utils import run_sync
-
-    from .warm import SOCKET_ENV, kernel_manager
-
     out_root = Path(out_root).resolve() if out_root else REPORTS / job.profile
     final = job_dir(job, out_root)
     partial = final.parent / f".{job.job_id}.partial"
@@ -170,29 +168,11 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
     return JobResult(job, True, final, time.perf_counter() - t0, device=device)
 
 
-def kernel_env(extra: Optional[dict] = None) -> dict:
-    """The kernel's environment: this process's, this checkout first on ``PYTHONPATH`` (kernels
-    import this checkout's ``geolip_lib`` and params, whatever an editable install in a shared
-    venv points at), ``OMP_NUM_THREADS`` (:func:`.resources.kernel_threads`) and the same
-    ``NUMBA_NUM_THREADS``, plus ``extra``."""
-    from .resources import kernel_threads
-
-    env = dict(os.environ)
-    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + parts)
-    env.setdefault("OMP_NUM_THREADS", str(kernel_threads()))  # the same whatever --jobs is
-    env.setdefault("NUMBA_NUM_THREADS", env["OMP_NUM_THREADS"])  # numba's pool (default: every core)
-    env.update({k: str(v) for k, v in (extra or {}).items()})
-    return env
-
-
 def _stop(km) -> None:
     if km is None:
         return
     with _KERNELS_LOCK:
         _KERNELS.pop(id(km), None)
-    from jupyter_core.utils import run_sync
-
     try:
         if km.has_kernel:
             run_sync(km.shutdown_kernel)(now=True)
@@ -265,8 +245,6 @@ def _repoint_injected(executed: Path, partial: Path, final: Path) -> None:
     """The injected parameters cell and papermill's metadata name the temporary directory;
     point them at the final one (the executed notebook is shown as HTML, and a stale
     ``.partial`` path misleads)."""
-    import nbformat
-
     nb = nbformat.reads(executed.read_text(encoding="utf-8").replace(json.dumps(str(partial))[1:-1],
                                                                    json.dumps(str(final))[1:-1]), as_version=4)
     nbformat.write(nb, str(executed))  # the injected cell and papermill's metadata (parameters, output_path)

@@ -15,7 +15,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from geolip_lib.params import PARAMS, ROOT, ParamsError, load_model_params, load_profile, model_names
+import nbformat
+
+from ..params import PARAMS, ROOT, ParamsError, load_model_params, load_profile, model_names
+from ..provenance import library_hash
 
 
 def notebooks_dir() -> Path:
@@ -29,8 +32,6 @@ def notebook_path(notebook: str) -> Path:
 
 @functools.lru_cache(maxsize=256)
 def _read(path: str, mtime_ns: int):
-    import nbformat
-
     return nbformat.read(path, as_version=4)
 
 
@@ -231,8 +232,6 @@ def job_models(job: Job) -> list[str]:
 
 def fingerprint(job: Job) -> dict:
     """What a finished job's result depends on (compared by ``--resume``)."""
-    from geolip_lib.provenance import library_hash
-
     models = {}
     for m in job_models(job):
         f = PARAMS / "models" / f"{m}.yaml"

@@ -20,9 +20,13 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from ..models.loading import hub_problem
+from ..params import load_model_params
+from ..paths import REPORTS
 from .execute import execute_job, kill_all_kernels, recover
-from .jobs import Job, JobResult, stale_reasons
+from .jobs import Job, JobResult, job_models, jobs_for_profile, notebook_defaults, stale_reasons
 from .lock import prepare_root, run_lock
+from .plan import check_fit, make_plan
 from .resources import default_jobs, visible_gpus
 from .schedule import Interrupted, Running, schedule  # noqa: F401 - Interrupted: what run_all.py catches
 from .warm import WarmPool
@@ -32,8 +36,6 @@ def gpus_wanted(job: Job) -> int:
     """GPUs one job needs: its model's ``gpus:`` (default 1); jobs without a model need 1."""
     if not job.model:
         return 1
-    from geolip_lib.params import load_model_params
-
     return load_model_params(job.model).gpus or 1
 
 
@@ -195,9 +197,6 @@ def planned_devices(jobs: Sequence[Job], gpus: Sequence[str], n: int) -> dict:
 
 def plan_for(jobs: Sequence[Job], out_root: Path, jobs_at_once: Optional[int] = None):
     """The run's plan (:mod:`.plan`) with this executor's device assignment."""
-    from .jobs import notebook_defaults
-    from .plan import make_plan
-
     gpus = visible_gpus()
     n = jobs_at_once or default_jobs(gpus)
     return make_plan(jobs, devices=planned_devices(jobs, gpus, n), parallel=n, out_root=out_root,
@@ -207,9 +206,6 @@ def plan_for(jobs: Sequence[Job], out_root: Path, jobs_at_once: Optional[int] = 
 def _obtainable(jobs: Sequence[Job]) -> list:
     """The jobs whose models can be obtained: a hub model neither cached nor reachable is left
     out of the plan (its jobs fail at once with their one line, as without a plan)."""
-    from geolip_lib.models.loading import hub_problem
-    from .jobs import job_models
-
     problems: dict = {}
     out = []
     for job in jobs:
@@ -231,10 +227,6 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
     memory (:func:`.plan.check_fit`: one-line ``PlanError``); it is computed while the
     warm-kernel zygote imports.
     """
-    from .execute import REPORTS
-    from .jobs import jobs_for_profile
-    from .plan import check_fit
-
     console = console or sys.stderr
     jobs = jobs_for_profile(profile, models, notebooks)
     out_root = prepare_root(Path(out_root) if out_root else REPORTS / Path(profile).stem).resolve()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -49,8 +50,6 @@ def run_lock(out_root: Path, console=None):
     A second run exits at once naming the running pid; a lock whose process is gone (same
     host) is taken over with a line saying so.
     """
-    import socket
-
     path = Path(out_root) / LOCK
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     for _ in range(3):

@@ -47,7 +47,8 @@ import uuid
 from pathlib import Path
 from typing import Optional, Sequence
 
-from geolip_lib.params import ROOT
+from ..paths import ROOT
+from ..provenance import library_hash
 
 from .execute import DISK_FULL, _fail, _is_disk_full, _one_line_error, _repoint_injected, execute_job, publish
 from .jobs import Job, JobResult, job_dir, reads_other_jobs
@@ -233,8 +234,6 @@ def _remove_orphans() -> None:
 def _probe(path: str, token: str) -> dict:
     """Start-up check on one node: does it see the driver's probe file, and its checkout?"""
     import ray
-
-    from geolip_lib.provenance import library_hash
 
     try:
         seen = Path(path).read_text(encoding="utf-8") == token
@@ -435,8 +434,6 @@ def check_cluster(out_root: Path, mode: str, runtime_env: dict) -> list[dict]:
     (same ``geolip_lib`` code). One-line :class:`RunError` otherwise."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    from geolip_lib.provenance import library_hash
 
     token = uuid.uuid4().hex
     probe_file = out_root / f".ray-probe-{token[:12]}"

@@ -6,7 +6,9 @@ import functools
 import os
 import shutil
 import subprocess
-from typing import Sequence
+from typing import Optional, Sequence
+
+from ..paths import ROOT
 
 
 def visible_gpus() -> list[str]:
@@ -42,3 +44,17 @@ def kernel_threads() -> int:
     ~1e-8 between 1 and 2 threads), so a thread count that followed ``--jobs`` would make
     ``--jobs 2`` differ from ``--jobs 1``. An ``OMP_NUM_THREADS`` set by the user wins."""
     return max(1, (os.cpu_count() or 1) // default_jobs(visible_gpus()))
+
+
+def kernel_env(extra: Optional[dict] = None) -> dict:
+    """The kernel's environment: this process's, this checkout first on ``PYTHONPATH`` (kernels
+    import this checkout's ``geolip_lib`` and params, whatever an editable install in a shared
+    venv points at), ``OMP_NUM_THREADS`` (:func:`.resources.kernel_threads`) and the same
+    ``NUMBA_NUM_THREADS``, plus ``extra``."""
+    env = dict(os.environ)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + parts)
+    env.setdefault("OMP_NUM_THREADS", str(kernel_threads()))  # the same whatever --jobs is
+    env.setdefault("NUMBA_NUM_THREADS", env["OMP_NUM_THREADS"])  # numba's pool (default: every core)
+    env.update({k: str(v) for k, v in (extra or {}).items()})
+    return env

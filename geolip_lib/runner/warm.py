@@ -39,16 +39,26 @@ zygote before the job's environment, thread pools initialised there).
 """
 from __future__ import annotations
 
+import copy
+import ctypes
+import importlib
 import json
 import os
 import select
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
+import time
+import traceback
 from pathlib import Path
 from typing import Optional, Sequence
+
+# the launcher (``launch``) is exec'd once per kernel: this module imports only the standard
+# library and the thread budget at module level, so that it starts in milliseconds
+from .resources import kernel_env
 
 SOCKET_ENV = "GEOLIP_WARM_SOCKET"
 PID_ENV = "GEOLIP_WARM_PID"
@@ -77,10 +87,6 @@ class WarmPool:
     def __enter__(self) -> "WarmPool":
         if not self.enabled:
             return self
-        import subprocess
-
-        from .execute import kernel_env
-
         self.dir = tempfile.mkdtemp(prefix="geolip-warm-")
         self.path = os.path.join(self.dir, "zygote.sock")
         env = kernel_env({"MPLBACKEND": "module://matplotlib_inline.backend_inline"})
@@ -125,8 +131,6 @@ class WarmPool:
 
 def warm_kernel_spec(spec):
     """A copy of an ipykernel ``spec`` whose argv starts the kernel through the launcher."""
-    import copy
-
     argv = list(spec.argv)
     try:
         i = argv.index("ipykernel_launcher")
@@ -199,8 +203,6 @@ def launch(argv: list) -> int:
 def _wait_for(path: str, pid: str, limit_s: float = 180.0) -> None:
     """A zygote still importing: wait for its socket while it is alive (a cold start would
     pay the same imports), at most ``limit_s``."""
-    import time
-
     t0 = time.monotonic()
     while not os.path.exists(path) and time.monotonic() - t0 < limit_s:
         if not (pid.isdigit() and os.path.exists(f"/proc/{pid}")):
@@ -224,8 +226,6 @@ def _recv_line(sock) -> bytes:
 # ---------------------------------------------------------------------------- the zygote
 def serve(path: str, preload: Sequence[str], parent: int) -> None:
     """Import ``preload``, then fork a kernel per connection until told to stop."""
-    import importlib
-
     _die_with_parent()
     for mod in preload:
         try:
@@ -321,8 +321,6 @@ def _become_kernel(conn, fds, req) -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0
     except BaseException:  # noqa: BLE001 - printed to the job's kernel.log
-        import traceback
-
         traceback.print_exc()
     finally:
         try:
@@ -372,8 +370,6 @@ def _watch(launcher: int) -> None:
 def _die_with_parent() -> None:
     """The zygote dies with the runner, even when the runner is killed (Linux prctl)."""
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):

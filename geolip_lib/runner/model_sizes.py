@@ -1,0 +1,160 @@
+"""Sizing a model without loading it, for the run plan (:mod:`.plan`, whose docstring says
+where each number comes from): parameter count, largest tensor, width, download size and
+whether its files are on disk — from the config on the meta device when one is at hand,
+else from the params file's ``size_note``."""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from huggingface_hub import constants as hf_constants
+from huggingface_hub import try_to_load_from_cache
+
+from ..models import preflight
+from ..models.twin import TWIN_MAX_PARAMS
+from ..params import load_model_params
+from ..paths import resolve
+
+GB = 1e9
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+TWIN_TENSORS = 2  # tensors of a generated twin held at once (the one read + the one being drawn)
+LARGEST_SHARE, LARGEST_CAP = 0.3, 248_320 * 4096  # size_note bounds (plan's module docstring)
+
+
+class PlanError(RuntimeError):
+    """A run that cannot fit (one line naming the job and the shortfall), or a model the plan cannot size."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the plan knows about one model (see the module docstring for the sources)."""
+
+    name: str
+    params: int
+    largest: int  # elements of the largest tensor
+    width: int
+    dtype: str  # load dtype (params file)
+    download: int  # bytes of the model's files (hub snapshot / open_clip checkpoint); 0: nothing to fetch
+    present: bool  # those files are already on disk
+    files_dir: Optional[Path]  # where they are / will be
+    has_safetensors: bool  # lm.weights_dir needs no copy
+    open_clip_checkpoint: bool  # loaded through a CPU state dict (transient 2 M)
+    source: str  # "config on meta device" | "params file size_note"
+    download_source: str  # "measured" | "config x dtype" | "size_note" | "none"
+
+    @property
+    def bytes(self) -> int:
+        return self.params * DTYPE_BYTES[self.dtype]
+
+    @property
+    def largest_bytes(self) -> int:
+        return self.largest * DTYPE_BYTES[self.dtype]
+
+    def twin_weights_bytes(self) -> int:
+        """Memory of the twin's weights: the whole twin up to TWIN_MAX_PARAMS, else a few generated tensors."""
+        return self.bytes if self.params <= TWIN_MAX_PARAMS else TWIN_TENSORS * self.largest_bytes
+
+
+_NUM = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def parse_size_note(note: str) -> tuple[Optional[int], Optional[int]]:
+    """``"11B parameters, 22 GB in float16"`` -> ``(11e9, 22e9)``; either is None when absent.
+
+    Decimal units (1 GB = 1e9 bytes), as model cards write them.
+    """
+    n = re.search(r"([\d.]+)\s*([KMBT]?)\s*param", note, re.I)
+    s = re.search(r"([\d.]+)\s*([KMGT])B\b", note)
+    params = int(float(n.group(1)) * _NUM[n.group(2).upper()]) if n else None
+    size = int(float(s.group(1)) * _NUM[s.group(2).upper()]) if s else None
+    return params, size
+
+
+def _weight_files(d: Path) -> list[Path]:
+    files = sorted(d.glob("*.safetensors"))
+    return files or sorted(d.glob("pytorch_model*.bin")) + sorted(d.glob("open_clip_*model*.bin"))
+
+
+def hf_cache_dir() -> Path:
+    return Path(os.environ.get("HF_HUB_CACHE") or hf_constants.HF_HUB_CACHE)
+
+
+def _open_clip_checkpoint(p) -> tuple[Optional[Path], bool]:
+    """(checkpoint file when present, True when it is a hub download) of an open_clip ``pretrained``."""
+    if not p.pretrained:
+        return None, False
+    if "/" in p.pretrained or p.pretrained.endswith((".bin", ".pt", ".safetensors")):
+        f = resolve(p.pretrained)
+        return (f if f.is_file() else None), False
+    import open_clip  # heavy optional dependency: only for open_clip pretrained tags
+
+    repo = (open_clip.get_pretrained_cfg(p.id, p.pretrained) or {}).get("hf_hub", "").strip("/")
+    for fname in ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"):
+        hit = try_to_load_from_cache(repo, fname, cache_dir=str(hf_cache_dir())) if repo else None
+        if isinstance(hit, str):
+            return Path(hit), True
+    return None, True
+
+
+@functools.lru_cache(maxsize=None)
+def model_info(name: str) -> ModelInfo:
+    """Size a model without loading its weights (see the module docstring for the sources)."""
+    p = load_model_params(name)
+    found = preflight.model_config(p)
+    files_dir = found[2] if found else None
+    if found is not None:
+        cfg, kind, _ = found
+        model = preflight.meta_model(p, cfg, kind)
+        params = sum(t.numel() for t in model.parameters())  # a shared Parameter is listed once
+        largest = max(t.numel() for t in model.parameters())
+        width = int(cfg.get("hidden_size") or cfg.get("d_model") or cfg.get("embed_dim")
+                    or (cfg.get("text_config") or {}).get("hidden_size") or math.isqrt(largest))
+        stored = str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32").replace("torch.", "")
+        source = "config on meta device"
+        download, dl_source = params * DTYPE_BYTES.get(stored, 4), "config x dtype"
+        del model
+    else:
+        n, size = parse_size_note(p.size_note)
+        if n is None and size is None:
+            raise PlanError(f"model '{p.name}': no config at hand ('{p.id}' is not in the Hugging Face cache and "
+                            f"no local_dir) and no size_note; add size_note: \"<N>B parameters, <S> GB\" to "
+                            f"params/models/{p.name}.yaml or set local_dir:")
+        params = n if n is not None else size // DTYPE_BYTES[p.dtype]
+        largest = int(min(LARGEST_SHARE * params, LARGEST_CAP))
+        width = math.isqrt(params // 100)
+        source = "params file size_note"
+        download, dl_source = (size, "size_note") if size is not None else (params * DTYPE_BYTES[p.dtype],
+                                                                          "size_note x dtype")
+    present, is_oc = False, p.family == "open_clip"
+    oc_checkpoint = is_oc and p.source == "open_clip" and not p.local_dir
+    if p.source == "tiny":
+        download, dl_source, present = 0, "none", True  # built locally (its cache counts as a cache)
+    elif oc_checkpoint:
+        ckpt, from_hub = _open_clip_checkpoint(p)
+        if ckpt is not None:
+            download, dl_source, present, files_dir = ckpt.stat().st_size, "measured", True, ckpt.parent
+        elif from_hub:
+            download = params * 4 if dl_source == "config x dtype" else download  # open_clip checkpoints: float32
+            files_dir = hf_cache_dir()
+    elif files_dir is not None and _weight_files(files_dir):
+        download = sum(f.stat().st_size for f in _weight_files(files_dir))  # follows the cache's symlinks
+        dl_source, present = "measured", True
+    elif p.source == "hub" and not p.local_dir:
+        files_dir = hf_cache_dir()
+    has_st = (not is_oc and p.source != "tiny" and (files_dir is None or not present
+                                                    or any(files_dir.glob("*.safetensors"))))
+    if p.source == "tiny":
+        has_st = p.dtype == "float32"  # tiny files are float32; another dtype is written lazily
+    elif is_oc and not oc_checkpoint:
+        has_st = p.dtype == "float32" and files_dir is not None and any(files_dir.glob("*.safetensors"))
+    return ModelInfo(name=p.name, params=int(params), largest=int(largest), width=int(width), dtype=p.dtype,
+                     download=int(download), present=present, files_dir=files_dir, has_safetensors=has_st,
+                     open_clip_checkpoint=oc_checkpoint, source=source, download_source=dl_source)
+
+
+__all__ = ["DTYPE_BYTES", "GB", "ModelInfo", "PlanError", "TWIN_MAX_PARAMS", "hf_cache_dir", "model_info", "parse_size_note"]
