@@ -34,26 +34,20 @@ result removed) and raises :class:`local.Interrupted`.
 from __future__ import annotations
 
 import dataclasses
-import io
-import logging
 import os
 import shutil
-import socket
 import sys
-import tarfile
-import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Optional, Sequence
 
 from ..paths import ROOT
-from ..provenance import library_hash
-
-from .execute import DISK_FULL, _fail, _is_disk_full, _one_line_error, _repoint_injected, execute_job, publish
+from .execute import DISK_FULL, _fail, _is_disk_full, _one_line_error, _repoint_injected, publish
 from .jobs import Job, JobResult, job_dir, reads_other_jobs
 from .local import Interrupted, Progress, gpus_wanted
 from .lock import RunError
+from .ray_cluster import _is_local_cluster, _route_ray_logs, check_cluster, connect  # noqa: F401 - connect re-exported
+from .ray_worker import TMP_PREFIX, _finished_metrics, _untar, _worker_job  # noqa: F401 - TMP_PREFIX re-exported
 from .schedule import Running, schedule
 
 MODES = ("shared", "return")
@@ -62,207 +56,7 @@ MODES = ("shared", "return")
 FORWARDED_ENV = ("GEOLIP_NOTEBOOKS", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TQDM_DISABLE",
                  "PYDEVD_DISABLE_FILE_VALIDATION", "MPLBACKEND")
 DIED = "the Ray worker running it died"
-TMP_PREFIX = "geolip-ray-"
 DRIVER_LOG = ".ray-driver.log"
-
-
-# ----------------------------------------------------------------------------- connecting
-
-
-def connect(address: Optional[str] = None, *, log_file: Optional[Path] = None, console=None) -> bool:
-    """Join the Ray cluster at ``address`` / ``$RAY_ADDRESS``, or start a local Ray.
-
-    Returns True when this call started a local Ray (the caller shuts it down), False when
-    it joined a cluster or this process was already connected. Ray's own messages go to
-    ``log_file`` (the console keeps one line per job); failures are one-line :class:`RunError`.
-    """
-    import ray
-
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    if address:
-        _check_reachable(address)
-    if ray.is_initialized():
-        return False
-    # only errors on the console while Ray starts; then Ray's log lines go to log_file
-    opts = dict(log_to_driver=False, logging_level=logging.ERROR)
-    if address:
-        try:
-            ray.init(address=address, **opts)
-        except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError, auth errors
-            raise RunError(f"--ray-address {address}: could not join that Ray cluster ({_one_line_error(exc)}); "
-                           "check the address (`ray status` on the head shows it) and, with token authentication, "
-                           "that this box has the cluster's token (ray get-auth-token)") from None
-        _route_ray_logs(log_file)
-        return False
-    cores = os.cpu_count() or 1
-    for attempt in (1, 2):
-        try:
-            # A light local Ray: no dashboard, a small object store (results travel as files in
-            # shared mode); workers' output is not echoed (each job has its kernel.log).
-            ray.init(num_cpus=cores, include_dashboard=False, object_store_memory=512 * 1024 ** 2, **opts)
-            break
-        except Exception as exc:  # noqa: BLE001 - Ray's start-up timeout is a bare Exception
-            # Ray 2.60's raylet gives its agents a fixed 15 s to report their ports and aborts
-            # otherwise (ray-project/ray#65983); on a busy box a second start often makes it.
-            if attempt == 1 and "timed out during startup" in str(exc):
-                print("a local Ray did not start in time (its agents were too slow: a busy machine?); "
-                      "trying once more", file=console or sys.stderr, flush=True)
-                ray.shutdown()
-                continue
-            raise RunError(f"could not start a local Ray ({_one_line_error(exc)}); its logs are in "
-                           f"{_ray_session_logs()} (raylet.out). On a busy machine its agents can miss Ray's "
-                           "start-up deadline: retry, or start one with `ray start --head` and pass "
-                           "--ray-address") from None
-    _route_ray_logs(log_file)
-    return True
-
-
-def _route_ray_logs(log_file: Optional[Path]) -> None:
-    """After ``ray.init``: Ray's Python log lines (the ``ray`` logger, which ``ray.init`` gave a
-    stderr handler) and the raylet's error messages go to ``log_file``, not the console."""
-    ray_log = logging.getLogger("ray")
-    ray_log.propagate = False
-    for h in list(ray_log.handlers):
-        ray_log.removeHandler(h)
-        if getattr(h, "_geolip", False):
-            h.close()
-    _quiet_error_messages()
-    if log_file is None:
-        ray_log.addHandler(logging.NullHandler())
-        return
-    handler = logging.FileHandler(log_file, encoding="utf-8")
-    handler._geolip = True
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    ray_log.addHandler(handler)
-    ray_log.setLevel(logging.INFO)
-
-
-def _quiet_error_messages() -> None:
-    """The raylet's error messages (a worker died: a paragraph) to the driver log, not stdout.
-    Hand-written: Ray 2.60 prints them from a background thread of the driver
-    (``worker.listen_error_messages`` -> ``print_to_stdstream``) with no switch; the job's
-    FAIL line says what happened."""
-    import ray._private.worker as rw
-
-    printer = getattr(rw, "print_to_stdstream", None)
-    if printer is None or getattr(printer, "_geolip", False):
-        return
-    ray_log = logging.getLogger("ray")
-
-    def to_log(data, ignore_prefix: bool = False):
-        if data.get("pid") == "raylet":
-            for line in data.get("lines", []):
-                ray_log.warning("(raylet) %s", line)
-            return
-        printer(data, ignore_prefix)
-
-    to_log._geolip = True
-    rw.print_to_stdstream = to_log
-
-
-def _ray_session_logs() -> str:
-    return os.path.join(tempfile.gettempdir(), "ray", "session_latest", "logs")
-
-
-def _check_reachable(address: str) -> None:
-    """One line for an address nothing listens on. Hand-written because ``ray.init`` retries
-    an unreachable GCS for minutes, printing a warning every few seconds."""
-    if address == "auto":
-        return  # Ray looks for a cluster started on this box
-    if address.startswith("ray://"):
-        raise RunError(f"--ray-address {address}: Ray Client addresses are not supported; pass the cluster's "
-                       "GCS address <head-ip>:6379 and run run_all.py on a box of the cluster's network")
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise RunError(f"--ray-address {address}: expected <head-ip>:<port>, e.g. 10.0.0.1:6379 "
-                       "(the address `ray start --head --port=6379` prints)")
-    try:
-        with socket.create_connection((host, int(port)), timeout=5):
-            pass
-    except OSError as exc:
-        raise RunError(f"--ray-address {address}: nothing answers there ({exc.strerror or exc}); start the head "
-                       "with `ray start --head --port=6379` and pass <head-ip>:6379, or leave --ray-address "
-                       "out (and unset RAY_ADDRESS) for a local Ray") from None
-
-
-# ----------------------------------------------------------------------------- on the worker
-
-
-def _device(cpus: int) -> tuple[dict, str]:
-    """The kernel's environment and the device label for the task running here."""
-    import ray
-
-    ip = ray.util.get_node_ip_address()
-    gpu_ids = [str(g) for g in ray.get_runtime_context().get_accelerator_ids().get("GPU", [])]
-    env = {"OMP_NUM_THREADS": str(cpus)}
-    if gpu_ids:
-        env["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES") or ",".join(gpu_ids)
-        return env, f"ray:{ip}:cuda:{','.join(gpu_ids)}"
-    return env, f"ray:{ip}:cpu"
-
-
-def _worker_job(job: Job, out_root: str, mode: str, cpus: int, inputs: Optional[bytes] = None):
-    """The Ray task: run one job on this worker. ``shared``: into ``out_root`` itself;
-    ``return``: into a temporary root, sending back ``(tmp_root, tar of the job directory)``."""
-    env, device = _device(cpus)
-    if mode == "shared":
-        return execute_job(job, Path(out_root), env=env, device=device), None
-    _remove_orphans()
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
-    try:
-        if inputs:
-            _untar(inputs, tmp)
-        res = execute_job(job, tmp, env=env, device=device)
-        return res, (str(tmp), _tar(res.job_dir) if Path(res.job_dir).is_dir() else None)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _remove_orphans() -> None:
-    """Temporary roots left by workers that died (killed, cancelled): removed by the next task
-    on that box. Hand-written: Ray cleans its own session directory, not a task's files."""
-    for d in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
-        try:
-            pid = int(d.name[len(TMP_PREFIX):].split("-", 1)[0])
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, PermissionError, OSError):
-            pass
-
-
-def _probe(path: str, token: str) -> dict:
-    """Start-up check on one node: does it see the driver's probe file, and its checkout?"""
-    import ray
-
-    try:
-        seen = Path(path).read_text(encoding="utf-8") == token
-    except OSError:
-        seen = False
-    return {"ip": ray.util.get_node_ip_address(), "node": ray.get_runtime_context().get_node_id(),
-            "sees_out_root": seen, "library": library_hash(), "root": str(ROOT)}
-
-
-def _tar(directory: Path) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(str(directory), arcname=".")
-    return buf.getvalue()
-
-
-def _untar(data: bytes, dest: Path) -> None:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        tar.extractall(dest, filter="data")  # refuses absolute paths, links out of dest
-
-
-def _finished_metrics(out_root: Path) -> bytes:
-    """Every finished job's ``metrics.json`` under ``out_root`` (what 03 and 15 read)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for f in sorted(out_root.glob("*/*/metrics.json")):
-            if not f.parent.name.startswith(".") and not f.parent.name.endswith(".failed"):
-                tar.add(str(f), arcname=str(f.relative_to(out_root)))
-    return buf.getvalue()
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -428,48 +222,6 @@ def _unpack(out_root: Path, res: JobResult, payload) -> JobResult:
         return JobResult(job, False, staging, res.seconds, error=msg, device=res.device)
 
 
-def check_cluster(out_root: Path, mode: str, runtime_env: dict) -> list[dict]:
-    """At start: every alive node runs a probe task. ``shared`` needs each node to see the
-    driver's output root; every node other than the driver's needs the driver's checkout
-    (same ``geolip_lib`` code). One-line :class:`RunError` otherwise."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    token = uuid.uuid4().hex
-    probe_file = out_root / f".ray-probe-{token[:12]}"
-    probe_file.write_text(token, encoding="utf-8")
-    probe = ray.remote(num_cpus=0, max_retries=0)(_probe)
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    try:
-        refs = [probe.options(runtime_env=runtime_env, scheduling_strategy=NodeAffinitySchedulingStrategy(
-            n["NodeID"], soft=False)).remote(str(probe_file), token) for n in nodes]
-        try:
-            found = ray.get(refs, timeout=300)
-        except ray.exceptions.GetTimeoutError:
-            raise RunError("the Ray nodes did not answer a start-up probe within 300 s (`ray status` on the head "
-                           "shows whether they are alive)") from None
-        except ray.exceptions.RayError as exc:
-            cause = getattr(exc, "cause", None) or exc
-            raise RunError(f"a Ray node cannot run this checkout's code ({_one_line_error(cause)}); every box needs "
-                           f"this checkout at {ROOT} with its .venv, and `ray start` run from that .venv") from None
-    finally:
-        probe_file.unlink(missing_ok=True)
-    here = ray.get_runtime_context().get_node_id()
-    mine = library_hash()
-    for f in found:
-        if f["node"] != here and (f["root"] != str(ROOT) or f["library"] != mine):
-            raise RunError(f"Ray node {f['ip']}: its checkout ({f['root']}) differs from this one ({ROOT}: geolip_lib "
-                           "code or path); put the same checkout at the same path on every box (git pull there), "
-                           "or use a shared filesystem")
-    if mode == "shared":
-        blind = sorted({f["ip"] for f in found if not f["sees_out_root"]})
-        if blind:
-            raise RunError(f"--ray-results shared: Ray node(s) {', '.join(blind)} do not see the output root "
-                           f"{out_root} (not on shared storage); pass --ray-results return, or --out <a directory "
-                           "every node mounts at the same path>")
-    return found
-
-
 def run_jobs_ray(jobs: Sequence[Job], out_root: Path, *, resume: bool = False, console=None,
                  address: Optional[str] = None, results: Optional[str] = None,
                  num_cpus_per_job: Optional[int] = None) -> list[JobResult]:
@@ -505,9 +257,3 @@ def run_jobs_ray(jobs: Sequence[Job], out_root: Path, *, resume: bool = False, c
             _route_ray_logs(None)  # closes the log file
 
 
-def _is_local_cluster() -> bool:
-    """An already-joined Ray whose only node is this box (a local Ray started by this process)."""
-    import ray
-
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    return len(nodes) == 1 and nodes[0].get("NodeID") == ray.get_runtime_context().get_node_id()
