@@ -12,10 +12,12 @@ from .cosine import (
     cosine_matrix,
     cosine_stats,
     distribution_stats,
+    mean_offdiag_cosine,
     normalize_rows,
     pairwise_cosines,
-    sample_rows,
+    row_cosine,
 )
+from .sampling import anchor_test_split, random_pairs, sample_rows, train_val_split
 from .simplex import (
     SimplexCVResult,
     cayley_menger_volume,
@@ -51,4 +53,5 @@ __all__ = [
     "pentachoron_cv", "random_init_baseline", "ratio", "regular_simplex_volume",
     "sample_distinct_rows", "sample_rows", "simplex_volume_cv", "singular_values",
     "sphere_like", "stable_rank",
+    "anchor_test_split", "mean_offdiag_cosine", "random_pairs", "row_cosine", "train_val_split",
 ]

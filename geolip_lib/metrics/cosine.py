@@ -7,7 +7,8 @@ import numpy as np
 import torch
 
 from .. import validation as V
-from ._util import contig, rng_for
+from ._util import contig
+from .sampling import sample_rows
 
 #: the constants the seed checks pairwise cosines against (seed 001, sections 1 and 13a)
 NAMED_CONSTANTS: dict[str, float] = {
@@ -20,27 +21,53 @@ NAMED_CONSTANTS: dict[str, float] = {
 PERCENTILES = (1, 5, 25, 50, 75, 95, 99)
 
 
-def normalize_rows(X: Any, eps: float = 1e-8) -> torch.Tensor:
-    """Rows of ``X`` (n, D) divided by ``max(||row||, eps)`` in float64 -> (n, D) tensor."""
-    t = V.as_tensor(contig(X), "X", ndim=2, dtype=torch.float64)
-    return t / t.norm(dim=1, keepdim=True).clamp_min(eps)
+#: how a row norm is kept away from zero: ``"clamp"`` divides by ``max(norm, eps)`` (torch's
+#: ``F.normalize``), ``"add"`` by ``norm + eps`` (the seed's ``x / (|x| + eps)``)
+EPS_MODES = ("clamp", "add")
 
 
-def cosine_matrix(X: Any, Y: Any = None) -> torch.Tensor:
+def _guard(norms: torch.Tensor, eps: float, eps_mode: str) -> torch.Tensor:
+    if eps_mode == "clamp":
+        return norms.clamp_min(eps)
+    if eps_mode == "add":
+        return norms + eps
+    V.fail("eps_mode", f"expected one of {list(EPS_MODES)}, got {eps_mode!r}")
+
+
+def _f64(X: Any, name: str) -> torch.Tensor:
+    return V.as_tensor(contig(X), name, ndim=2, dtype=torch.float64)
+
+
+def normalize_rows(X: Any, eps: float = 1e-8, *, eps_mode: str = "clamp", as_numpy: bool = False):
+    """Rows of ``X`` (n, D) scaled to unit norm in float64 -> (n, D) tensor (ndarray with ``as_numpy``).
+
+    ``eps_mode="clamp"`` divides by ``max(||row||, eps)``, ``"add"`` by ``||row|| + eps``
+    (the seed's form, kept where a result was computed that way).
+    """
+    t = _f64(X, "X")
+    out = t / _guard(t.norm(dim=1, keepdim=True), eps, eps_mode)
+    return out.numpy() if as_numpy else out
+
+
+def cosine_matrix(X: Any, Y: Any = None, *, eps: float = 1e-8, eps_mode: str = "clamp",
+                  zero_rows: str = "nan") -> torch.Tensor:
     """Pairwise cosine similarities ``(n, m)`` between rows of ``X`` (n, D) and ``Y`` (m, D).
 
-    ``Y=None`` uses ``X``. Float64. The cosine of a zero row is undefined: its row / column
-    is NaN (not 0, which would read as "orthogonal").
+    ``Y=None`` uses ``X``. Float64. The cosine of a zero row is undefined: with
+    ``zero_rows="nan"`` (default) its row / column is NaN (not 0, which would read as
+    "orthogonal"); ``zero_rows="keep"`` leaves what the guarded division gives (0).
     """
-    xn = normalize_rows(X)
-    yn = xn if Y is None else normalize_rows(Y)
+    V.check_choice(zero_rows, "zero_rows", ("nan", "keep"))
+    xn = normalize_rows(X, eps, eps_mode=eps_mode)
+    yn = xn if Y is None else normalize_rows(Y, eps, eps_mode=eps_mode)
     if yn.shape[1] != xn.shape[1]:
         V.fail("Y", f"expected {xn.shape[1]} columns like X, got {yn.shape[1]}")
     c = xn @ yn.T
-    xz, yz = xn.abs().sum(dim=1) == 0, yn.abs().sum(dim=1) == 0
-    if bool(xz.any()) or bool(yz.any()):
-        c[xz, :] = float("nan")
-        c[:, yz] = float("nan")
+    if zero_rows == "nan":
+        xz, yz = xn.abs().sum(dim=1) == 0, yn.abs().sum(dim=1) == 0
+        if bool(xz.any()) or bool(yz.any()):
+            c[xz, :] = float("nan")
+            c[:, yz] = float("nan")
     return c
 
 
@@ -51,17 +78,31 @@ def pairwise_cosines(X: Any) -> np.ndarray:
     return c[i, j].numpy()
 
 
-def sample_rows(n_rows: int, n_sample: int | None, seed: Any = 0) -> np.ndarray:
-    """Row indices of the seeded sample used by :func:`cosine_stats`.
+def row_cosine(A: Any, B: Any, eps: float = 1e-12, *, eps_mode: str = "clamp",
+               normalize_each: bool = False) -> np.ndarray:
+    """Cosine between paired rows of ``A`` and ``B`` (n, D) -> (n,) float64 ndarray.
 
-    ``numpy.random.default_rng(seed).choice(n_rows, size=n_sample, replace=False)``, or
-    ``arange(n_rows)`` when ``n_sample`` is None or ``>= n_rows`` (no draw).
+    ``normalize_each=False``: ``a·b / guard(|a| |b|)`` (the product of the norms guarded by
+    ``eps`` per ``eps_mode``); ``True``: each row normalised first (:func:`normalize_rows`
+    with ``eps``, ``eps_mode``), then the dot product.
     """
-    V.check_positive_int(n_rows, "n_rows")
-    if n_sample is None or n_sample >= n_rows:
-        return np.arange(n_rows)
-    V.check_positive_int(n_sample, "n_sample", minimum=2)
-    return rng_for(seed).choice(n_rows, size=n_sample, replace=False)
+    a, b = _f64(A, "A"), _f64(B, "B")
+    if a.shape != b.shape:
+        V.fail("B", f"shape {tuple(b.shape)} differs from A's {tuple(a.shape)}")
+    if normalize_each:
+        a = a / _guard(a.norm(dim=1, keepdim=True), eps, eps_mode)
+        b = b / _guard(b.norm(dim=1, keepdim=True), eps, eps_mode)
+        return (a * b).sum(1).numpy()
+    return ((a * b).sum(1) / _guard(a.norm(dim=1) * b.norm(dim=1), eps, eps_mode)).numpy()
+
+
+def mean_offdiag_cosine(Xn: Any) -> float:
+    """Mean of ``x_i . x_j`` over all ordered pairs ``i != j`` of the (unit) rows of ``Xn``, in O(n d)."""
+    Xn = np.asarray(Xn)
+    n = len(Xn)
+    if n < 2:
+        return float("nan")
+    return float((np.square(Xn.sum(0)).sum() - np.square(Xn).sum()) / (n * (n - 1)))
 
 
 def distribution_stats(values: Any, percentiles: Sequence[float] = PERCENTILES) -> dict:

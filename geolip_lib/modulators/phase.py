@@ -19,9 +19,17 @@ from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
 
 from .. import progress as _progress
+from ..lexical.representations import definition_representations
+from ..metrics.changepoint import locate
+from ..metrics.cosine import row_cosine
+from ..metrics.intervals import format_value
+from ..results import headline
 from ..validation import fail
+from .hooks import attach
 from .pipeline import (SEED_N_REL, build_procrustes_modulator, pair_cosines, relational_pairs, seed_relational_pairs,
                        wordnet_pair_similarity)
 from .stats import pearson, spearman
@@ -59,11 +67,6 @@ def phase_sweep(lm, matched, encoder_reps, static_reps, alphas: Sequence[float],
     dict: ``alphas`` (G,), ``seeds`` (S,), for each of :data:`PHASE_QUANTITIES` an (S, G)
     array, ``n_pairs`` and ``n_entries`` per seed (scored pairs, subset size).
     """
-    from tqdm.auto import tqdm
-
-    from ..lexical.representations import definition_representations
-    from .hooks import attach
-
     grid = np.array(sorted({float(a) for a in alphas}), dtype=np.float64)
     if grid.size < 2 or grid.min() < 0 or grid.max() > 1:
         fail("alphas", f"expected at least 2 values in [0, 1], got {list(alphas)!r}")
@@ -103,8 +106,8 @@ def phase_sweep(lm, matched, encoder_reps, static_reps, alphas: Sequence[float],
 
 
 def _row_cos(A, B) -> np.ndarray:
-    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
-    return (A * B).sum(1) / (np.linalg.norm(A, axis=1) * np.linalg.norm(B, axis=1) + 1e-12)
+    """``a·b / (|a| |b| + 1e-12)`` per paired row (:func:`geolip_lib.metrics.cosine.row_cosine`)."""
+    return row_cosine(A, B, 1e-12, eps_mode="add")
 
 
 def locate_boundary(sweep: dict, quantity: str = "pearson", *, null: str = "quadratic", seed: int = 0,
@@ -116,8 +119,6 @@ def locate_boundary(sweep: dict, quantity: str = "pearson", *, null: str = "quad
     which a smoothly curved response (preservation falls like ``1 - c alpha^2``) also rejects,
     at a breakpoint that moves with the grid's span.
     """
-    from ..metrics.changepoint import locate
-
     if quantity not in PHASE_QUANTITIES:
         fail("quantity", f"expected one of {PHASE_QUANTITIES}, got {quantity!r}")
     return locate(sweep["alphas"], sweep[quantity], method=method, seed=seed, n_boot=n_boot, level=level, null=null)
@@ -128,8 +129,6 @@ def boundary_claim(result: dict, sweep: dict, quantity: str = "pearson", *, seed
     change is found) with its interval, plus ``found``, ``method``, ``grid``, ``seeds``,
     ``p_value``, ``quantity`` and the best-fitting breakpoint (reported whether or not the
     test finds a change, so a reader sees where the fit put it)."""
-    from ..results import headline
-
     fit = result.get("fit") or {}
     bp, bp_iv = fit.get("breakpoint"), fit.get("breakpoint_interval")
     grid = [float(a) for a in sweep["alphas"]]
@@ -159,10 +158,6 @@ def boundary_table(located: dict, seed_value: float = 0.29154):
     "none found"), the best-fitting breakpoint with the interval of its refits (shown either
     way), whether the seed's constant lies in the interval, and the method. Keys of
     ``located`` are ``"quantity"`` or ``(quantity, null)``."""
-    import pandas as pd
-
-    from ..metrics.intervals import format_value
-
     rows = []
     for key, r in located.items():
         q = key[0] if isinstance(key, tuple) else key

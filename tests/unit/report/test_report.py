@@ -14,7 +14,7 @@ import run_all
 from geolip_lib import report
 
 pytestmark = pytest.mark.unit
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 FIG_NB = [
     "from geolip_lib import metrics as M, results, runtime\nimport numpy as np\nimport matplotlib.pyplot as plt\n"
