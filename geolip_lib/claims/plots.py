@@ -6,7 +6,8 @@ import math
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
-from . import CLAIMS, HELD, NOT_HELD, NOT_TESTABLE, claim
+from .registry import CLAIMS, claim
+from .rules import HELD, NOT_HELD, NOT_TESTABLE
 
 VERDICT_COLORS = {HELD: "#1a7f37", NOT_HELD: "#c62828"}
 UNDECIDED = "#8a8a8a"
