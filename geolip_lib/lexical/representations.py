@@ -1,8 +1,11 @@
 """Encoder and static representations of WordNet entries (seed 001 §2).
 
-* encoder: the definition, wrapped in a per-family prompt (T5: ``"summarize: {definition}"``,
-  BERT / MiniLM and others: the definition itself), through the model; the last hidden
-  state pooled over non-padding tokens (mean; decoder LMs may use the last token);
+* encoder: the definition, wrapped in the family's prompt (its spec's ``prompt``; T5:
+  ``"summarize: {definition}"``, BERT / MiniLM and others: the definition itself), through
+  the family spec's encoder forward (:meth:`geolip_lib.families.FamilySpec.encode`, shared
+  with the modulator pipeline); the last hidden state pooled over non-padding tokens (mean;
+  decoder LMs may use the last token). The pipeline's ``encode_mean_pooled`` keeps its own
+  batching (input order) and pooling dtype: see ``modulators/pipeline_encoding.py``;
 * static: the input-embedding rows of the matched tokens.
 """
 from __future__ import annotations
@@ -14,18 +17,21 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from tqdm.auto import tqdm
+
 from .. import progress as _progress
+from ..families import DEFAULT_PROMPT, REGISTRY, spec
 from ..results import atomic_write_bytes
 from ..validation import check_choice, check_positive_int
 from .wordnet import cache_dir
 
-PROMPTS = {"t5": "summarize: {definition}", "t5_v1_1": "summarize: {definition}"}
-DEFAULT_PROMPT = "{definition}"
+#: family -> its definition prompt where it is not the bare definition (the specs' ``prompt``)
+PROMPTS = {name: s.prompt for name, s in REGISTRY.items() if s.prompt != DEFAULT_PROMPT}
 POOLINGS = ("mean", "last")
 
 
 def prompt_for(family: str) -> str:
-    """The seed's prompt template for a model family (``{definition}`` is replaced)."""
+    """The seed's prompt template for a model family (``{definition}`` is replaced; unknown family: the bare definition)."""
     return PROMPTS.get(family, DEFAULT_PROMPT)
 
 
@@ -42,17 +48,6 @@ def pool_hidden(hidden: torch.Tensor, mask: torch.Tensor, pooling: str = "mean")
     pos = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
     last = torch.where(mask.bool(), pos, torch.full_like(pos, -1)).argmax(1)
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
-
-
-def _last_hidden(lm, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    m = lm.model
-    if lm.family in ("t5", "t5_v1_1"):
-        return m.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
-    if lm.family in ("bert", "decoder_lm"):
-        base = getattr(m, "base_model", m)
-        kw = {"use_cache": False} if lm.family == "decoder_lm" else {}
-        return base(input_ids=ids, attention_mask=mask, **kw).last_hidden_state
-    raise NotImplementedError(lm.family)
 
 
 def _fingerprint(lm, texts, pooling, batch_size, max_length) -> str:
@@ -116,8 +111,7 @@ def encode_texts(lm, texts: Sequence[str], *, pooling: str = "mean", batch_size:
 
 @torch.inference_mode()
 def _encode(lm, texts, pooling, batch_size, max_length, progress) -> np.ndarray:
-    from tqdm.auto import tqdm
-
+    fs = spec(lm.family)
     order = np.argsort([len(t) for t in texts], kind="stable")
     out = None
     dev = next(lm.model.parameters()).device
@@ -126,8 +120,8 @@ def _encode(lm, texts, pooling, batch_size, max_length, progress) -> np.ndarray:
         idx = order[s:s + batch_size]
         enc = lm.tokenize([texts[i] for i in idx], max_length=max_length)
         ids, mask = enc["input_ids"].to(dev), enc["attention_mask"].to(dev)
-        if lm.family in ("t5", "t5_v1_1", "bert", "decoder_lm"):
-            h = _last_hidden(lm, ids, mask)
+        if fs.encoder is not None:
+            h = fs.encode(lm.model, ids, mask)
         else:
             hs = lm.hidden_states([texts[i] for i in idx], max_length=max_length, batch_size=len(idx))
             h, mask = hs.layers[-1], hs.mask

@@ -12,32 +12,31 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
+import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
+import torch
+from huggingface_hub import try_to_load_from_cache
+from transformers import AutoConfig, PretrainedConfig
+
+from ..families import spec
 from ..params import ParamsError
+from ..paths import resolve
+from .common import (OPEN_CLIP_CONFIG, ModelLoadError, model_class, quiet_transformers,
+                     safetensors_problems)  # noqa: F401 (safetensors_problems re-exported)
+from .locate import OPEN_CLIP_SOURCE, local_dir, package_dir
+from .tiny import resolve_config
+from .tokenizers import load_tokenizer
 
-
-def safetensors_problems(directory: Path) -> list[tuple[Path, str]]:
-    """``(file, reason)`` for every unreadable ``*.safetensors`` file in ``directory``."""
-    from safetensors import SafetensorError, safe_open
-
-    bad = []
-    for f in sorted(Path(directory).glob("*.safetensors")):
-        try:
-            if f.stat().st_size == 0:
-                raise SafetensorError("the file is empty")
-            with safe_open(str(f), framework="pt") as fh:
-                fh.keys()
-        except (SafetensorError, OSError) as exc:
-            bad.append((f, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
-    return bad
+#: ``kind`` of :func:`model_config`: a transformers ``config.json`` or an open_clip ``model_cfg``
+HF_KIND, OPEN_CLIP_KIND = "hf", OPEN_CLIP_SOURCE
 
 
 def check_weights(model: str, directory: Optional[Path], remedy: str) -> None:
     """One-line ModelLoadError naming the model, the file and what to do, when a file is corrupt."""
-    from .loading import ModelLoadError
-
     if directory is None or not Path(directory).is_dir():
         return
     bad = safetensors_problems(Path(directory))
@@ -56,10 +55,6 @@ def _fields(obj: Any) -> dict[str, Any]:
 def _hf_fields(model_type: str) -> dict[str, Any]:
     """Every name the config class accepts: its fields, the base PretrainedConfig's, the
     arguments of its ``__init__`` and its ``attribute_map`` aliases (``hidden_size`` for T5)."""
-    import inspect
-
-    from transformers import AutoConfig, PretrainedConfig
-
     cfg = AutoConfig.for_model(model_type)
     out = {**PretrainedConfig().to_dict(), **cfg.to_dict()}
     for name, par in inspect.signature(type(cfg).__init__).parameters.items():
@@ -107,19 +102,18 @@ def check_config(family: str, config: dict, where: str) -> None:
     """
     if not config:
         return
-    from .tiny import TINY_DEFAULTS
+    fs = spec(family)
+    if not fs.hf:  # open_clip
+        from open_clip.model import CLIPTextCfg, CLIPVisionCfg  # heavy optional dependency
 
-    if family == "open_clip":
-        from open_clip.model import CLIPTextCfg, CLIPVisionCfg
-
-        top = {k: v for k, v in TINY_DEFAULTS["open_clip"].items() if k not in ("vision_cfg", "text_cfg")}
+        top = {k: v for k, v in fs.tiny_defaults.items() if k not in ("vision_cfg", "text_cfg")}
         top |= {"vision_cfg": {}, "text_cfg": {}, "quick_gelu": False, "cast_dtype": None, "init_logit_scale": 0.0,
                 "init_logit_bias": None}
         _check_keys(config, top, where)
         for key, cls in (("vision_cfg", CLIPVisionCfg), ("text_cfg", CLIPTextCfg)):
             _check_keys(config.get(key) or {}, _fields(cls()), where, f"config.{key}")
         return
-    model_type = config.get("model_type") or TINY_DEFAULTS[family].get("model_type")
+    model_type = config.get("model_type") or fs.tiny_defaults.get("model_type")
     try:
         fields = _hf_fields(model_type)
     except (KeyError, ValueError):
@@ -134,7 +128,7 @@ def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
 
     Returns ``(config, kind, directory)`` or ``None`` when no config is at hand (a hub model
     neither in the Hugging Face cache nor in ``local_dir``). ``kind`` is ``"hf"`` (a
-    ``config.json`` dict with ``model_type``) or ``"open_clip"`` (open_clip's ``model_cfg``);
+    ``config.json`` dict with ``model_type``, :data:`HF_KIND`) or :data:`OPEN_CLIP_KIND` (open_clip's ``model_cfg``);
     ``directory`` holds the model's files when there is one (hub snapshot, local or package
     directory), else ``None``. Sources:
 
@@ -146,39 +140,30 @@ def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
     * ``open_clip``: ``local_dir``'s ``open_clip_config.json``, else ``open_clip.get_model_config(id)``
       (shipped with the package).
     """
-    import json
-    import os
-
-    from .loading import _local_dir, _package_dir, _resolve_dir
-
     def read(d: Path) -> Optional[tuple[dict, str, Path]]:
-        if (d / "open_clip_config.json").is_file():
-            cfg = json.loads((d / "open_clip_config.json").read_text(encoding="utf-8"))
-            return cfg.get("model_cfg", cfg), "open_clip", d
+        if (d / OPEN_CLIP_CONFIG).is_file():
+            cfg = json.loads((d / OPEN_CLIP_CONFIG).read_text(encoding="utf-8"))
+            return cfg.get("model_cfg", cfg), OPEN_CLIP_KIND, d
         if (d / "config.json").is_file():
-            return json.loads((d / "config.json").read_text(encoding="utf-8")), "hf", d
+            return json.loads((d / "config.json").read_text(encoding="utf-8")), HF_KIND, d
         return None
 
     if p.source == "tiny":
-        from .tiny import DEFAULT_TOKENIZER, resolve_config
-        from .tokenizers import load_tokenizer
-
-        kind = p.tokenizer or DEFAULT_TOKENIZER[p.family]  # open_clip's vocabulary is in its text_cfg
-        n_tok = len(load_tokenizer(kind)) if kind and p.family != "open_clip" else None
+        fs = spec(p.family)
+        kind = p.tokenizer or fs.tiny_tokenizer  # open_clip's vocabulary is in its text_cfg
+        n_tok = len(load_tokenizer(kind)) if kind and fs.vocab_from_tokenizer else None
         cfg = resolve_config(p.family, p.config, n_tok)
-        return cfg, ("open_clip" if p.family == "open_clip" else "hf"), None
+        return cfg, (HF_KIND if fs.hf else OPEN_CLIP_KIND), None
     if p.local_dir or p.source == "local":
-        d = _resolve_dir(p.local_dir) if p.local_dir else _local_dir(p)
+        d = resolve(p.local_dir) if p.local_dir else local_dir(p)
         return read(d) if d.is_dir() else None
     if p.source == "package":
-        return read(_package_dir(p))
-    if p.source == "open_clip":
-        import open_clip
+        return read(package_dir(p))
+    if p.source == OPEN_CLIP_SOURCE:
+        import open_clip  # heavy optional dependency
 
         cfg = open_clip.get_model_config(p.id)
-        return (dict(cfg), "open_clip", None) if cfg else None
-    from huggingface_hub import try_to_load_from_cache
-
+        return (dict(cfg), OPEN_CLIP_KIND, None) if cfg else None
     hit = try_to_load_from_cache(p.id, "config.json", cache_dir=os.environ.get("HF_HUB_CACHE") or None,
                                  revision=p.revision)
     return read(Path(hit).parent) if isinstance(hit, str) else None
@@ -191,19 +176,13 @@ def meta_model(p, config: dict, kind: str):
     A config that says ``tie_word_embeddings: false`` gets its own output table (transformers
     >= 5 builds T5 always tied; the checkpoint, the tiny builder and ``random_init`` untie it).
     """
-    import torch
-
-    if kind == "open_clip":
-        import open_clip
+    if kind == OPEN_CLIP_KIND:
+        import open_clip  # heavy optional dependency
 
         cfg = {k: v for k, v in config.items() if k != "custom_text"}
         cls = open_clip.CustomTextCLIP if config.get("custom_text") else open_clip.CLIP
         with torch.device("meta"):
             return cls(**cfg)
-    from transformers import AutoConfig
-
-    from .loading import model_class, quiet_transformers
-
     cfg = dict(config)
     hf_config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
     kw = {"trust_remote_code": True} if p.trust_remote_code else {}

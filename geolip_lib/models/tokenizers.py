@@ -35,17 +35,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..params import ROOT
+from ..paths import ROOT, cache_root  # noqa: F401 (cache_root re-exported: its home is geolip_lib.paths)
 
 N_SENTINELS = 100
 UNIGRAM_VOCAB = 8000
 N_GLOSSES = 5000
 _FORMAT = 3  # bump to invalidate cached tokenizers
-
-
-def cache_root() -> Path:
-    """Root of the project cache (``$GEOLIP_CACHE`` or ``<repo>/.cache``)."""
-    return Path(os.environ.get("GEOLIP_CACHE", ROOT / ".cache"))
 
 
 def _atomic_dir(target: Path, build: Callable[[Path], None]) -> Path:

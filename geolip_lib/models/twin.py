@@ -52,11 +52,15 @@ import hashlib
 import math
 import os
 from collections import OrderedDict
+from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
 import torch
+from transformers import PreTrainedModel
 
+from ..families import spec
 from ..weights.store import TensorStore
+from .common import model_class, quiet_transformers, untie_output
 
 TWIN_MAX_PARAMS = 1_000_000_000  # above this many parameters the random-init twin is generated tensor by tensor
 
@@ -92,7 +96,7 @@ class RandomInitStore(TensorStore):
     config : transformers config, or ``{"model_cfg": ...}`` for open_clip
         The architecture (as in ``LoadedModel.config``).
     family : str
-        A key of ``geolip_lib.models.loading.STACKS``.
+        A family of the registry (``geolip_lib.families.FAMILIES``).
     seed : int
         Twin seed; tensor ``name`` is drawn with :func:`tensor_seed` ``(seed, name)``.
     dtype : torch.dtype
@@ -117,10 +121,7 @@ class RandomInitStore(TensorStore):
 
     def __init__(self, config: Any, family: str, seed: int, *, dtype: torch.dtype = torch.float32,
                  untie_output: bool = False, model_cls: Any = None, cache_bytes: Optional[int] = None):
-        from .loading import STACKS
-
-        if family not in STACKS:
-            raise ValueError(f"family: unknown family {family!r} (known: {', '.join(STACKS)})")
+        self._hf = spec(family).hf  # unknown family: one-line ValueError naming the known ones
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"dtype: expected a floating torch dtype, got {dtype!r}")
         self.root, self._mem, self._where, self._span = None, None, {}, {}
@@ -148,10 +149,8 @@ class RandomInitStore(TensorStore):
     # ------------------------------------------------------------------ skeleton walk
     def _hf_init_fn(self, module) -> Optional[Callable]:
         """A Hugging Face model's ``_init_weights`` (its subtree is initialised with it); None otherwise."""
-        if self.family == "open_clip":
+        if not self._hf:  # open_clip initialises while constructing
             return None
-        from transformers import PreTrainedModel
-
         return module._init_weights if isinstance(module, PreTrainedModel) else None
 
     def _walk(self, module, prefix: str, fn) -> None:
@@ -213,7 +212,7 @@ class RandomInitStore(TensorStore):
         try:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(tensor_seed(self.seed, name))
-                if self.family == "open_clip":
+                if not self._hf:
                     _open_clip_init(self._model, self.config["model_cfg"], name, owners, self._chain(aliases))
                 else:
                     for path in self._chain(aliases):
@@ -242,16 +241,14 @@ class RandomInitStore(TensorStore):
 # ============================================================================ skeletons
 def _skeleton(config: Any, family: str, dtype: torch.dtype, untie: bool, model_cls: Any) -> torch.nn.Module:
     """The architecture on the meta device (no tensor memory), in ``dtype``."""
-    if family == "open_clip":
-        import open_clip
+    if not spec(family).hf:
+        import open_clip  # heavy optional dependency
 
         cfg = (config or {}).get("model_cfg") if isinstance(config, dict) else None
         if not isinstance(cfg, dict):
             raise ValueError("config: an open_clip twin needs {'model_cfg': {...}} (LoadedModel.config)")
         with torch.device("meta"):
             return open_clip.CLIP(**cfg).to(dtype).eval()
-    from .loading import model_class, quiet_transformers, untie_output
-
     with torch.device("meta"), quiet_transformers():
         model = (model_cls._from_config(config, dtype=dtype) if model_cls is not None
                  else model_class(family).from_config(config, dtype=dtype))
@@ -285,8 +282,6 @@ _OPEN_CLIP_CONSTRUCTED: dict = {
 
 def _open_clip_init(root, cfg: dict, name: str, owners, chain) -> None:
     """Construction-time initialisation of one open_clip tensor (see the module docstring)."""
-    from types import SimpleNamespace
-
     from open_clip.transformer import TextTransformer, VisionTransformer
 
     mod, leaf = owners[0]

@@ -21,53 +21,36 @@ from typing import Callable, Sequence
 import torch
 import torch.nn as nn
 
+from ..families import REGISTRY, family_of_model, spec
 from ..validation import fail
 
 # --------------------------------------------------------------------------- locators
+#: family -> block locator ``(model, stack) -> (stack_module, blocks)`` (the specs' ``locate_blocks``)
+LOCATORS: dict[str, Callable] = {name: s.locate_blocks for name, s in REGISTRY.items() if s.locate_blocks}
 
 
-def _t5_stack(model: nn.Module, stack: str):
-    if hasattr(model, "block"):  # a T5Stack itself
-        return model, model.block
-    if stack not in ("encoder", "decoder"):
-        fail("stack", f"T5 models have stacks 'encoder' and 'decoder', got {stack!r}")
-    mod = getattr(model, stack, None)
-    if mod is None:
-        fail("stack", f"this T5 model has no {stack} stack")
-    return mod, mod.block
-
-
-def _bert_stack(model: nn.Module, stack: str):
-    if stack not in ("encoder", "text"):
-        fail("stack", f"BERT models have one stack 'encoder', got {stack!r}")
-    base = getattr(model, "bert", model)
-    return base, base.encoder.layer
-
-
-def _decoder_lm_stack(model: nn.Module, stack: str):
-    if stack not in ("decoder", "text"):
-        fail("stack", f"decoder LMs have one stack 'decoder', got {stack!r}")
-    base = model.model if hasattr(model, "model") and hasattr(model.model, "layers") else model
-    if not hasattr(base, "layers"):
-        fail("model", "decoder LM without a .layers ModuleList (unsupported architecture)")
-    return base, base.layers
-
-
-LOCATORS: dict[str, Callable] = {"t5": _t5_stack, "t5_v1_1": _t5_stack, "bert": _bert_stack,
-                                 "decoder_lm": _decoder_lm_stack}
-_MODEL_TYPES = {"t5": "t5", "mt5": "t5", "umt5": "t5", "bert": "bert", "roberta": "bert"}
+def _structural_family(model: nn.Module) -> str | None:
+    """A family whose blocks this model has, when its config does not say (a bare T5 stack, a decoder LM)."""
+    for name, s in REGISTRY.items():
+        if s.locate_blocks is None:
+            continue
+        try:
+            s.locate_blocks(model, s.stacks[0])
+            return name
+        except (ValueError, AttributeError):
+            continue
+    return None
 
 
 def detect_family(model: nn.Module) -> str:
-    """Family key of :data:`LOCATORS` from the model's config (``model_type``) or structure."""
+    """Family key of :data:`LOCATORS` from the model's config (``model_type``, the registry) or structure."""
+    fam = family_of_model(model)
+    if fam in LOCATORS:
+        return fam
+    fam = _structural_family(model)
+    if fam is not None:
+        return fam
     mt = getattr(getattr(model, "config", None), "model_type", None)
-    if mt in _MODEL_TYPES:
-        return _MODEL_TYPES[mt]
-    if hasattr(model, "block"):
-        return "t5"
-    base = getattr(model, "model", None)
-    if hasattr(model, "layers") or (base is not None and hasattr(base, "layers")):
-        return "decoder_lm"
     fail("model", f"cannot find the blocks of {type(model).__name__} (model_type={mt!r}); "
                   f"pass family= one of {sorted(LOCATORS)}")
 
@@ -80,11 +63,8 @@ def locate_blocks(model, stack: str = "encoder", family: str | None = None):
     family = family or detect_family(model)
     if family not in LOCATORS:
         fail("family", f"hooks are not defined for family {family!r} (supported: {sorted(LOCATORS)})")
-    if family == "decoder_lm" and stack == "encoder":
-        stack = "decoder"
-    if family == "bert" and stack == "decoder":
-        fail("stack", "BERT has no decoder stack")
-    return LOCATORS[family](model, stack)
+    fs = spec(family)
+    return fs.locate_blocks(model, fs.hook_stack.get(stack, stack))
 
 
 # --------------------------------------------------------------------------- hooks

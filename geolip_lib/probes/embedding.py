@@ -18,6 +18,7 @@ import torch
 
 from .. import metrics as M
 from .. import validation as V
+from ..families import spec
 
 #: the seed's semantic categories (seed 001 section 1)
 CATEGORIES: dict[str, list[str]] = {
@@ -586,16 +587,6 @@ def vision_embedding_tables(lm: Any) -> dict:
     the vision tower's ``position`` (1 + patches, width) and ``patch`` (conv1) filters.
     Empty dict for text-only models.
     """
-    m = lm.model
-    out: dict[str, torch.Tensor] = {}
-    if lm.family == "dinov2":
-        out["position"] = m.embeddings.position_embeddings[0]
-        out["patch"] = m.embeddings.patch_embeddings.projection.weight.flatten(1)
-    elif lm.family == "open_clip" and hasattr(m, "visual"):
-        pos = getattr(m.visual, "positional_embedding", None)
-        if pos is not None:
-            out["position"] = pos
-        conv = getattr(m.visual, "conv1", None)
-        if conv is not None:
-            out["patch"] = conv.weight.flatten(1)
+    fn = spec(lm.family).vision_tables
+    out = fn(lm.model) if fn is not None else {}
     return {k: v.detach().to("cpu", torch.float32) for k, v in out.items()}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from . import Entry, attn_entry, get_int
+from .schema import Entry, attn_entry, get_int
 
 _LAYER = re.compile(r"^(?:.*\.)?encoder\.layer\.(?P<layer>\d+)\.(?P<rest>.+)$")
 _SUB = {

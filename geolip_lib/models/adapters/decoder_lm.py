@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from . import Entry, attn_entry, get_int
+from .schema import Entry, attn_entry, get_int
 
 _LAYER = re.compile(r"^(?:.*\.)?layers\.(?P<layer>\d+)\.(?P<rest>.+)$")
 _ATTN = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from . import Entry, attn_entry, get_int, split_fused
+from .schema import Entry, attn_entry, get_int, split_fused
 
 _LAYER = re.compile(r"^(?:.*\.)?encoder\.layers?\.(?P<layer>\d+)\.(?P<rest>.+)$")
 _SUB = {

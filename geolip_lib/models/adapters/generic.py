@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from . import Entry, get_int, split_fused
+from .schema import Entry, get_int, split_fused
 
 _LAYER = re.compile(r"(?:^|\.)(?:layers?|blocks?|h|resblocks)\.(\d+)\.")
 _RULES = [  # (regex on the name, role); first match wins

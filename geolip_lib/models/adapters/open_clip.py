@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from . import Entry, attn_entry, split_fused
+from .schema import Entry, attn_entry, split_fused
 
 _BLOCK = re.compile(r"^(?P<vis>(?:.*\.)?visual\.)?(?:.*\.)?transformer\.resblocks\.(?P<layer>\d+)\.(?P<rest>.+)$")
 _MLP = {"mlp.c_fc": "mlp_in", "mlp.c_proj": "mlp_out", "mlp.fc1": "mlp_in", "mlp.fc2": "mlp_out"}
@@ -91,3 +91,15 @@ def adapt(tensors, config) -> list:
         else:
             out.append(Entry(name, "other", stack if vis else None, None, None, shape, info.dtype))
     return out
+
+
+#: the open_clip checkpoint's config file (``{"model_cfg": {...}}`` or the bare model config)
+CONFIG_FILE = "open_clip_config.json"
+#: the ``model_type`` the catalog gives an open_clip config (which has none)
+MODEL_TYPE = "open_clip"
+
+
+def normalise_config(cfg: dict) -> dict:
+    """An open_clip config as the catalog keeps it: the ``model_cfg`` with ``model_type`` set."""
+    inner = cfg.get("model_cfg", cfg)
+    return {**inner, "model_type": inner.get("model_type", MODEL_TYPE)}

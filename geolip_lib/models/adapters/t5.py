@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import re
 
-from . import Entry, attn_entry, get_int
+from .schema import Entry, attn_entry, get_int
 
 _BLOCK = re.compile(r"^(?:.*\.)?(?P<stack>encoder|decoder)\.block\.(?P<layer>\d+)\.layer\.\d+\.(?P<rest>.+)$")
+#: T5 does not scale q·k (the catalog's attention scale)
+ATTN_SCALE = 1.0
 _PROJ = {"q": "q", "k": "k", "v": "v", "o": "o"}
 _MLP = {"wi": "mlp_in", "wi_1": "mlp_in", "wi_0": "mlp_gate", "wo": "mlp_out"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from geolip_lib import models
-from geolip_lib.models import loading
+from geolip_lib.models import sources
 from geolip_lib.models.tokenizers import minilm_dir
 from geolip_lib.params import load_model_params
 
@@ -102,7 +102,7 @@ class _Recorder:
 @pytest.mark.parametrize("flag", [False, True])
 def test_trust_remote_code_only_when_the_params_file_says_so(monkeypatch, flag):
     _Recorder.calls = []
-    monkeypatch.setattr(loading, "model_class", lambda family: _Recorder)
+    monkeypatch.setattr(sources, "model_class", lambda family: _Recorder)
     lm = models.load({"name": "x", "family": "bert", "source": "local", "local_dir": str(minilm_dir()),
                       "trust_remote_code": flag})
     assert lm.family == "bert"

@@ -1,0 +1,129 @@
+"""What every model source and :class:`~geolip_lib.models.loaded.LoadedModel` share: the load
+error, dtypes, transformers' quiet mode, untying an output embedding, the weight-file check
+and the writer of a model's safetensors.
+
+Nothing here imports another ``geolip_lib.models`` module (the bottom of the package).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_model
+from transformers.utils import logging as tlog
+
+from ..families import spec
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+class ModelLoadError(RuntimeError):
+    """A model cannot be obtained (not cached and unreachable, missing directory or package)."""
+
+
+def model_class(family: str):
+    """The transformers auto class used to build / load a Hugging Face model of ``family``."""
+    return spec(family).model_class()
+
+
+def weights_hash(obj: Any) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def short_error(exc: BaseException, n: int = 160) -> str:
+    msg = (str(exc).splitlines() or [""])[0]
+    return msg if len(msg) <= n else msg[: n - 3] + "..."
+
+
+def has_safetensors(d: Optional[Path]) -> bool:
+    return d is not None and d.is_dir() and any(d.glob("*.safetensors"))
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """Silence transformers' progress bars and warnings (e.g. T5 v1.1's expected untied-head note) for a block."""
+    bar, verbosity = tlog.is_progress_bar_enabled(), tlog.get_verbosity()
+    tlog.disable_progress_bar()
+    tlog.set_verbosity_error()
+    try:
+        yield
+    finally:
+        if bar:
+            tlog.enable_progress_bar()
+        tlog.set_verbosity(verbosity)
+
+
+def untie_output(model: torch.nn.Module, weight: Optional[torch.Tensor] = None) -> None:
+    """Give a HF model an independent output embedding (random normal, std = the input table's std).
+
+    transformers >= 5 builds T5 always tied (``T5Config`` forces ``tie_word_embeddings=True``;
+    real T5 v1.1 checkpoints are untied only because both tensors are present on load), so
+    an untied tiny T5 v1.1 / random baseline has to be untied by hand. ``weight``: the new
+    output table instead (a meta skeleton's, see :mod:`geolip_lib.models.twin`).
+    """
+    out, inp = model.get_output_embeddings(), model.get_input_embeddings()
+    if out is None:
+        return
+    if out.weight.is_meta:  # meta tensors share data_ptr 0: tied means the same Parameter
+        if out.weight is not inp.weight:
+            return
+    elif out.weight.data_ptr() != inp.weight.data_ptr():
+        return
+    if weight is None:
+        weight = torch.randn_like(inp.weight) * float(inp.weight.detach().float().std())
+    out.weight = torch.nn.Parameter(weight)
+    tied = getattr(model, "all_tied_weights_keys", None)
+    if isinstance(tied, dict):
+        for k in [k for k in tied if k.endswith("lm_head.weight") or k == "lm_head.weight"]:
+            tied.pop(k)
+
+
+#: file name of an open_clip model's weights in its directory (next to ``open_clip_config.json``)
+OPEN_CLIP_WEIGHTS = "open_clip_model.safetensors"
+OPEN_CLIP_CONFIG = "open_clip_config.json"
+
+
+def saver(model, family: str) -> Callable[[Path], None]:
+    """A function writing ``model``'s weights to a directory (HF: ``save_pretrained``; open_clip: one safetensors)."""
+    def save(out: Path) -> None:
+        if not spec(family).hf:
+            save_model(model, str(out / OPEN_CLIP_WEIGHTS))
+        else:
+            with quiet_transformers():
+                model.save_pretrained(out)
+    return save
+
+
+def safetensors_problems(directory: Path) -> list[tuple[Path, str]]:
+    """``(file, reason)`` for every unreadable ``*.safetensors`` file in ``directory``."""
+    bad = []
+    for f in sorted(Path(directory).glob("*.safetensors")):
+        try:
+            if f.stat().st_size == 0:
+                raise SafetensorError("the file is empty")
+            with safe_open(str(f), framework="pt") as fh:
+                fh.keys()
+        except (SafetensorError, OSError) as exc:
+            bad.append((f, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+    return bad
+
+
+def check_finite(model: torch.nn.Module, name: str) -> None:
+    """One-line ModelLoadError naming the first parameter with NaN / Inf values and their counts
+    (one pass over the parameters, on their own device), instead of a solver failing later
+    without saying why ("linalg.eigh failed to converge")."""
+    bad = []
+    with torch.no_grad():
+        for pname, t in model.named_parameters():  # not buffers: attention masks hold -inf by design
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                bad.append((pname, int(torch.isnan(t).sum()), int(torch.isinf(t).sum()), t.numel()))
+    if bad:
+        pname, nan, inf, n = bad[0]
+        more = f"; {len(bad) - 1} more tensor(s) are non-finite too" if len(bad) > 1 else ""
+        raise ModelLoadError(f"model '{name}': tensor {pname} has {nan} NaN and {inf} Inf values (of {n}){more}; "
+                             "the checkpoint is corrupt: re-download or re-save it")

