@@ -42,8 +42,11 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..metrics.threads import one_torch_thread
-from ..validation import as_tensor, check_positive_int, fail
+from scipy.linalg.blas import dsyrk
+from tqdm.auto import tqdm
+
+from ..metrics.factored_qk import FactoredQK, kv_head_index
+from ..validation import as_tensor, fail
 
 __all__ = [
     "kv_head_index", "split_heads", "operator_fro_sq", "layer_gram", "sym_eig",
@@ -51,100 +54,21 @@ __all__ = [
 ]
 
 
-def kv_head_index(n_heads: int, n_kv_heads: int) -> torch.Tensor:
-    """Key/value head used by each query head under grouped-query attention.
-
-    Parameters
-    ----------
-    n_heads, n_kv_heads : int
-        Numbers of query and key/value heads; ``n_heads`` must be a multiple of
-        ``n_kv_heads``.
-
-    Returns
-    -------
-    torch.LongTensor, shape (n_heads,)
-        ``h // (n_heads // n_kv_heads)``.
-    """
-    n_heads = check_positive_int(n_heads, "n_heads")
-    n_kv_heads = check_positive_int(n_kv_heads, "n_kv_heads")
-    if n_heads % n_kv_heads:
-        fail("n_kv_heads", f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv_heads}")
-    return torch.arange(n_heads) // (n_heads // n_kv_heads)
-
-
 def split_heads(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None,
                 dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
-    """Split projections into per-head factors, mapping query heads to their kv head.
-
-    Parameters
-    ----------
-    W_Q : array, shape (..., n_heads * head_dim, hidden)
-    W_K : array, shape (..., n_kv_heads * head_dim, hidden)
-        Leading batch dimensions (e.g. layers) must match.
-    n_heads, n_kv_heads : int
-        ``n_kv_heads`` defaults to ``n_heads`` (no GQA).
-
-    Returns
-    -------
-    Q, K : torch.Tensor, shape (..., n_heads, head_dim, hidden)
-        ``K[..., h]`` is the key head that query head ``h`` reads (a view-free gather).
-    """
-    Q, K, idx = _split(W_Q, W_K, n_heads, n_kv_heads, dtype)
-    return Q, K[..., idx, :, :]
-
-
-def _split(W_Q, W_K, n_heads, n_kv_heads, dtype, finite=True):
-    """Shared validation: (..., H, d, n) Q, (..., Hkv, d, n) K, kv index (H,).
-
-    ``finite=False`` skips the elementwise NaN/Inf scan (callers then check their
-    head_dim-sized Grams instead, which carry any non-finite weight).
-    """
-    W_Q = as_tensor(W_Q, "W_Q", min_ndim=2, finite=finite)
-    W_K = as_tensor(W_K, "W_K", min_ndim=2, finite=finite)
-    n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-    idx = kv_head_index(n_heads, n_kv_heads)
-    if W_Q.shape[-2] % n_heads:
-        fail("W_Q", f"{W_Q.shape[-2]} rows are not divisible by n_heads={n_heads}")
-    d = W_Q.shape[-2] // n_heads
-    if W_K.shape[-2] != n_kv_heads * d:
-        fail("W_K", f"expected n_kv_heads*head_dim = {n_kv_heads}*{d} = {n_kv_heads * d} rows, "
-                    f"got shape {tuple(W_K.shape)}")
-    if W_K.shape[-1] != W_Q.shape[-1]:
-        fail("W_K", f"hidden size {W_K.shape[-1]} differs from W_Q's {W_Q.shape[-1]}")
-    if W_K.shape[:-2] != W_Q.shape[:-2]:
-        fail("W_K", f"leading (batch) shape {tuple(W_K.shape[:-2])} differs from W_Q's "
-                    f"{tuple(W_Q.shape[:-2])}")
-    n = W_Q.shape[-1]
-    Q = W_Q.to(dtype).reshape(*W_Q.shape[:-2], n_heads, d, n)
-    K = W_K.to(dtype).reshape(*W_K.shape[:-2], n_kv_heads, d, n)
-    return Q, K, idx
+    """Per-head factors ``Q, K`` (..., n_heads, head_dim, hidden), ``K[..., h]`` the key head
+    query head ``h`` reads (the factors of :meth:`FactoredQK.from_heads`, keys gathered)."""
+    f = FactoredQK.from_heads(W_Q, W_K, n_heads, n_kv_heads, dtype)
+    return f.A, f.B_full
 
 
 def operator_fro_sq(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None) -> torch.Tensor:
-    """Squared Frobenius norm of every head's operator, ``‖W_Q^hᵀ W_K^h‖_F²``.
-
-    Computed as ``tr((Q Qᵀ)(K Kᵀ))`` from head_dim × head_dim Grams (float64).
-
-    Parameters
-    ----------
-    W_Q : array, shape (..., n_heads * head_dim, hidden)
-    W_K : array, shape (..., n_kv_heads * head_dim, hidden)
-    n_heads, n_kv_heads : int
-
-    Returns
-    -------
-    torch.Tensor, shape (..., n_heads), float64
-    """
-    Q, K, idx = _split(W_Q, W_K, n_heads, n_kv_heads, torch.float64)
-    QQ = Q @ Q.transpose(-1, -2)                 # (..., H, d, d)
-    KK = (K @ K.transpose(-1, -2))[..., idx, :, :]
-    return (QQ * KK).sum((-1, -2))               # both symmetric: tr(AB) = sum(A ⊙ B)
+    """``‖W_Q^hᵀ W_K^h‖_F²`` of every head, (..., n_heads) float64 (:meth:`FactoredQK.fro_sq`)."""
+    return FactoredQK.from_heads(W_Q, W_K, n_heads, n_kv_heads).fro_sq()
 
 
 def _syrk(A: np.ndarray) -> np.ndarray:
     """Upper triangle of ``A Aᵀ`` (lower triangle zero) via BLAS dsyrk, float64."""
-    from scipy.linalg.blas import dsyrk
-
     A = np.ascontiguousarray(A, dtype=np.float64)
     # A is C-contiguous (m, n), i.e. Aᵀ is Fortran-contiguous (n, m): no copy.
     return dsyrk(1.0, A.T, trans=1)
@@ -177,14 +101,13 @@ def layer_gram(W_Qs, W_Ks, n_heads: int, n_kv_heads: int | None = None,
     """
     W_Qs = as_tensor(W_Qs, "W_Qs", ndim=3)
     W_Ks = as_tensor(W_Ks, "W_Ks", ndim=3)
-    Q, K, idx = _split(W_Qs, W_Ks, n_heads, n_kv_heads, W_Qs.dtype)
+    f = FactoredQK.from_heads(W_Qs, W_Ks, n_heads, n_kv_heads, W_Qs.dtype)
+    Q, K, idx = f.A, f.B, f.kv
     n_layers, H, d, n = Q.shape
     gram = np.zeros((n_layers, n_layers, H))
     iu = np.triu_indices(n_layers, k=1)
     groups = range(K.shape[1])
     if progress:
-        from tqdm.auto import tqdm
-
         groups = tqdm(groups, desc="layer gram (kv heads)", unit="head")
     for kv in groups:
         Rk = _syrk(K[:, kv].reshape(n_layers * d, n).numpy())          # upper triangle
@@ -203,96 +126,11 @@ def layer_gram(W_Qs, W_Ks, n_heads: int, n_kv_heads: int | None = None,
 
 def sym_eig(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None, top_k: int = 0,
             rel_tol: float = 1e-12) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """All nonzero eigenvalues of each head's symmetric part ``S = (g + gᵀ)/2``.
-
-    Solved as a 2·head_dim problem in float64: ``G = M Mᵀ`` for ``M = [αQ; K/α]``
-    (``α`` balances the two norms; ``g`` is unchanged), ``G = C Cᵀ`` (Cholesky; an
-    eigendecomposition with a pseudo-inverse where ``M`` is rank-deficient, e.g.
-    2·head_dim > hidden), eigenvalues of ``½ Cᵀ J C``, eigenvectors ``Mᵀ C⁻ᵀ y``.
-
-    Parameters
-    ----------
-    W_Q : array, shape (..., n_heads * head_dim, hidden)
-    W_K : array, shape (..., n_kv_heads * head_dim, hidden)
-    n_heads, n_kv_heads : int
-    top_k : int
-        Number of eigen-directions (by eigenvalue magnitude) to return; 0 for none.
-    rel_tol : float
-        Eigenvalues of ``G`` below ``rel_tol · max`` count as zero (rank-deficient case).
-
-    Returns
-    -------
-    eigvals : torch.Tensor, shape (..., n_heads, 2 * head_dim), float64
-        Sorted by decreasing magnitude; exact zeros pad the rank-deficient case.
-    eigdirs : torch.Tensor, shape (..., n_heads, top_k, hidden), float64, or None
-        Unit eigenvectors of ``S`` matching ``eigvals[..., :top_k]``, sign fixed so that
-        the largest-magnitude component is positive.
-    """
-    Q, K, idx = _split(W_Q, W_K, n_heads, n_kv_heads, torch.float64, finite=False)
-    H, d, n = Q.shape[-3:]
-    Hk = K.shape[-3]
-    top_k = int(top_k)
-    if top_k < 0 or top_k > 2 * d:
-        fail("top_k", f"expected 0 <= top_k <= 2*head_dim = {2 * d}, got {top_k}")
-    # Grams with GQA sharing: K Kᵀ once per kv head.
-    QQ = Q @ Q.transpose(-1, -2)                              # (..., H, d, d)
-    KK = (K @ K.transpose(-1, -2))[..., idx, :, :]            # (..., H, d, d)
-    # query heads of one kv group are contiguous: one (group·d × n)(n × d) product per group
-    Qg = Q.reshape(*Q.shape[:-3], Hk, (H // Hk) * d, n)
-    QK = (Qg @ K.transpose(-1, -2)).reshape(*Q.shape[:-3], H, d, d)
-    if not (bool(torch.isfinite(QQ).all()) and bool(torch.isfinite(KK).all())):
-        fail("W_Q" if not bool(torch.isfinite(QQ).all()) else "W_K", "contains NaN or Inf values")
-    nq = QQ.diagonal(dim1=-2, dim2=-1).sum(-1).sqrt()
-    nk = KK.diagonal(dim1=-2, dim2=-1).sum(-1).sqrt()
-    alpha = torch.where((nq > 0) & (nk > 0), (nk / nq.clamp_min(1e-300)).sqrt(), torch.ones_like(nq))
-    a2 = (alpha * alpha)[..., None, None]
-    G = torch.cat([torch.cat([QQ * a2, QK], -1), torch.cat([QK.transpose(-1, -2), KK / a2], -1)], -2)
-    G = 0.5 * (G + G.transpose(-1, -2))
-    with one_torch_thread(G.device.type == "cpu"):  # batched small LAPACK calls
-        return _sym_eig_from_gram(G, Q, K, idx, alpha, d, top_k, rel_tol)
-
-
-def _sym_eig_from_gram(G, Q, K, idx, alpha, d, top_k, rel_tol):
-    """Eigen-solve of the 2·head_dim problem given the balanced Gram ``G`` (see sym_eig)."""
-    C, info = torch.linalg.cholesky_ex(G)
-    Cinv_T = None
-    bad = info != 0
-    if bool(bad.any()):  # rank-deficient heads: C = V Λ^½ with a pseudo-inverse
-        lam, V = torch.linalg.eigh(G[bad])
-        keep = lam > rel_tol * lam.amax(-1, keepdim=True).clamp_min(1e-300)
-        sq = torch.where(keep, lam.clamp_min(0).sqrt(), torch.zeros_like(lam))
-        inv = torch.where(keep, 1.0 / sq.clamp_min(1e-300), torch.zeros_like(lam))
-        C = C.clone()
-        C[bad] = V * sq[..., None, :]
-        if top_k:
-            Cinv_T = torch.zeros_like(G)
-            Cinv_T[bad] = V * inv[..., None, :]
-    JC = torch.cat([C[..., d:, :], C[..., :d, :]], -2)       # J C: swap halves of rows
-    T = C.transpose(-1, -2) @ JC
-    T = 0.5 * (T + T.transpose(-1, -2))
-    if top_k:
-        lam_T, Y = torch.linalg.eigh(T)
-    else:
-        lam_T, Y = torch.linalg.eigvalsh(T), None
-    order = lam_T.abs().argsort(dim=-1, descending=True, stable=True)
-    eigvals = 0.5 * lam_T.gather(-1, order)
-    if not top_k:
-        return eigvals, None
-    Y = Y.gather(-1, order[..., None, :].expand_as(Y))[..., :top_k]          # (..., H, 2d, k)
-    # u = Mᵀ C⁻ᵀ y: solve Cᵀ z = y (triangular) or use the pseudo-inverse factor.
-    Z = torch.linalg.solve_triangular(C.transpose(-1, -2), Y, upper=True) if Cinv_T is None else None
-    if Cinv_T is not None:
-        Z = torch.empty_like(Y)
-        good = ~bad
-        if bool(good.any()):
-            Z[good] = torch.linalg.solve_triangular(C[good].transpose(-1, -2), Y[good], upper=True)
-        Z[bad] = Cinv_T[bad] @ Y[bad]
-    M = torch.cat([Q * alpha[..., None, None], K[..., idx, :, :] / alpha[..., None, None]], -2)  # (..., H, 2d, n)
-    U = (M.transpose(-1, -2) @ Z).transpose(-1, -2)         # (..., H, k, n)
-    U = U / U.norm(dim=-1, keepdim=True).clamp_min(1e-300)
-    sgn = torch.sign(U.gather(-1, U.abs().argmax(-1, keepdim=True)))
-    U = U * torch.where(sgn == 0, torch.ones_like(sgn), sgn)
-    return eigvals, U
+    """All nonzero eigenvalues of each head's symmetric part, by decreasing magnitude,
+    (..., n_heads, 2·head_dim), and the top-``top_k`` unit eigen-directions
+    (..., n_heads, top_k, hidden) or None (:meth:`FactoredQK.sym_eig`)."""
+    f = FactoredQK.from_heads(W_Q, W_K, n_heads, n_kv_heads, finite=False)
+    return f.sym_eig(top_k=top_k, rel_tol=rel_tol)
 
 
 # --------------------------------------------------------------------------------------

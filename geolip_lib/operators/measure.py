@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
+from safetensors.torch import load_file, save as st_save
+from tqdm.auto import tqdm
 
 from ..results import atomic_write_bytes, atomic_write_text
 from ..validation import check_positive_int, fail
@@ -122,8 +124,6 @@ def measure_layers(W_Qs: Sequence | torch.Tensor, W_Ks: Sequence | torch.Tensor,
     eig_list, dir_list = [], []
     it = range(n_layers)
     if progress:
-        from tqdm.auto import tqdm
-
         it = tqdm(it, desc=f"sym eig ({group})", unit="layer")
     for i in it:  # one layer at a time bounds memory at (n_heads, 2·head_dim, hidden)
         ev, U = sym_eig(Wq[i], Wk[i], n_heads, n_kv_heads, top_k=top_k)
@@ -142,8 +142,6 @@ def save(ops: QKOperators, prefix: str | os.PathLike) -> tuple[Path, Path]:
     -------
     (json_path, safetensors_path)
     """
-    from safetensors.torch import save as st_save
-
     prefix = Path(prefix)
     js, st = prefix.with_name(prefix.name + ".json"), prefix.with_name(prefix.name + ".safetensors")
     tensors = {"gram": ops.gram.contiguous(), "fro_sq": ops.fro_sq.contiguous(),
@@ -157,8 +155,6 @@ def save(ops: QKOperators, prefix: str | os.PathLike) -> tuple[Path, Path]:
 
 def load(path: str | os.PathLike) -> QKOperators:
     """Read what :func:`save` wrote (give the ``.json`` path or the prefix)."""
-    from safetensors.torch import load_file
-
     path = Path(path)
     js = path if path.suffix == ".json" else path.with_name(path.name + ".json")
     if not js.exists():

@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 import torch
 
+from ..models.adapters import catalog
+from ..weights import TensorStore
 from .measure import QKOperators, measure_layers
 
 __all__ = ["attention_groups", "measure_model", "load_group_weights"]
@@ -34,8 +36,6 @@ def attention_groups(source: Any, config: Any = None, family: str | None = None)
     Blocks whose head layout differs from the group's first block go to a separate group
     ``"<stack>.<attn>#<n_heads>x<head_dim>"`` so that every group is homogeneous.
     """
-    from ..models.adapters import catalog
-
     if config is None:
         config = getattr(source, "config", None)
     if family is None:
@@ -93,8 +93,6 @@ def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None =
     -------
     dict ``{group name: QKOperators}`` (empty when the model has no query/key weights).
     """
-    from ..weights import TensorStore
-
     store = source if isinstance(source, TensorStore) else TensorStore(source)
     all_groups = attention_groups(source, config, family)
     if groups is not None:

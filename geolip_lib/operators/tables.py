@@ -13,6 +13,9 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from ..metrics.intervals import format_value
+from ..results import headline
+
 from .measure import QKOperators
 
 __all__ = ["group_rows", "cosine_table", "rescale_table", "sign_table", "principal_angle_table", "verdict_rows",
@@ -138,8 +141,6 @@ def spectral_records(analyses: Mapping[str, dict], null: Mapping[str, dict], int
     items exist (a one-layer group has none); the random-init value and its interval are
     the ``"random_init"`` null.
     """
-    from ..results import headline
-
     out: dict = {}
     for g, a in analyses.items():
         b, iv, niv = null.get(g), intervals.get(g, {}), null_intervals.get(g, {})
@@ -152,8 +153,6 @@ def spectral_records(analyses: Mapping[str, dict], null: Mapping[str, dict], int
 def spectral_table(records: Mapping[str, dict]) -> pd.DataFrame:
     """One row per (group, quantity) of :func:`spectral_records`: trained and random init,
     each ``value [95 % interval]`` ("–" where the group has no random-init null)."""
-    from ..metrics.intervals import format_value
-
     rows = []
     for g, rec in records.items():
         for key, (label, _, _) in SPECTRAL_KEYS.items():

@@ -1,4 +1,7 @@
-"""Batched spectral statistics of weight matrices and of factored QK operators.
+"""Batched spectral statistics of weight matrices, and seed 001's QK form.
+
+The factored QK form W_Qᵀ W_K itself (singular values, symmetric-part eigenvalues, sign
+counts) is :class:`geolip_lib.metrics.factored_qk.FactoredQK`.
 
 All functions take torch tensors with arbitrary leading batch dimensions and compute in
 the dtype they are given (the battery passes float64).
@@ -18,7 +21,7 @@ from ..validation import as_tensor
 #: The project's one statement on the QK sign balance (seed 001's "cross-attention QK
 #: balance locked at 0.500"). Notebooks 02, 03, 06 and 15 and the docstrings of
 #: ``weights.battery`` and ``operators.factored`` cite this text rather than their own.
-#: Checked by ``tests/unit/test_qk_balance_statement.py`` on constructed matrices of known
+#: Checked by ``tests/unit/weights/test_qk_balance_statement.py`` on constructed matrices of known
 #: inertia, on random Gaussian weights and on the trained all-MiniLM-L6-v2 weights.
 QK_BALANCE_STATEMENT = (
     "QK sign balance: (1) per head, the scoring form W_Q^hᵀ W_K^h (d × d, rank head_dim ≤ d/2) "
@@ -139,94 +142,12 @@ def spectrum_stats(S: torch.Tensor, active: float = 0.01, energy: float = 0.9) -
             "condition": cond, "max_sv": s0, "min_sv": smin}
 
 
-def qk_factored(A: torch.Tensor, B: torch.Tensor, method: str = "auto") -> dict:
-    """Spectrum of the bilinear form M = Aᵀ B without building the (d, d) matrix.
-
-    ``A`` and ``B`` are query and key weights (rows = head dimensions, columns = the
-    model dimension), so the attention score of residual vectors x, y is xᵀ M y.
-
-    Parameters
-    ----------
-    A, B : (..., r, d) tensors
-        Query and key weights (for a full layer r = n_heads·head_dim with keys repeated
-        per query head under GQA; for one head r = head_dim).
-    method : "auto" | "factored" | "dense"
-        "factored" always uses the small problems below; "dense" forms M (d, d);
-        "auto" (default) uses the factored problem for a quantity only when it is
-        smaller than d (singular values: r < d; symmetric part: 2r < d) and M
-        otherwise, which skips QR factorizations that would not shrink anything
-        (T5, BERT: r = d). Both give the same numbers to float64 round-off (tested).
-
-    Returns
-    -------
-    dict
-        ``svals`` (..., m) singular values of M, descending (m = min(r, d); the other
-        d - m are zero); ``eig`` (..., m2) eigenvalues of the symmetric part
-        (M + Mᵀ)/2, descending, m2 = min(2r, d) (the other d - m2 are exactly zero);
-        ``fro`` (...) = ‖M‖_F; ``sym_dev`` (...) = ‖M − Mᵀ‖_F / ‖M‖_F; ``d`` = d.
-
-    Notes
-    -----
-    With Aᵀ = Q_a R_a and Bᵀ = Q_b R_b (reduced QR), M = Q_a (R_a R_bᵀ) Q_bᵀ, so the
-    singular values of M are those of the small R_a R_bᵀ. With C = [A; B] and
-    J = [[0, I/2], [I/2, 0]], (M + Mᵀ)/2 = Cᵀ J C; with Cᵀ = Q R the nonzero eigenvalues
-    are those of the symmetric (min(2r, d))-sized R J Rᵀ. ‖M − Mᵀ‖²_F = 2‖M‖²_F − 2 tr(M²)
-    and tr(M²) = tr((B Aᵀ)²).
-    """
-    A = as_tensor(A, "A", min_ndim=2)
-    B = as_tensor(B, "B", min_ndim=2)
-    if A.shape != B.shape:
-        raise ValueError(f"B: expected the shape of A {tuple(A.shape)}, got {tuple(B.shape)}")
-    if method not in ("auto", "factored", "dense"):
-        raise ValueError(f"method: expected 'auto', 'factored' or 'dense', got {method!r}")
-    r, d = A.shape[-2:]
-    dense_sv = method == "dense" or (method == "auto" and r >= d)
-    dense_eig = method == "dense" or (method == "auto" and 2 * r >= d)
-    M = A.transpose(-1, -2) @ B if (dense_sv or dense_eig) else None
-    if dense_sv:
-        # Gram eigenvalues without the ill-conditioning fallback: M = AᵀB is often
-        # ill-conditioned (cond(A)·cond(B)), which would send every layer to a full SVD,
-        # while the statistics taken from these values (stable rank, PR) only see the
-        # small ones through sums: their absolute error ~sqrt(d·eps)·σ_max moves PR by
-        # < 1e-6 relative (tested against the exact SVD).
-        svals = svdvals(M, cond_limit=float("inf"))[..., : min(r, d)]
-    else:
-        Ra = torch.linalg.qr(A.transpose(-1, -2), mode="r").R  # (..., min(d,r), r)
-        Rb = torch.linalg.qr(B.transpose(-1, -2), mode="r").R
-        core = Ra @ Rb.transpose(-1, -2)  # singular values of M
-        svals = torch.linalg.svdvals(core)
-    if dense_eig:
-        S = 0.5 * (M + M.transpose(-1, -2))
-        eig = torch.linalg.eigvalsh(S).flip(-1)
-        if 2 * r < d:  # keep the 2r nonzero candidates (largest |λ|), descending
-            idx = eig.abs().argsort(dim=-1, descending=True)[..., : 2 * r]
-            eig = eig.gather(-1, idx).sort(dim=-1, descending=True).values
-    else:
-        C = torch.cat([A, B], dim=-2)  # (..., 2r, d)
-        R = torch.linalg.qr(C.transpose(-1, -2), mode="r").R  # (..., m2, 2r)
-        RJ = torch.cat([R[..., r:], R[..., :r]], dim=-1) * 0.5  # R J  (J swaps the halves, / 2)
-        S = RJ @ R.transpose(-1, -2)
-        S = 0.5 * (S + S.transpose(-1, -2))
-        eig = torch.linalg.eigvalsh(S).flip(-1)
-    fro2 = svals.square().sum(-1)
-    if M is not None:
-        dev2 = (M - M.transpose(-1, -2)).square().sum((-1, -2))
-    else:
-        N = B @ A.transpose(-1, -2)  # (..., r, r)
-        tr_m2 = (N * N.transpose(-1, -2)).sum((-1, -2))
-        dev2 = torch.clamp(2 * fro2 - 2 * tr_m2, min=0)
-    fro = fro2.sqrt()
-    sym_dev = torch.where(fro > 0, dev2.sqrt() / torch.where(fro > 0, fro, torch.ones_like(fro)),
-                          torch.zeros_like(fro))
-    return {"svals": svals, "eig": eig, "fro": fro, "sym_dev": sym_dev, "d": d}
-
-
 def qk_seed_form(A: torch.Tensor, B: torch.Tensor) -> dict:
     """Seed 001's QK form: the sign counts of sym(A Bᵀ), an (inner × inner) matrix.
 
     Seed 001 (§4–6) multiplied ``W_q @ W_k.T`` with HF (out, in) weights, i.e. the Gram
     of query rows against key rows (inner × inner), not the scoring form Aᵀ B (d × d,
-    :func:`qk_factored`); it took the symmetric part and counted eigenvalues ``> 0`` and
+    :meth:`geolip_lib.metrics.factored_qk.FactoredQK.spectrum`); it took the symmetric part and counted eigenvalues ``> 0`` and
     ``< 0`` with no tolerance, over ``dim`` = inner ("n_positive / dim"). This function
     reproduces that definition exactly (dense ``eigvalsh`` in the dtype given; the
     battery passes float64). Where the rank is below inner (inner > d, or GQA keys
@@ -259,34 +180,3 @@ def qk_seed_form(A: torch.Tensor, B: torch.Tensor) -> dict:
     n_pos, n_neg = (eig > 0).sum(-1), (eig < 0).sum(-1)
     return {"eig": eig, "n_pos": n_pos, "n_neg": n_neg, "dim": dim, "pos_frac": n_pos.to(eig.dtype) / dim,
             "neg_frac": n_neg.to(eig.dtype) / dim}
-
-
-def sign_counts(eig: torch.Tensor, d: int, rtol: float | None = None) -> dict:
-    """Counts of positive / negative / zero eigenvalues out of ``d``.
-
-    Parameters
-    ----------
-    eig : (..., m) tensor
-        The nonzero-candidate eigenvalues (``qk_factored(...)["eig"]``); the remaining
-        ``d - m`` eigenvalues are exactly zero.
-    d : int
-        Full dimension of the operator (d_model).
-    rtol : float, optional
-        |λ| <= rtol · max|λ| counts as zero; default ``m · eps(dtype) · 10``.
-
-    Returns
-    -------
-    dict of (...) tensors: n_pos, n_neg, n_zero, pos_frac (n_pos / d, the seed's
-    convention), balance (n_pos / (n_pos + n_neg)).
-    """
-    m = eig.shape[-1]
-    if rtol is None:
-        rtol = 10 * m * torch.finfo(eig.dtype).eps
-    scale = eig.abs().amax(-1, keepdim=True)
-    tol = rtol * scale
-    n_pos = (eig > tol).sum(-1)
-    n_neg = (eig < -tol).sum(-1)
-    n_zero = d - n_pos - n_neg
-    nz = (n_pos + n_neg).clamp(min=1)
-    return {"n_pos": n_pos, "n_neg": n_neg, "n_zero": n_zero, "pos_frac": n_pos.to(eig.dtype) / d,
-            "balance": n_pos.to(eig.dtype) / nz}

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 import torch
+from safetensors import safe_open
+
+from ..models.adapters import TensorInfo
 
 _ST_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
               "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8",
@@ -53,8 +56,6 @@ class TensorStore:
     """
 
     def __init__(self, source: Any):
-        from ..models.adapters import Entry  # noqa: F401  (import check only)
-
         self.root: Optional[Path] = None
         self._mem: Optional[dict] = None
         self._where: dict = {}
@@ -134,8 +135,6 @@ class TensorStore:
 
     def infos(self) -> dict:
         """``{name: TensorInfo(shape, dtype)}`` for every stored tensor."""
-        from ..models.adapters import TensorInfo
-
         return {k: TensorInfo(shape=s, dtype=d) for k, (s, d) in self._info.items()}
 
     def nbytes(self, name: str) -> int:
@@ -193,8 +192,6 @@ class TensorStore:
         shape, dt = self._info[name]
         tdt = getattr(torch, dt, None)
         if sys.byteorder != "little" or not isinstance(tdt, torch.dtype):
-            from safetensors import safe_open
-
             with safe_open(str(self._where[name]), framework="pt") as fh:
                 return (fh.get_tensor(name) if rs is None else fh.get_slice(name)[rs[0]:rs[1]]).clone()
         start, stop = self._span[name]

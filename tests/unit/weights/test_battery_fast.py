@@ -7,7 +7,8 @@ from safetensors.torch import load_file, save_file
 
 from geolip_lib.weights import TensorStore
 from geolip_lib.weights import _kernels as K
-from geolip_lib.weights.spectral import gram64, qk_factored, spectrum_stats, svdvals
+from geolip_lib.metrics.factored_qk import FactoredQK
+from geolip_lib.weights.spectral import gram64, spectrum_stats, svdvals
 
 pytestmark = pytest.mark.unit
 
@@ -84,7 +85,7 @@ def test_dense_qk_singular_values_keep_stable_rank_and_pr(seed):
     d = 64
     A = torch.randn(d, d, generator=g, dtype=torch.float64) * torch.logspace(0, -7, d, dtype=torch.float64)
     B = torch.randn(d, d, generator=g, dtype=torch.float64)
-    f = qk_factored(A, B)  # r = d: dense path
+    f = FactoredQK(A, B).spectrum()  # r = d: dense path
     exact = spectrum_stats(torch.linalg.svdvals(A.mT @ B))
     got = spectrum_stats(f["svals"])
     for k in ("stable_rank", "pr"):

@@ -12,7 +12,8 @@ import torch
 
 from geolip_lib.models.adapters import Catalog, Entry
 from geolip_lib.weights import TensorStore, run_battery
-from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT, qk_factored, qk_seed_form, sign_counts
+from geolip_lib.metrics.factored_qk import FactoredQK, inertia as sign_counts
+from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT, qk_seed_form
 
 pytestmark = pytest.mark.unit
 
@@ -67,7 +68,7 @@ def test_sign_flip_of_the_keys_swaps_the_counts_in_both_forms():
     A, B = (torch.from_numpy(rng.standard_normal((32, 48))) for _ in range(2))
     f, g = qk_seed_form(A, B), qk_seed_form(A, -B)
     assert (int(f["n_pos"]), int(f["n_neg"])) == (int(g["n_neg"]), int(g["n_pos"]))
-    a, b = sign_counts(qk_factored(A, B)["eig"], 48), sign_counts(qk_factored(A, -B)["eig"], 48)
+    a, b = sign_counts(FactoredQK(A, B).spectrum()["eig"], 48), sign_counts(FactoredQK(A, -B).spectrum()["eig"], 48)
     assert (int(a["n_pos"]), int(a["n_neg"])) == (int(b["n_neg"]), int(b["n_pos"]))
 
 
@@ -98,7 +99,7 @@ def test_layer_level_forms_with_rank_d_are_not_forced_to_one_half():
     d, p = 16, 13
     U, _ = np.linalg.qr(rng.standard_normal((d, d)))
     X = (U * (rng.uniform(0.5, 2, d) * np.where(np.arange(d) < p, 1, -1))) @ U.T
-    sc = sign_counts(qk_factored(torch.eye(d, dtype=torch.float64), torch.from_numpy(X))["eig"], d)
+    sc = sign_counts(FactoredQK(torch.eye(d, dtype=torch.float64), torch.from_numpy(X)).spectrum()["eig"], d)
     assert (int(sc["n_pos"]), int(sc["n_neg"])) == (p, d - p) and float(sc["balance"]) == p / d
 
 
@@ -116,7 +117,7 @@ def test_gaussian_layer_level_forms_give_one_half_within_a_few_eigenvalues(inner
         A, B = (torch.from_numpy(rng.standard_normal((inner, d))) for _ in range(2))
         f = qk_seed_form(A, B)
         assert abs(int(f["n_pos"]) - inner / 2) <= GAUSS_TOL_EIGS and int(f["n_pos"] + f["n_neg"]) == inner
-        sc = sign_counts(qk_factored(A, B)["eig"], d)
+        sc = sign_counts(FactoredQK(A, B).spectrum()["eig"], d)
         assert abs(float(sc["balance"]) - 0.5) <= GAUSS_TOL_EIGS / (int(sc["n_pos"]) + int(sc["n_neg"]))
         seed_fracs.append(float(f["pos_frac"]))
     assert abs(np.mean(seed_fracs) - 0.5) <= GAUSS_TOL_EIGS / inner

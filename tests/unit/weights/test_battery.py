@@ -7,7 +7,8 @@ from safetensors.torch import save_file
 from geolip_lib.models.adapters import Catalog, Entry
 from geolip_lib.weights import TensorStore
 from geolip_lib.weights.battery import cross_layer, mlp_tables, sparsity_tables, svdvals
-from geolip_lib.weights.spectral import qk_factored, sign_counts, spectrum_stats
+from geolip_lib.metrics.factored_qk import FactoredQK, inertia as sign_counts
+from geolip_lib.weights.spectral import spectrum_stats
 
 pytestmark = pytest.mark.unit
 
@@ -19,7 +20,7 @@ def test_qk_factored_equals_dense(seed, r, d, method):
     g = torch.Generator().manual_seed(seed)
     A = torch.randn(3, r, d, generator=g, dtype=torch.float64)
     B = torch.randn(3, r, d, generator=g, dtype=torch.float64)
-    f = qk_factored(A, B, method=method)
+    f = FactoredQK(A, B).spectrum(method)
     assert f["svals"].shape[-1] == min(r, d) and f["eig"].shape[-1] == min(2 * r, d)
     M = A.mT @ B
     sv = torch.linalg.svdvals(M)
@@ -38,11 +39,11 @@ def test_sign_counts_follow_inertia():
     for seed in range(4):
         g = torch.Generator().manual_seed(seed)
         A, B = torch.randn(2, 5, 32, generator=g, dtype=torch.float64)
-        sc = sign_counts(qk_factored(A, B)["eig"], 32)
+        sc = sign_counts(FactoredQK(A, B).spectrum()["eig"], 32)
         assert (int(sc["n_pos"]), int(sc["n_neg"]), int(sc["n_zero"])) == (5, 5, 22)
     # symmetric positive definite form A = B: all positive
     A = torch.randn(16, 16, dtype=torch.float64)
-    sc = sign_counts(qk_factored(A, A)["eig"], 16)
+    sc = sign_counts(FactoredQK(A, A).spectrum()["eig"], 16)
     assert int(sc["n_pos"]) == 16 and float(sc["sym_dev"] if "sym_dev" in sc else 0) == 0
 
 

@@ -1,0 +1,133 @@
+"""Known-answer tests of geolip_lib.metrics.factored_qk.FactoredQK (factored fast paths vs the
+dense slow reference built from the d × d product)."""
+import pytest
+import torch
+
+from geolip_lib.metrics.factored_qk import FactoredQK, inertia, kv_head_index
+
+SEEDS = (0, 1, 2, 3)
+
+
+def _rand(seed, *shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _orth(seed, d):
+    Q, _ = torch.linalg.qr(_rand(seed + 1000, d, d))
+    return Q
+
+
+def _known_form(seed, d=12, signs=(2.0, 1.0, -3.0, 0.0)):
+    """A form whose symmetric part is Pᵀ diag(signs) P with P (r × d) of full row rank:
+    A = P, B = diag(signs) P, so M = Pᵀ D P is symmetric with inertia (#>0, #<0, d-#nonzero)."""
+    P = _rand(seed, len(signs), d)
+    D = torch.diag(torch.tensor(signs, dtype=torch.float64))
+    return FactoredQK(P, D @ P)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_known_inertia(seed):
+    f = _known_form(seed)
+    for method in ("factored", "dense", "auto"):
+        sc = f.inertia(method=method)
+        assert (int(sc["n_pos"]), int(sc["n_neg"]), int(sc["n_zero"])) == (2, 1, 9)
+        assert float(sc["balance"]) == pytest.approx(2 / 3)
+    # sym_eig (seed 004's solver): 2r candidates, the nonzero ones carry the same signs
+    ev, _ = f.sym_eig()
+    nz = ev[ev.abs() > 1e-9 * ev.abs().max()]
+    assert (int((nz > 0).sum()), int((nz < 0).sum())) == (2, 1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("r,d", [(3, 16), (8, 16), (16, 16), (20, 12)])
+def test_svals_fro_sym_equal_dense(seed, r, d):
+    A, B = _rand(seed, r, d), _rand(seed + 50, r, d)
+    f = FactoredQK(A, B)
+    M = A.T @ B
+    ref = torch.linalg.svdvals(M)[: min(r, d)]
+    for method in ("factored", "dense", "auto"):
+        sp = f.spectrum(method)
+        assert torch.allclose(sp["svals"], ref, rtol=1e-9, atol=1e-9 * float(ref[0]))
+        assert torch.allclose(f.svals(method), sp["svals"], rtol=0, atol=0)
+        assert float(sp["fro"]) == pytest.approx(float(torch.linalg.norm(M)), rel=1e-10)
+        assert float(sp["sym_dev"]) == pytest.approx(float(torch.linalg.norm(M - M.T) / torch.linalg.norm(M)),
+                                                     rel=1e-8)
+        ev = torch.linalg.eigvalsh(0.5 * (M + M.T)).flip(0)
+        m2 = min(2 * r, d)
+        big = ev[ev.abs().argsort(descending=True)[:m2]].sort(descending=True).values
+        assert torch.allclose(sp["eig"], big, atol=1e-9 * float(ev.abs().max()))
+    assert float(f.fro_sq()) == pytest.approx(float(torch.linalg.norm(M) ** 2), rel=1e-12)
+    assert torch.equal(f.dense(), M)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_orthogonal_change_of_basis(seed):
+    """M → Oᵀ M O (both factors A → A O, B → B O): singular values, eigenvalues, inertia
+    and norms unchanged."""
+    r, d = 4, 10
+    A, B = _rand(seed, r, d), _rand(seed + 7, r, d)
+    O = _orth(seed, d)
+    f, g = FactoredQK(A, B), FactoredQK(A @ O, B @ O)
+    assert torch.allclose(f.svals(), g.svals(), atol=1e-10)
+    assert torch.allclose(f.sym_eigvals(), g.sym_eigvals(), atol=1e-10)
+    assert torch.allclose(f.sym_eig()[0], g.sym_eig()[0], atol=1e-10)
+    assert float(f.fro_sq()) == pytest.approx(float(g.fro_sq()), rel=1e-12)
+    a, b = f.inertia(), g.inertia()
+    assert all(int(a[k]) == int(b[k]) for k in ("n_pos", "n_neg", "n_zero"))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_top_directions(seed):
+    r, d, k = 4, 12, 3
+    A, B = _rand(seed, r, d), _rand(seed + 3, r, d)
+    f = FactoredQK(A, B)
+    M = f.dense()
+    S, U, V = f.svd(k)
+    Ud, Sd, Vhd = torch.linalg.svd(M)
+    assert torch.allclose(S, Sd[:k], atol=1e-10)
+    for i in range(k):  # same singular vectors up to a common sign
+        assert float((U[i] @ Ud[:, i]).abs()) == pytest.approx(1.0, abs=1e-8)
+        assert torch.allclose(U[i] @ M, S[i] * V[i], atol=1e-9)
+    ev, dirs = f.sym_eig(top_k=k)
+    Ssym = 0.5 * (M + M.T)
+    for i in range(k):
+        assert torch.allclose(Ssym @ dirs[i], ev[i] * dirs[i], atol=1e-9 * float(ev.abs().max()))
+        assert float(dirs[i].norm()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_heads_gqa_batched_equal_dense(seed):
+    H, Hk, hd, d, L = 4, 2, 3, 16, 2
+    Wq, Wk = _rand(seed, L, H * hd, d), _rand(seed + 9, L, Hk * hd, d)
+    f = FactoredQK.from_heads(Wq, Wk, H, Hk)
+    assert f.kv.tolist() == kv_head_index(H, Hk).tolist() == [0, 0, 1, 1]
+    Q = Wq.reshape(L, H, hd, d)
+    K = Wk.reshape(L, Hk, hd, d)[:, [0, 0, 1, 1]]
+    M = Q.transpose(-1, -2) @ K
+    assert torch.allclose(f.dense(), M)
+    assert torch.allclose(f.fro_sq(), M.square().sum((-1, -2)), rtol=1e-12)
+    assert torch.allclose(f.svals(), torch.linalg.svdvals(M)[..., :hd], atol=1e-10)
+    ev, _ = f.sym_eig()
+    lam = torch.linalg.eigvalsh(0.5 * (M + M.mT))
+    ref = lam.gather(-1, lam.abs().argsort(dim=-1, descending=True, stable=True))[..., : 2 * hd]
+    assert torch.allclose(ev.sort(-1).values, ref.sort(-1).values, atol=1e-10)
+    assert torch.all(ev.abs()[..., :-1] >= ev.abs()[..., 1:])  # by decreasing magnitude
+    # the two eigen-solvers agree (as sets, different orders)
+    assert torch.allclose(ev.sort(-1, descending=True).values, f.sym_eigvals(), atol=1e-10)
+    # per head of the layer form = from_heads
+    lay = FactoredQK.from_layer(Wq[0], Wk[0], H, Hk)
+    assert torch.allclose(lay.dense(), M[0].sum(0))
+    assert torch.allclose(lay.per_head(H).dense(), M[0])
+
+
+def test_inertia_tolerance_and_errors():
+    eig = torch.tensor([[1.0, 1e-17, -0.5, 0.0]], dtype=torch.float64)
+    sc = inertia(eig, 6)
+    assert (int(sc["n_pos"]), int(sc["n_neg"]), int(sc["n_zero"])) == (1, 1, 4)
+    assert float(sc["pos_frac"]) == pytest.approx(1 / 6)
+    with pytest.raises(ValueError, match="^B"):
+        FactoredQK(torch.zeros(2, 3), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="^method"):
+        FactoredQK(torch.zeros(2, 3), torch.zeros(2, 3)).svals("qr")
+    with pytest.raises(ValueError, match="^n_kv_heads"):
+        FactoredQK.from_heads(torch.zeros(6, 3), torch.zeros(4, 3), 3, 2)
