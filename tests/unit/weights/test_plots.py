@@ -67,6 +67,24 @@ def test_battery_panel(batteries):
         check_figure(fig, 9 + 2)  # nine panels + colour bars of the two heat maps
 
 
+def _has_data(ax) -> bool:
+    """An axis draws data: a line with points, a filled collection, an image or bars."""
+    return (any(len(l.get_xdata()) for l in ax.lines) or any(len(c.get_paths()) for c in ax.collections)
+            or bool(ax.images) or bool(ax.patches))
+
+
+def test_battery_panel_no_empty_axes(batteries):
+    """The panel of a tiny T5's battery output: the nine expected panels (plus the two colour
+    bars), each drawing data, none of them a 'no ...' placeholder."""
+    res, _ = batteries
+    fig = plots.battery_panel(res, title="toy-t5")
+    main = fig.axes[:9]
+    assert [a.get_title() for a in main] == PANEL_TITLES
+    assert [a for a in main if not _has_data(a)] == []
+    assert [t.get_text() for a in main for t in a.texts if t.get_text().startswith("no ")] == []
+    check_figure(fig, 9 + 2)
+
+
 def test_battery_panel_without_attention(mlp_only):
     fig = plots.battery_panel(mlp_only, title="toy")
     texts = [t.get_text() for a in fig.axes for t in a.texts]

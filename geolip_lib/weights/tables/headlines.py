@@ -1,0 +1,118 @@
+"""95 % intervals of the battery's headline numbers (bootstrap over the pooled matrices / layers / pairs)."""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from ... import results
+from ...metrics import intervals as iv
+from ...models.adapters import ATTN_ROLES
+from ._common import _note, _ratio, first_qk_group, get
+
+
+#: pooled headlines of notebook 02 -> (what the pooled items are, display name of one item)
+POOLED = {"q_sparsity": "Q matrices", "k_sparsity": "K matrices", "q_stable_rank": "Q matrices",
+          "mlp_dead_frac": "MLP layers", "cross_layer_adj": "adjacent layer pairs"}
+
+
+def adjacent_pairs(res) -> tuple[np.ndarray, np.ndarray]:
+    """Adjacent-layer cosines of every attention-role group and each pair's weight, so that
+    the weighted mean is the mean over groups of each group's mean (the headline)."""
+    groups = [d["cos"] for (_s, _a, r), d in res.cross.items() if r in ATTN_ROLES]
+    if not groups:
+        return np.zeros(0), np.zeros(0)
+    c = np.concatenate([np.diagonal(C, 1) for C in groups])
+    w = np.concatenate([np.full(C.shape[0] - 1, 1.0 / ((C.shape[0] - 1) * len(groups))) for C in groups])
+    return c, w
+
+
+def headline_items(res) -> dict:
+    """The items each pooled headline of notebook 02 averages, as a ratio of sums.
+
+    Every pooled headline is ``Σ num / Σ den`` over its items: Q (K) sparsity over the Q (K)
+    matrices (``num`` = weights below the largest threshold, ``den`` = weights), Q stable
+    rank over Q matrices (``den`` = 1), dead fraction over MLP layers (dead neurons /
+    neurons), adjacent-layer cosine over layer pairs (each group's pairs weighted so the
+    value is the mean of group means). Resampling items is the bootstrap of the headline.
+    Returns ``{key: {"num": [...], "den": [...], "items": name}}`` (JSON-ready).
+    """
+    out = {}
+    sp = res.sparsity
+    per, col = sp["per_tensor"], sp["columns"][-1]
+    for r in ("q", "k"):
+        g = per[per["role"] == r] if not per.empty and "role" in per else per
+        n = g["n"].to_numpy(dtype=np.float64) if not g.empty else np.zeros(0)
+        num = n * g[col].to_numpy(dtype=np.float64) if not g.empty else n
+        out[f"{r}_sparsity"] = {"num": num.tolist(), "den": n.tolist()}
+    sr = res.svd.loc[res.svd["role"] == "q", "stable_rank"].to_numpy(dtype=np.float64) if not res.svd.empty \
+        else np.zeros(0)
+    out["q_stable_rank"] = {"num": sr.tolist(), "den": np.ones_like(sr).tolist()}
+    ml = res.mlp["layers"]
+    out["mlp_dead_frac"] = {"num": [] if ml.empty else ml["dead"].astype(float).tolist(),
+                            "den": [] if ml.empty else ml["d_ff"].astype(float).tolist()}
+    c, w = adjacent_pairs(res)
+    out["cross_layer_adj"] = {"num": (w * c).tolist(), "den": w.tolist()}
+    for k, v in out.items():
+        v["items"] = POOLED[k]
+    return out
+
+
+def items_interval(items: Optional[Mapping], *, seed: int = 0, n_boot: int = iv.N_BOOT) -> Optional[iv.Interval]:
+    """Percentile bootstrap over the items of :func:`headline_items` (``None`` when there are none)."""
+    if not items or not len(items["num"]):
+        return None
+    return iv.bootstrap_weighted(len(items["num"]), _ratio(items["num"], items["den"]), n_boot=n_boot, seed=seed,
+                                 what=items["items"])
+
+
+def _qk_first(summary: Optional[Mapping]) -> Optional[float]:
+    k = first_qk_group(summary, self_only=False)
+    return None if k is None else summary["qk"][k]["pos_frac_first"]
+
+
+NOTES = {
+    "q_sparsity": "Pooled over every Q matrix; a fixed absolute threshold mostly measures weight scale, which the "
+                  "random-init null shows.",
+    "k_sparsity": "Pooled over every K matrix; a fixed absolute threshold mostly measures weight scale, which the "
+                  "random-init null shows.",
+    "q_stable_rank": "Mean over Q matrices of ‖W‖²_F/‖W‖²₂; a Gaussian init already has a high stable "
+                     "rank.",
+    "qk_pos_frac_first": "Exact: one eigen-decomposition of the full layer-0 sym(W_Qᵀ W_K), no sampling; 0.5 is "
+                         "sign balance.",
+    "mlp_dead_frac": "Importance < 1 % of the layer mean; pooled over MLP layers.",
+    "cross_layer_adj": "Independent random layers have cosine ≈ 0 (the random-init null); trained layers depart "
+                       "from it only if they share weight directions.",
+}
+
+
+def battery_headline(summary: Mapping, items: Mapping, null: Optional[Mapping] = None,
+                     null_items: Optional[Mapping] = None, *, seed: int = 0, n_boot: int = iv.N_BOOT) -> dict:
+    """The headline numbers of notebook 02, each with its 95 % interval and the random-init null.
+
+    Values are those the summary records; intervals are bootstraps over the matrices /
+    layers / pairs each number pools (``items``: :func:`headline_items`); the layer-0 QK
+    sign fraction is one eigen-decomposition of the full weights, hence exact. ``null`` /
+    ``null_items``: the same for the random-init copy (omitted: no null).
+    """
+    thr = summary.get("qkv_sparsity_threshold")
+    values = {"q_sparsity": lambda s: get(s, "qkv_sparsity", "q"), "k_sparsity": lambda s: get(s, "qkv_sparsity", "k"),
+              "q_stable_rank": lambda s: get(s, "svd_by_role", "q", "stable_rank"),
+              "qk_pos_frac_first": _qk_first, "mlp_dead_frac": lambda s: get(s, "mlp", "dead_frac"),
+              "cross_layer_adj": lambda s: (s or {}).get("cross_layer_attn_adj_mean")}
+    first = first_qk_group(summary, self_only=False)
+    labels = {"q_sparsity": f"Q |w|{thr}", "k_sparsity": f"K |w|{thr}", "q_stable_rank": "Q stable rank",
+              "qk_pos_frac_first": f"QK pos. eig. frac (L0{'' if first is None else ', ' + first})",
+              "mlp_dead_frac": "dead MLP neurons", "cross_layer_adj": "adjacent-layer cos (attn)"}
+    fmts = {"q_stable_rank": ".2f", "mlp_dead_frac": ".4f", "cross_layer_adj": ".4f"}
+    out = {}
+    for key, val in values.items():
+        if key in POOLED:
+            t = items_interval(items.get(key), seed=seed, n_boot=n_boot)
+            n = items_interval((null_items or {}).get(key), seed=seed, n_boot=n_boot)
+        else:
+            t, n = "exact", None
+        nulls = {} if null is None else {"random_init": {"value": val(null), "interval": n}}
+        out[key] = results.headline(val(summary), interval=t, nulls=nulls, label=labels[key],
+                                    fmt=fmts.get(key, ".3f"), note=_note(NOTES[key], t))
+    return out
