@@ -81,9 +81,12 @@ def main(argv=None) -> int:
     ap.add_argument("--ray-results", choices=("shared", "return"), default=None,
                     help="shared: workers write into --out (shared storage); return: workers send each job "
                          "directory back to the driver (default: shared for a local Ray, return otherwise)")
-    ap.add_argument("--warm", action="store_true",
-                    help="start kernels from a process that imported torch & co. once (faster job start; "
-                         "experimental: see geolip_lib/runner/warm.py)")
+    start = ap.add_mutually_exclusive_group()
+    start.add_argument("--warm", dest="warm", action="store_true", default=None,
+                       help="start kernels from a process that imported torch & co. once (the default; "
+                            "GEOLIP_WARM=0 turns it off; see geolip_lib/runner/warm.py)")
+    start.add_argument("--cold", dest="warm", action="store_false",
+                       help="start every kernel as a fresh process (slower start, nothing shared)")
     ap.add_argument("--plan", action="store_true",
                     help="print what each job needs (parameters, download, disk, memory, device) and the totals "
                          "against what is free, then exit")
@@ -114,7 +117,7 @@ def main(argv=None) -> int:
             if args.executor == "ray":
                 opts = {"address": args.ray_address, "results": args.ray_results}
             results = run(args.profile, args.models, args.notebooks, args.resume, out_root,
-                          jobs_at_once=args.jobs, executor=args.executor, warm=True if args.warm else None, **opts)
+                          jobs_at_once=args.jobs, executor=args.executor, warm=args.warm, **opts)
             failures = [r for r in results if not r.ok]
             done = sum(r.ok and not r.skipped for r in results)
             skipped = sum(r.skipped for r in results)

@@ -31,11 +31,17 @@ shell, is imported by the kernel at its first figure, as usual). ``geolip_lib`` 
 not preloaded, so a kernel runs the checkout's code as it is when the kernel starts.
 Measured: the import cell of notebook 01 takes 10.7 s in a fresh process and 0.2 s after
 this preload (loaded 2-core machine).
-Caveat, hence opt-in (``run_all.py --warm`` or ``GEOLIP_WARM=1``): warm and cold kernels gave
-equal metrics on 01 (tiny-t5, tiny-bert) and 02 by hand, but the notebook test suite found
-notebook 01 on tiny-t5 differing between a warm and a cold execution, and nbval outputs of 13
-and 14 differing; the cause is not yet found (candidates: a library's state imported in the
-zygote before the job's environment, thread pools initialised there).
+On by default; ``run_all.py --cold`` or ``GEOLIP_WARM=0`` starts every kernel as a fresh
+process. Two differences between warm and cold kernels were found and fixed, and the
+notebook tests run the demo's jobs warm against nbval's cold kernels:
+
+* float results of notebook 01 on tiny-t5 differed at ~1e-8: numba's OpenMP layer had reset
+  torch's thread count in *every* kernel (``metrics/threads.py``); in a cold kernel the
+  parallel split happened to differ from a forked one. Fixed at the cause: torch keeps its
+  thread count across numba kernels, and warm == cold on the whole demo profile.
+* progress bars were console text instead of widgets: ``tqdm.auto`` decides at import, and
+  the zygote imported it (through transformers) before any kernel existed
+  (:func:`_forget_console_tqdm`).
 """
 from __future__ import annotations
 
@@ -53,6 +59,7 @@ import tempfile
 import threading
 import time
 import traceback
+import types
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -71,12 +78,12 @@ _MAX_MSG = 1 << 20
 # ---------------------------------------------------------------------------- the runner's side
 class WarmPool:
     """Start a zygote for the duration of a run (context manager); :meth:`env` is what a job's
-    kernel environment needs to find it. ``enabled=False`` (or ``GEOLIP_WARM=0``) gives cold
-    kernels."""
+    kernel environment needs to find it. ``enabled=False`` (or ``GEOLIP_WARM=0``; default on)
+    gives cold kernels."""
 
     def __init__(self, preload: Sequence[str] = PRELOAD, enabled: Optional[bool] = None, log: Optional[Path] = None):
         if enabled is None:  # opt-in (run_all --warm or GEOLIP_WARM=1): see the module docstring's caveat
-            enabled = os.environ.get("GEOLIP_WARM", "0").strip().lower() in ("1", "true", "yes", "on")
+            enabled = os.environ.get("GEOLIP_WARM", "1").strip().lower() not in ("0", "false", "no", "off")
         self.enabled = enabled and hasattr(socket, "send_fds") and hasattr(os, "fork")
         self.preload = tuple(preload)
         self.log = log
@@ -312,6 +319,7 @@ def _become_kernel(conn, fds, req) -> None:
         os.environ.clear()
         os.environ.update(req["env"])
         _apply_threads()
+        _forget_console_tqdm()
         _watch(int(req["launcher"]))
         sys.argv = ["ipykernel_launcher", *req["argv"]]
         from ipykernel import kernelapp
@@ -328,6 +336,30 @@ def _become_kernel(conn, fds, req) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+class _LazyTqdmAuto(types.ModuleType):
+    """Stands for ``tqdm.auto`` in a module that bound it in the zygote: imported at first use."""
+
+    def __getattr__(self, name):
+        return getattr(importlib.import_module("tqdm.auto"), name)
+
+
+def _forget_console_tqdm() -> None:
+    """``tqdm.auto`` picks notebook widgets or console bars when it is imported, by asking
+    whether an IPython kernel is running. The zygote imported it with transformers, before any
+    kernel: a warm kernel then drew console bars where a cold one draws widgets (found as nbval
+    output differences in notebooks 13 and 14). Forget that import, so that the kernel's first
+    ``from tqdm.auto import tqdm`` decides again, and let transformers' logging (which holds the
+    module) import it at first use too."""
+    for name in ("tqdm.auto", "tqdm.autonotebook"):
+        sys.modules.pop(name, None)
+        pkg = sys.modules.get("tqdm")
+        if pkg is not None and hasattr(pkg, name.split(".")[1]):
+            delattr(pkg, name.split(".")[1])
+    hf_logging = sys.modules.get("transformers.utils.logging")
+    if hf_logging is not None and hasattr(hf_logging, "tqdm_lib"):
+        hf_logging.tqdm_lib = _LazyTqdmAuto("tqdm.auto")
 
 
 def _apply_threads() -> None:

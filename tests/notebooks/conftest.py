@@ -65,7 +65,7 @@ def _prefetch(root) -> None:
     _PREFETCHED["done"] = True
     jobs = [j for j in jobs_for_profile("tiny", notebooks=sorted(_WANTED))
             if j.job_id in PREFETCH.get(j.notebook, []) and not reads_other_jobs(j.notebook)]
-    for res in run_jobs(jobs, root, jobs_at_once=2, warm=False, console=sys.stderr):
+    for res in run_jobs(jobs, root, jobs_at_once=2, warm=True, console=sys.stderr):
         _PREFETCHED[(res.job.notebook, res.job.job_id)] = res
 
 

@@ -25,6 +25,7 @@ from .conftest import ROOT, write_notebook
 
 TIMED_NB = '''
 import json, os, time
+from tqdm.auto import tqdm
 READ = lambda: []
 from pathlib import Path
 from geolip_lib import results
@@ -35,7 +36,7 @@ Path(PIDS, f"{NAME}.pid").write_text(str(os.getpid()))
 time.sleep(SLEEP)
 seen = READ()
 results.record(out, {"t0": t0, "t1": time.time(), "seen": seen, "threads": os.environ.get("OMP_NUM_THREADS"),
-                     "warm": bool(os.environ.get("GEOLIP_WARM_SOCKET"))}, notebook=NAME, model=None,
+                     "warm": bool(os.environ.get("GEOLIP_WARM_SOCKET")), "tqdm": tqdm.__module__}, notebook=NAME, model=None,
                headline={"value": results.headline(1.0, interval="exact", label="Value")})
 '''
 TIMED_PARAMS = "OUT_DIR = None\nREPORT_ROOT = None\nNAME = 'x'\nSLEEP = 0.0\nPIDS = '/tmp'"
@@ -75,6 +76,8 @@ def test_two_jobs_run_at_once_on_warm_kernels_with_shared_cores(timed, capsys):
     assert max(a["t0"], b["t0"]) < min(a["t1"], b["t1"]), "the two jobs did not overlap"
     assert a["threads"] == b["threads"] == str(max(1, (os.cpu_count() or 1) // 2))
     assert a["warm"] and b["warm"]
+    # the notebook's progress bars (a cold kernel's ``tqdm.auto`` class), not the zygote's console bars
+    assert a["tqdm"] == b["tqdm"] == "tqdm.auto"
     assert "[1/2] start t / a" in lines and "[2/2] start t / b" in lines
     assert sum(" ok " in ln for ln in lines) == 2
     assert not (timed.out / run_all.LOCK).exists()
