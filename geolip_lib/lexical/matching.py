@@ -5,6 +5,8 @@ order; a lemma (underscores read as spaces) matches when the tokenizer encodes i
 special tokens, as exactly one token that no earlier entry has claimed, and its synset's
 definition is longer than ``min_definition_chars`` characters. The first such entry wins
 the token. Works for SentencePiece, WordPiece and BPE tokenizers alike; deterministic.
+The single-token rule is ``"strict"`` of :mod:`geolip_lib.models.tokens` (the probes of
+notebook 01 use ``"drop_blank"``; see there).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..models.tokens import STRICT, single_token_ids  # noqa: F401 (single_token_ids re-exported)
 from ..results import atomic_write_bytes
 from .wordnet import Lexicon, cache_dir, load_lexicon
 
@@ -45,34 +48,6 @@ class Matched:
         idx = np.asarray(idx, dtype=np.int64)
         return Matched(self.synset_ids[idx], self.token_ids[idx], [self.lemmas[i] for i in idx],
                        [self.definitions[i] for i in idx])
-
-
-def _encoder(tokenizer):
-    """A function ``list[str] -> list[list[int]]`` without special tokens.
-
-    Fast tokenizers go straight to their Rust backend (a copy with truncation and padding
-    off, ~8x quicker than ``__call__``, same ids); others through ``__call__``.
-    """
-    backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
-    if backend is not None:
-        from tokenizers import Tokenizer
-
-        bt = Tokenizer.from_str(backend.to_str())
-        bt.no_truncation()
-        bt.no_padding()
-        return lambda words: [e.ids for e in bt.encode_batch(words, add_special_tokens=False)]
-    return lambda words: tokenizer(words, add_special_tokens=False)["input_ids"]
-
-
-def single_token_ids(tokenizer, words: list[str], batch_size: int = 8192) -> np.ndarray:
-    """Token id of each word when it encodes to exactly one token, else -1 -> (n,) int64."""
-    encode = _encoder(tokenizer)
-    out = np.full(len(words), -1, dtype=np.int64)
-    for s in range(0, len(words), batch_size):
-        for k, ids in enumerate(encode(list(words[s:s + batch_size]))):
-            if len(ids) == 1:
-                out[s + k] = ids[0]
-    return out
 
 
 def match_lemmas(tokenizer, lexicon: Lexicon | None = None, *, min_definition_chars: int = 10,
@@ -139,7 +114,7 @@ def _match_entries(tokenizer, lx, names, syn_of_lemma, min_definition_chars, pos
     first_of = dict.fromkeys(names)
     uniq = list(first_of)
     where = {w: k for k, w in enumerate(uniq)}
-    tok = single_token_ids(tokenizer, uniq)[np.fromiter((where[w] for w in names), dtype=np.int64,
+    tok = single_token_ids(tokenizer, uniq, rule=STRICT)[np.fromiter((where[w] for w in names), dtype=np.int64,
                                                          count=len(names))]
     def_len = np.fromiter((len(d) for d in lx.definitions), dtype=np.int64, count=len(lx))
     ok = (tok >= 0) & (def_len[syn_of_lemma] > min_definition_chars)

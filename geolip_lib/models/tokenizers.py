@@ -35,6 +35,10 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers.processors import TemplateProcessing
+from transformers import AutoTokenizer, CLIPTokenizer, PreTrainedTokenizerFast
+
 from ..paths import ROOT, cache_root  # noqa: F401 (cache_root re-exported: its home is geolip_lib.paths)
 
 N_SENTINELS = 100
@@ -124,10 +128,6 @@ def _minilm_words() -> list[str]:
 
 # --------------------------------------------------------------------------- builders
 def _train_unigram(corpus: list[str], out: Path, vocab_size: int) -> None:
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-    from tokenizers.processors import TemplateProcessing
-    from transformers import PreTrainedTokenizerFast
-
     specials = ["<pad>", "</s>", "<unk>"]
     tok = Tokenizer(models.Unigram())
     tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace(r"\s+", " ")])
@@ -165,14 +165,11 @@ def _unigram_wordnet(out: Path) -> None:
 
 
 def _minilm(out: Path) -> None:
-    from transformers import AutoTokenizer
-
     AutoTokenizer.from_pretrained(str(minilm_dir())).save_pretrained(out)
 
 
 def _clip_bpe(out: Path) -> None:
-    from open_clip.tokenizer import SimpleTokenizer
-    from transformers import CLIPTokenizer
+    from open_clip.tokenizer import SimpleTokenizer  # heavy optional dependency
 
     st = SimpleTokenizer()
     merges = [(a, b) for (a, b), _ in sorted(st.bpe_ranks.items(), key=lambda kv: kv[1])]
@@ -204,6 +201,4 @@ def tokenizer_dir(kind: str) -> Path:
 
 def load_tokenizer(kind: str):
     """The tokenizer ``kind`` as a Hugging Face fast tokenizer (see the module docstring)."""
-    from transformers import AutoTokenizer
-
     return AutoTokenizer.from_pretrained(str(tokenizer_dir(kind)))

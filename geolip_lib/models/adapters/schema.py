@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Mapping, Optional
 
+import pandas as pd
 import torch
 
 ROLES = ("q", "k", "v", "o", "qkv", "mlp_in", "mlp_gate", "mlp_out", "embed", "unembed",
@@ -225,8 +226,6 @@ class Catalog:
 
     def to_frame(self):
         """The catalog as a pandas DataFrame (one row per entry)."""
-        import pandas as pd
-
         return pd.DataFrame([{
             "name": e.name, "role": e.role, "stack": e.stack, "attn": e.attn, "layer": e.layer,
             "shape": tuple(e.shape), "dtype": e.dtype, "n_heads": e.n_heads, "head_dim": e.head_dim,

@@ -1,0 +1,204 @@
+"""Global statistics of an embedding matrix (seed 001 §1): norms, eigenspectrum, distances,
+pentachoron volumes. Each returns a JSON-friendly dict (``return_data=True``: also the
+per-item data)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .. import metrics as M
+from .. import validation as V
+from ._common import _matrix
+
+PERCENTILES = (1, 5, 25, 50, 75, 95, 99)
+
+
+def norm_stats(E: Any, percentiles: Sequence[float] = PERCENTILES, zero_tol: float = 1e-6, *,
+               return_data: bool = False) -> dict | tuple[dict, np.ndarray]:
+    """Row-norm and per-dimension statistics of an embedding matrix.
+
+    Parameters
+    ----------
+    E : array-like or torch.Tensor, shape (V, D)
+
+    Returns
+    -------
+    dict
+        ``norm`` {mean, std, min, max, median, argmin, argmax, percentiles}, ``n_zero``
+        (rows with norm < ``zero_tol``), ``per_dim`` {mean_of_means, mean_of_stds,
+        std_of_means, std_of_stds} (population stds), ``shape``.
+    norms : ndarray, shape (V,)
+        The row norms, only with ``return_data=True`` (the summary comes first).
+    """
+    t = _matrix(E)
+    norms = t.norm(dim=1).numpy()
+    dm, ds = t.mean(0), t.std(0, unbiased=False)
+    out = {
+        "shape": list(t.shape),
+        "norm": {"mean": float(norms.mean()), "std": float(norms.std()), "min": float(norms.min()),
+                 "max": float(norms.max()), "median": float(np.median(norms)),
+                 "argmin": int(norms.argmin()), "argmax": int(norms.argmax()),
+                 "percentiles": {str(p): float(v) for p, v in zip(percentiles, np.percentile(norms, percentiles))}},
+        "n_zero": int((norms < zero_tol).sum()),
+        "per_dim": {"mean_of_means": float(dm.mean()), "mean_of_stds": float(ds.mean()),
+                    "std_of_means": float(dm.std(unbiased=False)), "std_of_stds": float(ds.std(unbiased=False))},
+    }
+    return (out, norms) if return_data else out
+
+
+def eigenspectrum(E: Any, fractions: Sequence[float] = (0.8, 0.9, 0.95, 0.99), *,
+                  max_rows: int | None = None, seed: int = 0, top: int = 20,
+                  return_data: bool = False) -> dict | tuple[dict, np.ndarray]:
+    """Covariance eigenspectrum: PR, PR / D, entropy effective dimension, dims per variance.
+
+    Parameters
+    ----------
+    E : array-like or torch.Tensor, shape (V, D)
+    fractions : sequence of float
+    max_rows : int, optional
+        Use a seeded sample of this many rows (``metrics.sample_rows``; the seed's 13a used
+        10 000 for a 248k vocabulary); ``None`` uses every row (the seed's section 1).
+    seed : int
+    top : int
+        How many leading eigenvalues to record.
+
+    Returns
+    -------
+    dict
+        ``pr``, ``pr_over_dim``, ``effective_dimension``, ``dims_for_variance`` {"0.95": n},
+        ``top_eigenvalues``, ``top_fraction`` (share of the first), ``total_variance``,
+        ``n_rows_used``.
+    eigenvalues : ndarray, shape (D,)
+        The full spectrum (descending), only with ``return_data=True``.
+    """
+    t = _matrix(E)
+    idx = M.sample_rows(t.shape[0], max_rows, seed)
+    ev = M.covariance_eigenvalues(t[torch.from_numpy(idx)])
+    pr = M.participation_ratio_from_eigenvalues(ev)
+    dims = M.dims_for_variance_from_eigenvalues(ev, list(fractions))
+    out = {
+        "pr": pr, "pr_over_dim": pr / t.shape[1],
+        "effective_dimension": M.effective_dimension_from_eigenvalues(ev),
+        "dims_for_variance": {f"{f:g}": d for f, d in zip(fractions, dims)},
+        "top_eigenvalues": ev[:top].tolist(), "top_fraction": float(ev[0] / ev.sum()),
+        "total_variance": float(ev.sum()), "n_rows_used": int(idx.size),
+    }
+    return (out, ev) if return_data else out
+
+
+def cumulative_variance(eigenvalues: Any, top: int | None = None) -> np.ndarray:
+    """Cumulative explained variance of a covariance spectrum (the seed's ``cumsum(λ) / Σλ``).
+
+    Parameters
+    ----------
+    eigenvalues : array-like, shape (m,)
+        Covariance eigenvalues (any order; sorted descending here). Negative round-off
+        (above ``-1e-12·max``) is clipped to 0; a clearly negative value is an error.
+    top : int, optional
+        Return only the first ``top`` entries (the seed's panel drew 200).
+
+    Returns
+    -------
+    ndarray, shape (min(m, top),)
+        Non-decreasing, in (0, 1]; the full curve ends at exactly 1. Entry ``k - 1`` is
+        the share of the variance in the first ``k`` principal components (PCA's
+        cumulative ``explained_variance_ratio_``).
+    """
+    e = V.as_tensor(eigenvalues, "eigenvalues", ndim=1, min_shape={0: 1}, dtype=torch.float64).numpy()
+    if (e < -1e-12 * max(1.0, float(np.abs(e).max()))).any():
+        V.fail("eigenvalues", "expected non-negative eigenvalues (a covariance spectrum)")
+    e = np.sort(np.clip(e, 0, None))[::-1]
+    tot = e.sum()
+    if not tot > 0:
+        V.fail("eigenvalues", "all eigenvalues are zero; no variance to explain")
+    cum = np.minimum(np.cumsum(e) / tot, 1.0)
+    cum[-1] = 1.0
+    if top is not None:
+        cum = cum[:V.check_positive_int(top, "top")]
+    return cum
+
+
+def euclidean_distances(E: Any, n_sample: int | None = 2000, seed: int = 0,
+                        percentiles: Sequence[float] = PERCENTILES, *,
+                        return_data: bool = False) -> dict | tuple[dict, np.ndarray]:
+    """Pairwise Euclidean distances on a seeded row sample (``metrics.sample_rows``).
+
+    Returns
+    -------
+    dict
+        ``n_sample``, ``n_pairs``, ``mean``, ``std``, ``cv`` (std / mean), ``min``, ``max``,
+        ``median``, ``percentiles``, ``mean_over_sqrt_dim``.
+    distances : ndarray, shape (n_pairs,)
+        The pairwise distances (upper triangle), only with ``return_data=True``.
+    """
+    t = _matrix(E)
+    idx = M.sample_rows(t.shape[0], n_sample, seed)
+    s = t[torch.from_numpy(idx)]
+    if s.shape[0] < 2:
+        V.fail("E", "need at least 2 rows for distances")
+    i, j = torch.triu_indices(s.shape[0], s.shape[0], offset=1)
+    d = torch.cdist(s, s, compute_mode="donot_use_mm_for_euclid_dist")[i, j].numpy()
+    st = M.distribution_stats(d, percentiles)
+    out = {"n_sample": int(idx.size), "n_pairs": st.pop("n"), **st,
+           "cv": st["std"] / st["mean"] if st["mean"] > 0 else float("nan"),
+           "mean_over_sqrt_dim": st["mean"] / float(np.sqrt(t.shape[1]))}
+    return (out, d) if return_data else out
+
+
+def pentachoron_probe(E: Any, n_simplices: int = 1000, seed: int = 0, random_init: Any = None, *,
+                      sphere: bool = True, return_data: bool = False) -> dict | tuple[dict, dict]:
+    """Pentachoron CV of ``E`` beside its null models, on the same index draws.
+
+    Every table is measured on the same ``n_simplices`` sets of 5 row indices
+    (``metrics.sample_distinct_rows(V, n_simplices, 5, seed)``), so volumes are paired
+    simplex by simplex across the tables.
+
+    Parameters
+    ----------
+    E : array-like or torch.Tensor, shape (V, D)
+    n_simplices : int
+    seed : int
+        Seeds the simplex draw (``seed``), the Gaussian matrix (``seed + 1``), the sphere
+        points (``seed + 2``) and the random-init table's Gaussian (``seed + 3``).
+    random_init : array-like, shape (V, D), optional
+        The same table from the architecture at random init.
+    sphere : bool
+        Also measure ``V`` points uniform on the unit sphere ``S^{D-1}``
+        (:func:`geolip_lib.metrics.sphere_like`): the CV that the dimension alone gives.
+    return_data : bool
+        Also return the per-simplex volumes.
+
+    Returns
+    -------
+    summary : dict
+        ``embedding`` / ``gaussian`` / ``sphere`` / ``random_init`` /
+        ``random_init_gaussian`` (:meth:`SimplexCVResult.as_dict`), ``volume_ratio_gaussian``
+        (mean volume / Gaussian mean volume), ``volume_ratio_random_init`` (mean volume /
+        random-init mean volume) and ``volume_ratio_gaussian_random_init`` (the random-init
+        table's mean volume / its own Gaussian's: the volume ratio without training).
+    volumes : dict, only with ``return_data=True``
+        ``{name: (n_simplices,) ndarray}`` in draw order, NaN where a simplex is degenerate.
+    """
+    tables = {"embedding": E, "gaussian": M.gaussian_like(E, seed=seed + 1)}
+    if sphere:
+        tables["sphere"] = M.sphere_like(E, seed=seed + 2)
+    if random_init is not None:
+        tables["random_init"] = random_init
+        tables["random_init_gaussian"] = M.gaussian_like(random_init, seed=seed + 3)
+    res = {k: M.pentachoron_cv(T, n_simplices, seed=seed) for k, T in tables.items()}
+    out: dict = {k: r.as_dict() for k, r in res.items()}
+    out["volume_ratio_gaussian"] = M.ratio(res["embedding"].mean, res["gaussian"].mean)
+    if random_init is not None:
+        out["volume_ratio_random_init"] = M.ratio(res["embedding"].mean, res["random_init"].mean)
+        out["volume_ratio_gaussian_random_init"] = M.ratio(res["random_init"].mean,
+                                                           res["random_init_gaussian"].mean)
+    if not return_data:
+        return out
+    volumes = {}
+    for k, r in res.items():
+        v = np.full(r.n_sampled, np.nan)
+        v[r.valid] = r.volumes
+        volumes[k] = v
+    return out, volumes
