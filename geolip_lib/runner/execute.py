@@ -25,6 +25,7 @@ import nbformat
 import papermill as pm
 from jupyter_core.utils import run_sync
 
+from ..models import check
 from ..paths import REPORTS  # noqa: F401 - re-exported (the default output root)
 from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
 from .resources import kernel_env  # noqa: F401 - re-exported (the kernel environment lives with the thread budget)
@@ -113,8 +114,6 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
     km = None
     try:
         if job.model is not None:
-            from geolip_lib.models import check
-
             with _CHECK_LOCK:
                 check(job.model)  # fail fast (bad params, hub model offline) with one line, not a kernel traceback
         fp = fingerprint(job)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..models.preflight import check_config
 from ..params import PARAMS, ROOT, ParamsError, load_model_params, load_profile, model_names
 from ..provenance import library_hash
 
@@ -186,8 +187,6 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
         if "OUT_DIR" not in names:
             raise ParamsError(f"notebooks/{job.notebook}.ipynb: its parameters cell must declare OUT_DIR")
         if job.model and job.model not in checked:
-            from geolip_lib.models.preflight import check_config  # transformers config classes: heavy
-
             mp = load_model_params(job.model)
             check_config(mp.family, mp.config, f"params/models/{mp.name}.yaml")
             checked.add(job.model)

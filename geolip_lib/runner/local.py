@@ -13,7 +13,6 @@ partial results.
 from __future__ import annotations
 
 import queue
-import shutil
 import sys
 import threading
 import time
@@ -21,65 +20,15 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..models.loading import hub_problem
-from ..params import load_model_params
 from ..paths import REPORTS
 from .execute import execute_job, kill_all_kernels, recover
 from .jobs import Job, JobResult, job_models, jobs_for_profile, notebook_defaults, stale_reasons
 from .lock import prepare_root, run_lock
 from .plan import check_fit, make_plan
+from .ray_executor import run_jobs_ray
 from .resources import default_jobs, visible_gpus
-from .schedule import Interrupted, Running, schedule  # noqa: F401 - Interrupted: what run_all.py catches
+from .schedule import Interrupted, Progress, Running, gpus_wanted, schedule  # noqa: F401 - Interrupted: what run_all.py catches
 from .warm import WarmPool
-
-
-def gpus_wanted(job: Job) -> int:
-    """GPUs one job needs: its model's ``gpus:`` (default 1); jobs without a model need 1."""
-    if not job.model:
-        return 1
-    return load_model_params(job.model).gpus or 1
-
-
-class Progress:
-    """One line per started / finished job; on a terminal, a footer with every running job
-    and its elapsed time, refreshed each second; elsewhere, that list every 60 s."""
-
-    def __init__(self, console, total: int, parallel: bool):
-        self.console, self.total, self.parallel = console, total, parallel
-        self.width = len(str(total))
-        self.tty = bool(getattr(console, "isatty", lambda: False)())
-        self.last_footer = time.perf_counter()
-        self.footer_shown = False
-
-    def tag(self, i: int) -> str:
-        return f"[{i:>{self.width}}/{self.total}]"
-
-    def line(self, text: str) -> None:
-        self._clear()
-        print(text, file=self.console, flush=True)
-
-    def _clear(self):
-        if self.tty and self.footer_shown:
-            self.console.write("\r\033[K")
-            self.footer_shown = False
-
-    def footer(self, running: dict, force: bool = False) -> None:
-        if not self.parallel or not running:
-            return
-        now = time.perf_counter()
-        every = 1.0 if self.tty else 60.0
-        if not force and now - self.last_footer < every:
-            return
-        self.last_footer = now
-        items = ", ".join(f"{r.job.label} {now - r.started:.0f}s" + (f" (gpu {','.join(r.gpus)})" if r.gpus else "")
-                          for r in sorted(running.values(), key=lambda r: r.index))
-        text = f"running {len(running)}: {items}"
-        if self.tty:
-            cols = shutil.get_terminal_size((120, 20)).columns
-            self.console.write("\r\033[K" + text[: cols - 1])
-            self.console.flush()
-            self.footer_shown = True
-        elif not force:
-            print(text, file=self.console, flush=True)
 
 
 def run_jobs(jobs: Sequence[Job], out_root: Path, *, jobs_at_once: Optional[int] = None, resume: bool = False,
@@ -236,8 +185,6 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
             if check_plan:
                 check_fit(plan_for(_obtainable([j for j in jobs if not resume or stale_reasons(j, out_root)]),
                                    out_root, 1))
-            from .ray_executor import run_jobs_ray
-
             return run_jobs_ray(jobs, out_root, resume=resume, console=console, **executor_options)
         with WarmPool(enabled=warm, log=out_root_log(out_root)) as pool:
             if check_plan:

@@ -44,7 +44,7 @@ from typing import Optional, Sequence
 from ..paths import ROOT
 from .execute import DISK_FULL, _fail, _is_disk_full, _one_line_error, _repoint_injected, publish
 from .jobs import Job, JobResult, job_dir, reads_other_jobs
-from .local import Interrupted, Progress, gpus_wanted
+from .schedule import Interrupted, Progress, gpus_wanted
 from .lock import RunError
 from .ray_cluster import _is_local_cluster, _route_ray_logs, check_cluster, connect  # noqa: F401 - connect re-exported
 from .ray_worker import TMP_PREFIX, _finished_metrics, _untar, _worker_job  # noqa: F401 - TMP_PREFIX re-exported

@@ -14,13 +14,22 @@ Ray executor (:mod:`.ray_executor`) are launchers.
 """
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol, Sequence
 
+from ..params import load_model_params
 from .execute import DISK_FULL, INTERRUPTED, JobInterrupted
 from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
+
+
+def gpus_wanted(job: Job) -> int:
+    """GPUs one job needs: its model's ``gpus:`` (default 1); jobs without a model need 1."""
+    if not job.model:
+        return 1
+    return load_model_params(job.model).gpus or 1
 
 
 class Interrupted(Exception):
@@ -140,3 +149,46 @@ def schedule(jobs: Sequence[Job], out_root: Path, launcher: Launcher, progress, 
         done = [results[k] for k in sorted(results)]
         raise Interrupted(done, stopped[0] if stopped else current, stopped) from None
     return [results[k] for k in sorted(results)]
+
+
+class Progress:
+    """One line per started / finished job; on a terminal, a footer with every running job
+    and its elapsed time, refreshed each second; elsewhere, that list every 60 s."""
+
+    def __init__(self, console, total: int, parallel: bool):
+        self.console, self.total, self.parallel = console, total, parallel
+        self.width = len(str(total))
+        self.tty = bool(getattr(console, "isatty", lambda: False)())
+        self.last_footer = time.perf_counter()
+        self.footer_shown = False
+
+    def tag(self, i: int) -> str:
+        return f"[{i:>{self.width}}/{self.total}]"
+
+    def line(self, text: str) -> None:
+        self._clear()
+        print(text, file=self.console, flush=True)
+
+    def _clear(self):
+        if self.tty and self.footer_shown:
+            self.console.write("\r\033[K")
+            self.footer_shown = False
+
+    def footer(self, running: dict, force: bool = False) -> None:
+        if not self.parallel or not running:
+            return
+        now = time.perf_counter()
+        every = 1.0 if self.tty else 60.0
+        if not force and now - self.last_footer < every:
+            return
+        self.last_footer = now
+        items = ", ".join(f"{r.job.label} {now - r.started:.0f}s" + (f" (gpu {','.join(r.gpus)})" if r.gpus else "")
+                          for r in sorted(running.values(), key=lambda r: r.index))
+        text = f"running {len(running)}: {items}"
+        if self.tty:
+            cols = shutil.get_terminal_size((120, 20)).columns
+            self.console.write("\r\033[K" + text[: cols - 1])
+            self.console.flush()
+            self.footer_shown = True
+        elif not force:
+            print(text, file=self.console, flush=True)

@@ -51,6 +51,7 @@ import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -131,8 +132,6 @@ class WarmPool:
                     pass
                 self.proc.wait(timeout=10)
         if self.dir:
-            import shutil
-
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
