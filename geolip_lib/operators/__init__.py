@@ -1,7 +1,9 @@
 """Per-head QK operators ``g_L^h = W_Q^hᵀ W_K^h``, kept factored.
 
-* :mod:`.factored` — norms, layer-pair gram, symmetric-part eigenvalues / eigenvectors
-  from head_dim-sized problems (plus dense references for tests and benchmarks);
+* :mod:`.factored` — the layer-pair gram, and thin aliases (``sym_eig``, ``operator_fro_sq``,
+  ``split_heads``, ``kv_head_index``) of the one factored QK type
+  :class:`geolip_lib.metrics.factored_qk.FactoredQK` (head_dim-sized problems), plus dense
+  references for tests and benchmarks;
 * :mod:`.measure` — :func:`measure_layers` (plain tensors), :class:`QKOperators`,
   :func:`save` / :func:`load` (JSON + safetensors);
 * :mod:`.analyse` — seed 004's analyses (operator cosine, spectral cosine, rescale,

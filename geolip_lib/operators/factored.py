@@ -1,4 +1,5 @@
-"""Per-head QK operators kept factored.
+"""Per-head QK operators kept factored (the form itself: :class:`geolip_lib.metrics.factored_qk.FactoredQK`;
+this module keeps the layer-pair gram, thin aliases of the type's methods and the dense references).
 
 For one attention layer with query projection ``W_Q`` (``n_heads * head_dim, hidden``)
 and key projection ``W_K`` (``n_kv_heads * head_dim, hidden``), query head ``h`` reads

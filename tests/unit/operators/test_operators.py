@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from scipy.stats import ortho_group
 
 from geolip_lib import operators as op
 
@@ -208,7 +209,6 @@ def test_measure_layers_accepts_per_layer_lists_and_checks_them():
 def _conjugated_and_scaled(seed: int, L_extra: float = 2.5):
     """Layer 0: random (Wq, Wk); layer 1: the same operators conjugated by one orthogonal O
     (g → Oᵀ g O: W → W O); layer 2: layer 0 scaled by ``L_extra`` (g → c g)."""
-    from scipy.stats import ortho_group
 
     H, Hk, d, n = 3, 3, 4, 24
     Wq, Wk = (w[0].double() for w in _weights(1, H, Hk, d, n, seed))

@@ -4,10 +4,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from geolip_lib.models.adapters import Catalog, Entry
+from geolip_lib.models.adapters import Catalog, Entry, split_fused
+from geolip_lib.metrics.factored_qk import FactoredQK, inertia as sign_counts
 from geolip_lib.weights import TensorStore
 from geolip_lib.weights.battery import cross_layer, mlp_tables, sparsity_tables, svdvals
-from geolip_lib.metrics.factored_qk import FactoredQK, inertia as sign_counts
 from geolip_lib.weights.spectral import spectrum_stats
 
 pytestmark = pytest.mark.unit
@@ -105,7 +105,6 @@ def _toy(tmp_path, dtype=torch.float32):
     ents = [Entry(f"l{i}.up", "mlp_in", "encoder", None, i, (12, 6), str(dtype)[6:]) for i in range(3)]
     ents += [Entry(f"l{i}.down", "mlp_out", "encoder", None, i, (6, 12), str(dtype)[6:]) for i in range(3)]
     parent = Entry("fused", "qkv", "encoder", "self", 0, (18, 6), str(dtype)[6:], n_heads=2, head_dim=3)
-    from geolip_lib.models.adapters import split_fused
     ents += [parent] + split_fused(parent)
     return t, Catalog(ents, family="toy", d_model=6)
 

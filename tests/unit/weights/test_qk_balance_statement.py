@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
+from geolip_lib import models
+from geolip_lib.metrics.factored_qk import FactoredQK, inertia as sign_counts
 from geolip_lib.models.adapters import Catalog, Entry
 from geolip_lib.weights import TensorStore, run_battery
-from geolip_lib.metrics.factored_qk import FactoredQK, inertia as sign_counts
 from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT, qk_seed_form
 
 pytestmark = pytest.mark.unit
@@ -125,8 +126,6 @@ def test_gaussian_layer_level_forms_give_one_half_within_a_few_eigenvalues(inner
 
 # ------------------------------------------------------------------ (d) trained MiniLM departs from 0.5
 def test_trained_minilm_seed_form_departs_from_one_half_as_stated():
-    from geolip_lib import models
-
     lm = models.load("all-minilm-l6-v2")
     P = {k: v.detach().double().numpy() for k, v in lm.model.named_parameters()}
     ref = []
