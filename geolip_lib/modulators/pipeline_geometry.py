@@ -2,18 +2,17 @@
 anchors, softmax-kNN projection of the other entries, PCA + orthogonal Procrustes onto the
 encoder's space, and writing the result into a :class:`GeometricResidualModulator`.
 
-``procrustes_projection`` keeps its own PCA + ``scipy.linalg.orthogonal_procrustes``:
-``geolip_lib.procrustes.procrustes_fit`` solves a different problem (see the report in
-``pipeline.py``), so the results would not stay identical.
+``procrustes_projection`` uses :mod:`geolip_lib.procrustes` (``pca_fit(method="svd")``,
+``procrustes_fit(scaling=False)``): the same SVD and scipy solve as the seed's code.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.linalg import orthogonal_procrustes
 
 from ..lexical.engine import similarity_matrix
+from ..procrustes import pca_fit, pca_transform, procrustes_apply, procrustes_fit
 from ..validation import as_tensor, check_positive_int, fail
 
 
@@ -92,20 +91,19 @@ def procrustes_projection(encoder_anchor, geo_anchor, scale_fraction: float = 0.
     n_geo = Gm.shape[1]
     if n_geo > min(E.shape):
         fail("geo_anchor", f"n_geo={n_geo} exceeds min(n_anchors, d_model)={min(E.shape)}; lower N_GEO")
-    Ec = E - E.mean(0)
-    _, sv, Vt = np.linalg.svd(Ec, full_matrices=False)
-    pcs = Vt[:n_geo]
-    Ep = Ec @ pcs.T
+    pca = pca_fit(E, n_geo, method="svd")  # numpy's SVD of the centred rows, numpy's signs (as the seed)
+    pcs = pca.components.T
+    Ep = pca_transform(pca, E)
     Ep = Ep / (np.linalg.norm(Ep, axis=1, keepdims=True) + 1e-12)
     Gn = Gm / (np.linalg.norm(Gm, axis=1, keepdims=True) + 1e-12)
-    e_mean, g_mean = Ep.mean(0), Gn.mean(0)
-    R, svsum = orthogonal_procrustes(Gn - g_mean, Ep - e_mean)
-    aligned = (Gn - g_mean) @ R + e_mean
+    fit = procrustes_fit(Gn, Ep, scaling=False)  # centred orthogonal Procrustes (scipy), no scale
+    R = fit.R
+    aligned = procrustes_apply(fit, Gn)
     cos = (aligned * Ep).sum(1) / (np.linalg.norm(aligned, axis=1) * np.linalg.norm(Ep, axis=1) + 1e-12)
     W = (R @ pcs).T * (scale_fraction * np.linalg.norm(E, axis=1).mean())
     return {"weight": torch.from_numpy(W), "rotation": torch.from_numpy(R), "alignment_cos": cos,
-            "singular_value_sum": float(svsum), "pca_components": pcs,
-            "explained_variance": float((sv[:n_geo] ** 2).sum() / max((sv ** 2).sum(), 1e-300))}
+            "singular_value_sum": fit.singular_sum, "pca_components": pcs,
+            "explained_variance": float(pca.explained.sum() / max(pca.total_variance, 1e-300))}
 
 
 def init_modulator_from_pipeline(modulator, token_ids, geo, proj_weight) -> None:

@@ -6,15 +6,26 @@ import torch
 
 from geolip_lib import families, models
 from geolip_lib.families import FAMILIES, REGISTRY, FamilySpec, family_of_config, family_of_model_type, spec
-from geolip_lib.params import ParamsError, load_model_params
+from geolip_lib.params import ParamsError, load_model_params, model_names
+
+
+def _tiny_models() -> dict:
+    """family -> the first (sorted) ``params/models/tiny-*.yaml`` of that family."""
+    out: dict = {}
+    for name in (n for n in model_names() if n.startswith("tiny-")):
+        p = load_model_params(name)
+        if p.source == "tiny":
+            out.setdefault(p.family, name)
+    return out
+
 
 #: one tiny model per family (params/models/tiny-*.yaml)
-TINY = {"t5": "tiny-t5", "t5_v1_1": "tiny-t5-v1_1", "bert": "tiny-bert", "dinov2": "tiny-dinov2",
-        "open_clip": "tiny-open-clip", "decoder_lm": "tiny-qwen"}
+TINY = _tiny_models()
 
 
-def test_every_family_has_a_spec():
-    assert set(FAMILIES) == set(REGISTRY) == set(TINY)
+def test_every_family_has_a_spec_and_a_tiny_model():
+    assert TINY["decoder_lm"] == "tiny-qwen" and TINY["t5"] == "tiny-t5"
+    assert set(FAMILIES) == set(REGISTRY) == set(TINY), "every family needs a spec and a tiny params file"
     for name in FAMILIES:
         s = spec(name)
         assert isinstance(s, FamilySpec) and s.name == name
@@ -55,7 +66,7 @@ def test_model_types_and_configs():
                 assert s.matches is not None and other.matches is not None
 
 
-@pytest.fixture(scope="module", params=list(TINY))
+@pytest.fixture(scope="module", params=sorted(TINY))
 def tiny(request):
     return request.param, models.load(TINY[request.param])
 
