@@ -131,3 +131,37 @@ def test_inertia_tolerance_and_errors():
         FactoredQK(torch.zeros(2, 3), torch.zeros(2, 3)).svals("qr")
     with pytest.raises(ValueError, match="^n_kv_heads"):
         FactoredQK.from_heads(torch.zeros(6, 3), torch.zeros(4, 3), 3, 2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("r,d", [(4, 16), (8, 16), (12, 16), (16, 16), (20, 16)])
+@pytest.mark.parametrize("method", ["auto", "factored", "dense"])
+def test_spectrum_batched_equals_dense(seed, r, d, method):
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(3, r, d, generator=g, dtype=torch.float64)
+    B = torch.randn(3, r, d, generator=g, dtype=torch.float64)
+    f = FactoredQK(A, B).spectrum(method)
+    assert f["svals"].shape[-1] == min(r, d) and f["eig"].shape[-1] == min(2 * r, d)
+    M = A.mT @ B
+    sv = torch.linalg.svdvals(M)
+    m = f["svals"].shape[-1]
+    assert torch.allclose(f["svals"], sv[..., :m], atol=1e-10)
+    assert torch.all(sv[..., m:] < 1e-10)
+    ev = torch.linalg.eigvalsh((M + M.mT) / 2)
+    full = torch.cat([f["eig"], torch.zeros(3, d - f["eig"].shape[-1], dtype=torch.float64)], -1)
+    assert torch.allclose(full.sort(-1).values, ev, atol=1e-10)
+    dev = torch.linalg.norm(M - M.mT, dim=(-2, -1)) / torch.linalg.norm(M, dim=(-2, -1))
+    assert torch.allclose(f["sym_dev"], dev, atol=1e-10)
+
+
+def test_inertia_follows_sylvester():
+    # rank-r product with 2r <= d: exactly r positive and r negative eigenvalues (Sylvester)
+    for seed in range(4):
+        g = torch.Generator().manual_seed(seed)
+        A, B = torch.randn(2, 5, 32, generator=g, dtype=torch.float64)
+        sc = inertia(FactoredQK(A, B).spectrum()["eig"], 32)
+        assert (int(sc["n_pos"]), int(sc["n_neg"]), int(sc["n_zero"])) == (5, 5, 22)
+    # symmetric positive definite form A = B: all positive
+    A = torch.randn(16, 16, dtype=torch.float64)
+    sc = inertia(FactoredQK(A, A).spectrum()["eig"], 16)
+    assert int(sc["n_pos"]) == 16
