@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable
 
+from tqdm.auto import tqdm
+
 
 def disabled(progress: bool = True) -> bool:
     """Whether a bar is hidden: ``progress`` false, or ``TQDM_DISABLE`` set to a true value."""
@@ -18,6 +20,4 @@ def disabled(progress: bool = True) -> bool:
 
 def bar(iterable: Iterable | None = None, *, progress: bool = True, **kwargs: Any):
     """``tqdm.auto.tqdm(iterable, disable=disabled(progress), **kwargs)``."""
-    from tqdm.auto import tqdm
-
     return tqdm(iterable, disable=disabled(progress), **kwargs)

@@ -21,8 +21,11 @@ import os
 import platform
 import subprocess
 from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
+
+import torch
 
 from .paths import ROOT, cache_root
 from .results import atomic_write_text
@@ -50,8 +53,6 @@ def git_info(root: Path = ROOT) -> dict:
 @lru_cache(maxsize=1)
 def versions() -> dict:
     """Versions of python and the packages a result depends on (None when not installed)."""
-    from importlib import metadata
-
     out = {"python": platform.python_version()}
     for key, dist in PACKAGES.items():
         try:
@@ -137,8 +138,6 @@ def model_provenance(lm: Any) -> dict:
 
 def device_info() -> dict:
     """The accelerator a kernel sees (name and count), or the CPU."""
-    import torch
-
     if torch.cuda.is_available():
         n = torch.cuda.device_count()
         return {"kind": "cuda", "count": n, "name": torch.cuda.get_device_name(0)}

@@ -13,19 +13,85 @@ models, each beside its null baseline.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from .paths import REPORTS, ROOT  # noqa: F401 - re-exported (callers read results.ROOT / REPORTS)
 METRICS_FILE = "metrics.json"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: os.umask can only be read by setting it
+
+#: nominal coverage of every headline interval
+LEVEL = 0.95
+
+
+# ------------------------------------------------------------------ the interval record
+# (here, at the bottom layer, because a headline holds one; metrics.intervals computes them)
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided interval with how it was obtained.
+
+    Attributes
+    ----------
+    lo, hi : float
+        Bounds (``lo <= hi``); NaN when the interval could not be formed.
+    method : str
+        For example ``"bootstrap BCa, 1000 resamples of 1000 simplices"``.
+    level : float
+        Nominal coverage (0.95).
+    """
+
+    lo: float
+    hi: float
+    method: str
+    level: float = LEVEL
+
+    def as_dict(self) -> dict:
+        return {"lo": self.lo, "hi": self.hi, "method": self.method, "level": self.level}
+
+    def contains(self, x: float) -> bool:
+        return bool(self.lo <= x <= self.hi)
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.lo) and math.isfinite(self.hi)
+
+
+def _bounds(interval: Any) -> tuple[float | None, float | None]:
+    if interval is None:
+        return None, None
+    if isinstance(interval, Interval):
+        lo, hi = interval.lo, interval.hi
+    elif isinstance(interval, dict):
+        lo, hi = interval.get("lo"), interval.get("hi")
+    else:
+        lo, hi = interval
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return None, None
+    return float(lo), float(hi)
+
+
+def separates(interval: Any, null: Any, null_interval: Any = None) -> bool | None:
+    """Whether the interval excludes the null (and the null's own interval, when given).
+
+    ``None`` when there is no interval or no null value to compare.
+    """
+    lo, hi = _bounds(interval)
+    if lo is None or null is None or not isinstance(null, (int, float)) or not math.isfinite(null):
+        return None
+    nlo, nhi = _bounds(null_interval)
+    if nlo is None:
+        nlo = nhi = float(null)
+    return bool(hi < nlo or lo > nhi)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -57,11 +123,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy/torch/Path objects to plain JSON types; NaN/Inf -> None."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        torch = None
-    if torch is not None and isinstance(obj, torch.Tensor):
+    if isinstance(obj, torch.Tensor):
         obj = obj.detach().cpu().numpy()
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
@@ -83,8 +145,6 @@ def to_jsonable(obj: Any) -> Any:
     if hasattr(obj, "_asdict"):
         return to_jsonable(obj._asdict())
     if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-
         return to_jsonable(dataclasses.asdict(obj))
     return str(obj)
 
@@ -124,8 +184,6 @@ def headline(
     note : str, optional
         One sentence shown under the table (what the number means, why a null explains it).
     """
-    from .metrics.intervals import Interval, separates
-
     if isinstance(interval, str):
         if interval != "exact":
             raise ValueError(f"interval: expected an Interval, (lo, hi) or 'exact', got {interval!r}")

@@ -26,6 +26,7 @@ figure; executed notebooks therefore carry their figures into every HTML and PDF
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import random
@@ -34,10 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
+import torch
+from IPython import get_ipython
+from IPython.display import Image, Markdown, display
 
-from . import provenance, results
+from . import plotting, provenance, results
 from .metrics.intervals import format_value
+from .plotting import png_bytes
 
 #: injected by run_all (paths differ between runs): not recorded as parameters
 RUN_PATHS = ("OUT_DIR", "REPORT_ROOT")
@@ -46,20 +53,11 @@ TABLE_FLOAT = "{:.4g}"
 
 
 def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython ships with the project
-        return False
     ip = get_ipython()
     return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
 
 
 def _display(obj: Any, metadata: dict | None = None) -> None:
-    try:
-        from IPython.display import display
-    except ImportError:  # pragma: no cover
-        print(obj)
-        return
     display(obj, metadata=metadata) if metadata else display(obj)
 
 
@@ -104,11 +102,6 @@ class Job:
         ``key=True`` marks one of the notebook's one to three key figures: the report
         shows those as thumbnails on the index page.
         """
-        import matplotlib.pyplot as plt
-        from IPython.display import Image
-
-        from .plotting import png_bytes
-
         data = png_bytes(fig)
         fname = name if name.endswith(".png") else f"{name}.png"
         results.atomic_write_bytes(self.out / fname, data)
@@ -167,15 +160,11 @@ class Job:
                        "models (* = the interval excludes that null)", index=False)
             notes = [f"- **{h.get('label') or k}**: {h['note']}" for k, h in headline.items() if h.get("note")]
             if notes:
-                from IPython.display import Markdown
-
                 _display(Markdown("\n".join(notes)), metadata={"geolip": "headline-notes"})
 
 
 def as_frame(data: Any):
     """A DataFrame from a DataFrame, Series, dict (of rows or of columns) or list of dicts."""
-    import pandas as pd
-
     if isinstance(data, pd.DataFrame):
         return data
     if isinstance(data, pd.Series):
@@ -192,8 +181,6 @@ def as_frame(data: Any):
 
 def headline_frame(headline: Mapping[str, dict]):
     """Rows of the headline table: metric, value [lo, hi], each null, interval method."""
-    import pandas as pd
-
     rows = []
     for key, h in headline.items():
         nulls = []
@@ -222,8 +209,6 @@ KERNEL_HINTS = _KernelHintFilter()
 
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch (every generator a notebook may touch)."""
-    import torch
-
     random.seed(seed)
     np.random.seed(seed % (2 ** 32))
     torch.manual_seed(seed)
@@ -242,19 +227,13 @@ def start(notebook: str, namespace: Mapping[str, Any], *, load_model: bool = Tru
     load_model : bool
         Load ``MODEL`` (when declared and not None) into ``job.lm``.
     """
-    from . import plotting
-
     params = declared_parameters(namespace)
     model = params.get("MODEL")
     model_key = None if model is None else str(model)
     out = results.job_dir(namespace.get("OUT_DIR"), notebook, model_key)
     if _in_kernel():  # figures a person draws by hand show inline too (the library's own are shown as PNG)
-        from IPython import get_ipython
-
         get_ipython().run_line_magic("matplotlib", "inline")
     plotting.setup()
-    import logging
-
     hub_kernels = logging.getLogger("transformers.integrations.hub_kernels")
     if KERNEL_HINTS not in hub_kernels.filters:
         hub_kernels.addFilter(KERNEL_HINTS)

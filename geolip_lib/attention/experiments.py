@@ -12,7 +12,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..metrics import effective_dimension, participation_ratio_from_eigenvalues, pentachoron_cv, singular_values
 from ..validation import as_tensor, check_positive_int, fail
+from .relay import HybridRelay, PureRelay, VanillaAttention
 from .training import time_call
 
 __all__ = ["run_stack", "mean_row_cosine", "row_cosines", "unit_rows", "causal_intervention", "forward_ms", "n_params",
@@ -89,8 +91,6 @@ def build_mixer(name: str, *, dim: int, patch_dim: int = 16, n_fixed: int = 8, n
         Width, features per patch, SLERP phases, hidden width of the per-patch MLPs.
     device : str or torch.device
     """
-    from .relay import HybridRelay, PureRelay, VanillaAttention
-
     if name == "vanilla_attn":
         m = VanillaAttention(dim, attn_heads)
     elif name == "pure_relay":
@@ -113,8 +113,6 @@ def stack_geometry(z: torch.Tensor, x: torch.Tensor, n_cv: int, seed: int = 0) -
         ``eff_dim_sv_pr`` (:func:`singular_value_pr`) and ``eff_dim_entropy``
         (:func:`geolip_lib.metrics.effective_dimension`) of the raw rows.
     """
-    from ..metrics import effective_dimension, pentachoron_cv
-
     rows = z.detach().reshape(-1, z.shape[-1]).cpu()
     return {"cv_n": pentachoron_cv(unit_rows(z), n_simplices=n_cv, seed=seed).cv,
             "cos_to_input": mean_row_cosine(unit_rows(z), unit_rows(x)),
@@ -131,8 +129,6 @@ def geometry_samples(z: torch.Tensor, x: torch.Tensor, n_cv: int, seed: int = 0)
         ``cv_n``: ``M.intervals.cv`` of them equals it); ``cosines``: per-token cosine to
         the input (their mean is ``cos_to_input``). Both float64 NumPy arrays.
     """
-    from ..metrics import pentachoron_cv
-
     return {"volumes": pentachoron_cv(unit_rows(z), n_simplices=n_cv, seed=seed).volumes,
             "cosines": row_cosines(unit_rows(z), unit_rows(x)).double().numpy()}
 
@@ -220,7 +216,5 @@ def singular_value_pr(x: torch.Tensor) -> float:
     x : torch.Tensor
         ``(n, D)`` rows.
     """
-    from ..metrics import participation_ratio_from_eigenvalues, singular_values
-
     x = as_tensor(x, "x", ndim=2, min_shape={0: 2}, dtype=torch.float64)
     return participation_ratio_from_eigenvalues(singular_values(x - x.mean(0, keepdim=True)).numpy())

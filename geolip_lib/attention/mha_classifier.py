@@ -21,7 +21,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..metrics import pentachoron_cv
 from ..validation import check_positive_int, fail
+from .training import train_classifier
 
 __all__ = ["MHAClassifier", "noise_pattern_data", "cv_profile", "head_dim_run", "head_dim_runs", "band_mark",
            "data_modes",
@@ -143,8 +145,6 @@ def noise_pattern_data(n_classes: int = 10, samples_per_class: int = 50, seq_len
 # ---------------------------------------------------------------------------------------
 def _cv(X: torch.Tensor, n_simplices: int, seed: int) -> float | None:
     """Pentachoron CV of the rows of ``X``; None when it is undefined (< 5 rows, degenerate)."""
-    from ..metrics import pentachoron_cv
-
     if X.shape[0] < 5:
         return None
     cv = pentachoron_cv(X, n_simplices=n_simplices, seed=seed).cv
@@ -201,8 +201,6 @@ def _train_and_profile(dim: int, n_heads: int, cv_seeds: list[int], *, data_seed
     """Train one model (data from ``data_seed``, init under ``init_seed``) and take its CV
     profiles before / mid / after training with each of ``cv_seeds`` (simplex draws):
     one run record per CV seed."""
-    from .training import train_classifier
-
     x, y = noise_pattern_data(n_classes, samples_per_class, seq_len, vocab, noise, data_seed)
     torch.manual_seed(init_seed)
     model = MHAClassifier(vocab, dim, n_heads, seq_len, n_classes)

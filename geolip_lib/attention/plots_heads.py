@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from .plots_mixers import BAND, BAND_COLORS, _band
 
@@ -30,8 +31,6 @@ def _shade_bands(fig: Figure, axes, bands: dict) -> None:
         for row, (lab, b) in enumerate(order):
             _band(ax, b, color=colors[lab], alpha=0.13 if lab is None or len(bands) == 1 else 0.16, note_row=row)
     if any(lab is not None for lab in bands):
-        from matplotlib.patches import Patch
-
         handles = [Patch(color=colors[lab], alpha=0.3, label=f"{lab}: {b[0]:.2f}–{b[1]:.2f}") for lab, b in bands.items()]
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False,
                    title="CV bands (shaded)", title_fontsize=8)

@@ -17,8 +17,10 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from ..metrics.intervals import Interval, format_value
+from ..metrics.intervals import Interval, format_value, over_seeds
+from .mha_classifier import band_mark
 
 __all__ = ["depth_table", "interval_table", "profiles_long", "accuracy_frame", "head_means", "summary_table",
            "table_cells", "per_seed_means", "band_count", "band_counts", "band_count_summary", "proportion_interval",
@@ -36,8 +38,6 @@ def proportion_interval(k: int, n: int, *, level: float = 0.95, what: str = "ite
     The right interval for a share of ``n`` items treated as independent draws (it stays
     inside ``[0, 1]`` and is sensible at ``k = 0`` or ``k = n``, where a bootstrap collapses).
     """
-    from scipy import stats
-
     if n < 1:
         return Interval(float("nan"), float("nan"), f"Wilson score interval, {k} of {n} {what}", level)
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
@@ -103,8 +103,6 @@ def head_means(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def _band_mark(m: float, s: float, band: Sequence[float], seed_band: Sequence[float] | None = None) -> str:
-    from .mha_classifier import band_mark
-
     return band_mark(m, s, tuple(band), seed_band=None if seed_band is None else tuple(seed_band))
 
 
@@ -220,8 +218,6 @@ def band_count_summary(counts: pd.DataFrame, bands: Mapping[str, Sequence[float]
         ``{mode: {key: {"n_configs", "cv_mean": {value, interval, per_seed},
         "in_band": {name: {value, interval, per_seed}}}}}``.
     """
-    from ..metrics.intervals import over_seeds
-
     keys = list(keys) if keys is not None else list(dict.fromkeys(counts["key"]))
     record: dict = {}
     cells: dict = {k: {} for k in keys}

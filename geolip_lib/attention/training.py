@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from tqdm.auto import tqdm
 
 from ..validation import check_positive_int, fail
 from .triple_product import ATTENTION_TYPES, CopyModel, copied_half_mask, copy_batch
@@ -197,8 +198,6 @@ def train_comparison(attn_types: Iterable[str] = ("standard", "triple"), seeds: 
         fail("seeds", "expected at least one seed")
     runs = [(a, s) for a in attn_types for s in seeds]
     if progress:
-        from tqdm.auto import tqdm
-
         runs = tqdm(runs, desc="train_comparison")
     out: dict = {a: [] for a in attn_types}
     for a, s in runs:

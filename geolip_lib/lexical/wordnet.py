@@ -18,13 +18,17 @@ import functools
 import hashlib
 import io
 import os
+import sys
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from .. import progress as _progress
-from ..results import ROOT, atomic_write_bytes
+from ..paths import ROOT, cache_root
+from ..results import atomic_write_bytes
 
 SCHEMA = 2  # bump when the cached arrays change meaning
 ROOT_NAME = "*ROOT*"  # NLTK's fake root for simulate_root
@@ -63,8 +67,6 @@ def get_wordnet():
 
 def wordnet_root() -> Path:
     """Directory holding the WordNet data files NLTK reads (found without parsing them)."""
-    import sys
-
     bases = [*os.environ.get("NLTK_DATA", "").split(os.pathsep), str(ROOT / ".cache" / "nltk_data"),
              str(Path.home() / "nltk_data"), os.path.join(sys.prefix, "nltk_data"),
              "/usr/share/nltk_data", "/usr/local/share/nltk_data"]
@@ -85,12 +87,10 @@ def wordnet_root() -> Path:
 
 def cache_dir() -> Path:
     """``$GEOLIP_CACHE/wordnet`` (default ``<repo>/.cache/wordnet``)."""
-    return Path(os.environ.get("GEOLIP_CACHE", ROOT / ".cache")) / "wordnet"
+    return cache_root() / "wordnet"
 
 
 def _cache_key() -> str:
-    from importlib.metadata import version
-
     root = wordnet_root()
     h = hashlib.sha1(f"schema={SCHEMA};nltk={version('nltk')}".encode())
     for name in ("data.noun", "data.verb", "data.adj", "data.adv", "index.sense", "lexnames"):
@@ -272,8 +272,6 @@ def _ancestor_tables(parents: list[list[int]]):
 
 def build_lexicon(wn=None, progress: bool = True) -> Lexicon:
     """Build a :class:`Lexicon` from NLTK's WordNet (≈20 s; use :func:`load_lexicon`)."""
-    from tqdm.auto import tqdm
-
     wn = wn or get_wordnet()
     syns = list(tqdm(wn.all_synsets(), desc="WordNet synsets", total=117659, disable=_progress.disabled(progress)))
     names = [s.name() for s in syns]

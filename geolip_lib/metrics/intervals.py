@@ -21,43 +21,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+import torch
+from scipy import stats
 
-LEVEL = 0.95
+from ..results import LEVEL, Interval, _bounds, separates  # noqa: F401 - the interval record lives at the bottom layer
+
 N_BOOT = 1000
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A two-sided interval with how it was obtained.
-
-    Attributes
-    ----------
-    lo, hi : float
-        Bounds (``lo <= hi``); NaN when the interval could not be formed.
-    method : str
-        For example ``"bootstrap BCa, 1000 resamples of 1000 simplices"``.
-    level : float
-        Nominal coverage (0.95).
-    """
-
-    lo: float
-    hi: float
-    method: str
-    level: float = LEVEL
-
-    def as_dict(self) -> dict:
-        return {"lo": self.lo, "hi": self.hi, "method": self.method, "level": self.level}
-
-    def contains(self, x: float) -> bool:
-        return bool(self.lo <= x <= self.hi)
-
-    @property
-    def finite(self) -> bool:
-        return math.isfinite(self.lo) and math.isfinite(self.hi)
 
 
 def _nan(method: str) -> Interval:
@@ -80,8 +52,6 @@ def bootstrap(data: Any, statistic: Callable[..., Any] = np.mean, *, n_boot: int
     what : str
         Name of the items, for the method string ("simplices", "pairs", "rows").
     """
-    from scipy import stats
-
     x = np.asarray(data, dtype=np.float64)
     if x.ndim == 1:
         x = x[np.isfinite(x)]
@@ -134,8 +104,6 @@ def bootstrap_weighted(n: int, weighted_statistic: Callable[[np.ndarray], Any], 
 
 def over_seeds(values: Any, *, level: float = LEVEL) -> Interval:
     """Student-t interval of the mean of per-seed values (each seed one full repetition)."""
-    from scipy import stats
-
     v = np.asarray(values, dtype=np.float64).ravel()
     v = v[np.isfinite(v)]
     n = len(v)
@@ -178,8 +146,6 @@ def weighted_participation_ratio(X: np.ndarray) -> Callable[[np.ndarray], np.nda
     For counts ``w`` the resample's covariance is ``Σ w_i (x_i − μ_w)(x_i − μ_w)ᵀ / Σ w``;
     ``PR = tr(C)² / ‖C‖_F²`` needs no eigen-decomposition.
     """
-    import torch
-
     Xt = torch.as_tensor(np.asarray(X), dtype=torch.float64)
 
     def stat(W: np.ndarray) -> np.ndarray:
@@ -211,8 +177,6 @@ def bootstrap_covariance_stat(X: Any, statistic: Callable[[Any], Any] | None = N
     ``PR = tr(C)² / ‖C‖_F²``. Fewer groups are used when the scatters would exceed
     ``max_bytes``.
     """
-    import torch
-
     Xt = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).detach().to("cpu", torch.float64)
     n, d = Xt.shape
     g = int(max(5, min(n_groups, n, max_bytes // max(1, 8 * d * d))))
@@ -289,34 +253,6 @@ def _fixed(x: float, d: int) -> str:
     """``x`` to ``d`` decimals, without the sign of a number that rounds to zero ("-0.0")."""
     s = f"{x:.{d}f}"
     return s[1:] if s.startswith("-") and float(s) == 0 else s
-
-
-def _bounds(interval: Any) -> tuple[float | None, float | None]:
-    if interval is None:
-        return None, None
-    if isinstance(interval, Interval):
-        lo, hi = interval.lo, interval.hi
-    elif isinstance(interval, dict):
-        lo, hi = interval.get("lo"), interval.get("hi")
-    else:
-        lo, hi = interval
-    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-        return None, None
-    return float(lo), float(hi)
-
-
-def separates(interval: Any, null: Any, null_interval: Any = None) -> bool | None:
-    """Whether the interval excludes the null (and the null's own interval, when given).
-
-    ``None`` when there is no interval or no null value to compare.
-    """
-    lo, hi = _bounds(interval)
-    if lo is None or null is None or not isinstance(null, (int, float)) or not math.isfinite(null):
-        return None
-    nlo, nhi = _bounds(null_interval)
-    if nlo is None:
-        nlo = nhi = float(null)
-    return bool(hi < nlo or lo > nhi)
 
 
 __all__ = ["Interval", "bootstrap", "bootstrap_weighted", "bootstrap_covariance_stat", "over_seeds", "cv", "weighted_mean_pairwise_cosine",

@@ -20,6 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..metrics import simplex_volume_cv
 from ..validation import as_tensor, check_positive_int, fail
 
 
@@ -343,8 +344,6 @@ def pentachoron_cv_check(embeddings, n_simplices: int = 500, seed: int = 42, cv_
     -------
     dict with cv, mean_vol, valid_fraction, n_valid, in_band (False when cv is NaN).
     """
-    from ..metrics import simplex_volume_cv
-
     X = as_tensor(embeddings, "embeddings", ndim=2, dtype=torch.float64)
     if X.shape[0] < k + 1:
         fail("embeddings", f"need at least {k + 1} rows, got {X.shape[0]}")

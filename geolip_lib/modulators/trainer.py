@@ -12,10 +12,13 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 import torch.nn as nn
+from safetensors.torch import load_file, save_file
+from tqdm.auto import tqdm
 
 from .. import progress as _progress
 from ..validation import check_positive_int, fail
 from .field import pentachoron_cv_check
+from .pipeline import batches
 
 MODULATOR_FILE = "modulator.safetensors"
 STATE_FILE = "trainer_state.pt"  # legacy checkpoints only (read with weights_only=True)
@@ -113,8 +116,6 @@ class ModulatorTrainer:
 
     def train_epoch(self, batches: Iterable, loss_fn: Callable, progress: bool = True, desc: str = "train") -> float:
         """One pass over ``batches``; ``loss_fn(batch) -> scalar loss``. Returns the mean loss."""
-        from tqdm.auto import tqdm
-
         self.modulator.train()
         losses = [self.step(loss_fn(b)) for b in tqdm(list(batches), desc=f"{desc} epoch {self.epoch + 1}",
                                                        disable=_progress.disabled(progress), leave=False)]
@@ -157,8 +158,6 @@ class ModulatorTrainer:
     def save(self, directory) -> Path:
         """Write ``modulator.safetensors`` (weights and buffers), ``trainer_state.safetensors``
         + ``trainer_state.json`` (optimizer/scheduler, no pickle) and ``history.json`` into ``directory``."""
-        from safetensors.torch import save_file
-
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         sd = {k: v.detach().cpu().contiguous() for k, v in self.modulator.state_dict().items()}
@@ -183,8 +182,6 @@ class ModulatorTrainer:
 
     def load(self, directory) -> "ModulatorTrainer":
         """Resume from :meth:`save`'s directory (weights, optimizer, histories, counters)."""
-        from safetensors.torch import load_file
-
         d = Path(directory)
         if not (d / MODULATOR_FILE).exists():
             fail("directory", f"no {MODULATOR_FILE} in {d} (write one with ModulatorTrainer.save)")
@@ -205,8 +202,6 @@ class ModulatorTrainer:
     def _read_state(d: Path) -> dict:
         """The optimizer / scheduler state of :meth:`save` (safetensors + JSON), or a legacy
         ``trainer_state.pt`` read with ``weights_only=True``: a crafted pickle runs no code."""
-        from safetensors.torch import load_file
-
         if (d / STATE_JSON).exists():
             st = json.loads((d / STATE_JSON).read_text(encoding="utf-8"))
             tensors = load_file(str(d / STATE_TENSORS)) if (d / STATE_TENSORS).exists() else {}
@@ -254,8 +249,6 @@ def train_with_cv_band(trainer: ModulatorTrainer, loss_fn: Callable, probe: Call
     dict: ``stopped_early`` and ``epochs`` (``[{"epoch", "steps", "train_loss", "val_loss", "cv"}]``,
     train_loss the mean over the epoch's steps).
     """
-    from .pipeline import batches
-
     mod = trainer.modulator
 
     def check() -> None:
@@ -297,8 +290,6 @@ def run_epochs(trainer: ModulatorTrainer, loss_fn: Callable, train_idx, val_idx,
     -------
     ``[{"epoch", "train_loss", "val_loss", "alpha_mean"}]`` for the epochs run in this call.
     """
-    from .pipeline import batches
-
     n_epochs = check_positive_int(n_epochs, "n_epochs")
     val_batches = batches(val_idx, batch_size)
     epochs = []
@@ -315,7 +306,5 @@ def run_epochs(trainer: ModulatorTrainer, loss_fn: Callable, train_idx, val_idx,
 
 def load_modulator_weights(modulator: nn.Module, directory) -> nn.Module:
     """Load ``modulator.safetensors`` from a checkpoint directory into ``modulator``."""
-    from safetensors.torch import load_file
-
     modulator.load_state_dict(load_file(str(Path(directory) / MODULATOR_FILE)))
     return modulator

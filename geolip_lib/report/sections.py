@@ -7,6 +7,7 @@ import html
 import re
 from pathlib import Path
 
+import mistune
 import nbformat
 
 from .. import claims
@@ -109,8 +110,6 @@ def title_and_question(records: list[JobRecord], notebook: str) -> tuple[str, st
 def _md_inline(text: str) -> str:
     """Markdown of one paragraph -> HTML (bold, code, math left for MathJax)."""
     try:
-        import mistune
-
         return mistune.html(text)
     except Exception:  # noqa: BLE001 - plain text is a fine fallback
         return f"<p>{html.escape(text)}</p>"
