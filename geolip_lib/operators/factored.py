@@ -138,6 +138,7 @@ def sym_eig(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None, top_k: int = 
 # Dense references (tests and benchmark only: they build hidden × hidden matrices)
 # --------------------------------------------------------------------------------------
 
+
 def dense_operators(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None) -> torch.Tensor:
     """Materialized operators ``g^h = W_Q^hᵀ W_K^h`` (reference only).
 

@@ -11,6 +11,7 @@ from ...models.adapters import MATRIX_ROLES, Catalog
 from ..store import TensorStore
 from ._common import progress_bar
 
+
 def cross_layer(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_ROLES, *,
                 chunk_bytes: int = 64 << 20, progress: bool = False) -> dict:
     """Cosine similarity between layers of the flattened weights of each role.

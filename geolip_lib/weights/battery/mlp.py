@@ -10,6 +10,7 @@ from ...models.adapters import Catalog, clean_weight
 from ..store import TensorStore
 from ._common import progress_bar
 
+
 def mlp_tables(store: TensorStore, cat: Catalog, *, dead: float = 0.01, weak: float = 0.10,
                keep_importance: bool = True, progress: bool = False) -> dict:
     """Dead / weak MLP neurons per (stack, layer).

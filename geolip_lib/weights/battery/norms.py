@@ -8,6 +8,7 @@ from ...models.adapters import Catalog
 from ..store import TensorStore
 from ._common import entry_row
 
+
 def norm_table(store: TensorStore, cat: Catalog, *, keep_values: bool = True) -> tuple:
     """Scale statistics of every norm weight (high > 1.5, low < 0.5, near one in (0.8, 1.2))."""
     rows, vals = [], {}

@@ -9,6 +9,7 @@ from ...metrics.position_bias import head_topology
 from ...models.adapters import Catalog
 from ..store import TensorStore
 
+
 def position_bias_table(store: TensorStore, cat: Catalog, *, local_buckets: int = 3) -> tuple:
     """Per-head topology of relative position bias tables ((n_buckets, n_heads), T5).
 

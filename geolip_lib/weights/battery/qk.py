@@ -15,6 +15,7 @@ from ..spectral import qk_seed_form, spectrum_stats
 from ..store import TensorStore
 from ._common import progress_bar
 
+
 def qk_tables(store: TensorStore, cat: Catalog, *, device: Any = None, top: int = 5,
               progress: bool = False) -> dict:
     """QK manifold per attention block (layer level) and per head.

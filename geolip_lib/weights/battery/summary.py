@@ -7,6 +7,7 @@ import numpy as np
 
 from ...models.adapters import ATTN_ROLES
 
+
 def _mean(x) -> Optional[float]:
     x = [v for v in x if v is not None and np.isfinite(v)]
     return float(np.mean(x)) if x else None
