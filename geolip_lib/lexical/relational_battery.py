@@ -191,7 +191,7 @@ def relational_pairs(synset_ids: np.ndarray, static_n: np.ndarray, enc_n: np.nda
     (``len(rel_idx)``) and ``n_drawn``.
     """
     eng = engine or get_engine()
-    pi, pj = sample_pairs(len(rel_idx), n_pairs, rng)
+    pi, pj = random_pairs(len(rel_idx), n_pairs, rng)
     syn = np.asarray(synset_ids)[rel_idx]
     sims = eng.path_ids(syn[pi], syn[pj])
     ok = np.isfinite(sims) & (sims > 0)

@@ -2,10 +2,12 @@
 of data with a known covariance recovers its eigenvalues; several seeds."""
 import numpy as np
 import pytest
+from scipy.linalg import orthogonal_procrustes
 from scipy.spatial import procrustes as scipy_procrustes
 from scipy.stats import ortho_group
 
 from geolip_lib import procrustes as P
+from geolip_lib.metrics.cosine import normalize_rows, row_cosine
 
 SEEDS = [0, 1, 2, 3, 4]
 
@@ -78,10 +80,6 @@ def test_pca_methods_agree_and_svd_keeps_numpy_signs():
 def test_procrustes_fit_covers_the_modulator_projection():
     """The modulator pipeline's alignment: row-normalised (``+1e-12``) geometric points onto the
     row-normalised PCA coordinates of the encoder, centred, rotation only."""
-    from scipy.linalg import orthogonal_procrustes
-
-    from geolip_lib.metrics.cosine import normalize_rows, row_cosine
-
     rng = np.random.default_rng(3)
     E, G = rng.normal(size=(40, 12)), rng.normal(size=(40, 4))
     Ec = E - E.mean(0)
