@@ -30,9 +30,10 @@ LOCATORS: dict[str, Callable] = {name: s.locate_blocks for name, s in REGISTRY.i
 
 
 def _structural_family(model: nn.Module) -> str | None:
-    """A family whose blocks this model has, when its config does not say (a bare T5 stack, a decoder LM)."""
+    """A generative family whose blocks this model has, when its config does not say (a bare T5
+    stack, a decoder LM); encoder-only families are found by their ``model_type`` only."""
     for name, s in REGISTRY.items():
-        if s.locate_blocks is None:
+        if s.locate_blocks is None or not s.is_generative:
             continue
         try:
             s.locate_blocks(model, s.stacks[0])
