@@ -15,6 +15,7 @@ from typing import Optional
 from huggingface_hub import constants as hf_constants
 from huggingface_hub import try_to_load_from_cache
 
+from ..families import spec as family_spec
 from ..models import preflight
 from ..models.twin import TWIN_MAX_PARAMS
 from ..params import load_model_params
@@ -130,8 +131,10 @@ def model_info(name: str) -> ModelInfo:
         source = "params file size_note"
         download, dl_source = (size, "size_note") if size is not None else (params * DTYPE_BYTES[p.dtype],
                                                                           "size_note x dtype")
-    present, is_oc = False, p.family == "open_clip"
-    oc_checkpoint = is_oc and p.source == "open_clip" and not p.local_dir
+    fam = family_spec(p.family)
+    # not a transformers model (open_clip): its own checkpoint format, read through a state dict
+    present, is_oc = False, not fam.hf
+    oc_checkpoint = is_oc and p.source in fam.sources and not p.local_dir
     if p.source == "tiny":
         download, dl_source, present = 0, "none", True  # built locally (its cache counts as a cache)
     elif oc_checkpoint:
