@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
+from ..store import TensorStore
 from . import generic
 from . import open_clip as _open_clip
 from .schema import Catalog, UnclassifiedWeightsWarning, _order
@@ -92,9 +93,6 @@ def catalog(source: Any, config: Any = None, family: str | None = None) -> Catal
     -------
     Catalog
     """
-    # not at the top: geolip_lib/weights/__init__.py imports weights.battery, which imports this package
-    from ...weights.store import TensorStore
-
     cfg = config_to_dict(config)
     fam = family
     if isinstance(source, TensorStore):

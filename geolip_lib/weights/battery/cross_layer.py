@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ...models.adapters import MATRIX_ROLES, Catalog
-from ..store import TensorStore
+from ...models.store import TensorStore
 from ._common import progress_bar
 
 

@@ -20,7 +20,7 @@ import torch
 from ...devices import pick_device
 from ...models.adapters import Catalog, catalog as build_catalog, strip_interleaved
 from ..spectral import svdvals
-from ..store import TensorStore
+from ...models.store import TensorStore
 from ._common import is_float, progress_bar
 from .cross_layer import cross_layer
 from .mlp import mlp_row, mlp_tables

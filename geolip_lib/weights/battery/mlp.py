@@ -7,7 +7,7 @@ import pandas as pd
 import torch
 
 from ...models.adapters import Catalog, clean_weight
-from ..store import TensorStore
+from ...models.store import TensorStore
 from ._common import progress_bar
 
 

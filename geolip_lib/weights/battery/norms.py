@@ -5,7 +5,7 @@ import pandas as pd
 import torch
 
 from ...models.adapters import Catalog
-from ..store import TensorStore
+from ...models.store import TensorStore
 from ._common import entry_row
 
 

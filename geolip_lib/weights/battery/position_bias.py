@@ -7,7 +7,7 @@ import torch
 
 from ...metrics.position_bias import head_topology
 from ...models.adapters import Catalog
-from ..store import TensorStore
+from ...models.store import TensorStore
 
 
 def position_bias_table(store: TensorStore, cat: Catalog, *, local_buckets: int = 3) -> tuple:

@@ -12,7 +12,7 @@ from ...devices import pick_device
 from ...metrics.factored_qk import FactoredQK, inertia
 from ...models.adapters import Catalog
 from ..spectral import qk_seed_form, spectrum_stats
-from ..store import TensorStore
+from ...models.store import TensorStore
 from ._common import progress_bar
 
 
