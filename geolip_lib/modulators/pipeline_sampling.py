@@ -1,29 +1,17 @@
-"""The modulator pipeline's own index sampling: random pairs, the seed's relational subset,
-train / validation split, batches.
-
-Not the same definitions as their namesakes elsewhere (kept apart on purpose, with their
-own draws): :func:`sample_pairs` draws ``i`` and ``j`` independently and drops ``i == j``
-(``lexical.relational_battery.sample_pairs`` is the battery's own); :func:`split_indices`
-returns ``(train, val)`` from one permutation with ``val_fraction`` (``procrustes.split_indices``
-splits anchors from test items). ``geolip_lib/metrics/sampling.py`` is the shared home being
-built for such draws; moving these there is left to its owner (see the report).
-"""
+"""The modulator pipeline's index sampling: random pairs and the train / validation split
+(the shared draws of ``metrics/sampling.py``: ``random_pairs``, ``train_val_split``), the
+seed's relational subset, batches."""
 from __future__ import annotations
 
 import numpy as np
 
+from ..metrics.sampling import random_pairs, train_val_split
 from ..validation import check_positive_int
 
 
-def sample_pairs(n_items: int, n_pairs: int, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
-    """``n_pairs`` random (i, j) index pairs with ``i != j`` (pairs with i == j are dropped,
-    as in the seed, so slightly fewer may come back)."""
-    check_positive_int(n_items, "n_items", minimum=2)
-    rng = np.random.default_rng(seed)
-    i = rng.integers(0, n_items, size=n_pairs)
-    j = rng.integers(0, n_items, size=n_pairs)
-    keep = i != j
-    return i[keep], j[keep]
+#: the shared seeded draws (``metrics/sampling.py``), under the names the pipeline's callers use
+sample_pairs = random_pairs
+split_indices = train_val_split
 
 
 SEED_N_REL = 3000  # entries of the seed's relational subset (seed 001 §8–§10: N_REL = min(3000, len(matched)))
@@ -55,14 +43,6 @@ def seed_relational_pairs(n_items: int, n_rel: int = SEED_N_REL, n_pairs: int = 
     pj = rng.choice(n_sub, size=n_pairs)
     keep = pi != pj
     return subset[pi[keep]], subset[pj[keep]], subset
-
-
-def split_indices(n: int, val_fraction: float = 0.1, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded permutation split into (train, val) index arrays (val at least 1 when n >= 2)."""
-    check_positive_int(n, "n", minimum=2)
-    perm = np.random.default_rng(seed).permutation(n)
-    n_val = min(max(1, int(round(n * val_fraction))), n - 1)
-    return perm[n_val:], perm[:n_val]
 
 
 def batches(indices, batch_size: int, seed: int | None = None) -> list[np.ndarray]:
