@@ -16,7 +16,7 @@ import run_all
 from geolip_lib import report, results
 from geolip_lib.params import ParamsError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 OK_NB = '''
 from geolip_lib import results
