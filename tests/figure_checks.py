@@ -1,4 +1,4 @@
-"""One check for every figure smoke test (tests/unit/test_plots_*.py)."""
+"""One check for every figure smoke test (tests/unit/<subpackage>/test_plots*.py)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt

@@ -54,7 +54,7 @@ def test_minilm_qk_sign_counts_independent(minilm):
 
 def test_minilm_per_stack_sparsity_rank90_and_claims_independent(minilm):
     """What reviewers recompute on the MiniLM weights with numpy: per-(stack, attn) sparsity,
-    rank_90 in both definitions (the seed-form QK balance: tests/unit/test_qk_balance_statement.py),
+    rank_90 in both definitions (the seed-form QK balance: tests/unit/weights/test_qk_balance_statement.py),
     and the claims notebook 02 records from them."""
     from geolip_lib.models.adapters import MATRIX_ROLES
     from geolip_lib.weights import tables as T
