@@ -42,7 +42,7 @@ import torch
 from IPython import get_ipython
 from IPython.display import Image, Markdown, display
 
-from . import plotting, provenance, results
+from . import models, plotting, provenance, results
 from .metrics.intervals import format_value
 from .plotting import png_bytes
 
@@ -89,8 +89,6 @@ class Job:
     # ------------------------------------------------------------------ models
     def load(self, name: str, **overrides: Any) -> Any:
         """``models.load(name)``, remembered for the provenance block."""
-        from . import models
-
         lm = models.load(name, **overrides)
         self.models.append(lm)
         return lm
