@@ -103,4 +103,4 @@ job.finish({"claims_summary": summary, "claims_rows": rows, "root": str(root)}, 
 #
 # - Seed 001, closing summary table ("universal constants") and the best modulator result.
 # - `geolip_lib.claims`: the registry, the rules and the verdicts; known-answer tests in
-#   `tests/unit/test_claims.py`.
+#   `tests/unit/claims/test_claims.py`.
