@@ -63,6 +63,7 @@ span.null{white-space:normal}
 table.claims{font-size:7pt;width:100%;table-layout:fixed}table.claims .reason{min-width:0;width:22%}
 table.claims .stand-ins{width:20%}table.claims .null-explains{width:16%}
 table.claims .title,table.claims .seed-value,table.claims .seed-models,table.claims .verdict,table.claims .model,
-table.claims .scope,table.claims .measured{width:10%}table.claims td{overflow-wrap:anywhere}table.claims td,table.claims th{padding:1px 3px}section.claims{break-after:page}
+table.claims .scope,table.claims .measured{width:10%}table.claims .nulls{width:17%}table.claims .project-definition{width:8%}
+table.claims td.nulls span.null{white-space:normal;overflow-wrap:normal;word-break:normal}table.claims td{overflow-wrap:anywhere}table.claims td,table.claims th{padding:1px 3px}section.claims{break-after:page}
 .figs{display:block}figure.thumb{display:inline-block;vertical-align:top;margin:0 .6% .4em 0}
 """
