@@ -15,6 +15,7 @@ import pytest
 import run_all
 from geolip_lib.runner import plan
 from geolip_lib.runner.ray_executor import DIED, connect
+from scripts.compare_metrics import flatten
 from tests.reliability.conftest import write_notebook
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -51,17 +52,6 @@ def local_ray(tmp_path_factory):
         ray.shutdown()
 
 
-def _flat(d, prefix=""):
-    if isinstance(d, dict):
-        for k, v in d.items():
-            yield from _flat(v, f"{prefix}/{k}")
-    elif isinstance(d, list):
-        for i, v in enumerate(d):
-            yield from _flat(v, f"{prefix}[{i}]")
-    else:
-        yield prefix, d
-
-
 def test_tiny_subset_gives_the_local_executors_metrics(local_ray, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     local, ray_out = tmp_path / "local", tmp_path / "ray"
@@ -73,8 +63,8 @@ def test_tiny_subset_gives_the_local_executors_metrics(local_ray, tmp_path, monk
     for nb in TINY:
         a = json.loads((local / nb / "all" / "metrics.json").read_text(encoding="utf-8"))
         b = json.loads((ray_out / nb / "all" / "metrics.json").read_text(encoding="utf-8"))
-        fa = dict(_flat({k: v for k, v in a.items() if k != "provenance"}))
-        fb = dict(_flat({k: v for k, v in b.items() if k != "provenance"}))
+        fa = dict(flatten({k: v for k, v in a.items() if k != "provenance"}))
+        fb = dict(flatten({k: v for k, v in b.items() if k != "provenance"}))
         assert len(fa) > 50 and fa == fb, sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))[:10]
         # returned results land like local ones: fingerprint, executed notebook pointing at the output root
         executed = (ray_out / nb / "all" / "executed.ipynb").read_text(encoding="utf-8")
