@@ -111,7 +111,7 @@ def _model_file(tmp_path, text):
 @pytest.mark.parametrize("text,message", [
     ("family: t5\nsource: hub\n", "key 'id': required when source is 'hub' (e.g. id: google-t5/t5-small)"),
     ("family: t5\nsource: local\n", "key 'id': required when source is 'local'"),
-    ("family: t6\nsource: hub\nid: x\n", "key 'family': Input should be"),
+    ("family: t6\nsource: hub\nid: x\n", "key 'family': unknown family 't6' (known: t5, t5_v1_1, bert"),
     ("family: t5\nsource: hub\nid: x\ndtyp: float16\n", "key 'dtyp': unknown key"),
     ("family: t5\nsource: hub\nid: x\ndtype: float8\n", "key 'dtype': Input should be"),
     ("family: t5\nsource: hub\nid: x\nseed: many\n", "key 'seed':"),
