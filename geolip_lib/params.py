@@ -57,18 +57,12 @@ class ModelParams(_Strict):
     description: str = ""
     size_note: str = ""
 
-    @field_validator("family")
+    @field_validator("family", "source")
     @classmethod
-    def _known_family(cls, v: str) -> str:
-        if v not in FAMILIES:
-            raise ValueError(f"unknown family {v!r} (known: {', '.join(FAMILIES)})")
-        return v
-
-    @field_validator("source")
-    @classmethod
-    def _known_source(cls, v: str) -> str:
-        if v not in SOURCES:
-            raise ValueError(f"unknown source {v!r} (known: {', '.join(SOURCES)})")
+    def _known(cls, v: str, info) -> str:
+        known = FAMILIES if info.field_name == "family" else SOURCES
+        if v not in known:
+            raise ValueError(f"unknown {info.field_name} {v!r} (known: {', '.join(known)})")
         return v
 
 

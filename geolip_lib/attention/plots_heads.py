@@ -11,7 +11,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from .plots_mixers import BAND, BAND_COLORS, _band
+from .plots_mixers import BAND, BAND_COLORS, _band, bar_pair
 
 
 # ------------------------------------------------------------------ notebook 13
@@ -238,10 +238,5 @@ def cost_per_step(cost: pd.DataFrame, *, device: str, memory_kind: str) -> Figur
         Two axes: "time per step (device)" (y "ms / step (median)") and
         "memory per step (kind)" (y "MiB").
     """
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    sns.barplot(x=list(cost.index), y=cost["ms_per_step"].to_numpy(float), ax=axes[0])
-    axes[0].set(ylabel="ms / step (median)", xlabel="attention", title=f"time per step ({device})")
-    sns.barplot(x=list(cost.index), y=cost["memory_MiB"].to_numpy(float), ax=axes[1])
-    axes[1].set(ylabel="MiB", xlabel="attention", title=f"memory per step ({memory_kind})")
-    fig.tight_layout()
-    return fig
+    return bar_pair(cost, "attention", ("ms_per_step", "ms / step (median)", f"time per step ({device})"),
+                    ("memory_MiB", "MiB", f"memory per step ({memory_kind})"))

@@ -41,6 +41,17 @@ def _band(ax, band: Sequence[float] | None, label: str | None = None, color: str
 
 
 # ------------------------------------------------------------------ notebook 12
+def bar_pair(frame: pd.DataFrame, xlabel: str, left: tuple, right: tuple) -> Figure:
+    """Two bar charts side by side over ``frame``'s index; ``left`` / ``right`` are
+    ``(column, ylabel, title)``."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, (col, ylabel, title) in zip(axes, (left, right)):
+        sns.barplot(x=list(frame.index), y=frame[col].to_numpy(float), ax=ax)
+        ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    fig.tight_layout()
+    return fig
+
+
 def depth_sweep(depth_df: pd.DataFrame, cv_input: float, *, cv_intervals: pd.DataFrame | None = None,
                 band: Sequence[float] | None = BAND) -> Figure:
     """Geometry of three stacked mixers against depth: CV_n, cosine to input, effective dimension.
@@ -169,13 +180,8 @@ def throughput(thr: pd.DataFrame, *, batch: int, seq_len: int, device: str) -> F
         Two axes: "throughput, B=.. S=.. (device)" (y "ms / forward (median)") and
         "parameters per layer" (y "parameters").
     """
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    sns.barplot(x=list(thr.index), y=thr["ms"].to_numpy(float), ax=axes[0])
-    axes[0].set(xlabel="mixer", ylabel="ms / forward (median)", title=f"throughput, B={batch} S={seq_len} ({device})")
-    sns.barplot(x=list(thr.index), y=thr["params"].to_numpy(float), ax=axes[1])
-    axes[1].set(xlabel="mixer", ylabel="parameters", title="parameters per layer")
-    fig.tight_layout()
-    return fig
+    return bar_pair(thr, "mixer", ("ms", "ms / forward (median)", f"throughput, B={batch} S={seq_len} ({device})"),
+                    ("params", "parameters", "parameters per layer"))
 
 
 def seq_scaling(scale_df: pd.DataFrame, *, device: str) -> Figure:

@@ -37,9 +37,7 @@ from .sources import SOURCES, check, load
 
 #: family -> stacks (the specs' ``stacks``; kept for old imports)
 STACKS = {name: s.stacks for name, s in REGISTRY.items()}
-#: families with a tokenizer (the specs' ``is_text``; kept for old imports)
-TEXT_FAMILIES = tuple(name for name, s in REGISTRY.items() if s.is_text)
 
-__all__ = ["DTYPES", "SOURCES", "STACKS", "TEXT_FAMILIES", "HiddenStates", "LoadedModel", "ModelLoadError",
+__all__ = ["DTYPES", "SOURCES", "STACKS", "HiddenStates", "LoadedModel", "ModelLoadError",
            "ParamsError", "check", "check_finite", "hub_problem", "load", "model_class", "pick_device",
            "quiet_transformers", "saver", "untie_output"]

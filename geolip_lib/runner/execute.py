@@ -28,7 +28,7 @@ from jupyter_core.utils import run_sync
 from ..models import check
 from ..paths import REPORTS  # noqa: F401 - re-exported (the default output root)
 from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
-from .resources import kernel_env  # noqa: F401 - re-exported (the kernel environment lives with the thread budget)
+from .resources import kernel_env
 from .warm import SOCKET_ENV, kernel_manager
 
 TIMING = "job_timing.json"  # not timing.json: notebooks 12 and 14 write their own

@@ -181,13 +181,14 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
     out_root = prepare_root(Path(out_root) if out_root else REPORTS / Path(profile).stem).resolve()
     with run_lock(out_root, console):
         recover(out_root, console)
-        if executor == "ray":
+        def check(at_once):  # the jobs that will run (under --resume, the stale ones) must fit
             if check_plan:
-                check_fit(plan_for(_obtainable([j for j in jobs if not resume or stale_reasons(j, out_root)]),
-                                   out_root, 1))
+                pending = [j for j in jobs if not resume or stale_reasons(j, out_root)]
+                check_fit(plan_for(_obtainable(pending), out_root, at_once))
+
+        if executor == "ray":
+            check(1)
             return run_jobs_ray(jobs, out_root, resume=resume, console=console, **executor_options)
         with WarmPool(enabled=warm, log=out_root_log(out_root)) as pool:
-            if check_plan:
-                check_fit(plan_for(_obtainable([j for j in jobs if not resume or stale_reasons(j, out_root)]),
-                                   out_root, jobs_at_once))
+            check(jobs_at_once)  # while the zygote imports
             return run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console, pool=pool)

@@ -47,7 +47,7 @@ from .jobs import Job, JobResult, job_dir, reads_other_jobs
 from .schedule import Interrupted, Progress, gpus_wanted
 from .lock import RunError
 from .ray_cluster import _is_local_cluster, _route_ray_logs, check_cluster, connect  # noqa: F401 - connect re-exported
-from .ray_worker import TMP_PREFIX, _finished_metrics, _untar, _worker_job  # noqa: F401 - TMP_PREFIX re-exported
+from .ray_worker import _finished_metrics, _untar, _worker_job
 from .schedule import Running, schedule
 
 MODES = ("shared", "return")
