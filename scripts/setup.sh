@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One-shot, idempotent set-up on a fresh Debian / Python 3.11 machine (PyPI + Debian only):
-#   1. .venv with the pinned dependency set (requirements.lock) + geolip_lib (editable)
-#      + the Jupyter kernel "geolip";
-#   2. WordNet 3.0 for NLTK in .cache/nltk_data (scripts/provision_wordnet.py);
-#   3. Chromium for the PDF report (Debian package; skipped with a note when not root).
-# Each step is skipped when already done (stamp files), so a second run takes seconds.
+#   1. .venv with the pinned dependency set (requirements.lock) + geolip_lib (editable); notebooks
+#      run on the venv's own "python3" kernel (the name their kernelspec gives; no extra kernel);
+#   2. WordNet 3.0 for NLTK in .cache/nltk_data (scripts/provision_wordnet.py) + the lexicon arrays;
+#   3. nbstripout as this checkout's git filter for *.ipynb (.gitattributes): outputs never reach git;
+#   4. Chromium for the PDF report (Debian package; skipped with a note when not root).
+# Each step is skipped when already done (stamp files, a git config read), so a second run is a
+# no-op of well under 2 s (it starts no Python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3.11}
@@ -24,17 +26,44 @@ if [ ! -f "$STAMP" ]; then
   # "iri" format checks (pip check stays clean).
   .venv/bin/python -m pip uninstall -y -q rfc3987-syntax lark 2>/dev/null || true
   .venv/bin/python -m pip install -q --no-deps -e .
-  .venv/bin/python -m ipykernel install --sys-prefix --name geolip --display-name "Python (geolip)" >/dev/null
+  # one kernel on purpose: the notebooks name "python3", which in this venv is its own python (jupyter_client
+  # runs a kernelspec's "python" as the server's interpreter); the "geolip" kernel older set-ups registered goes
+  rm -rf .venv/share/jupyter/kernels/geolip
   rm -f .venv/.geolip-installed-*
   touch "$STAMP"
 else
   echo "[setup] .venv up to date"
 fi
 
-echo "[setup] WordNet 3.0"
-.venv/bin/python scripts/provision_wordnet.py >/dev/null
-echo "[setup] WordNet lexicon arrays (.cache/wordnet; ~50 s once)"
-NLTK_DATA="$PWD/.cache/nltk_data" .venv/bin/python -m geolip_lib.lexical >/dev/null
+# WordNet and the lexicon arrays: a stamp keyed by the code that provisions / builds them and the pinned
+# set (nltk's version is in the arrays' cache key); checked in bash so that an unchanged box starts no Python
+CACHE=${GEOLIP_CACHE:-.cache}
+DATA_STAMP=$CACHE/.setup-data-$(cat "$STAMP" scripts/provision_wordnet.py geolip_lib/lexical/wordnet.py \
+  | sha256sum | cut -c1-16)
+if [ -f "$DATA_STAMP" ] && compgen -G ".cache/nltk_data/corpora/wordnet*" >/dev/null && compgen -G "$CACHE/wordnet/lexicon-*.npz" >/dev/null; then
+  echo "[setup] WordNet 3.0 and its lexicon arrays up to date"
+else
+  echo "[setup] WordNet 3.0"
+  .venv/bin/python scripts/provision_wordnet.py >/dev/null
+  echo "[setup] WordNet lexicon arrays ($CACHE/wordnet; ~50 s once)"
+  NLTK_DATA="$PWD/.cache/nltk_data" .venv/bin/python -m geolip_lib.lexical >/dev/null
+  rm -f "$CACHE"/.setup-data-*
+  touch "$DATA_STAMP"
+fi
+
+# Notebook outputs never reach git: nbstripout (pinned in the lock) as the clean filter that .gitattributes
+# names. --keep-id: the cell ids jupytext wrote stay (a clean pass over an unmodified notebook is then
+# byte-identical); language_info, which Lab adds when a kernel starts, is dropped like the outputs.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  NBSTRIP="\"$PWD/.venv/bin/python\" -m nbstripout --keep-id --extra-keys metadata.language_info"
+  if [ "$(git config --local --get filter.nbstripout.clean)" != "$NBSTRIP" ]; then
+    echo "[setup] nbstripout: the git filter that keeps notebook outputs out of git"
+    git config --local filter.nbstripout.clean "$NBSTRIP"
+    git config --local filter.nbstripout.smudge cat
+    git config --local filter.nbstripout.required true
+    git config --local diff.ipynb.textconv "$NBSTRIP -t"
+  fi
+fi
 
 if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then
   echo "[setup] chromium present (PDF report)"
