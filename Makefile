@@ -3,7 +3,8 @@
 #                 (make report RUN_ARGS=--resume skips finished jobs; PROFILE=paper on a GPU box)
 #   make test     set-up, then the whole test suite (what CI runs)
 # and for people who edit notebooks:
-#   make lab      JupyterLab on the project's kernel
+#   make lab      JupyterLab on this checkout (127.0.0.1:8888; prints the URL with its token;
+#                 LAB_PORT=N, LAB_IP=0.0.0.0 on purpose only: README "JupyterLab")
 SHELL := /bin/bash
 PY := .venv/bin/python
 export NLTK_DATA := $(CURDIR)/.cache/nltk_data
@@ -17,10 +18,12 @@ endif
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 PYTEST_ARGS ?=
 RUN_ARGS ?=
+LAB_IP ?= 127.0.0.1
+LAB_PORT ?= 8888
 
 .PHONY: setup report test lab notebooks bench clean help
 help:
-	@sed -n '2,7p' Makefile
+	@sed -n '2,8p' Makefile
 
 setup:
 	@bash scripts/setup.sh
@@ -31,8 +34,17 @@ report: setup
 test: setup
 	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
 
+# Root is the normal user on rented GPU boxes and in containers (--allow-root); no browser on a server.
+# PYTHONPATH: kernels import this checkout's geolip_lib (and write its reports/), whatever checkout an
+# editable install in a shared venv points at (the run path does the same: runner.resources.kernel_env).
+# JUPYTER_PREFER_ENV_PATH: the venv's kernelspecs win over a user-level "python3" of another Python.
 lab: setup
-	.venv/bin/jupyter lab --notebook-dir=notebooks
+	@echo "[lab] on $(LAB_IP):$(LAB_PORT); from a laptop: ssh -N -L $(LAB_PORT):127.0.0.1:$(LAB_PORT) <user>@<this box>," \
+	  "then open the http://127.0.0.1:$(LAB_PORT)/lab?token=... URL printed below (Ctrl-C twice stops it)"
+	@if [ "$(LAB_IP)" != 127.0.0.1 ] && [ "$(LAB_IP)" != localhost ]; then \
+	  echo "[lab] warning: LAB_IP=$(LAB_IP): anyone who can reach this port and has the token can run code here"; fi
+	PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" JUPYTER_PREFER_ENV_PATH=1 .venv/bin/jupyter lab \
+	  --allow-root --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) --ServerApp.root_dir=notebooks
 
 # Re-pair every notebook with its jupytext .py (the .py is what is reviewed).
 notebooks: setup

@@ -38,7 +38,7 @@ fi
 # WordNet and the lexicon arrays: a stamp keyed by the code that provisions / builds them and the pinned
 # set (nltk's version is in the arrays' cache key); checked in bash so that an unchanged box starts no Python
 CACHE=${GEOLIP_CACHE:-.cache}
-DATA_STAMP=$CACHE/.setup-data-$(cat "$STAMP" scripts/provision_wordnet.py geolip_lib/lexical/wordnet.py \
+DATA_STAMP=$CACHE/.setup-data-$({ echo "$STAMP"; cat scripts/provision_wordnet.py geolip_lib/lexical/wordnet.py; } \
   | sha256sum | cut -c1-16)
 if [ -f "$DATA_STAMP" ] && compgen -G ".cache/nltk_data/corpora/wordnet*" >/dev/null && compgen -G "$CACHE/wordnet/lexicon-*.npz" >/dev/null; then
   echo "[setup] WordNet 3.0 and its lexicon arrays up to date"
