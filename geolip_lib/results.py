@@ -36,9 +36,23 @@ LEVEL = 0.95
 
 # ------------------------------------------------------------------ the interval record
 # (here, at the bottom layer, because a headline holds one; metrics.intervals computes them)
+
+#: what kind of number a recorded quantity is (issue 22 §1):
+#: ``exact`` — computed on all of the object (every row of the table, every Q weight, every
+#: layer): nothing to resample, no interval (recorded as the degenerate ``[v, v]`` with
+#: ``kind: "exact"`` and ``"exact (all N …)"`` as its method, printed without brackets);
+#: ``sampled`` — an interval over what was sampled (simplices, rows, pairs, prompts);
+#: ``over_seeds`` — an interval over training or initialisation seeds (a null's seeds too).
+KINDS = ("exact", "sampled", "over_seeds")
+
+#: relative slack of the "value inside its interval" check: float32 vs float64 round-off of
+#: one number computed by two routes, never a statistical miss (those are 1e-3 and larger)
+CONTAIN_RTOL = 1e-6
+
+
 @dataclass(frozen=True)
 class Interval:
-    """A two-sided interval with how it was obtained.
+    """A two-sided interval with how it was obtained and what kind of number it qualifies.
 
     Attributes
     ----------
@@ -48,15 +62,18 @@ class Interval:
         For example ``"bootstrap BCa, 1000 resamples of 1000 simplices"``.
     level : float
         Nominal coverage (0.95).
+    kind : {"sampled", "over_seeds", "exact"}
+        :data:`KINDS`: over the sampling, over seeds, or none (exact).
     """
 
     lo: float
     hi: float
     method: str
     level: float = LEVEL
+    kind: str = "sampled"
 
     def as_dict(self) -> dict:
-        return {"lo": self.lo, "hi": self.hi, "method": self.method, "level": self.level}
+        return {"lo": self.lo, "hi": self.hi, "method": self.method, "level": self.level, "kind": self.kind}
 
     def contains(self, x: float) -> bool:
         return bool(self.lo <= x <= self.hi)
@@ -64,6 +81,31 @@ class Interval:
     @property
     def finite(self) -> bool:
         return math.isfinite(self.lo) and math.isfinite(self.hi)
+
+
+def exact(value: Any, over: str | None = None) -> dict:
+    """The record of an exact number (no sampling): ``[v, v]``, ``kind: "exact"``, method
+    ``"exact (all <over>)"`` (``over``: what it is computed on, e.g. ``"30522 rows"``)."""
+    v = None if value is None else float(value)
+    method = f"exact (all {over})" if over else "exact (no sampling)"
+    return {"lo": v, "hi": v, "method": method, "level": 1.0, "kind": "exact"}
+
+
+def kind_of(interval: Any) -> str | None:
+    """The kind (:data:`KINDS`) of an interval record; older records without ``kind`` are
+    read from their method (``exact …``, ``… over N seeds``, else sampled)."""
+    if interval is None:
+        return None
+    if isinstance(interval, Interval):
+        return interval.kind
+    if isinstance(interval, dict):
+        if interval.get("kind") in KINDS:
+            return interval["kind"]
+        m = str(interval.get("method") or "")
+        if m.startswith("exact"):
+            return "exact"
+        return "over_seeds" if "seeds" in m else "sampled"
+    return "sampled"
 
 
 def _bounds(interval: Any) -> tuple[float | None, float | None]:
@@ -80,10 +122,46 @@ def _bounds(interval: Any) -> tuple[float | None, float | None]:
     return float(lo), float(hi)
 
 
+def outside(value: Any, interval: Any) -> bool:
+    """Whether a number lies outside its own interval (beyond :data:`CONTAIN_RTOL` round-off).
+
+    ``False`` when there is no number or no finite interval to compare.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    v = float(value)
+    lo, hi = _bounds(interval)
+    if lo is None or not math.isfinite(v):
+        return False
+    tol = CONTAIN_RTOL * max(abs(v), abs(lo), abs(hi)) + 1e-12
+    return bool(v < lo - tol or v > hi + tol)
+
+
+def containment_problems(tree: Any, where: str = "") -> list[str]:
+    """Every ``{"value": v, "interval": {...}}`` in ``tree`` (a headline, a claims block, a
+    whole ``metrics.json``) whose value lies outside its interval, one line each with its path.
+
+    A null's ``{"value", "interval"}`` is checked the same way.
+    """
+    out: list[str] = []
+    if isinstance(tree, dict):
+        if "value" in tree and isinstance(tree.get("interval"), (dict, Interval)) and outside(tree["value"], tree["interval"]):
+            iv = tree["interval"] if isinstance(tree["interval"], dict) else tree["interval"].as_dict()
+            out.append(f"{where or '<root>'}: value {tree['value']!r} lies outside its interval "
+                       f"[{iv.get('lo')!r}, {iv.get('hi')!r}] ({iv.get('method')})")
+        for k, v in tree.items():
+            out += containment_problems(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(tree, (list, tuple)) and not isinstance(tree, Interval):
+        for i, v in enumerate(tree):
+            out += containment_problems(v, f"{where}[{i}]")
+    return out
+
+
 def separates(interval: Any, null: Any, null_interval: Any = None) -> bool | None:
     """Whether the interval excludes the null (and the null's own interval, when given).
 
-    ``None`` when there is no interval or no null value to compare.
+    ``None`` when there is no interval or no null value to compare. An exact value's
+    interval is ``[v, v]``: it is separated when ``v`` lies outside the null's interval.
     """
     lo, hi = _bounds(interval)
     if lo is None or null is None or not isinstance(null, (int, float)) or not math.isfinite(null):
@@ -149,6 +227,26 @@ def to_jsonable(obj: Any) -> Any:
     return str(obj)
 
 
+def _interval_record(value: Any, interval: Any, kind: str | None, over: str | None) -> dict | None:
+    if isinstance(interval, str):
+        if interval != "exact":
+            raise ValueError(f"interval: expected an Interval, (lo, hi) or 'exact', got {interval!r}")
+        return exact(value, over)
+    if isinstance(interval, Interval):
+        iv: dict | None = interval.as_dict()
+    elif isinstance(interval, dict):
+        iv = dict(interval)
+    elif interval is not None:
+        lo, hi = interval
+        iv = {"lo": lo, "hi": hi, "method": "given", "level": 0.95}
+    else:
+        return None
+    if kind is not None:
+        iv["kind"] = kind
+    iv.setdefault("kind", kind_of(iv))
+    return iv
+
+
 def headline(
     value: Any,
     *,
@@ -159,6 +257,10 @@ def headline(
     label: str | None = None,
     fmt: str = ".4g",
     note: str | None = None,
+    kind: str | None = None,
+    over: str | None = None,
+    plug_in: Any = None,
+    forced_by_shape: str | None = None,
 ) -> dict:
     """One headline number for the composite table: value, 95 % interval, null baselines.
 
@@ -166,15 +268,31 @@ def headline(
     ----------
     value : float
         The measured value (``None`` when the measurement does not apply to this model).
+        It must lie inside its interval (``ValueError`` otherwise): a biased estimator
+        reports its bias-corrected estimate here and the plug-in as ``plug_in``.
     interval : Interval, dict, (lo, hi) or ``"exact"``
         The 95 % interval (:mod:`geolip_lib.metrics.intervals`). ``"exact"`` marks a number
-        that involves no sampling (a count, a closed form); it is recorded as ``[v, v]``.
+        computed on all of the object (a count, a closed form, every row): it has no
+        interval and is recorded as :func:`exact` (``[v, v]``, ``kind: "exact"``).
+    kind : {"exact", "sampled", "over_seeds"}, optional
+        :data:`KINDS`; read from the interval when not given.
+    over : str, optional
+        With ``interval="exact"``: what the number is computed on ("30522 rows"), shown
+        as "exact (all 30522 rows)".
+    plug_in : float, optional
+        The plug-in estimate where ``value`` is bias-corrected (recorded beside it).
+    forced_by_shape : str, optional
+        The reason when the weight shapes alone force the value (a QK balance of 0.5
+        under grouped-query attention): such a value stays out of pooled means and of
+        verdicts (``geolip_lib.claims`` reads ``forced_by_shape``).
     nulls : dict, optional
-        ``{kind: value}`` or ``{kind: {"value": v, "interval": ...}}`` — the same metric on
-        each null model: ``"gaussian"`` (isotropic Gaussian of matched shape and scale),
-        ``"random_init"`` (same architecture at random init), ``"sphere"`` (uniform on the
-        unit sphere), ``"shuffled"`` ... Each null gets ``separated``: whether the interval
-        excludes it (and its own interval).
+        ``{kind: value}`` or ``{kind: {"value": v, "interval": ..., "per_seed": [...]}}`` — the
+        same metric on each null model: ``"gaussian"`` (isotropic Gaussian of matched shape
+        and scale), ``"random_init"`` (same architecture at random init), ``"sphere"``
+        (uniform on the unit sphere), ``"shuffled"`` ... A null is a distribution: its
+        interval is over its own seeds where it has them
+        (:func:`geolip_lib.metrics.intervals.null_over_seeds`). Each null gets
+        ``separated``: whether the interval excludes it (and its own interval).
     baseline, baseline_kind : optional
         One null given the short way (kept for callers that have a single null).
     label : str, optional
@@ -183,38 +301,45 @@ def headline(
         Format spec used when there is no interval.
     note : str, optional
         One sentence shown under the table (what the number means, why a null explains it).
+
+    Returns
+    -------
+    dict
+        ``value, interval, kind, nulls, baseline, baseline_kind, label, fmt, note`` and, where
+        given, ``plug_in`` and ``forced_by_shape``.
     """
-    if isinstance(interval, str):
-        if interval != "exact":
-            raise ValueError(f"interval: expected an Interval, (lo, hi) or 'exact', got {interval!r}")
-        v = None if value is None else float(value)
-        iv: dict | None = {"lo": v, "hi": v, "method": "exact (no sampling)", "level": 1.0}
-    elif isinstance(interval, Interval):
-        iv = interval.as_dict()
-    elif isinstance(interval, dict):
-        iv = dict(interval)
-    elif interval is not None:
-        lo, hi = interval
-        iv = {"lo": lo, "hi": hi, "method": "given", "level": 0.95}
-    else:
-        iv = None
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    iv = _interval_record(value, interval, "exact" if interval == "exact" else kind, over)
+    if value is not None and outside(value, iv):
+        raise ValueError(f"headline {label or ''}: value {value!r} lies outside its own interval "
+                         f"[{iv['lo']!r}, {iv['hi']!r}] ({iv.get('method')}); report the estimate the "
+                         f"interval is centred on (bias-corrected) and the plug-in as plug_in=")
     all_nulls: dict = {}
     if baseline is not None or baseline_kind is not None:
         all_nulls[baseline_kind or "null"] = baseline
     all_nulls.update(nulls or {})
     out_nulls = {}
-    for kind, nv in all_nulls.items():
-        n_iv = None
+    for nkind, nv in all_nulls.items():
+        n_iv, extra = None, {}
         if isinstance(nv, dict):
+            extra = {k: to_jsonable(v) for k, v in nv.items() if k not in ("value", "interval")}
             nv, n_iv = nv.get("value"), nv.get("interval")
-        if isinstance(n_iv, Interval):
-            n_iv = n_iv.as_dict()
+        n_iv = _interval_record(nv, n_iv, None, None) if n_iv is not None else None
         nv = to_jsonable(nv)
-        out_nulls[kind] = {"value": nv, "interval": to_jsonable(n_iv),
-                           "separated": separates(iv, nv, n_iv) if value is not None else None}
+        if nv is not None and outside(nv, n_iv):
+            raise ValueError(f"headline {label or ''}: null {nkind} value {nv!r} lies outside its own interval "
+                             f"[{n_iv['lo']!r}, {n_iv['hi']!r}] ({n_iv.get('method')})")
+        out_nulls[nkind] = {"value": nv, "interval": to_jsonable(n_iv), **extra,
+                            "separated": separates(iv, nv, n_iv) if value is not None else None}
     first = next(iter(out_nulls.items()), (None, {"value": None}))
-    return {"value": value, "interval": iv, "nulls": out_nulls, "baseline": first[1]["value"],
-            "baseline_kind": first[0], "label": label, "fmt": fmt, "note": note}
+    out = {"value": value, "interval": iv, "kind": None if iv is None else iv.get("kind"), "nulls": out_nulls,
+           "baseline": first[1]["value"], "baseline_kind": first[0], "label": label, "fmt": fmt, "note": note}
+    if plug_in is not None:
+        out["plug_in"] = plug_in
+    if forced_by_shape:
+        out["forced_by_shape"] = forced_by_shape
+    return out
 
 
 def job_dir(out_dir: str | os.PathLike | None, notebook: str, model: str | None) -> Path:
@@ -260,9 +385,16 @@ def record(
         ``[{"file", "title", "key"}]`` of the PNGs saved beside ``metrics.json``.
     provenance : dict, optional
         Commit, versions, model and weight digests, device (:mod:`geolip_lib.provenance`).
+
+    Raises ``ValueError`` (naming the file and the key path) when any recorded
+    ``{"value", "interval"}`` has its value outside its interval (:func:`containment_problems`).
     """
     if not isinstance(metrics, dict):
         raise ValueError(f"metrics: expected a dict, got {type(metrics).__name__}")
+    bad = containment_problems(to_jsonable({"headline": headline or {}, "metrics": metrics}))
+    if bad:  # a point estimate always lies inside its interval (issue 22 §1)
+        raise ValueError(f"{Path(out_dir) / METRICS_FILE}: {bad[0]}"
+                         + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
     payload = {
         "notebook": notebook,
         "model": model,

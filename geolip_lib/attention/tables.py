@@ -17,9 +17,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from ..metrics.intervals import Interval, format_value, over_seeds
+from ..metrics.intervals import Interval, clipped, format_value, over_seeds, proportion_interval  # noqa: F401 - re-exported
 from .mha_classifier import band_mark
 
 __all__ = ["depth_table", "interval_table", "profiles_long", "accuracy_frame", "head_means", "summary_table",
@@ -32,27 +31,6 @@ CFG = ["dim", "heads", "head_dim"]
 
 
 # ------------------------------------------------------------------ shared
-def proportion_interval(k: int, n: int, *, level: float = 0.95, what: str = "items") -> Interval:
-    """Wilson score interval of a proportion ``k / n`` (``scipy.stats.binomtest``).
-
-    The right interval for a share of ``n`` items treated as independent draws (it stays
-    inside ``[0, 1]`` and is sensible at ``k = 0`` or ``k = n``, where a bootstrap collapses).
-    """
-    if n < 1:
-        return Interval(float("nan"), float("nan"), f"Wilson score interval, {k} of {n} {what}", level)
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
-    return Interval(float(ci.low), float(ci.high), f"Wilson score interval, {k} of {n} {what}", level)
-
-
-def clipped(iv: Interval, lo: float = 0.0, hi: float = 1.0) -> Interval:
-    """``iv`` clipped to the range a statistic can take (a t interval of a mean of
-    accuracies over few seeds can pass 1); the method string says so when it bites."""
-    new_lo, new_hi = max(iv.lo, lo), min(iv.hi, hi)
-    if (new_lo, new_hi) == (iv.lo, iv.hi):
-        return iv
-    return Interval(new_lo, new_hi, f"{iv.method}, clipped to [{lo:g}, {hi:g}]", iv.level)
-
-
 def interval_table(rows: Mapping[str, Mapping[str, tuple]]) -> pd.DataFrame:
     """``{row: {column: (value, Interval)}}`` -> a table of ``value [lo, hi]`` strings.
 

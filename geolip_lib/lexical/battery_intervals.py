@@ -8,10 +8,9 @@ correlations without materialising the resampled pairs.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from ..metrics import intervals
-from ..metrics.intervals import Interval, over_seeds
+from ..metrics.intervals import Interval, seed_intervals, spread_interval  # noqa: F401 - re-exported; their home is metrics.intervals
 from ..procrustes.agreement import paired_pearson
 
 __all__ = ["weighted_pair_correlation", "pair_correlation_interval", "relational_intervals",
@@ -122,33 +121,3 @@ def pentachoron_intervals(volumes: dict, *, n_boot: int = 1000, seed: int = 0) -
             "encoder_cv": intervals.bootstrap(ve, intervals.cv, n_boot=n_boot, seed=seed, what="simplices"),
             "volume_corr": intervals.bootstrap(np.column_stack([vs[both], ve[both]]), paired_pearson, n_boot=n_boot,
                                                seed=seed, what="simplices (paired volumes)")}
-
-
-def spread_interval(values, *, relative: bool = False, level: float = 0.95):
-    """Interval of the standard deviation over seeds: the chi-square interval for a normal
-    sample's sigma, ``s·sqrt((n−1)/χ²)`` with ``s`` the ddof=1 std.
-
-    ``relative=True`` divides by ``|mean|`` and multiplies by 100 (the CV across seeds in %,
-    the mean treated as fixed: it is known far better than the spread).
-    """
-    v = np.asarray(values, dtype=np.float64).ravel()
-    v = v[np.isfinite(v)]
-    n = len(v)
-    label = f"chi-square interval of the std over {n} seeds" + (", / |mean| in %" if relative else "")
-    if n < 2:
-        return Interval(float("nan"), float("nan"), label, level)
-    s = float(v.std(ddof=1))
-    a = (1 - level) / 2
-    lo, hi = (s * np.sqrt((n - 1) / stats.chi2.ppf(q, n - 1)) for q in (1 - a, a))
-    scale = 100.0 / abs(float(v.mean())) if relative and v.mean() != 0 else 1.0
-    return Interval(float(lo * scale), float(hi * scale), label, level)
-
-
-def seed_intervals(per_seed: list[dict], keys=None) -> dict:
-    """``{metric: t interval of the mean over seeds}`` for the numeric metrics of ``per_seed``."""
-    if not per_seed:
-        return {}
-    keys = keys or [k for k, v in per_seed[0].items() if isinstance(v, (int, float, np.floating))]
-    return {k: over_seeds([r.get(k, np.nan) for r in per_seed]) for k in keys}
-
-

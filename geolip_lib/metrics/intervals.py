@@ -1,7 +1,11 @@
-"""95 % intervals for headline numbers, and the precision an interval supports.
+"""95 % intervals for headline numbers, and the precision an interval supports: the one
+home of the project's interval statistics (issue 22 §6; each has a coverage test in
+``tests/unit/metrics/test_interval_coverage.py``).
 
-Every headline number in ``metrics.json`` carries an interval (``results.headline(...,
-interval=...)``). Three ways to get one, by what the notebook sampled:
+Every headline number in ``metrics.json`` says what kind of number it is
+(:data:`geolip_lib.results.KINDS`): **exact** (computed on all of it: ``interval="exact"``,
+no interval), **sampled** (an interval over the sampling) or **over seeds**. The ways to get
+an interval, by what the notebook sampled:
 
 - :func:`bootstrap` — a statistic of sampled items (volumes of random simplices, sampled
   pairs, sampled rows): resample the items with replacement. This is ``scipy.stats.bootstrap``
@@ -12,7 +16,14 @@ interval=...)``). Three ways to get one, by what the notebook sampled:
   weights and evaluated for ``n_boot`` weight vectors (scipy's bootstrap cannot do that
   without materialising every resample).
 - :func:`over_seeds` — a notebook that repeats the whole measurement over several seeds:
-  a Student-t interval of the mean over seeds.
+  a Student-t interval of the mean over seeds; :func:`null_over_seeds` — a null model is a
+  distribution: the 95 % prediction interval of one draw of the null over its own seeds
+  (at least :data:`N_NULL_SEEDS`);
+- :func:`pair_bootstrap` — paired items resampled together (scipy's paired bootstrap),
+  with a grid-valued option; :func:`proportion_interval` — a Wilson score interval of
+  ``k`` of ``n``; :func:`spread_interval` — the chi-square interval of a std over seeds;
+- :func:`covariance_stat_estimate` — a biased statistic of a row sample (PR): the
+  bias-corrected estimate with its basic interval and the plug-in beside it.
 
 :class:`Interval` is the one record for all three; :func:`format_value` prints
 ``value [lo, hi]`` to the decimal that the interval's half-width supports.
@@ -27,9 +38,11 @@ import numpy as np
 import torch
 from scipy import stats
 
-from ..results import LEVEL, Interval, _bounds, separates  # noqa: F401 - the interval record lives at the bottom layer
+from ..results import KINDS, LEVEL, Interval, _bounds, exact, kind_of, outside, separates  # noqa: F401 - the interval record lives at the bottom layer
 
 N_BOOT = 1000
+#: seeds of every Gaussian / random-init null (its interval is over them; issue 22 §1)
+N_NULL_SEEDS = 5
 
 
 def _nan(method: str) -> Interval:
@@ -102,17 +115,136 @@ def bootstrap_weighted(n: int, weighted_statistic: Callable[[np.ndarray], Any], 
     return Interval(float(np.quantile(v, a)), float(np.quantile(v, 1 - a)), label, level)
 
 
-def over_seeds(values: Any, *, level: float = LEVEL) -> Interval:
-    """Student-t interval of the mean of per-seed values (each seed one full repetition)."""
+def over_seeds(values: Any, *, level: float = LEVEL, prediction: bool = False) -> Interval:
+    """Student-t interval of the mean of per-seed values (each seed one full repetition).
+
+    ``prediction=True``: the prediction interval of one further seed's value,
+    ``mean ± t·s·sqrt(1 + 1/n)`` (:func:`null_over_seeds`).
+    """
     v = np.asarray(values, dtype=np.float64).ravel()
     v = v[np.isfinite(v)]
     n = len(v)
-    label = f"t interval of the mean over {n} seeds"
+    label = (f"95 % prediction interval of one seed's value, t over {n} seeds" if prediction
+             else f"t interval of the mean over {n} seeds")
     if n < 2:
-        return _nan(f"no interval: {n} seed(s) (at least 2 needed)")
+        return Interval(float("nan"), float("nan"), f"no interval: {n} seed(s) (at least 2 needed)", level,
+                        "over_seeds")
     m, s = float(v.mean()), float(v.std(ddof=1))
-    h = float(stats.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
-    return Interval(m - h, m + h, label, level)
+    h = float(stats.t.ppf(0.5 + level / 2, n - 1)) * s * math.sqrt((1 + 1 / n) if prediction else 1 / n)
+    return Interval(m - h, m + h, label, level, "over_seeds")
+
+
+def null_over_seeds(values: Any, *, level: float = LEVEL, what: str = "") -> dict:
+    """A null model as a distribution: ``{"value": mean, "interval", "per_seed"}`` over its own seeds.
+
+    The interval is the 95 % prediction interval of one draw of the null
+    (:func:`over_seeds` with ``prediction=True``): where a network (or a Gaussian) of this
+    shape lands, not how well its mean is known, so a value outside it is one the null
+    rarely gives. ``what`` names the seeds ("random-init seeds") in the method string.
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    fin = v[np.isfinite(v)]
+    iv = over_seeds(fin, level=level, prediction=True)
+    if what:
+        iv = Interval(iv.lo, iv.hi, f"{iv.method} ({what})", iv.level, iv.kind)
+    return {"value": float(fin.mean()) if len(fin) else None, "interval": iv,
+            "per_seed": [float(x) if math.isfinite(x) else None for x in v]}
+
+
+def spread_interval(values: Any, *, relative: bool = False, level: float = LEVEL) -> Interval:
+    """Interval of the standard deviation over seeds: the chi-square interval for a normal
+    sample's sigma, ``s·sqrt((n−1)/χ²)`` with ``s`` the ddof=1 std.
+
+    ``relative=True`` divides by ``|mean|`` and multiplies by 100 (the CV across seeds in %,
+    the mean treated as fixed: it is known far better than the spread).
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    n = len(v)
+    label = f"chi-square interval of the std over {n} seeds" + (", / |mean| in %" if relative else "")
+    if n < 2:
+        return Interval(float("nan"), float("nan"), label, level, "over_seeds")
+    s = float(v.std(ddof=1))
+    a = (1 - level) / 2
+    lo, hi = (s * np.sqrt((n - 1) / stats.chi2.ppf(q, n - 1)) for q in (1 - a, a))
+    scale = 100.0 / abs(float(v.mean())) if relative and v.mean() != 0 else 1.0
+    return Interval(float(lo * scale), float(hi * scale), label, level, "over_seeds")
+
+
+def seed_intervals(per_seed: list[dict], keys=None) -> dict:
+    """``{metric: t interval of the mean over seeds}`` for the numeric metrics of ``per_seed``."""
+    if not per_seed:
+        return {}
+    keys = keys or [k for k, v in per_seed[0].items() if isinstance(v, (int, float, np.floating))]
+    return {k: over_seeds([r.get(k, np.nan) for r in per_seed]) for k in keys}
+
+
+def proportion_interval(k: int, n: int, *, level: float = LEVEL, what: str = "items") -> Interval:
+    """Wilson score interval of a proportion ``k / n`` (``scipy.stats.binomtest``).
+
+    The right interval for a share of ``n`` items treated as independent draws (it stays
+    inside ``[0, 1]`` and is sensible at ``k = 0`` or ``k = n``, where a bootstrap collapses).
+    """
+    if n < 1:
+        return Interval(float("nan"), float("nan"), f"Wilson score interval, {k} of {n} {what}", level)
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return Interval(float(ci.low), float(ci.high), f"Wilson score interval, {k} of {n} {what}", level)
+
+
+def clipped(iv: Interval, lo: float = 0.0, hi: float = 1.0) -> Interval:
+    """``iv`` clipped to the range a statistic can take (a t interval of a mean of
+    accuracies over few seeds can pass 1); the method string says so when it bites."""
+    new_lo, new_hi = max(iv.lo, lo), min(iv.hi, hi)
+    if (new_lo, new_hi) == (iv.lo, iv.hi):
+        return iv
+    return Interval(new_lo, new_hi, f"{iv.method}, clipped to [{lo:g}, {hi:g}]", iv.level, iv.kind)
+
+
+def scale_interval(interval: Interval, factor: float, what: str = "") -> Interval:
+    """``interval`` times a positive exact ``factor`` (PR -> PR / D); ``what`` is appended to the method."""
+    if not factor > 0:
+        raise ValueError(f"factor: expected a positive number, got {factor!r}")
+    method = f"{interval.method}{', ' + what if what else ''}"
+    return Interval(interval.lo * factor, interval.hi * factor, method, interval.level, interval.kind)
+
+
+def pair_bootstrap(statistic: Callable[..., Any], *arrays: np.ndarray, n_boot: int = N_BOOT,
+                   seed: int = 0, what: str = "pairs", batch: int = 100, discrete: bool = False) -> Interval:
+    """Percentile bootstrap of ``statistic(*arrays, axis=-1)`` over paired items.
+
+    Parameters
+    ----------
+    statistic : callable
+        Vectorised: receives each array resampled with the same indices, shape
+        ``(batch, n)``, and returns ``batch`` values.
+    *arrays : (n,) arrays
+        Paired per-item values (a pair's similarity and its cosine in each representation).
+    n_boot, seed : int
+    what : str
+        Name of the items in the method string.
+    batch : int
+        Resamples evaluated at once (memory ``batch × n`` per array).
+    discrete : bool
+        The statistic takes values on a grid: the bounds are the resampled values at the
+        2.5 % / 97.5 % ranks (no interpolation between grid points).
+
+    Returns
+    -------
+    Interval (NaN bounds when fewer than 3 items or a degenerate statistic).
+    """
+    data = tuple(np.asarray(a, dtype=np.float64) for a in arrays)
+    n = data[0].shape[0]
+    label = f"{'paired ' if len(data) > 1 else ''}bootstrap percentile, {n_boot} resamples of {n} {what}"
+    if n < 3 or any(a.shape != (n,) for a in data):
+        return Interval(float("nan"), float("nan"), label)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res = stats.bootstrap(data, statistic, paired=True, vectorized=True, n_resamples=n_boot,
+                              batch=batch, method="percentile", random_state=np.random.default_rng(seed))
+    if discrete:
+        v = np.asarray(res.bootstrap_distribution, dtype=np.float64)
+        a = (1 - LEVEL) / 2
+        return Interval(float(np.quantile(v, a, method="lower")), float(np.quantile(v, 1 - a, method="higher")), label)
+    return Interval(float(res.confidence_interval.low), float(res.confidence_interval.high), label)
 
 
 def cv(x: Any, axis: int = -1) -> Any:
@@ -160,10 +292,10 @@ def weighted_participation_ratio(X: np.ndarray) -> Callable[[np.ndarray], np.nda
     return stat
 
 
-def bootstrap_covariance_stat(X: Any, statistic: Callable[[Any], Any] | None = None, *, n_groups: int = 50,
+def covariance_stat_estimate(X: Any, statistic: Callable[[Any], Any] | None = None, *, n_groups: int = 50,
                               n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0,
-                              max_bytes: float = 1.5e9) -> Interval:
-    """Interval of a statistic of the centred covariance (PR by default) by a group bootstrap.
+                              max_bytes: float = 1.5e9) -> tuple[float, float, Interval]:
+    """Bias-corrected estimate, plug-in and interval of a statistic of the centred covariance (PR by default) by a group bootstrap.
 
     Rows are split at random into ``n_groups`` groups; each group's row count, row sum and
     scatter ``Σ x xᵀ`` are accumulated once (one pass over ``X``). A resample draws groups
@@ -176,13 +308,19 @@ def bootstrap_covariance_stat(X: Any, statistic: Callable[[Any], Any] | None = N
     covariances ``(b, D, D)`` and returns ``b`` values; the default is
     ``PR = tr(C)² / ‖C‖_F²``. Fewer groups are used when the scatters would exceed
     ``max_bytes``.
+
+    Returns ``(estimate, plug_in, interval)``: ``plug_in`` is the statistic of the rows'
+    covariance; ``estimate`` the bootstrap bias-corrected ``2θ̂ − median(θ*)``, the centre of
+    the basic interval (so it always lies inside it; the plug-in of a row sample's PR lies
+    below it by the bias and can fall outside).
     """
     Xt = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).detach().to("cpu", torch.float64)
     n, d = Xt.shape
     g = int(max(5, min(n_groups, n, max_bytes // max(1, 8 * d * d))))
     label = f"group bootstrap (basic), {n_boot} resamples of {g} random row groups ({n} rows)"
     if n < 10:
-        return _nan(label)
+        est = float(_pr_of_rows(Xt)) if statistic is None and n >= 2 else float("nan")
+        return est, est, _nan(label)
     rng = np.random.default_rng(seed)
     groups = torch.as_tensor(rng.permutation(n) % g)
     counts = torch.bincount(groups, minlength=g).double()
@@ -207,7 +345,23 @@ def bootstrap_covariance_stat(X: Any, statistic: Callable[[Any], Any] | None = N
     est = float(torch.as_tensor(statistic(full[None])).reshape(-1)[0])
     # basic (reverse-percentile) interval: a covariance statistic such as PR is biased low
     # under resampling (repeated rows lower the rank), and the basic interval reflects that bias
-    return Interval(2 * est - float(np.quantile(v, 1 - a)), 2 * est - float(np.quantile(v, a)), label, level)
+    return (2 * est - float(np.median(v)), est,
+            Interval(2 * est - float(np.quantile(v, 1 - a)), 2 * est - float(np.quantile(v, a)), label, level))
+
+
+def _pr_of_rows(Xt: torch.Tensor) -> float:
+    """PR of the centred covariance of the rows of ``Xt`` (the default statistic above)."""
+    Xc = Xt - Xt.mean(0)
+    C = Xc.T @ Xc / Xt.shape[0]
+    return float(torch.trace(C) ** 2 / (C * C).sum())
+
+
+def bootstrap_covariance_stat(X: Any, statistic: Callable[[Any], Any] | None = None, *, n_groups: int = 50,
+                              n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0,
+                              max_bytes: float = 1.5e9) -> Interval:
+    """The interval of :func:`covariance_stat_estimate` (group bootstrap, basic interval)."""
+    return covariance_stat_estimate(X, statistic, n_groups=n_groups, n_boot=n_boot, level=level, seed=seed,
+                                    max_bytes=max_bytes)[2]
 
 
 # ---------------------------------------------------------------- printing at supported precision
@@ -255,5 +409,7 @@ def _fixed(x: float, d: int) -> str:
     return s[1:] if s.startswith("-") and float(s) == 0 else s
 
 
-__all__ = ["Interval", "bootstrap", "bootstrap_weighted", "bootstrap_covariance_stat", "over_seeds", "cv", "weighted_mean_pairwise_cosine",
-           "weighted_participation_ratio", "decimals_for", "format_value", "separates", "LEVEL", "N_BOOT"]
+__all__ = ["Interval", "KINDS", "bootstrap", "bootstrap_weighted", "bootstrap_covariance_stat", "covariance_stat_estimate",
+           "over_seeds", "null_over_seeds", "spread_interval", "seed_intervals", "proportion_interval", "clipped",
+           "scale_interval", "pair_bootstrap", "cv", "weighted_mean_pairwise_cosine", "weighted_participation_ratio",
+           "decimals_for", "format_value", "separates", "exact", "kind_of", "outside", "LEVEL", "N_BOOT", "N_NULL_SEEDS"]

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 from scipy.stats import rankdata
 
 from ..metrics import intervals
-from ..metrics.intervals import Interval
+from ..metrics.intervals import Interval, pair_bootstrap  # noqa: F401 - the one home of the paired bootstrap
 from ..validation import fail
 from .pipeline import pair_cosines, relational_pairs
 
@@ -29,45 +28,6 @@ def spearman(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 CORRELATIONS: dict[str, Callable[..., np.ndarray]] = {"pearson": pearson, "spearman": spearman}
-
-
-def pair_bootstrap(statistic: Callable[..., Any], *arrays: np.ndarray, n_boot: int = intervals.N_BOOT,
-                   seed: int = 0, what: str = "pairs", batch: int = 100, discrete: bool = False) -> Interval:
-    """Percentile bootstrap of ``statistic(*arrays, axis=-1)`` over paired items.
-
-    Parameters
-    ----------
-    statistic : callable
-        Vectorised: receives each array resampled with the same indices, shape
-        ``(batch, n)``, and returns ``batch`` values.
-    *arrays : (n,) arrays
-        Paired per-item values (a pair's similarity and its cosine in each representation).
-    n_boot, seed : int
-    what : str
-        Name of the items in the method string.
-    batch : int
-        Resamples evaluated at once (memory ``batch × n`` per array).
-    discrete : bool
-        The statistic takes values on a grid: the bounds are the resampled values at the
-        2.5 % / 97.5 % ranks (no interpolation between grid points).
-
-    Returns
-    -------
-    Interval (NaN bounds when fewer than 3 items or a degenerate statistic).
-    """
-    data = tuple(np.asarray(a, dtype=np.float64) for a in arrays)
-    n = data[0].shape[0]
-    label = f"{'paired ' if len(data) > 1 else ''}bootstrap percentile, {n_boot} resamples of {n} {what}"
-    if n < 3 or any(a.shape != (n,) for a in data):
-        return Interval(float("nan"), float("nan"), label)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        res = stats.bootstrap(data, statistic, paired=True, vectorized=True, n_resamples=n_boot,
-                              batch=batch, method="percentile", random_state=np.random.default_rng(seed))
-    if discrete:
-        v = np.asarray(res.bootstrap_distribution, dtype=np.float64)
-        a = (1 - intervals.LEVEL) / 2
-        return Interval(float(np.quantile(v, a, method="lower")), float(np.quantile(v, 1 - a, method="higher")), label)
-    return Interval(float(res.confidence_interval.low), float(res.confidence_interval.high), label)
 
 
 def _corr(kind: str) -> Callable[..., np.ndarray]:

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from .. import metrics as M
-from ..metrics.intervals import N_BOOT, Interval, separates
+from ..metrics.intervals import N_BOOT, Interval, scale_interval, separates  # noqa: F401 - scale_interval re-exported
 
 #: a value within this relative distance of a null counts as "set by the null"
 CLOSE_REL = 0.10
@@ -52,14 +52,6 @@ def pr_interval(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: i
     resamples random row groups (basic interval).
     """
     return M.intervals.bootstrap_covariance_stat(_rows(E, max_rows, seed), seed=seed, n_boot=n_boot)
-
-
-def scale_interval(interval: Interval, factor: float, what: str = "") -> Interval:
-    """``interval`` times a positive exact ``factor`` (PR -> PR / D); ``what`` is appended to the method."""
-    if not factor > 0:
-        raise ValueError(f"factor: expected a positive number, got {factor!r}")
-    method = f"{interval.method}{', ' + what if what else ''}"
-    return Interval(interval.lo * factor, interval.hi * factor, method, interval.level)
 
 
 def mean_cosine_interval(E: Any, n_sample: int | None = 2000, seed: int = 0, *,
