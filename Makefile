@@ -38,13 +38,15 @@ test: setup
 # PYTHONPATH: kernels import this checkout's geolip_lib (and write its reports/), whatever checkout an
 # editable install in a shared venv points at (the run path does the same: runner.resources.kernel_env).
 # JUPYTER_PREFER_ENV_PATH: the venv's kernelspecs win over a user-level "python3" of another Python.
+# scripts/jupyter_lab_config.py: a save that changed only outputs leaves `git status` clean.
 lab: setup
 	@echo "[lab] on $(LAB_IP):$(LAB_PORT); from a laptop: ssh -N -L $(LAB_PORT):127.0.0.1:$(LAB_PORT) <user>@<this box>," \
 	  "then open the http://127.0.0.1:$(LAB_PORT)/lab?token=... URL printed below (Ctrl-C twice stops it)"
 	@if [ "$(LAB_IP)" != 127.0.0.1 ] && [ "$(LAB_IP)" != localhost ]; then \
 	  echo "[lab] warning: LAB_IP=$(LAB_IP): anyone who can reach this port and has the token can run code here"; fi
 	PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" JUPYTER_PREFER_ENV_PATH=1 .venv/bin/jupyter lab \
-	  --allow-root --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) --ServerApp.root_dir=notebooks
+	  --allow-root --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) --ServerApp.root_dir=notebooks \
+	  --config=scripts/jupyter_lab_config.py
 
 # Re-pair every notebook with its jupytext .py (the .py is what is reviewed).
 notebooks: setup

@@ -1,0 +1,33 @@
+"""Jupyter server settings for ``make lab`` (passed with ``--config``; a traitlets config file).
+
+Notebook outputs never reach git: ``scripts/setup.sh`` makes nbstripout this checkout's git clean filter for
+``*.ipynb`` (``.gitattributes``). One gap remains that the filter cannot close: git reports a tracked file
+whose *size* changed as modified without running the filter (``git status`` says ``M`` while ``git diff``
+shows nothing), and a notebook saved with its outputs always changes size. So after Lab saves a tracked
+notebook, :func:`refresh_git_stat` asks git whether anything but outputs changed (``git diff --quiet``, which
+runs the filter) and, when nothing did, runs ``git add`` on it: a no-op for its content (the cleaned notebook
+equals the index) that refreshes git's record of the file's size and time. A real edit is left alone and
+shows in ``git status`` as usual; what is staged is never changed.
+"""
+import subprocess
+from pathlib import Path
+
+
+def refresh_git_stat(model, os_path, contents_manager, **kwargs):
+    """post_save_hook: after a save that changed only outputs, refresh the notebook's stat in git's index."""
+    path = Path(os_path)
+    if path.suffix != ".ipynb":
+        return
+    git = ["git", "-C", str(path.parent)]
+    try:
+        if subprocess.run(git + ["ls-files", "--error-unmatch", "--", path.name], capture_output=True,
+                          timeout=30).returncode != 0:
+            return  # not tracked (a new notebook, or not a git checkout): nothing to refresh
+        if subprocess.run(git + ["diff", "--quiet", "--", path.name], capture_output=True, timeout=60).returncode == 0:
+            subprocess.run(git + ["add", "--", path.name], capture_output=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:  # a busy index.lock: git status shows M until next save
+        contents_manager.log.warning("geolip: could not refresh git's index for %s: %s", path, exc)
+
+
+c = get_config()  # noqa: F821 - defined by traitlets when it loads this file
+c.FileContentsManager.post_save_hook = refresh_git_stat
