@@ -41,7 +41,7 @@ import torch
 from ..validation import as_tensor, check_positive_int, fail
 from .threads import one_torch_thread
 
-__all__ = ["FactoredQK", "inertia", "kv_head_index"]
+__all__ = ["FactoredQK", "inertia", "kv_head_index", "qk_balance_forced"]
 
 
 def kv_head_index(n_heads: int, n_kv_heads: int) -> torch.Tensor:
@@ -86,6 +86,43 @@ def inertia(eig: torch.Tensor, d: int, rtol: float | None = None) -> dict:
     nz = (n_pos + n_neg).clamp(min=1)
     return {"n_pos": n_pos, "n_neg": n_neg, "n_zero": n_zero, "pos_frac": n_pos.to(eig.dtype) / d,
             "balance": n_pos.to(eig.dtype) / nz}
+
+
+def qk_balance_forced(d: int, n_heads: int, head_dim: int, n_kv_heads: int | None = None,
+                      form: str = "layer") -> str | None:
+    """Why the weight shapes alone force a QK sign balance of 0.5, or ``None`` when they do not.
+
+    The symmetric part of a QK form is ``Cᵀ J C`` with ``J`` of inertia (r, r); when ``C``
+    (2r rows) has full rank 2r — true for all but a measure-zero set of weights, aligned or
+    not — Sylvester's law of inertia gives exactly r positive and r negative nonzero
+    eigenvalues, so the balance is 0.5 whatever the weights hold. The rank r and the room
+    the form lives in, by ``form``:
+
+    - ``"head"``: one head's ``W_Q^hᵀ W_K^h`` (d × d), r = head_dim: forced when 2·head_dim ≤ d;
+    - ``"layer"``: the layer's ``W_Qᵀ W_K`` (d × d) with keys shared per group (GQA),
+      r = n_kv_heads·head_dim (``W_Qᵀ W_K = Pᵀ K`` with P the per-group sums of the query
+      heads): forced when 2·n_kv_heads·head_dim ≤ d — never for full multi-head attention
+      with n_heads·head_dim = d;
+    - ``"seed"``: the seed's ``sym(W_q W_kᵀ)`` (inner × inner, inner = n_heads·head_dim),
+      r = n_kv_heads·head_dim: forced when 2·n_kv_heads·head_dim ≤ inner; its n_pos / inner
+      then lands near 0.5 only through the signs of the round-off zeros it counts.
+    """
+    n_kv = n_heads if n_kv_heads is None else int(n_kv_heads)
+    d, n_heads, head_dim = int(d), int(n_heads), int(head_dim)
+    if form == "head":
+        r, room, where = head_dim, d, f"per head: 2·head_dim = {2 * head_dim} ≤ d = {d}"
+    elif form == "layer":
+        r, room, where = n_kv * head_dim, d, f"2·n_kv_heads·head_dim = 2·{n_kv}·{head_dim} = {2 * n_kv * head_dim} ≤ d = {d}"
+    elif form == "seed":
+        room = n_heads * head_dim
+        r, where = n_kv * head_dim, (f"2·n_kv_heads·head_dim = {2 * n_kv * head_dim} ≤ inner = n_heads·head_dim "
+                                     f"= {room}")
+    else:
+        fail("form", f"expected 'head', 'layer' or 'seed', got {form!r}")
+    if 2 * r > room:
+        return None
+    return (f"forced by shape ({where}): rank {r} on each side of an inertia-(r, r) form, so exactly {r} positive "
+            f"and {r} negative nonzero eigenvalues (Sylvester's law of inertia) for any weights of full rank")
 
 
 def _check_method(method: str) -> None:

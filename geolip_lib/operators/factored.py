@@ -33,7 +33,10 @@ and head_dim negative eigenvalues: the fraction of positive eigenvalues over all
 the top-k (by magnitude) carries information. This is part (1) of
 :data:`geolip_lib.weights.spectral.QK_BALANCE_STATEMENT` and holds per head only: it is
 not seed 001's layer-level "QK balance locked at 0.500" (a form of inner width d, where
-nothing forces 0.5, and where independent random weights give 0.5 up to a fluctuation) —
+nothing forces 0.5 under full multi-head attention, and where independent random weights
+give 0.5 up to a fluctuation). Under grouped-query attention with 2·n_kv_heads·head_dim ≤ d
+the layer-level balance is forced too (part 2 of that statement;
+:func:`geolip_lib.metrics.factored_qk.qk_balance_forced` detects it from the shapes) —
 see that statement, the one place the project states the QK sign balance.
 """
 from __future__ import annotations

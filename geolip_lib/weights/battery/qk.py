@@ -9,7 +9,7 @@ import pandas as pd
 import torch
 
 from ...devices import pick_device
-from ...metrics.factored_qk import FactoredQK, inertia
+from ...metrics.factored_qk import FactoredQK, inertia, qk_balance_forced
 from ...models.adapters import Catalog
 from ..spectral import qk_seed_form, spectrum_stats
 from ...models.store import TensorStore
@@ -27,7 +27,10 @@ def qk_tables(store: TensorStore, cat: Catalog, *, device: Any = None, top: int 
         sym_dev, n_pos, n_neg, n_zero, pos_frac (n_pos/d_model), balance
         (n_pos/(n_pos+n_neg)), top_eig, bottom_eig, head_balance_mean, and the seed's
         form sym(W_q W_kᵀ): seed_dim (inner), seed_n_pos, seed_n_neg, seed_pos_frac,
-        seed_neg_frac);
+        seed_neg_frac; ``forced_by_shape`` / ``seed_forced_by_shape``: the reason when the
+        shapes alone force the balance of that form (grouped-query attention with
+        2·n_kv_heads·head_dim ≤ d, resp. ≤ inner; :func:`~geolip_lib.metrics.factored_qk.qk_balance_forced`),
+        else None);
         ``heads``: DataFrame (stack, attn, layer, head, kv_head, stable_rank, pr,
         sym_dev, n_pos, n_neg, balance, fro); ``eigs``: {(stack, attn, layer): eigenvalues
         of the symmetric part incl. its zero eigenvalues, descending (numpy)}.
@@ -71,7 +74,9 @@ def qk_block(b, A: torch.Tensor, K: torch.Tensor, top: int = 5) -> tuple:
             "balance": float(sc["balance"]), "top_eig": full[:top].tolist(),
             "bottom_eig": full[::-1][:top].tolist(),
             "head_balance_mean": float(sh["balance"].mean()),
-            "qk_norm": bool(b.qk_norm)}
+            "qk_norm": bool(b.qk_norm),
+            "forced_by_shape": qk_balance_forced(d, b.n_heads, b.head_dim, b.n_kv_heads, "layer"),
+            "seed_forced_by_shape": qk_balance_forced(d, b.n_heads, b.head_dim, b.n_kv_heads, "seed")}
     sf = qk_seed_form(A, B)  # the seed's (inner × inner) form, its sign rule
     lrow.update(seed_dim=int(sf["dim"]), seed_n_pos=int(sf["n_pos"]), seed_n_neg=int(sf["n_neg"]),
                 seed_pos_frac=float(sf["pos_frac"]), seed_neg_frac=float(sf["neg_frac"]))

@@ -65,7 +65,10 @@ def battery_summary(res: Any) -> dict:
                 # the seed's form sym(W_q W_kᵀ) (inner × inner, no tolerance): n_pos / inner per layer
                 "seed_pos_frac": g["seed_pos_frac"].tolist(), "seed_neg_frac": g["seed_neg_frac"].tolist(),
                 "seed_n_pos": g["seed_n_pos"].tolist(), "seed_n_neg": g["seed_n_neg"].tolist(),
-                "seed_dim": int(g["seed_dim"].iloc[0]), "seed_pos_frac_mean": float(g["seed_pos_frac"].mean())}
+                "seed_dim": int(g["seed_dim"].iloc[0]), "seed_pos_frac_mean": float(g["seed_pos_frac"].mean()),
+                # shapes that force a balance of 0.5 (GQA; metrics.factored_qk.qk_balance_forced): reason or None
+                "forced_by_shape": g["forced_by_shape"].iloc[0] if "forced_by_shape" in g else None,
+                "seed_forced_by_shape": g["seed_forced_by_shape"].iloc[0] if "seed_forced_by_shape" in g else None}
     out["qk"] = qk
     # MLP
     ml = res.mlp["layers"]

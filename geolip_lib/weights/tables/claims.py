@@ -8,27 +8,49 @@ import pandas as pd
 
 from ... import results
 from ...metrics import intervals as iv
-from ._common import RANDOM, _layer_items, _mean, _note, _qk_scopes, get
-from .headlines import NOTES, items_interval
+from ._common import RANDOM, _layer_items, _mean, _qk_scopes, get
+from .headlines import NOTES, items_interval, null_entry
 from .by_stack import CLAIM_THRESHOLD, _pooled_self_q
 
 
-def _qk_claim(summary: Mapping, null: Optional[Mapping], scope: str, *, seed: int, n_boot: int) -> dict:
-    """The QK balance of one ``stack/attn`` group: the seed's form (value) and the project's ("project")."""
+def _seeds(null) -> list:
+    """The random-init summaries as a list (one per init seed); a single summary is one seed."""
+    if null is None:
+        return []
+    return list(null) if isinstance(null, (list, tuple)) else [null]
+
+
+def _null(null, value_of, legacy_interval=None) -> Optional[dict]:
+    """``{"random init": entry}``: the null over its seeds (:func:`headlines.null_entry`) or, for a
+    single summary, its value with ``legacy_interval()`` (a bootstrap over its items)."""
+    if null is None:
+        return {}
+    if isinstance(null, (list, tuple)):
+        return {RANDOM: null_entry(null, value_of)}
+    return {RANDOM: {"value": value_of(null), "interval": legacy_interval() if legacy_interval else None}}
+
+
+def _qk_claim(summary: Mapping, null, scope: str, *, seed: int, n_boot: int) -> dict:
+    """The QK balance of one ``stack/attn`` group: the seed's form (value) and the project's ("project").
+
+    Each is the mean over every layer of the group: exact. Where the shapes force the balance
+    (grouped-query attention), the headline carries ``forced_by_shape``."""
     out = {}
-    for key, per_key, label, note in (
-            ("seed", "seed_pos_frac", f"QK n_pos/inner of sym(W_q W_kᵀ) ({scope})",
+    for key, per_key, forced_key, label, note in (
+            ("seed", "seed_pos_frac", "seed_forced_by_shape", f"QK n_pos/inner of sym(W_q W_kᵀ) ({scope})",
              "The seed's form: n_pos / inner of the (inner × inner) sym(W_q W_kᵀ), signs with no tolerance; mean "
-             "over layers, interval a bootstrap over layers. What a 0.5 means: weights.spectral.QK_BALANCE_STATEMENT."),
-            ("project", "balance", f"QK balance of sym(W_Qᵀ W_K) ({scope})",
+             "over every layer (exact). What a 0.5 means: weights.spectral.QK_BALANCE_STATEMENT."),
+            ("project", "balance", "forced_by_shape", f"QK balance of sym(W_Qᵀ W_K) ({scope})",
              "The project's form: n_pos / (n_pos + n_neg) of the scoring form sym(W_Qᵀ W_K) (d × d, round-off "
-             "zeros not counted); mean over layers, interval a bootstrap over layers.")):
+             "zeros not counted); mean over every layer (exact).")):
         per = get(summary, "qk", scope, per_key) or []
-        nper = get(null, "qk", scope, per_key) if null is not None else None
-        t = items_interval(_layer_items(per), seed=seed, n_boot=n_boot)
-        nulls = {} if not nper else {"random init": {"value": _mean(nper), "interval":
-                                                     items_interval(_layer_items(nper), seed=seed, n_boot=n_boot)}}
-        h = results.headline(_mean(per), interval=t, nulls=nulls, label=label, fmt=".4f", note=_note(note, t))
+        forced = get(summary, "qk", scope, forced_key)
+        nulls = _null(null, lambda n, pk=per_key: _mean(get(n, "qk", scope, pk) or []),
+                      lambda: items_interval(_layer_items(get(null, "qk", scope, per_key)), seed=seed, n_boot=n_boot))
+        nulls = {k: v for k, v in nulls.items() if v is not None and v.get("value") is not None}
+        h = results.headline(_mean(per), interval="exact", over=f"{len(per)} layers", nulls=nulls, label=label,
+                             fmt=".4f", note=note + (f" {forced[0].upper()}{forced[1:]}." if forced else ""),
+                             forced_by_shape=forced)
         h["per_layer"] = [float(v) for v in per]
         out[key] = h
     seed_h = out["seed"]
@@ -36,88 +58,100 @@ def _qk_claim(summary: Mapping, null: Optional[Mapping], scope: str, *, seed: in
     return seed_h
 
 
-def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null: Optional[Mapping] = None,
-                   null_items: Optional[Mapping] = None, null_stack: Optional[Mapping] = None, *, seed: int = 0,
+def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
+                   null_items: Optional[Mapping] = None, null_stack=None, *, seed: int = 0,
                    n_boot: int = iv.N_BOOT) -> dict:
     """The seed claims notebook 02 measures, as ``metrics["claims"]`` (read by ``geolip_lib.claims``).
 
     Parameters
     ----------
-    summary, null : battery summaries, trained and at random init (``null`` None: no nulls)
-    items, null_items : :func:`headline_items` (the adjacent-layer pairs of ``cross_layer_corr``)
-    stack, null_stack : :func:`stack_items` (the Q matrices of each scope), taken at the largest
+    summary : the battery summary of the trained weights
+    null, null_stack : the random-init copies: a list of summaries (one per init seed) and the
+        matching list of :func:`stack_items` — the null is a distribution, its interval over
+        those seeds; a single summary / stack_items is accepted (its interval is then a
+        bootstrap over its items, ``null_items``); None: no nulls
+    items : :func:`headline_items` (the adjacent-layer pairs of ``cross_layer_corr``)
+    stack : :func:`stack_items` (the Q matrices of each scope), taken at the largest
         threshold, which must be 0.1 for ``q_sparsity`` to be recorded
 
     Returns
     -------
     dict
-        ``{claim id: {scope: results.headline(...)}}``, each value in the seed's definition:
+        ``{claim id: {scope: results.headline(...)}}``, each value in the seed's definition and
+        exact (computed on all the model's weights of that scope):
 
         - ``q_sparsity`` per ``<stack>/<attn>`` with Q matrices: fraction of Q weights with
-          |w| < 0.1 pooled over the scope's Q matrices; interval a bootstrap over them;
+          |w| < 0.1 over every Q weight of the scope;
         - ``qk_cross_balance`` (cross-attention groups) and ``qk_self_balance`` (self-attention
-          groups): mean over layers of n_pos / inner of sym(W_q W_kᵀ), interval a bootstrap over
-          layers, ``per_layer``; ``project``: the same for the balance of sym(W_Qᵀ W_K);
+          groups): mean over every layer of n_pos / inner of sym(W_q W_kᵀ), ``per_layer``;
+          ``project``: the same for the balance of sym(W_Qᵀ W_K); ``forced_by_shape`` where the
+          shapes force 0.5 (grouped-query attention);
         - ``cross_layer_corr`` scope ``attention``: mean adjacent-layer cosine of the attention
-          weights (the headline ``cross_layer_adj``);
+          weights (the headline ``cross_layer_adj``), over every adjacent pair;
         - ``position_crystallization`` per stack with a relative position bias: the number of
-          mixed heads by the seed's raw-bucket rule (exact), ``n_heads``; ``project``: by the
+          mixed heads by the seed's raw-bucket rule (a count), ``n_heads``; ``project``: by the
           distance-class rule.
 
         Nulls: ``{"random init": ...}`` where ``null`` was given.
     """
     claims: dict = {"q_sparsity": {}, "qk_cross_balance": {}, "qk_self_balance": {}}
     thr = CLAIM_THRESHOLD  # the items are taken at the largest threshold: the claim needs it to be 0.1
+    null_stacks = _seeds(null_stack)
     for scope, roles in (stack.items() if summary.get("qkv_sparsity_threshold") == thr else ()):
         it = roles.get("q")
         v = get(summary, "sparsity_by_stack_role", f"{scope}/q", thr)
         if it is None or v is None:
             continue
-        t = items_interval(it, seed=seed, n_boot=n_boot)
-        nulls = {}
-        if null is not None:
-            nulls["random init"] = {"value": get(null, "sparsity_by_stack_role", f"{scope}/q", thr),
-                                    "interval": items_interval(get(null_stack, scope, "q"), seed=seed, n_boot=n_boot)}
+        nulls = _null(null, lambda n, sc=scope: get(n, "sparsity_by_stack_role", f"{sc}/q", thr),
+                      lambda sc=scope: items_interval(get(null_stack, sc, "q"), seed=seed, n_boot=n_boot))
         claims["q_sparsity"][scope] = results.headline(
-            v, interval=t, nulls=nulls, label=f"Q |w| < 0.1 ({scope})", fmt=".4f",
-            note=_note(f"Pooled over the {len(it['num'])} Q matrices of {scope}; interval a bootstrap over them.", t))
+            v, interval="exact", over=f"{len(it['num'])} Q matrices of {scope}", nulls=nulls,
+            label=f"Q |w| < 0.1 ({scope})", fmt=".4f",
+            note=f"Over every Q weight of the {len(it['num'])} Q matrices of {scope}: exact.")
     pooled = _pooled_self_q(stack) if "encoder/self" in claims["q_sparsity"] and "decoder/self" in claims["q_sparsity"] \
         else None
     if pooled is not None:  # seed §4's "self_attn_q" pooled the encoder's and the decoder's self-attention Q
-        t = items_interval(pooled, seed=seed, n_boot=n_boot)
         nulls = {}
-        if null is not None and _pooled_self_q(null_stack) is not None:
-            npool = _pooled_self_q(null_stack)
-            nulls["random init"] = {"value": float(np.sum(npool["num"]) / np.sum(npool["den"])),
-                                    "interval": items_interval(npool, seed=seed, n_boot=n_boot)}
+        npools = [_pooled_self_q(ns) for ns in null_stacks]
+        if npools and all(npool is not None for npool in npools):
+            vals = [float(np.sum(npool["num"]) / np.sum(npool["den"])) for npool in npools]
+            if isinstance(null, (list, tuple)):
+                nulls[RANDOM] = iv.null_over_seeds(vals, what=f"{len(vals)} random-init seeds")
+            else:
+                nulls[RANDOM] = {"value": vals[0], "interval": items_interval(npools[0], seed=seed, n_boot=n_boot)}
         claims["q_sparsity"]["encoder+decoder/self"] = results.headline(
-            float(np.sum(pooled["num"]) / np.sum(pooled["den"])), interval=t, nulls=nulls,
+            float(np.sum(pooled["num"]) / np.sum(pooled["den"])), interval="exact",
+            over=f"{len(pooled['num'])} self-attention Q matrices", nulls=nulls,
             label="Q |w| < 0.1 (encoder+decoder self, the seed's §4 pooling)", fmt=".4f",
-            note=_note(f"Pooled over the {len(pooled['num'])} self-attention Q matrices of encoder and decoder, as "
-                       "seed §4's self_attn_q did; interval a bootstrap over them.", t))
+            note=f"Over every Q weight of the {len(pooled['num'])} self-attention Q matrices of encoder and decoder, "
+                 "as seed §4's self_attn_q did: exact.")
     for scope in _qk_scopes(summary):
         kind = "qk_cross_balance" if scope.endswith("/cross") else "qk_self_balance"
         claims[kind][scope] = _qk_claim(summary, null, scope, seed=seed, n_boot=n_boot)
-    t = items_interval(items.get("cross_layer_adj"), seed=seed, n_boot=n_boot)
-    n = items_interval((null_items or {}).get("cross_layer_adj"), seed=seed, n_boot=n_boot)
-    nulls = {} if null is None else {"random init": {"value": null.get("cross_layer_attn_adj_mean"), "interval": n}}
+    nulls = _null(null, lambda n: (n or {}).get("cross_layer_attn_adj_mean"),
+                  lambda: items_interval((null_items or {}).get("cross_layer_adj"), seed=seed, n_boot=n_boot))
     if summary.get("cross_layer_attn_adj_mean") is not None:
+        n_pairs = len(((items or {}).get("cross_layer_adj") or {}).get("num") or [])
         claims["cross_layer_corr"] = {"attention": results.headline(
-            summary["cross_layer_attn_adj_mean"], interval=t, nulls=nulls, label="adjacent-layer cos (attn)",
-            fmt=".4f", note=_note(NOTES["cross_layer_adj"], t))}
+            summary["cross_layer_attn_adj_mean"], interval="exact", over=f"{n_pairs} adjacent layer pairs",
+            nulls=nulls, label="adjacent-layer cos (attn)", fmt=".4f", note=NOTES["cross_layer_adj"])}
     pb = summary.get("position_bias") or {}
     if pb:
         claims["position_crystallization"] = {}
     for stack_name, p in pb.items():
-        np_ = get(null, "position_bias", stack_name) if null is not None else None
-        h = results.headline(int(p["mixed_seed"]), interval="exact", fmt="d",
+        def mixed(n, key, st=stack_name):
+            v = get(n, "position_bias", st, key)
+            return None if v is None else int(v)
+        h = results.headline(int(p["mixed_seed"]), interval="exact", over=f"{int(p['n_heads'])} heads", fmt="d",
                              label=f"mixed position heads ({stack_name})",
-                             nulls={} if np_ is None else {"random init": int(np_["mixed_seed"])},
+                             nulls={k: v for k, v in _null(null, lambda n: mixed(n, "mixed_seed")).items()
+                                    if v is not None and v.get("value") is not None},
                              note="Seed's rule: a head is local if its peak bucket is <= 2, global if >= n_buckets - 3 "
                                   "(raw bucket index), mixed otherwise. A count: exact.")
         h["n_heads"] = int(p["n_heads"])
-        h["project"] = results.headline(int(p["mixed"]), interval="exact", fmt="d",
-                                        nulls={} if np_ is None else {"random init": int(np_["mixed"])},
+        h["project"] = results.headline(int(p["mixed"]), interval="exact", over=f"{int(p['n_heads'])} heads", fmt="d",
+                                        nulls={k: v for k, v in _null(null, lambda n: mixed(n, "mixed")).items()
+                                               if v is not None and v.get("value") is not None},
                                         label=f"mixed position heads, distance classes ({stack_name})",
                                         note="Buckets mapped to distances per direction first (bidirectional "
                                              "encoder buckets), then local / global / mixed.")

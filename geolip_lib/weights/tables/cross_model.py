@@ -128,8 +128,12 @@ def cross_model_headline(measured: pd.DataFrame, column: str, *, label: str, ite
 #: the per-(model, stack/attn) columns of notebook 03 (like with like, as the seed compared)
 STACK_COLUMNS = {
     "sparsity": ["Q sparsity", "Q lo", "Q hi", "K sparsity", "V sparsity"],
-    "qk": ["QK layers", "QK seed (mean)", "QK seed min", "QK seed max", "QK project (mean)"],
+    "qk": ["QK layers", "QK seed (mean)", "QK seed min", "QK seed max", "QK project (mean)", "QK seed forced",
+           "QK project forced"],
 }
+
+#: the QK columns whose value the shapes can force (grouped-query attention) -> the column marking it
+FORCED_COLUMN = {"QK seed (mean)": "QK seed forced", "QK project (mean)": "QK project forced"}
 
 
 def cross_model_stack_frame(batteries: Mapping[str, tuple], stack: Optional[Mapping] = None, *, seed: int = 0,
@@ -137,7 +141,8 @@ def cross_model_stack_frame(batteries: Mapping[str, tuple], stack: Optional[Mapp
     """One row per (model, weights, ``stack/attn``): Q/K/V sparsity at the largest threshold
     (|w| < 0.1) of that scope, and its QK sign balance over layers, in the seed's form
     (n_pos / inner of sym(W_q W_kᵀ): mean, min, max) and the project's (balance of
-    sym(W_Qᵀ W_K), mean).
+    sym(W_Qᵀ W_K), mean); ``QK seed forced`` / ``QK project forced``: the shapes force that
+    form's balance (grouped-query attention, ``metrics.factored_qk.qk_balance_forced``).
 
     ``batteries``: ``{model: (trained summary, random-init summary or None)}``; ``stack``:
     ``{model: {"trained": stack_items, "random_init": stack_items}}`` (:func:`stack_items`,
@@ -161,7 +166,9 @@ def cross_model_stack_frame(batteries: Mapping[str, tuple], stack: Optional[Mapp
                              "K sparsity": get(sp, f"{scope}/k", thr), "V sparsity": get(sp, f"{scope}/v", thr),
                              "QK layers": len(q.get("layers") or []) or None,
                              "QK seed (mean)": q.get("seed_pos_frac_mean"), "QK seed min": min(pos) if pos else None,
-                             "QK seed max": max(pos) if pos else None, "QK project (mean)": q.get("balance_mean")})
+                             "QK seed max": max(pos) if pos else None, "QK project (mean)": q.get("balance_mean"),
+                             "QK seed forced": bool(q.get("seed_forced_by_shape")) if q else None,
+                             "QK project forced": bool(q.get("forced_by_shape")) if q else None})
     cols = ["model", "weights", "stack/attn"] + [c for cs in STACK_COLUMNS.values() for c in cs]
     return pd.DataFrame(rows, columns=cols)
 
@@ -174,8 +181,21 @@ def cross_stack_headline(stacks: pd.DataFrame, column: str, *, label: str, batte
     bootstrap: the rows, then within each the Q matrices (``column`` "Q sparsity", items from
     ``stack``) or the layers (``"QK seed (mean)"`` / ``"QK project (mean)"``, per-layer values
     from ``batteries``); other columns resample the rows only.
+
+    A QK column leaves out the rows whose balance the shapes force (``QK seed forced`` /
+    ``QK project forced``: grouped-query attention, issue 22 §3); the headline lists them as
+    ``excluded_forced_by_shape`` and its note says so.
     """
     per_key = {"QK seed (mean)": "seed_pos_frac", "QK project (mean)": "balance"}.get(column)
+    excluded: list = []
+    fcol = FORCED_COLUMN.get(column)
+    if fcol and fcol in stacks:
+        forced = stacks[fcol].fillna(False).astype(bool)
+        excluded = sorted({f"{r['model']} · {r['stack/attn']}" for _, r in stacks[forced].iterrows()})
+        stacks = stacks[~forced]
+        if excluded:
+            note = ((note + " ") if note else "") + (f"Left out, forced to 0.5 by their shapes (grouped-query "
+                                                     f"attention): {', '.join(excluded)}.")
 
     def row_items(r, ikind):
         if column == "Q sparsity":
@@ -185,8 +205,11 @@ def cross_stack_headline(stacks: pd.DataFrame, column: str, *, label: str, batte
             return _layer_items(get(summ, "qk", r["stack/attn"], per_key))
         return None
 
-    return _headline_over_rows(stacks, column, row_items, what="model × stack/attn rows", label=label, fmt=fmt,
-                               note=note, seed=seed, n_boot=n_boot)
+    h = _headline_over_rows(stacks, column, row_items, what="model × stack/attn rows", label=label, fmt=fmt,
+                            note=note, seed=seed, n_boot=n_boot)
+    if fcol:
+        h["excluded_forced_by_shape"] = excluded
+    return h
 
 
 #: what seed 001 reported, on the per-(stack, attn) keys measured here (not measured here)

@@ -8,7 +8,7 @@ import numpy as np
 from ... import results
 from ...metrics import intervals as iv
 from ...models.adapters import ATTN_ROLES
-from ._common import _note, _ratio, first_qk_group, get
+from ._common import _ratio, first_qk_group, get
 
 
 #: pooled headlines of notebook 02 -> (what the pooled items are, display name of one item)
@@ -71,6 +71,24 @@ def _qk_first(summary: Optional[Mapping]) -> Optional[float]:
     return None if k is None else summary["qk"][k]["pos_frac_first"]
 
 
+def _n_items(items: Optional[Mapping], key: str) -> int:
+    return len(((items or {}).get(key) or {}).get("num") or [])
+
+
+def null_entry(null, value_of, *, items: Optional[Mapping] = None, seed: int = 0, n_boot: int = iv.N_BOOT,
+               key: Optional[str] = None) -> Optional[dict]:
+    """The random-init null of one number: ``null`` a list of summaries (one per init seed) gives
+    the distribution over those seeds (:func:`~geolip_lib.metrics.intervals.null_over_seeds`);
+    a single summary (older callers) its value with the bootstrap over its ``items[key]``."""
+    if null is None:
+        return None
+    if isinstance(null, (list, tuple)):
+        vals = [value_of(n) for n in null]
+        return iv.null_over_seeds([np.nan if v is None else v for v in vals], what=f"{len(null)} random-init seeds")
+    return {"value": value_of(null), "interval": items_interval((items or {}).get(key), seed=seed, n_boot=n_boot)
+            if key in POOLED else None}
+
+
 NOTES = {
     "q_sparsity": "Pooled over every Q matrix; a fixed absolute threshold mostly measures weight scale, which the "
                   "random-init null shows.",
@@ -79,21 +97,24 @@ NOTES = {
     "q_stable_rank": "Mean over Q matrices of ‖W‖²_F/‖W‖²₂; a Gaussian init already has a high stable "
                      "rank.",
     "qk_pos_frac_first": "Exact: one eigen-decomposition of the full layer-0 sym(W_Qᵀ W_K), no sampling; 0.5 is "
-                         "sign balance.",
+                         "sign balance (weights.spectral.QK_BALANCE_STATEMENT).",
     "mlp_dead_frac": "Importance < 1 % of the layer mean; pooled over MLP layers.",
     "cross_layer_adj": "Independent random layers have cosine ≈ 0 (the random-init null); trained layers depart "
                        "from it only if they share weight directions.",
 }
 
 
-def battery_headline(summary: Mapping, items: Mapping, null: Optional[Mapping] = None,
-                     null_items: Optional[Mapping] = None, *, seed: int = 0, n_boot: int = iv.N_BOOT) -> dict:
-    """The headline numbers of notebook 02, each with its 95 % interval and the random-init null.
+def battery_headline(summary: Mapping, items: Mapping, null=None, null_items: Optional[Mapping] = None, *,
+                     seed: int = 0, n_boot: int = iv.N_BOOT) -> dict:
+    """The headline numbers of notebook 02, each exact, beside the random-init null.
 
-    Values are those the summary records; intervals are bootstraps over the matrices /
-    layers / pairs each number pools (``items``: :func:`headline_items`); the layer-0 QK
-    sign fraction is one eigen-decomposition of the full weights, hence exact. ``null`` /
-    ``null_items``: the same for the random-init copy (omitted: no null).
+    Every number is computed on all of the model's weights — every Q (K) matrix, every MLP
+    layer, every adjacent layer pair, the whole layer-0 form — so it is exact (issue 22 §1:
+    ``interval="exact"``, "exact (all N Q matrices)"); ``items`` (:func:`headline_items`)
+    says how many. ``null``: the random-init copies, a list of summaries (one per init
+    seed: the null is a distribution, its interval over those seeds); a single summary is
+    accepted (its interval then a bootstrap over its ``null_items``). The layer-0 QK
+    fraction is marked ``forced_by_shape`` where the shapes force it (grouped-query attention).
     """
     thr = summary.get("qkv_sparsity_threshold")
     values = {"q_sparsity": lambda s: get(s, "qkv_sparsity", "q"), "k_sparsity": lambda s: get(s, "qkv_sparsity", "k"),
@@ -105,14 +126,14 @@ def battery_headline(summary: Mapping, items: Mapping, null: Optional[Mapping] =
               "qk_pos_frac_first": f"QK pos. eig. frac (L0{'' if first is None else ', ' + first})",
               "mlp_dead_frac": "dead MLP neurons", "cross_layer_adj": "adjacent-layer cos (attn)"}
     fmts = {"q_stable_rank": ".2f", "mlp_dead_frac": ".4f", "cross_layer_adj": ".4f"}
+    d = get(summary, "qk", first, "d_model") if first else None
+    over = {k: f"{_n_items(items, k)} {POOLED[k]}" for k in POOLED}
+    over["qk_pos_frac_first"] = f"{d} eigenvalues of the layer-0 form" if d else None
     out = {}
     for key, val in values.items():
-        if key in POOLED:
-            t = items_interval(items.get(key), seed=seed, n_boot=n_boot)
-            n = items_interval((null_items or {}).get(key), seed=seed, n_boot=n_boot)
-        else:
-            t, n = "exact", None
-        nulls = {} if null is None else {"random_init": {"value": val(null), "interval": n}}
-        out[key] = results.headline(val(summary), interval=t, nulls=nulls, label=labels[key],
-                                    fmt=fmts.get(key, ".3f"), note=_note(NOTES[key], t))
+        n = null_entry(null, val, items=null_items, seed=seed, n_boot=n_boot, key=key)
+        forced = get(summary, "qk", first, "forced_by_shape") if key == "qk_pos_frac_first" and first else None
+        out[key] = results.headline(val(summary), interval="exact", over=over[key],
+                                    nulls={} if n is None else {"random_init": n}, label=labels[key],
+                                    fmt=fmts.get(key, ".3f"), note=NOTES[key], forced_by_shape=forced)
     return out
