@@ -4,15 +4,62 @@ from __future__ import annotations
 import html
 import os
 import shutil
+import uuid
 from pathlib import Path
 
+import bleach
 import jupyter_server_mathjax
 import nbformat
+from bleach.css_sanitizer import CSSSanitizer
+from jinja2 import DictLoader
 from nbconvert import HTMLExporter
 
 from .records import JobRecord
-from .sections import CLAIMS_NOTEBOOK, _img_src, lead_record
+from .sections import CLAIMS_NOTEBOOK, _img_src, figure_title, lead_record
 from .style import MATHJAX_CONFIG, MATHJAX_PRECONFIG
+
+#: nbconvert's lab template with every network load taken out: require.js (a CDN script the
+#: report never needs), the widget manager (unpkg), mermaid (an ES-module import from a CDN);
+#: widget views render as nothing (the run disables progress widgets)
+OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block data_widget_view scoped -%}{%- endblock data_widget_view -%}
+"""
+
+#: what a notebook's markdown and HTML outputs may keep (bleach, the sanitiser nbconvert itself
+#: uses for ``sanitize_html``; nbconvert's own list has no headings, paragraphs or images)
+SAFE_TAGS = sorted({*bleach.ALLOWED_TAGS, "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span",
+                    "pre", "code", "table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "colgroup",
+                    "col", "img", "figure", "figcaption", "sup", "sub", "del", "s", "u", "details", "summary",
+                    "dl", "dt", "dd", "small", "kbd", "var", "samp"})
+_CELL_ATTRS = {"class", "id", "title", "colspan", "rowspan", "align", "style", "scope"}
+_CSS = CSSSanitizer()
+
+
+def _safe_attribute(tag: str, name: str, value: str) -> bool:
+    """Attributes kept by :func:`clean_html`: layout ones; a link's ``href`` (bleach then checks
+    its protocol: http, https, mailto or relative); an image's ``src`` only as an inline
+    ``data:image/`` or a relative path, never fetched from the network. No ``on*`` handler."""
+    if name in _CELL_ATTRS:
+        return True
+    if tag == "a":
+        return name == "href" and not value.strip().lower().startswith("data:")
+    if tag == "img":
+        if name == "src":
+            v = value.strip().lower()
+            return v.startswith("data:image/") or ":" not in v.split("/", 1)[0] and not v.startswith("//")
+        return name in ("alt", "width", "height")
+    return False
+
+
+def clean_html(fragment) -> str:
+    """A notebook's HTML (rendered markdown, ``text/html`` outputs, highlighted code) with scripts,
+    event handlers, frames, forms and remote images removed (bleach; text is kept)."""
+    fragment = fragment.decode() if isinstance(fragment, bytes) else str(fragment)
+    return bleach.clean(fragment, tags=SAFE_TAGS, attributes=_safe_attribute, protocols=["http", "https", "mailto",
+                        "data"], strip=True, strip_comments=True, css_sanitizer=_CSS)
 
 
 def install_mathjax(out_root: Path) -> Path:
@@ -34,8 +81,15 @@ def _with_preconfig(page_html: str) -> str:
 
 
 def notebook_html(executed: Path, mathjax_rel: str, exclude_input: bool = False) -> str:
-    """An executed notebook as a lab-template HTML page with local MathJax."""
-    exp = HTMLExporter(template_name="lab", exclude_input=exclude_input)
+    """An executed notebook as a self-contained lab-template HTML page with local MathJax.
+
+    nbconvert's ``sanitize_html`` is on, with :func:`clean_html` as its ``clean_html`` filter:
+    a ``<script>`` or ``onerror=`` in a notebook's markdown or outputs never becomes live markup.
+    :data:`OFFLINE_TEMPLATE` leaves out every script or style from the network.
+    """
+    exp = HTMLExporter(template_name="lab", exclude_input=exclude_input, sanitize_html=True,
+                       filters={"clean_html": clean_html}, extra_loaders=[DictLoader({"geolip.html.j2": OFFLINE_TEMPLATE})],
+                       template_file="geolip.html.j2")
     exp.mathjax_url = f"{mathjax_rel}/MathJax.js?config={MATHJAX_CONFIG}"
     body, _ = exp.from_filename(str(executed))
     return _with_preconfig(body)
@@ -87,17 +141,29 @@ def key_figure_grid(records: list[JobRecord]) -> str:
     for rec in records:
         figs = [f for f in rec.figures if f.get("key")] or rec.figures[:1]
         items += [f"<figure class='thumb small'><img src='{_img_src(rec, f, True, '')}' "
-                  f"alt='{html.escape(f['title'])}'><figcaption><b>{html.escape(rec.job_id)}</b>: "
-                  f"{html.escape(f.get('title') or f['file'])}</figcaption></figure>" for f in figs]
+                  f"alt='{html.escape(figure_title(f))}'><figcaption><b>{html.escape(rec.job_id)}</b>: "
+                  f"{html.escape(figure_title(f))}</figcaption></figure>" for f in figs]
     return f"<div class='figs'>{''.join(items)}</div>"
 
 
 def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings: str):
     """One notebook for the PDF: the findings, then per notebook the lead job's narrative,
     figures and tables, then the other jobs' key figures (their numbers are in the findings'
-    composite tables; everything else is in their executed HTML)."""
+    composite tables; everything else is in their executed HTML).
+
+    Returns ``(notebook, own)``: the report's own HTML (findings, headings, figure grids, built
+    from escaped text) stands in the notebook as placeholder paragraphs, so that nbconvert's
+    sanitiser treats only the notebooks' content; :func:`fill_placeholders` puts it back.
+    """
     nb = nbformat.v4.new_notebook()
-    nb.cells.append(nbformat.v4.new_markdown_cell(findings))
+    own: dict[str, str] = {}
+
+    def mine(fragment: str):
+        key = f"geolip-own-{uuid.uuid4().hex}"
+        own[key] = fragment
+        return nbformat.v4.new_markdown_cell(key)
+
+    nb.cells.append(mine(findings))
     for name, recs in groups.items():
         if name == CLAIMS_NOTEBOOK:
             continue  # its tables and figure are the findings' first pages
@@ -105,13 +171,18 @@ def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings
         lead = lead_record(ok)
         if lead is None:
             continue
-        nb.cells.append(nbformat.v4.new_markdown_cell(
-            f"<h2 class='appendix'>Appendix · {html.escape(name)} — {html.escape(lead.job_id)}</h2>"))
+        nb.cells.append(mine(f"<h2 class='appendix'>Appendix · {html.escape(name)} — {html.escape(lead.job_id)}</h2>"))
         nb.cells.extend(narrative_cells(lead))
         others = [r for r in ok if r is not lead]
         if others:
-            nb.cells.append(nbformat.v4.new_markdown_cell(
-                f"<h3>{html.escape(name)} — the other models' key figures</h3>{key_figure_grid(others)}"))
+            nb.cells.append(mine(f"<h3>{html.escape(name)} — the other models' key figures</h3>{key_figure_grid(others)}"))
     for i, cell in enumerate(nb.cells):  # cells of different notebooks may share ids
         cell["id"] = f"cell-{i}"
-    return nb
+    return nb, own
+
+
+def fill_placeholders(page_html: str, own: dict[str, str]) -> str:
+    """Put the report's own HTML back where :func:`document_notebook` left its placeholders."""
+    for key, fragment in own.items():
+        page_html = page_html.replace(f"<p>{key}</p>", fragment, 1)
+    return page_html

@@ -6,14 +6,62 @@ import base64
 import html
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import mistune
 import nbformat
 
 from .. import claims
 from ..metrics.intervals import format_value
-from .records import JobRecord
+from .records import FIGURE_TYPES, JobRecord
 from .style import BIAS_MARK, MAX_KEY_FIGURES, SEPARATED
+
+
+# ------------------------------------------------------------------------------ safe HTML
+def href(*parts: str, prefix: str = "") -> str:
+    """A relative link to ``parts`` (a notebook, a job id, a file), safe inside a quoted attribute.
+
+    Each part is percent-encoded (``urllib.parse.quote``) and the whole is HTML-escaped: a job id
+    such as ``a'><img src=x onerror=alert(1)>`` stays one path step, never markup. ``prefix``
+    is the report's own ``""`` or ``"../"``.
+    """
+    return html.escape(prefix + "/".join(quote(str(p), safe="") for p in parts), quote=True)
+
+
+def anchor(name: str) -> str:
+    """The ``id`` of a notebook's section (escaped; :func:`fragment` links to it)."""
+    return html.escape(name, quote=True)
+
+
+def fragment(name: str) -> str:
+    return "#" + html.escape(quote(name, safe=""), quote=True)
+
+
+def executed_link(rec: JobRecord, prefix: str = "") -> str | None:
+    """The job's executed-notebook page, when it has one (the builder writes it from executed.ipynb
+    before the index, and removes it where the notebook cannot be converted)."""
+    if not rec.ok or not (rec.path / "executed.html").is_file():
+        return None
+    return href(rec.notebook, rec.job_id, "executed.html", prefix=prefix)
+
+
+def linked(text: str, link: str | None) -> str:
+    """``text`` (escaped) as a link to ``link`` (already safe), or plain where there is none."""
+    return f"<a href='{link}'>{html.escape(text)}</a>" if link else html.escape(text)
+
+
+#: a cell with nothing to say (the shared rule of :func:`nonempty_columns`)
+EMPTY = (None, "", "–", "-", "n/a", "nan", "None")
+
+
+def is_empty(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value) or str(value).strip() in EMPTY
+
+
+def nonempty_columns(rows: list[dict], columns: list[str]) -> list[str]:
+    """The columns in which some row has something to say: a column that is empty in every row
+    ("project definition", "null explains" where nothing applies) is dropped at render time."""
+    return [c for c in columns if any(not is_empty(r.get(c)) for r in rows)]
 
 
 # ------------------------------------------------------------------------------ tables
@@ -53,17 +101,18 @@ def composite_table(records: list[JobRecord], link_prefix: str = "") -> str:
                 labels[k] = (h or {}).get("label") or k
             if (h or {}).get("note") and k not in notes:
                 notes[k] = h["note"]
+    keys = nonempty_columns([{k: (r.headline.get(k) or {}).get("value") for k in keys} for r in ok], keys)
     if not ok or not keys:
         return "<p class='note'>No headline metrics recorded.</p>"
     head = "".join(f"<th>{html.escape(labels[k])}</th>" for k in keys)
     rows = []
     for r in ok:
         cells = "".join(f"<td>{_cell(r.headline[k])}</td>" if r.headline.get(k) else "<td>n/a</td>" for k in keys)
-        link = f"{link_prefix}{r.notebook}/{r.job_id}/executed.html"
-        rows.append(f"<tr><td class='model'><a href='{link}'>{html.escape(r.job_id)}</a></td>{cells}</tr>")
+        rows.append(f"<tr><td class='model'>{linked(r.job_id, executed_link(r, link_prefix))}</td>{cells}</tr>")
     methods = sorted({(r.headline[k].get("interval") or {}).get("method", "") for r in ok for k in keys
                       if r.headline.get(k) and r.headline[k].get("value") is not None} - {""})
-    note_items = "".join(f"<li><b>{html.escape(labels[k])}</b>: {html.escape(v)}</li>" for k, v in notes.items())
+    note_items = "".join(f"<li><b>{html.escape(labels[k])}</b>: {html.escape(v)}</li>" for k, v in notes.items()
+                         if k in keys)
     foot = ("<p class='note'>Intervals: " + html.escape("; ".join(_shorten_methods(methods))) + ".</p>") if methods else ""
     return (f"<div class='tablewrap'><table class='composite'><thead><tr><th>job</th>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>{foot}"
@@ -107,10 +156,16 @@ def title_and_question(records: list[JobRecord], notebook: str) -> tuple[str, st
     return notebook, ""
 
 
+#: markdown of a notebook's question: raw HTML escaped (``escape=True``: a ``<script>`` in a notebook
+#: is shown as text), ``javascript:`` links dropped by mistune, and TeX kept verbatim for MathJax by the
+#: math plugin (without it, markdown's backslash escapes eat ``\,`` and ``\!``)
+_MARKDOWN = mistune.create_markdown(escape=True, plugins=["math", "strikethrough"])
+
+
 def _md_inline(text: str) -> str:
-    """Markdown of one paragraph -> HTML (bold, code, math left for MathJax)."""
+    """Markdown of one paragraph -> HTML (bold, code, math left for MathJax), raw HTML escaped."""
     try:
-        return mistune.html(text)
+        return _MARKDOWN(text)
     except Exception:  # noqa: BLE001 - plain text is a fine fallback
         return f"<p>{html.escape(text)}</p>"
 
@@ -137,19 +192,31 @@ def key_figures(records: list[JobRecord]) -> list[tuple[JobRecord, dict]]:
 
 
 def _img_src(rec: JobRecord, fig: dict, embed: bool, prefix: str) -> str:
+    """A figure's ``src``: its file (percent-encoded, escaped) or, embedded, a ``data:`` URI.
+
+    ``fig`` is an entry of :attr:`JobRecord.figures`, which :func:`.records.check_figures` has
+    confined to the job's own directory: nothing else is ever read here.
+    """
     if embed:
+        mime = FIGURE_TYPES[Path(fig["file"]).suffix.lower()]
         data = base64.b64encode((rec.path / fig["file"]).read_bytes()).decode()
-        return f"data:image/png;base64,{data}"
-    return f"{prefix}{rec.notebook}/{rec.job_id}/{fig['file']}"
+        return f"data:{mime};base64,{data}"
+    return href(rec.notebook, rec.job_id, *fig["file"].split("/"), prefix=prefix)
+
+
+def figure_title(fig: dict) -> str:
+    return str(fig.get("title") or fig["file"])
 
 
 def figures_html(records: list[JobRecord], embed: bool = False, prefix: str = "") -> str:
     items = []
     for rec, fig in key_figures(records):
-        link = f"{prefix}{rec.notebook}/{rec.job_id}/executed.html"
-        cap = f"{html.escape(fig.get('title') or fig['file'])} — <a href='{link}'>{html.escape(rec.job_id)}</a>"
-        items.append(f"<figure class='thumb'><a href='{link}'><img src='{_img_src(rec, fig, embed, prefix)}' "
-                     f"alt='{html.escape(fig.get('title') or fig['file'])}'></a><figcaption>{cap}</figcaption></figure>")
+        link = executed_link(rec, prefix)
+        title = html.escape(figure_title(fig))
+        img = f"<img src='{_img_src(rec, fig, embed, prefix)}' alt='{title}'>"
+        cap = f"{title} — {linked(rec.job_id, link)}"
+        body = f"<a href='{link}'>{img}</a>" if link else img
+        items.append(f"<figure class='thumb'>{body}<figcaption>{cap}</figcaption></figure>")
     return f"<div class='figs'>{''.join(items)}</div>" if items else ""
 
 
@@ -172,13 +239,14 @@ def provenance_footer(groups: dict[str, list[JobRecord]]) -> str:
             devices[f"{d.get('kind')} × {d.get('count')} ({d.get('name')})"] = None
         for m in p.get("models") or []:
             w = m.get("weights") or {}
-            digest = ", ".join(f"{name}: {info.get('sha256', '')[:12]}" for name, info in w.items()) \
+            digest = ", ".join(f"{name}: {(info.get('sha256') or '')[:12]}" for name, info in w.items()) \
                 or (m.get("weights_note") or "–")
             src = m.get("id") or m.get("local_dir") or "–"
             rev = m.get("commit_hash") or m.get("revision") or "–"
             models[m.get("name")] = (m.get("source"), src, rev, m.get("dtype"), digest)
         rows.append(f"<tr><td>{html.escape(r.notebook)}</td><td>{html.escape(r.job_id)}</td>"
-                    f"<td>{p.get('wall_time_s', '–')}</td><td>{html.escape(str(p.get('dtype') or '–'))}</td>"
+                    f"<td>{html.escape(str(p.get('wall_time_s', '–')))}</td>"
+                    f"<td>{html.escape(str(p.get('dtype') or '–'))}</td>"
                     f"<td>{html.escape(str(p.get('model_device') or '–'))}</td></tr>")
     if not ok:
         return ""
@@ -205,21 +273,38 @@ def _verdict(v: str) -> str:
 
 
 def _claims_table(rows: list[dict], columns: list[str]) -> str:
+    columns = nonempty_columns(rows, columns)
     head = "".join(f"<th class='{c.replace(' ', '-')}'>{html.escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td class='{c.replace(' ', '-')}'>"
-                                    f"{_verdict(r[c]) if c == 'verdict' else html.escape(str(r.get(c) or ''))}</td>"
+                                    f"{_verdict(str(r[c])) if c == 'verdict' else html.escape(str(r.get(c) or ''))}</td>"
                                     for c in columns) + "</tr>" for r in rows)
     return f"<div class='tablewrap'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def claims_record(groups: dict[str, list[JobRecord]]) -> JobRecord | None:
+    """Notebook 15's finished job under this root, if it ran."""
+    return next((r for r in groups.get(CLAIMS_NOTEBOOK) or [] if r.ok), None)
 
 
 def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, embed: bool = False,
                         prefix: str = "") -> str:
     """The findings' lead: seed 001's summary table with a verdict and reason per claim
     (:mod:`geolip_lib.claims`, read from every job under ``out_root``), notebook 15's
-    figure, and every model's measured value beside the seed's."""
+    figure, and every model's measured value beside the seed's.
+
+    Shown only where notebook 15 ran on this root; otherwise one line says where to see it.
+    """
+    rec15 = claims_record(groups)
+    if rec15 is None:
+        return ("<p class='note' id='seed-claims'>Whether the seed's claims hold is tested by notebook "
+                f"<code>{CLAIMS_NOTEBOOK}</code>, which did not run on this output root: run it after the other "
+                f"notebooks (<code>python run_all.py --profile &lt;profile&gt; --notebooks {CLAIMS_NOTEBOOK}</code>; "
+                "it is in the tiny, demo, shapes and paper profiles) and its verdicts lead this "
+                "page.</p>")
     rows = claims.evaluate(out_root)
     summary = claims.summarize(rows)
     measured = [r for r in rows if r["value"] is not None]
+    details = linked("notebook 15", executed_link(rec15, prefix))
     parts = ["<section class='claims' id='seed-claims'><h2 class='first'>Do the seed's claims hold?</h2>",
              "<p class='note'>Seed 001's summary table of \"universal constants\" and its best modulator result, "
              "each tested in the seed's own definition on this profile's jobs. <b>held</b>: the 95 % interval "
@@ -227,12 +312,12 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
              "<b>not testable on this profile</b>: a seed model's job is missing, the quantity does not apply, or "
              "an interval straddles the threshold. Stand-ins are the models the seed did not measure (the demo's "
              "MiniLM and tiny random models): whether the property holds there, not a verdict on the seed's "
-             f"claim. Details: <a href='{prefix}{CLAIMS_NOTEBOOK}/all/executed.html'>notebook 15</a>.</p>",
+             f"claim. Details: {details}.</p>",
              _claims_table(summary, ["title", "seed value", "seed models", "verdict", "reason", "stand-ins",
                                      "null explains"])]
-    for rec, fig in key_figures([r for r in groups.get(CLAIMS_NOTEBOOK) or [] if r.ok])[:1]:
+    for rec, fig in key_figures([rec15])[:1]:
         parts.append(f"<figure class='wide'><img src='{_img_src(rec, fig, embed, prefix)}' "
-                     f"alt='{html.escape(fig.get('title') or fig['file'])}'></figure>")
+                     f"alt='{html.escape(figure_title(fig))}'></figure>")
     if measured:
         parts.append("<h3>Measured values, per model and scope</h3>")
         parts.append(_claims_table(measured, ["title", "model", "scope", "seed value", "measured",
