@@ -22,15 +22,28 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ..models.adapters import dispatch as _dispatch
+from .albert import ALBERT
+from .bart import BART
 from .bert import BERT
+from .bloom import BLOOM
+from .clip import CLIP
 from .decoder_lm import DECODER_LM
+from .deberta_v2 import DEBERTA_V2
 from .dinov2 import DINOV2
+from .distilbert import DISTILBERT
+from .falcon import FALCON
+from .gpt2 import GPT2
+from .gpt_neox import GPT_NEOX
+from .gptj import GPTJ
 from .open_clip import OPEN_CLIP
+from .opt import OPT
 from .spec import DEFAULT_PROMPT, FamilySpec, Sizes, config_dict
 from .t5 import T5, T5_V1_1
 
-#: family name -> spec, in the order of ``params/models`` documentation
-REGISTRY: dict[str, FamilySpec] = {s.name: s for s in (T5, T5_V1_1, BERT, DINOV2, OPEN_CLIP, DECODER_LM)}
+#: family name -> spec, in the order of ``params/models`` documentation (the families of issue 24 after the first six)
+REGISTRY: dict[str, FamilySpec] = {s.name: s for s in (T5, T5_V1_1, BERT, DINOV2, OPEN_CLIP, DECODER_LM, GPT2, GPT_NEOX,
+                                                       GPTJ, OPT, BLOOM, FALCON, DISTILBERT, ALBERT, DEBERTA_V2, BART,
+                                                       CLIP)}
 FAMILIES: tuple = tuple(REGISTRY)
 #: ``source:`` values that belong to one family (open_clip's model zoo) -> an example ``id:``
 FAMILY_SOURCES: dict = {src: ex for s in REGISTRY.values() for src, ex in s.sources.items()}

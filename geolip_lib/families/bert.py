@@ -40,4 +40,8 @@ BERT = FamilySpec(
                        intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
                        attention_probs_dropout_prob=0.0),
     tiny_tokenizer="minilm",
+    tiny_model_types={mt: {"model_type": mt, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                           "intermediate_size": 64, "max_position_embeddings": 130, "hidden_dropout_prob": 0.0,
+                           "attention_probs_dropout_prob": 0.0, "pad_token_id": 0, **extra}
+                      for mt, extra in (("roberta", {}), ("xlm-roberta", {}), ("electra", {"embedding_size": 16}))},
 )

@@ -27,4 +27,10 @@ DINOV2 = FamilySpec(
     tiny_defaults=dict(model_type="dinov2", hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2,
                        image_size=32, patch_size=8, num_channels=3),
     tiny_tokenizer=None,
+    tiny_model_types={
+        "vit": dict(model_type="vit", hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                    image_size=32, patch_size=8, num_channels=3),
+        "dinov2_with_registers": dict(model_type="dinov2_with_registers", hidden_size=32, num_hidden_layers=2,
+                                      num_attention_heads=4, mlp_ratio=2, image_size=32, patch_size=8,
+                                      num_channels=3, num_register_tokens=2)},
 )

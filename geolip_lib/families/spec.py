@@ -133,6 +133,20 @@ class FamilySpec:
         A tiny model's ``vocab_size`` follows its tokenizer (open_clip: in its ``text_cfg``).
     sources : dict
         Family-specific ``source:`` values -> an example ``id:`` (open_clip's own model zoo).
+    tiny_model_types : dict
+        ``model_type`` -> the tiny config of that ``model_type`` (used instead of :attr:`tiny_defaults`
+        when a tiny params file names that ``model_type``); every entry of :attr:`model_types` has
+        one, or is ``tiny_defaults``' own: the family tests build each.
+    canonical_tensor : callable(name, tensor, config dict) -> tensor, optional
+        Rewrites a stored tensor into the layout the adapter reads (GPT-2's ``Conv1D`` weights
+        transposed to ``(out, in)``; fused QKV interleaved per head regrouped as [W_q; W_k; W_v]).
+        When set, the loader writes the model's weights in that layout to ``.cache/safetensors/``
+        (``LoadedModel.weights_dir``) and the random-init twin is rewritten the same way.
+    qk_statement : str
+        What the bilinear form ``x_i W_Q^T W_K x_j`` leaves out of this family's attention scores
+        (position terms, normalisations), shown with the QK analyses; empty when it holds them all.
+    shared_layers : str
+        Non-empty when layers are shared across depth (ALBERT): what cross-layer correlation means there.
     """
 
     name: str
@@ -165,6 +179,26 @@ class FamilySpec:
     tiny_tokenizer: Optional[str] = None
     vocab_from_tokenizer: bool = True
     sources: dict = field(default_factory=dict)
+    tiny_model_types: dict = field(default_factory=dict)
+    canonical_tensor: Optional[Callable] = None
+    qk_statement: str = ""
+    shared_layers: str = ""
+
+    def tiny_configs(self) -> dict:
+        """``model_type`` -> the tiny config of that type (:attr:`tiny_model_types` or :attr:`tiny_defaults`)."""
+        out = {}
+        base_mt = self.tiny_defaults.get("model_type")
+        for mt in self.model_types:
+            if mt in self.tiny_model_types:
+                out[mt] = {**self.tiny_model_types[mt], "model_type": mt}
+            elif mt == base_mt or (base_mt is None and len(self.model_types) == 1):
+                out[mt] = dict(self.tiny_defaults)
+        return out
+
+    def tiny_base(self, model_type: Optional[str]) -> dict:
+        """The tiny config a params file's ``config:`` is merged over: that ``model_type``'s, else :attr:`tiny_defaults`."""
+        return dict(self.tiny_model_types.get(model_type) or self.tiny_defaults, **(
+            {"model_type": model_type} if model_type in self.tiny_model_types else {}))
 
     def model_class(self):
         """The transformers auto class that builds / loads a model of this family."""

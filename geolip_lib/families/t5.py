@@ -58,9 +58,11 @@ T5 = FamilySpec(
     locate_blocks=locate_blocks, encoder=lambda model: model.get_encoder(),
     objective="seq2seq", prompt="summarize: {definition}",
     tiny_defaults=TINY, tiny_tokenizer="unigram-wordnet",
+    tiny_model_types={mt: {**TINY, "model_type": mt} for mt in ("mt5", "umt5")},
 )
 
+_GATED = {**TINY, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
 T5_V1_1 = replace(
-    T5, name="t5_v1_1", matches=_is_gated,
-    tiny_defaults={**TINY, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
+    T5, name="t5_v1_1", matches=_is_gated, tiny_defaults=_GATED,
+    tiny_model_types={mt: {**_GATED, "model_type": mt} for mt in ("mt5", "umt5")},
 )

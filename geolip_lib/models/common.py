@@ -14,7 +14,8 @@ from typing import Any, Callable, Optional
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_model
+from safetensors.torch import save_file, save_model
+from transformers.core_model_loading import revert_weight_conversion
 from transformers.utils import logging as tlog
 
 from ..families import spec
@@ -88,11 +89,38 @@ OPEN_CLIP_WEIGHTS = "open_clip_model.safetensors"
 OPEN_CLIP_CONFIG = "open_clip_config.json"
 
 
+def checkpoint_state(model, family: str) -> dict:
+    """A HF model's tensors named as its checkpoint files name them, in the layout the family's adapter reads.
+
+    ``revert_weight_conversion`` (what ``save_pretrained`` applies) gives the file names
+    (transformers >= 5 fuses a mixture's experts into 3-D tensors in memory and writes them one
+    expert at a time); the family's ``canonical_tensor`` (GPT-2's transposed ``Conv1D``, fused QKV
+    interleaved per head) rewrites the layout. The random-init twin and the canonical weight copy
+    are both made by this function, so they match what the adapter expects.
+    """
+    sd = revert_weight_conversion(model, model.state_dict())
+    canon = spec(family).canonical_tensor
+    if canon is not None:
+        cfg = model.config.to_dict()
+        sd = {k: canon(k, v, cfg) for k, v in sd.items()}
+    return sd
+
+
 def saver(model, family: str) -> Callable[[Path], None]:
-    """A function writing ``model``'s weights to a directory (HF: ``save_pretrained``; open_clip: one safetensors)."""
+    """A function writing ``model``'s weights to a directory (HF: ``save_pretrained``, or the canonical layout
+    of :func:`checkpoint_state` with ``config.json`` when the family has one; open_clip: one safetensors)."""
     def save(out: Path) -> None:
         if not spec(family).hf:
             save_model(model, str(out / OPEN_CLIP_WEIGHTS))
+        elif spec(family).canonical_tensor is not None:
+            seen, sd = set(), {}
+            for k, v in checkpoint_state(model, family).items():
+                if v.data_ptr() in seen:  # a tied copy (lm_head = wte): absent, as save_pretrained writes it
+                    continue
+                seen.add(v.data_ptr())
+                sd[k] = v.detach().to("cpu").contiguous()
+            save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt", "geolip_layout": "canonical"})
+            model.config.to_json_file(str(out / "config.json"))
         else:
             with quiet_transformers():
                 model.save_pretrained(out)

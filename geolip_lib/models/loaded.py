@@ -17,8 +17,8 @@ from ..paths import cache_root
 from ..params import ModelParams
 from .store import TensorStore
 from . import twin
-from .common import (DTYPES, ModelLoadError, has_safetensors, quiet_transformers, safetensors_problems, saver,
-                     untie_output, weights_hash)
+from .common import (DTYPES, ModelLoadError, checkpoint_state, has_safetensors, quiet_transformers, safetensors_problems,
+                     saver, untie_output, weights_hash)
 from .tokenizers import _atomic_dir
 
 
@@ -269,8 +269,9 @@ class LoadedModel:
         s = self.params.seed + 1 if seed is None else int(seed)
         limit = twin.TWIN_MAX_PARAMS if max_params is None else int(max_params)
         n = sum(p.numel() for p in self.model.parameters())
-        if n <= limit:
-            return TensorStore(self.random_init(s).model.state_dict())
+        if n <= limit:  # named and laid out as the checkpoint files (MoE experts one by one, canonical layout)
+            m = self.random_init(s).model
+            return TensorStore(checkpoint_state(m, self.family) if self.spec.hf else m.state_dict())
         if not self.spec.hf:
             return twin.RandomInitStore(self.config, self.family, s, dtype=self.dtype)
         out, inp = self.model.get_output_embeddings(), self.model.get_input_embeddings()

@@ -48,6 +48,8 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) ->
             tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
         tok.padding_side = "right"  # causal models: real tokens keep positions 0..n-1, pads come after
     wd = weights_dir if weights_dir is not None else (d if has_safetensors(d) else None)
+    if spec(p.family).canonical_tensor is not None:
+        wd = None  # stored layout differs from the adapter's (GPT-2 Conv1D, interleaved QKV): write the canonical copy
     if wd is not None and p.dtype != "float32" and p.source == "tiny":
         wd = None  # tiny files are float32; write the requested dtype lazily
     return LoadedModel(name=p.name, family=p.family, params=p, model=model, tokenizer=tok, config=model.config,

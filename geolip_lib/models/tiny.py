@@ -49,7 +49,7 @@ def _merge(base: dict, over: dict) -> dict:
 def resolve_config(family: str, config: dict, tokenizer_len: int | None) -> dict:
     """Family defaults overlaid by ``config``; the vocabulary follows the tokenizer unless given."""
     fs = spec(family)
-    cfg = _merge(fs.tiny_defaults, config)
+    cfg = _merge(fs.tiny_base(config.get("model_type")), config)  # a model_type of the family: its own tiny base
     if tokenizer_len is not None and fs.vocab_from_tokenizer:
         cfg.setdefault("vocab_size", tokenizer_len)
     return cfg

@@ -63,7 +63,10 @@ def adapt(tensors, config) -> list:
                              shape, info.dtype))
         elif re.search(r"cls\.predictions\.decoder\.weight$", name):
             out.append(Entry(name, "unembed", None, None, None, shape, info.dtype))
-        elif re.search(r"(^|\.)(pooler|cls|classifier)\.", name):
+        elif re.search(r"(^|\.)embeddings_project\.weight$", name):  # ELECTRA: embedding_size -> hidden_size
+            out.append(Entry(name, "other", "encoder", None, None, shape, info.dtype, note="embedding projection"))
+        elif re.search(r"(^|\.)(pooler|cls|classifier|lm_head|generator_predictions|generator_lm_head|"
+                       r"discriminator_predictions)\.", name):
             # task head on top of the encoder: named here so the warning stays quiet
             out.append(Entry(name, "other", None, None, None, shape, info.dtype, note="task head"))
         else:

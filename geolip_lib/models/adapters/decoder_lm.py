@@ -12,14 +12,26 @@ Names (``model.`` or ``model.language_model.`` prefix)::
     lm_head.weight                                          unembed
 
 GQA: query head ``h`` reads kv head ``h // (num_attention_heads // num_key_value_heads)``.
+Mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE), as ``save_pretrained`` writes them::
+
+    model.layers.{i}.block_sparse_moe.experts.{e}.{w1,w3,w2}     mlp_gate / mlp_in / mlp_out, expert=e
+    model.layers.{i}.mlp.experts.{e}.{gate,up,down}_proj         mlp_gate / mlp_in / mlp_out, expert=e
+    model.layers.{i}.mlp.shared_expert.{gate,up,down}_proj       the dense MLP of the layer (expert None)
+    model.layers.{i}.{block_sparse_moe,mlp}.gate, shared_expert_gate   other (expert router)
+
+Every expert is its own MLP block (``MLPBlock.expert``): the battery measures each expert and
+its tables pool the experts of a role, the expert index kept in the rows.
+
 Qwen3.5 full-attention layers output query and gate interleaved per head
 (``q_proj`` has 2·heads·head_dim rows): the query entry has ``head_stride = 2·head_dim``.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from .schema import Entry, attn_entry, get_int
+from .rules import fused_views
+from .schema import Entry, attn_entry, get_int, split_fused
 
 _LAYER = re.compile(r"^(?:.*\.)?layers\.(?P<layer>\d+)\.(?P<rest>.+)$")
 _ATTN = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}
@@ -56,8 +68,37 @@ def adapt(tensors, config) -> list:
                 else:
                     out.append(Entry(name, "bias", "decoder", "self", layer, shape, info.dtype, of=role))
                 continue
+            if parts[0] == "self_attn" and parts[1] == "qkv_proj":  # Phi-3: [W_q; W_k; W_v] in one tensor
+                e = Entry(name, "qkv" if parts[-1] == "weight" else "bias", "decoder", "self", layer, shape,
+                          info.dtype, n_heads=n_heads, head_dim=hd, n_kv_heads=n_kv,
+                          of="qkv" if parts[-1] != "weight" else None)
+                out.append(e)
+                out.extend(fused_views(e, (("q", n_heads * hd), ("k", n_kv * hd), ("v", n_kv * hd))))
+                continue
+            if parts[0] == "mlp" and parts[1] == "gate_up_proj" and parts[-1] == "weight" and len(shape) == 2:
+                parent = Entry(name, "other", "decoder", None, layer, shape, info.dtype,
+                               note="fused gate and up projections")  # Phi-3, GLM-4: gate rows first
+                out.append(parent)
+                out.extend(replace(v, note=None) for v in split_fused(parent, ("mlp_gate", "mlp_in")))
+                continue
             if parts[0] == "self_attn" and parts[1] in ("q_norm", "k_norm"):
                 out.append(Entry(name, "norm", "decoder", "self", layer, shape, info.dtype, of=parts[1][0]))
+                continue
+            if parts[0] in ("mlp", "block_sparse_moe") and parts[1] == "experts" and len(parts) >= 4 \
+                    and parts[2].isdigit() and parts[3] in _MLP:  # one expert of a mixture (Mixtral, Qwen2-MoE)
+                out.append(Entry(name, _MLP[parts[3]] if parts[-1] == "weight" else "bias", "decoder", None,
+                                 layer, shape, info.dtype, expert=int(parts[2])))
+                continue
+            if parts[0] in ("mlp", "block_sparse_moe") and parts[1] in ("gate", "shared_expert_gate", "router"):
+                out.append(Entry(name, "other", "decoder", None, layer, shape, info.dtype, note="expert router"))
+                continue
+            if parts[0] in ("mlp", "block_sparse_moe") and parts[1] == "experts":
+                out.append(Entry(name, "other", "decoder", None, layer, shape, info.dtype,
+                                 note="experts fused in one 3-D tensor (save_pretrained writes them per expert)"))
+                continue
+            if parts[0] == "mlp" and parts[1] == "shared_expert" and len(parts) >= 3 and parts[2] in _MLP:
+                out.append(Entry(name, _MLP[parts[2]] if parts[-1] == "weight" else "bias", "decoder", None,
+                                 layer, shape, info.dtype))  # the shared expert: the dense MLP of the layer
                 continue
             if parts[0] == "mlp" and parts[1] in _MLP:
                 out.append(Entry(name, _MLP[parts[1]] if parts[-1] == "weight" else "bias", "decoder", None,

@@ -10,6 +10,8 @@ Names::
     encoder.layer.{i}.norm1/norm2, layernorm                                      norm
     encoder.layer.{i}.layer_scale{1,2}.lambda1                                    other (layer scale)
     encoder.layer.{i}.mlp.fc1 / fc2                                               mlp_in / mlp_out
+    encoder.layer.{i}.intermediate.dense / output.dense (ViT)                     mlp_in / mlp_out
+    pooler.dense (ViT)                                                            other (task head)
     encoder.layer.{i}.mlp.weights_in (fused SwiGLU, 2·hidden rows) / weights_out  mlp_gate+mlp_in / mlp_out
 
 Stack ``vision``, self attention.
@@ -27,6 +29,8 @@ _SUB = {
     "attention.output.dense": "o", "attention.q_proj": "q", "attention.k_proj": "k",
     "attention.v_proj": "v", "attention.o_proj": "o",
     "mlp.fc1": "mlp_in", "mlp.fc2": "mlp_out", "mlp.weights_out": "mlp_out",
+    "intermediate.dense": "mlp_in", "output.dense": "mlp_out",  # ViT
+    "layernorm_before": "norm", "layernorm_after": "norm",      # ViT
     "norm1": "norm", "norm2": "norm",
 }
 
@@ -70,6 +74,8 @@ def adapt(tensors, config) -> list:
             out.append(Entry(name, "embed", "vision", None, None, shape, info.dtype))
         elif re.search(r"(^|\.)layernorm\.weight$", name):
             out.append(Entry(name, "norm", "vision", None, None, shape, info.dtype))
+        elif re.search(r"(^|\.)(pooler|classifier)\.", name):
+            out.append(Entry(name, "other", None, None, None, shape, info.dtype, note="task head"))
         elif name.endswith(".bias"):
             out.append(Entry(name, "bias", "vision", None, None, shape, info.dtype))
         else:

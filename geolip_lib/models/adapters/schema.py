@@ -7,7 +7,7 @@ See ``models/adapters/__init__.py`` for the API.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import pandas as pd
 import torch
@@ -51,6 +51,7 @@ class Entry:
     of: Optional[str] = None
     head_stride: Optional[int] = None
     note: Optional[str] = None
+    expert: Optional[int] = None  # mixture of experts: the expert this MLP tensor belongs to
 
     @property
     def is_view(self) -> bool:
@@ -126,13 +127,15 @@ class AttentionBlock:
 
 @dataclass
 class MLPBlock:
-    """MLP entries of one layer: ``up`` (mlp_in), optional ``gate``, ``down`` (mlp_out)."""
+    """MLP entries of one layer: ``up`` (mlp_in), optional ``gate``, ``down`` (mlp_out); in a
+    mixture of experts one block per expert (``expert``: its index, None for a dense MLP or the shared expert)."""
 
     stack: Optional[str]
     layer: Optional[int]
     up: Optional[Entry]
     gate: Optional[Entry]
     down: Optional[Entry]
+    expert: Optional[int] = None
 
 
 @dataclass
@@ -144,7 +147,7 @@ class Catalog:
     config: dict = field(default_factory=dict)
     d_model: Optional[int] = None
     source: Optional[str] = None
-    attn_scale: Optional[float] = None  # fixed q·k scale of the adapter (T5: 1.0); None: from head_dim
+    attn_scale: Optional[Any] = None  # q·k scale of the adapter (T5: 1.0; a function of (config, head_dim)); None: from head_dim
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -219,17 +222,19 @@ class Catalog:
         groups: dict = {}
         for e in self.entries:
             if e.role in MLP_ROLES and len(e.shape) == 2:
-                groups.setdefault((e.stack, e.layer), {})[e.role] = e
+                groups.setdefault((e.stack, e.layer, e.expert), {})[e.role] = e
         return [MLPBlock(stack=k[0], layer=k[1], up=g.get("mlp_in"), gate=g.get("mlp_gate"),
-                         down=g.get("mlp_out"))
-                for k, g in sorted(groups.items(), key=lambda kv: (_stack_rank(kv[0][0]), -1 if kv[0][1] is None else kv[0][1]))]
+                         down=g.get("mlp_out"), expert=k[2])
+                for k, g in sorted(groups.items(), key=lambda kv: (_stack_rank(kv[0][0]), -1 if kv[0][1] is None
+                                                                   else kv[0][1], -1 if kv[0][2] is None else kv[0][2]))]
 
     def to_frame(self):
         """The catalog as a pandas DataFrame (one row per entry)."""
         return pd.DataFrame([{
             "name": e.name, "role": e.role, "stack": e.stack, "attn": e.attn, "layer": e.layer,
             "shape": tuple(e.shape), "dtype": e.dtype, "n_heads": e.n_heads, "head_dim": e.head_dim,
-            "n_kv_heads": e.n_kv_heads, "row_slice": e.row_slice, "numel": e.numel} for e in self.entries])
+            "n_kv_heads": e.n_kv_heads, "row_slice": e.row_slice, "expert": e.expert, "numel": e.numel}
+            for e in self.entries])
 
     def summary(self):
         """Counts and parameter totals per (stack, attn, role) (DataFrame)."""
@@ -259,6 +264,8 @@ def strip_interleaved(e: Entry, W):
 def _attn_scale(fixed: Optional[float], cfg: dict, head_dim: int) -> float:
     """Scale applied to q·k before the softmax: the adapter's fixed scale (T5: 1, no scaling),
     else Gemma's ``query_pre_attn_scalar``, else ``1/sqrt(head_dim)``."""
+    if callable(fixed):  # a scale that depends on the config (DeBERTa: 1/sqrt(head_dim * scale_factor))
+        return float(fixed(cfg, head_dim))
     if fixed is not None:
         return float(fixed)
     if isinstance(cfg.get("query_pre_attn_scalar"), (int, float)):
@@ -271,8 +278,8 @@ def _stack_rank(s) -> int:
 
 
 def _order(e: Entry):
-    return (_stack_rank(e.stack), e.attn or "", -1 if e.layer is None else e.layer, e.role, e.name,
-            e.row_slice or (0, 0))
+    return (_stack_rank(e.stack), e.attn or "", -1 if e.layer is None else e.layer,
+            -1 if e.expert is None else e.expert, e.role, e.name, e.row_slice or (0, 0))
 
 
 

@@ -82,12 +82,13 @@ def test_sizes_match_the_config(tiny):
     fam, lm = tiny
     s = lm.spec.sizes_of(lm.config)
     if lm.spec.hf:
-        c = lm.config
+        c = lm.config.get_text_config()  # CLIP / SigLIP: the text tower's sizes
         assert s.d_model == c.hidden_size  # T5: attribute_map d_model -> hidden_size
         assert s.n_heads == c.num_attention_heads
         assert s.n_layers == c.num_hidden_layers
         assert s.head_dim == getattr(c, "d_kv", None) or getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-        assert s.n_kv_heads == getattr(c, "num_key_value_heads", c.num_attention_heads)
+        kv = getattr(c, "num_key_value_heads", None) or getattr(c, "num_kv_heads", None)  # Falcon: num_kv_heads
+        assert s.n_kv_heads == (kv or c.num_attention_heads)
         blocks = lm.spec.locate_blocks(lm.model, lm.stacks[0])[1] if lm.spec.locate_blocks else None
         if blocks is not None:
             assert len(blocks) == s.n_layers
@@ -103,12 +104,13 @@ def test_accessors_return_the_right_shapes(tiny):
     fam, lm = tiny
     s = lm.spec.sizes_of(lm.config)
     E = lm.input_embeddings()
-    assert E.dtype == torch.float32 and E.ndim == 2 and E.shape[1] == s.d_model
+    width = getattr(lm.config, "embedding_size", None) if fam == "albert" else None  # factorised embedding
+    assert E.dtype == torch.float32 and E.ndim == 2 and E.shape[1] == (width or s.d_model)
     if lm.is_text:
         assert E.shape[0] >= len(lm.tokenizer) or fam == "open_clip"
     O = lm.output_embeddings()
     assert O is None or O.shape == E.shape
-    assert (O is not None) == (fam == "t5_v1_1")  # the only untied tiny model
+    assert (O is not None) == (fam in ("t5_v1_1", "gpt_neox", "gptj"))  # the untied tiny models
     if lm.spec.encoder is not None:
         enc = lm.tokenize(["a cat sat", "two"])
         h = lm.spec.encode(lm.model, enc["input_ids"], enc["attention_mask"])
