@@ -31,6 +31,35 @@ def seq2seq_loss(model: nn.Module, tokenizer, inputs: Sequence[str], targets: Se
     return model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels).loss
 
 
+def seed_section9_loss(model: nn.Module, tokenizer, inputs: Sequence[str], targets: Sequence[str],
+                       max_input_len: int = 128, max_target_len: int = 16) -> torch.Tensor:
+    """Seed 001 §9's ``compute_batch_loss``, as written (seed mode; T5 only).
+
+    The target ids themselves (``"{lemma}</s>"``, padded) are the decoder input AND the
+    labels, unshifted: position t reads token t and is scored on predicting token t, so the
+    answer leaks into the input and the loss can fall by copying. The decoder output goes
+    straight into ``lm_head``, without the ``d_model ** -0.5`` rescaling T5's own forward
+    applies before its tied head (the seed called ``model.decoder`` and ``model.lm_head``
+    itself), and no decoder attention mask is passed. Kept so that the seed's training, and
+    the lift it reported, can be reproduced beside :func:`seq2seq_loss` (the corrected
+    objective); attached encoder hooks apply.
+    """
+    if not getattr(model.config, "is_encoder_decoder", False):
+        fail("model", f"seed §9's objective needs an encoder-decoder model (T5); {type(model).__name__} has no "
+                      "decoder to feed the target to (use the family's own objective)")
+    dev = next(model.parameters()).device
+    enc = tokenizer(list(inputs), return_tensors="pt", padding=True, truncation=True,
+                    max_length=max_input_len, return_token_type_ids=False).to(dev)
+    dec = tokenizer(list(targets), return_tensors="pt", padding=True, truncation=True,
+                    max_length=max_target_len, return_token_type_ids=False).to(dev)
+    labels = dec["input_ids"].masked_fill(dec["input_ids"] == tokenizer.pad_token_id, -100)
+    h = model.get_encoder()(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+    out = model.get_decoder()(input_ids=dec["input_ids"], encoder_hidden_states=h,
+                              encoder_attention_mask=enc["attention_mask"]).last_hidden_state
+    logits = model.lm_head(out)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100)
+
+
 def causal_completion_loss(model: nn.Module, tokenizer, inputs: Sequence[str], targets: Sequence[str],
                            max_input_len: int = 128, max_target_len: int = 16) -> torch.Tensor:
     """Decoder-LM alternative: CE on the target tokens of ``"{input} => {target}"`` only."""
@@ -68,6 +97,8 @@ def embedding_regression_loss(model: nn.Module, tokenizer, inputs: Sequence[str]
 #: objective key (a spec's ``objective``) -> loss function
 LOSSES: dict[str, Callable] = {"seq2seq": seq2seq_loss, "causal_completion": causal_completion_loss,
                                "embedding_regression": embedding_regression_loss}
+#: objective key -> the seed's own version where the seed trained one (seed mode): §9 trained T5 only
+SEED_LOSSES: dict[str, Callable] = {"seq2seq": seed_section9_loss}
 #: family -> its loss function (families whose spec names an objective)
 OBJECTIVES: dict[str, Callable] = {name: LOSSES[s.objective] for name, s in REGISTRY.items() if s.objective}
 #: losses that regress onto the lemma token's embedding row (they take token ids, not lemma texts)
@@ -86,13 +117,20 @@ def per_item_losses(lm, matched, idx, **kwargs) -> np.ndarray:
                     dtype=np.float64)
 
 
+def seed_objective_available(lm) -> bool:
+    """Whether seed §9's own objective (:data:`SEED_LOSSES`) exists for ``lm``'s family (T5)."""
+    return lm.family in OBJECTIVES and spec(lm.family).objective in SEED_LOSSES
+
+
 def definition_lemma_loss(lm, matched, idx, *, prompt: str | None = None, max_input_len: int = 128,
-                          max_target_len: int = 16) -> torch.Tensor:
+                          max_target_len: int = 16, seed_mode: bool = False) -> torch.Tensor:
     """The definition -> lemma objective for ``lm.family`` on entries ``idx``.
 
     T5: sequence-to-sequence CE of the lemma given ``"summarize: {definition}"``;
     decoder LMs: CE on the lemma after ``"{definition} =>"``; encoder-only (BERT):
     cosine regression of the pooled definition onto the lemma token's embedding row.
+    ``seed_mode=True``: seed §9's objective as written (:func:`seed_section9_loss`, T5 only;
+    other families fail with one line).
     """
     fam = lm.family
     if fam not in OBJECTIVES:
@@ -100,6 +138,12 @@ def definition_lemma_loss(lm, matched, idx, *, prompt: str | None = None, max_in
     template = prompt or spec(fam).prompt
     idx = np.asarray(idx)
     inputs = [template.format(definition=matched.definitions[k]) for k in idx]
+    if seed_mode:
+        if not seed_objective_available(lm):
+            fail("seed_mode", f"seed §9 trained T5 only; no seed objective for family {fam!r} "
+                              f"(objective {spec(fam).objective!r}): train it with seed_mode=False")
+        return SEED_LOSSES[spec(fam).objective](lm.model, lm.tokenizer, inputs, [matched.lemmas[k] for k in idx],
+                                                max_input_len=max_input_len, max_target_len=max_target_len)
     if OBJECTIVES[fam] in _TOKEN_TARGETS:
         return OBJECTIVES[fam](lm.model, lm.tokenizer, inputs, np.asarray(matched.token_ids)[idx],
                                max_input_len=max_input_len)

@@ -17,8 +17,9 @@ This module re-exports the pipeline's names from their homes, one per topic:
 """
 from __future__ import annotations
 
-from .objectives import (LOSSES, OBJECTIVES, causal_completion_loss, definition_lemma_loss,
-                         embedding_regression_loss, per_item_losses, seq2seq_loss)
+from .objectives import (LOSSES, OBJECTIVES, SEED_LOSSES, causal_completion_loss, definition_lemma_loss,
+                         embedding_regression_loss, per_item_losses, seed_objective_available, seed_section9_loss,
+                         seq2seq_loss)
 from .pipeline_builder import build_procrustes_modulator, stack_size
 from .pipeline_encoding import encode_mean_pooled, encoder_module
 from .pipeline_generation import (SEED_QUICK_TEST_SENTENCES, compare_generations, greedy_generate, impact_statistics,
@@ -26,9 +27,11 @@ from .pipeline_generation import (SEED_QUICK_TEST_SENTENCES, compare_generations
 from .pipeline_geometry import anchor_similarity, init_modulator_from_pipeline, knn_project, procrustes_projection
 from .pipeline_relational import (SEED_BANDS, pair_cosines, per_token_cosines, per_token_preservation,
                                   relational_comparison, relational_pairs, wordnet_pair_similarity)
-from .pipeline_sampling import SEED_N_REL, batches, sample_pairs, seed_relational_pairs, split_indices
+from .pipeline_sampling import (SEED_N_REL, batches, sample_pairs, seed_relational_pairs, seed_training_schedule,
+                                split_indices)
 
-__all__ = ["LOSSES", "OBJECTIVES", "SEED_BANDS", "SEED_N_REL", "SEED_QUICK_TEST_SENTENCES", "anchor_similarity",
+__all__ = ["LOSSES", "OBJECTIVES", "SEED_LOSSES", "seed_objective_available", "seed_section9_loss",
+           "seed_training_schedule", "SEED_BANDS", "SEED_N_REL", "SEED_QUICK_TEST_SENTENCES", "anchor_similarity",
            "batches", "build_procrustes_modulator", "causal_completion_loss", "compare_generations",
            "definition_lemma_loss", "embedding_regression_loss", "encode_mean_pooled", "encoder_module",
            "greedy_generate", "impact_statistics", "init_modulator_from_pipeline", "knn_project", "modulator_impact",

@@ -45,6 +45,34 @@ def seed_relational_pairs(n_items: int, n_rel: int = SEED_N_REL, n_pairs: int = 
     return subset[pi[keep]], subset[pj[keep]], subset
 
 
+def seed_training_schedule(n_items: int, n_epochs: int, batch_size: int, *, train_fraction: float = 0.9,
+                           seed: int = 42) -> tuple[np.ndarray, np.ndarray, list[list[np.ndarray]]]:
+    """Seed 001 §9's split and batches, draw for draw (seed mode).
+
+    One generator ``default_rng(seed)``: ``perm = permutation(n_items)``, the first
+    ``int(n_items * train_fraction)`` entries train, the rest validate; then, each epoch,
+    ``permutation(n_train)`` from the same generator orders the training entries, cut into
+    consecutive batches. (The project's :func:`split_indices` / :func:`batches` draw the
+    split and each epoch's order from seeds of their own.)
+
+    Returns
+    -------
+    train_idx, val_idx : int arrays
+    epoch_batches : list (one per epoch) of lists of int arrays
+    """
+    n = check_positive_int(n_items, "n_items", minimum=2)
+    bs = check_positive_int(batch_size, "batch_size")
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    n_train = int(n * train_fraction)
+    train_idx, val_idx = perm[:n_train], perm[n_train:]
+    epoch_batches = []
+    for _ in range(check_positive_int(n_epochs, "n_epochs")):
+        order = train_idx[rng.permutation(n_train)]
+        epoch_batches.append([order[s:s + bs] for s in range(0, n_train, bs)])
+    return train_idx, val_idx, epoch_batches
+
+
 def batches(indices, batch_size: int, seed: int | None = None) -> list[np.ndarray]:
     """Split ``indices`` into batches (shuffled with ``seed`` when given)."""
     idx = np.asarray(indices)

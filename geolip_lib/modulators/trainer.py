@@ -47,7 +47,11 @@ class ModulatorTrainer:
     gradient_clip : float or None
         Max global grad norm (None: no clipping).
     total_steps : int, optional
-        When given, a cosine schedule over that many steps.
+        When given, a cosine schedule over that many steps (``schedule_every="step"``) or
+        epochs (``"epoch"``).
+    schedule_every : {"step", "epoch"}
+        When the schedule advances: after every optimizer step (the project) or after every
+        epoch (seed §9: ``CosineAnnealingLR(T_max=N_EPOCHS)`` stepped once per epoch).
     cv_target, cv_tolerance : float, optional
         CV band; default from ``modulator.config`` else (0.21, 0.05).
 
@@ -59,9 +63,13 @@ class ModulatorTrainer:
 
     def __init__(self, modulator: nn.Module, lr: float = 1e-3, weight_decay: float = 0.01,
                  gradient_clip: float | None = 1.0, total_steps: int | None = None,
-                 cv_target: float | None = None, cv_tolerance: float | None = None, decay_alpha: bool = False):
+                 cv_target: float | None = None, cv_tolerance: float | None = None, decay_alpha: bool = False,
+                 schedule_every: str = "step"):
         if not lr > 0:
             fail("lr", f"expected a positive learning rate, got {lr!r}")
+        if schedule_every not in ("step", "epoch"):
+            fail("schedule_every", f"expected 'step' or 'epoch', got {schedule_every!r}")
+        self.schedule_every = schedule_every
         self.modulator = modulator
         self.gradient_clip = gradient_clip
         groups = modulator.param_groups()
@@ -105,7 +113,7 @@ class ModulatorTrainer:
         else:
             gn = float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
         self.optimizer.step()
-        if self.scheduler is not None:
+        if self.scheduler is not None and self.schedule_every == "step":
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step_count += 1
@@ -119,6 +127,8 @@ class ModulatorTrainer:
         self.modulator.train()
         losses = [self.step(loss_fn(b)) for b in tqdm(list(batches), desc=f"{desc} epoch {self.epoch + 1}",
                                                        disable=_progress.disabled(progress), leave=False)]
+        if self.scheduler is not None and self.schedule_every == "epoch":
+            self.scheduler.step()
         self.epoch += 1
         return float(np.mean(losses)) if losses else float("nan")
 
@@ -279,12 +289,14 @@ def train_with_cv_band(trainer: ModulatorTrainer, loss_fn: Callable, probe: Call
 
 
 def run_epochs(trainer: ModulatorTrainer, loss_fn: Callable, train_idx, val_idx, *, n_epochs: int,
-               batch_size: int, seed: int = 42, checkpoint=None, progress: bool = True) -> list[dict]:
+               batch_size: int, seed: int = 42, checkpoint=None, progress: bool = True,
+               epoch_batches=None) -> list[dict]:
     """Train until ``trainer.epoch == n_epochs`` (a resumed trainer continues where it stopped).
 
-    Epoch ``e`` runs the batches of ``train_idx`` shuffled with ``seed + e``, then the
-    validation loss over ``val_idx`` (unshuffled batches); with ``checkpoint`` the trainer
-    is saved there after every epoch. The modulator must already be attached.
+    Epoch ``e`` runs the batches of ``train_idx`` shuffled with ``seed + e`` (or
+    ``epoch_batches[e]`` when given: seed §9's draws, :func:`~geolip_lib.modulators.pipeline_sampling.seed_training_schedule`),
+    then the validation loss over ``val_idx`` (unshuffled batches); with ``checkpoint`` the
+    trainer is saved there after every epoch. The modulator must already be attached.
 
     Returns
     -------
@@ -294,8 +306,9 @@ def run_epochs(trainer: ModulatorTrainer, loss_fn: Callable, train_idx, val_idx,
     val_batches = batches(val_idx, batch_size)
     epochs = []
     while trainer.epoch < n_epochs:
-        train_loss = trainer.train_epoch(batches(train_idx, batch_size, seed=seed + trainer.epoch), loss_fn,
-                                         progress=progress)
+        epoch = (batches(train_idx, batch_size, seed=seed + trainer.epoch) if epoch_batches is None
+                 else epoch_batches[trainer.epoch])
+        train_loss = trainer.train_epoch(epoch, loss_fn, progress=progress)
         val_loss = trainer.evaluate(val_batches, loss_fn)
         if checkpoint is not None:
             trainer.save(checkpoint)

@@ -264,3 +264,46 @@ def test_phase_sweep_identity_at_zero_and_seed_sample(t5):
     assert ph["pearson"][0, 0] == pytest.approx(float(pearson(sim[keep], c)), abs=1e-5)
     assert ph["n_pairs"][0] == int(keep.sum()) > 10
     assert _no_hooks(t5.model)
+
+
+def test_seed_section9_loss_is_the_seeds_leaky_objective(t5):
+    """Seed mode (§9 as written): the decoder reads the target ids themselves (no start token,
+    no shift), so position t sees the token it is scored on; the logits are lm_head of the
+    decoder output without T5's d_model ** -0.5. The project's loss feeds the shifted ids."""
+    import torch.nn.functional as F
+
+    from geolip_lib.modulators import definition_lemma_loss, seed_section9_loss
+    from geolip_lib.lexical.matching import match_lemmas
+
+    m, tok = t5.model, t5.tokenizer
+    inputs, targets = ["summarize: a small domesticated carnivorous mammal", "summarize: a cat"], ["cat", "big dog"]
+    seen = []
+    h = m.get_decoder().register_forward_pre_hook(lambda mod, a, kw: seen.append(kw["input_ids"].clone()),
+                                                  with_kwargs=True)
+    try:
+        with torch.no_grad():
+            seed = float(seed_section9_loss(m, tok, inputs, targets))
+            proj = float(seq2seq_loss(m, tok, inputs, targets))
+    finally:
+        h.remove()
+    lab = tok(targets, return_tensors="pt", padding=True, return_token_type_ids=False)["input_ids"]
+    assert torch.equal(seen[0], lab)  # seed: the answer itself is the decoder input
+    assert torch.equal(seen[1][:, 0], torch.full((2,), m.config.decoder_start_token_id))  # project: shifted right
+    assert torch.equal(seen[1][:, 1:], lab[:, :-1].masked_fill(lab[:, :-1] == tok.pad_token_id, tok.pad_token_id))
+    # the seed cell's computation, written out
+    enc = tok(inputs, return_tensors="pt", padding=True, return_token_type_ids=False)
+    with torch.no_grad():
+        hs = m.encoder(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+        d = m.decoder(input_ids=lab, encoder_hidden_states=hs, encoder_attention_mask=enc["attention_mask"])
+        logits = m.lm_head(d.last_hidden_state)
+    want = F.cross_entropy(logits.view(-1, logits.size(-1)), lab.masked_fill(lab == tok.pad_token_id, -100).view(-1),
+                           ignore_index=-100)
+    assert seed == pytest.approx(float(want), rel=1e-6) and seed != pytest.approx(proj, rel=1e-3)
+    matched = match_lemmas(tok)
+    with torch.no_grad():
+        assert float(definition_lemma_loss(t5, matched, [0, 1], seed_mode=True)) == pytest.approx(
+            float(seed_section9_loss(m, tok, [f"summarize: {matched.definitions[k]}" for k in (0, 1)],
+                                     [matched.lemmas[k] for k in (0, 1)])), rel=1e-6)
+    bert = models.load("tiny-bert")
+    with pytest.raises(ValueError, match="seed §9 trained T5 only"):
+        definition_lemma_loss(bert, match_lemmas(bert.tokenizer), [0], seed_mode=True)
