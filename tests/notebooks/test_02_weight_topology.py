@@ -33,31 +33,31 @@ def test_02_tiny_t5(run_notebook):
 
 
 def test_02_headline_intervals_and_random_init_nulls(run_notebook):
+    """Every headline is computed on all the weights: exact, "exact (all N …)"; the random-init
+    null is a distribution over its 5 init seeds (the first seed is metrics["random_init"])."""
     m = run_notebook("02_weight_topology", "tiny-t5")
     h, b, n = m["headline"], m["metrics"]["battery"], m["metrics"]["random_init"]
     assert set(h) == set(HEADLINE)
     for k in HEADLINE:
         e = h[k]
-        assert e["value"] is not None and e["interval"] is not None, k
+        assert e["kind"] == "exact" and e["interval"]["lo"] == e["interval"]["hi"] == e["value"], k
         nul = e["nulls"]["random_init"]
-        assert nul["value"] is not None, k
-        if e["interval"]["method"].startswith("exact"):
-            assert k == "qk_pos_frac_first" and e["interval"]["lo"] == e["interval"]["hi"] == e["value"]
-            continue
-        iv = e["interval"]
-        assert iv["lo"] <= e["value"] <= iv["hi"], k  # a mean of the pooled items lies inside its bootstrap
+        assert len(nul["per_seed"]) == 5 and nul["value"] == pytest.approx(sum(nul["per_seed"]) / 5), k
+        assert nul["interval"]["kind"] == "over_seeds" and "5 random-init seeds" in nul["interval"]["method"], k
         assert nul["interval"]["lo"] <= nul["value"] <= nul["interval"]["hi"], k
-    assert "6 Q matrices" in h["q_sparsity"]["interval"]["method"]          # 3 attention blocks x 2 layers
-    assert "4 MLP layers" in h["mlp_dead_frac"]["interval"]["method"]
-    assert "12 adjacent layer pairs" in h["cross_layer_adj"]["interval"]["method"]  # 12 attention groups x 1 pair
+    assert h["q_sparsity"]["interval"]["method"] == "exact (all 6 Q matrices)"          # 3 attention blocks x 2 layers
+    assert h["mlp_dead_frac"]["interval"]["method"] == "exact (all 4 MLP layers)"
+    assert h["cross_layer_adj"]["interval"]["method"] == "exact (all 12 adjacent layer pairs)"  # 12 groups x 1 pair
     assert h["q_stable_rank"]["value"] == b["svd_by_role"]["q"]["stable_rank"]
-    assert h["q_stable_rank"]["nulls"]["random_init"]["value"] == n["svd_by_role"]["q"]["stable_rank"]
+    assert h["q_stable_rank"]["nulls"]["random_init"]["per_seed"][0] == n["svd_by_role"]["q"]["stable_rank"]
+    assert len(set(h["q_stable_rank"]["nulls"]["random_init"]["per_seed"])) == 5  # five different inits
     assert h["cross_layer_adj"]["value"] == b["cross_layer_attn_adj_mean"]
     items = m["metrics"]["headline_items"]
     assert set(items) == {"trained", "random_init"} and set(items["trained"]) == set(HEADLINE) - {"qk_pos_frac_first"}
     for k, it in items["trained"].items():
         assert sum(it["num"]) / sum(it["den"]) == pytest.approx(h[k]["value"], rel=1e-12), k
     assert h["qk_pos_frac_first"]["value"] == b["qk"]["decoder/self"]["pos_frac_first"]  # first self group, sorted
+    assert "forced_by_shape" not in h["qk_pos_frac_first"]  # T5: full multi-head attention
 
 
 def test_02_executed_notebook_shows_every_figure_and_no_partial_paths(run_notebook):
@@ -83,9 +83,14 @@ def test_02_tiny_qwen_gqa(run_notebook):
     assert all(abs(x - 0.5) < 1e-12 for x in q["head_balance_mean"])
     h = m["headline"]
     assert all(e["interval"] is not None for e in h.values() if e["value"] is not None)
-    # two Q matrices only: the bootstrap cannot form an interval, and the note says so
-    assert "2 Q matrices" in h["q_stable_rank"]["interval"]["method"]
-    assert h["q_stable_rank"]["interval"]["lo"] is None and "No interval" in h["q_stable_rank"]["note"]
+    assert h["q_stable_rank"]["interval"]["method"] == "exact (all 2 Q matrices)"
+    # grouped-query attention: tiny-qwen's 2·n_kv_heads·head_dim = 2·2·8 = 32 <= d = 32 forces the layer's
+    # balance (issue 22 §3): equal counts in every layer, marked in the summary, the headline and the claims
+    assert q["d_model"] == 32 and "2·2·8 = 32 ≤ d = 32" in q["forced_by_shape"]
+    assert all(p == ng for p, ng in zip(q["n_pos"], q["n_neg"]))
+    assert h["qk_pos_frac_first"]["forced_by_shape"] == q["forced_by_shape"]
+    claim = m["metrics"]["claims"]["qk_self_balance"]["decoder/self"]
+    assert claim["project"]["forced_by_shape"] == q["forced_by_shape"] and claim["forced_by_shape"]
     assert sum(1 for o in _outputs(m) if "image/png" in o.get("data", {})) >= len(m["figures"]) == 2
 
 
@@ -120,8 +125,8 @@ def test_02_claims_read_back_against_an_independent_computation(run_notebook):
         h = c["q_sparsity"][scope]
         assert h["value"] == pytest.approx(sum(int((w < np.float32(0.1)).sum()) for w in W) / sum(w.size for w in W))
         assert h["value"] == b["sparsity_by_stack_role"][f"{scope}/q"]["<0.1"]
-        assert h["interval"]["lo"] is None and "2 Q matrices" in h["interval"]["method"]  # 2 layers: no bootstrap
-        assert h["nulls"]["random init"]["value"] == n["sparsity_by_stack_role"][f"{scope}/q"]["<0.1"]
+        assert h["kind"] == "exact" and h["interval"]["method"] == f"exact (all 2 Q matrices of {scope})"
+        assert h["nulls"]["random init"]["per_seed"][0] == n["sparsity_by_stack_role"][f"{scope}/q"]["<0.1"]
     # QK balance, seed form: n_pos / inner of sym(W_q W_kᵀ) per layer (numpy), mean over layers
     assert set(c["qk_cross_balance"]) == {"decoder/cross"} and set(c["qk_self_balance"]) == {"encoder/self", "decoder/self"}
     for scope, (stack, mod) in blocks.items():
@@ -134,13 +139,14 @@ def test_02_claims_read_back_against_an_independent_computation(run_notebook):
         assert h["per_layer"] == ref and h["value"] == pytest.approx(np.mean(ref)), scope
         assert h["project"]["per_layer"] == b["qk"][scope]["balance"]
         assert h["project"]["value"] == pytest.approx(np.mean(b["qk"][scope]["balance"]))
-        assert h["nulls"]["random init"]["value"] == pytest.approx(np.mean(n["qk"][scope]["seed_pos_frac"]))
-        assert h["project"]["nulls"]["random init"]["value"] == pytest.approx(np.mean(n["qk"][scope]["balance"]))
+        assert h["nulls"]["random init"]["per_seed"][0] == pytest.approx(np.mean(n["qk"][scope]["seed_pos_frac"]))
+        assert h["project"]["nulls"]["random init"]["per_seed"][0] == pytest.approx(np.mean(n["qk"][scope]["balance"]))
+        assert h["kind"] == "exact" and h["interval"]["method"] == "exact (all 2 layers)"
     # cross-layer correlation: the headline's adjacent-layer cosine, same interval
     cl = c["cross_layer_corr"]["attention"]
     assert cl["value"] == m["headline"]["cross_layer_adj"]["value"]
     assert cl["interval"] == m["headline"]["cross_layer_adj"]["interval"]
-    assert cl["nulls"]["random init"]["value"] == n["cross_layer_attn_adj_mean"]
+    assert cl["nulls"]["random init"]["per_seed"][0] == n["cross_layer_attn_adj_mean"]
     # position crystallization: mixed heads by the seed's raw-bucket rule, counted from the bias tables
     pc = c["position_crystallization"]
     assert set(pc) == {"encoder", "decoder"}
@@ -151,7 +157,7 @@ def test_02_claims_read_back_against_an_independent_computation(run_notebook):
         assert pc[stack]["value"] == mixed and pc[stack]["n_heads"] == T.shape[1] == 4
         assert pc[stack]["interval"]["method"].startswith("exact") and pc[stack]["interval"]["lo"] == mixed
         assert pc[stack]["project"]["value"] == b["position_bias"][stack]["mixed"]
-        assert pc[stack]["nulls"]["random init"]["value"] == n["position_bias"][stack]["mixed_seed"]
+        assert pc[stack]["nulls"]["random init"]["per_seed"][0] == n["position_bias"][stack]["mixed_seed"]
     assert set(m["metrics"]["stack_items"]) == {"trained", "random_init"}
 
 
