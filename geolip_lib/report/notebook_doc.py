@@ -41,15 +41,14 @@ _CSS = CSSSanitizer()
 def _safe_attribute(tag: str, name: str, value: str) -> bool:
     """Attributes kept by :func:`clean_html`: layout ones; a link's ``href`` (bleach then checks
     its protocol: http, https, mailto or relative); an image's ``src`` only as an inline
-    ``data:image/`` or a relative path, never fetched from the network. No ``on*`` handler."""
+    ``data:image/`` (never fetched from the network, never a broken path). No ``on*`` handler."""
     if name in _CELL_ATTRS:
         return True
     if tag == "a":
         return name == "href" and not value.strip().lower().startswith("data:")
-    if tag == "img":
+    if tag == "img":  # a relative path would be relative to the notebook's folder, not the report's
         if name == "src":
-            v = value.strip().lower()
-            return v.startswith("data:image/") or ":" not in v.split("/", 1)[0] and not v.startswith("//")
+            return value.strip().lower().startswith("data:image/")
         return name in ("alt", "width", "height")
     return False
 

@@ -44,7 +44,8 @@ PRINT_BASE_S, PRINT_PER_PAGE_S, PRINT_MAX_S = 60, 3, 600
 def estimated_pages(page_html: str) -> int:
     """A generous A4 page count of the printed page: text at ~2500 characters a page, four
     figures or ten table rows a page."""
-    text = len(re.sub(r"<[^>]+>|data:[^'\"]+", "", page_html))
+    body = re.sub(r"<(style|script)\b.*?</\1>", "", page_html, flags=re.S | re.I)  # CSS and MathJax are not text
+    text = len(re.sub(r"<[^>]+>", "", body))
     n_img = page_html.count("<img")
     n_rows = page_html.count("<tr")
     return max(1, math.ceil(text / 2500 + n_img / 4 + n_rows / 10))
