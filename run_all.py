@@ -88,8 +88,14 @@ def main(argv=None) -> int:
     start.add_argument("--cold", dest="warm", action="store_false",
                        help="start every kernel as a fresh process (slower start, nothing shared)")
     ap.add_argument("--plan", action="store_true",
-                    help="print what each job needs (parameters, download, disk, memory, device) and the totals "
-                         "against what is free, then exit")
+                    help="print what each job needs (parameters, disk, memory, device, estimated time) and the totals "
+                         "against what is free, then exit (2 when something does not fit)")
+    box = ap.add_argument_group("--plan for a box that is not this one (sizes in GB, decimal; what is not given is "
+                                "this machine's)")
+    box.add_argument("--gpus", type=int, metavar="N", help="GPUs of the target box (0: a CPU box)")
+    box.add_argument("--gpu-memory", type=float, metavar="GB", help="memory of one of its GPUs (e.g. 80)")
+    box.add_argument("--host-memory", type=float, metavar="GB", help="its host memory available to the run")
+    box.add_argument("--disk", type=float, metavar="GB", help="its free disk for hub files, caches and outputs")
     args = ap.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         print(f"error: --jobs {args.jobs}: give a number of jobs >= 1", file=sys.stderr)
@@ -105,8 +111,11 @@ def main(argv=None) -> int:
         if args.plan:
             from geolip_lib.runner.local import plan_for
 
+            from geolip_lib.runner.plan import target_box
+
+            box = target_box(args.gpus, args.gpu_memory, args.host_memory, args.disk)
             jobs = jobs_for_profile(args.profile, args.models, args.notebooks)
-            plan = plan_for(jobs, out_root.resolve(), args.jobs)
+            plan = plan_for(jobs, out_root.resolve(), args.jobs, box)
             print(plan.render())
             return 2 if plan.shortfalls() else 0
         if args.report_only:

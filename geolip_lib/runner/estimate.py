@@ -64,19 +64,36 @@ all       + the kernel (:data:`KERNEL_HOST`) + what the notebook itself allocate
           :data:`DEFAULT_EXTRA`).
 ========  =======================================================================================
 
+Time (:func:`job_seconds`; the rates are data: ``rates.yaml`` beside this module)
+---------------------------------------------------------------------------------
+A job's estimated time is the measured (or, where the benchmark README extrapolated, extrapolated)
+time of the same notebook on the model nearest in parameters, scaled by the ratio of parameters
+(notebooks that repeat another's work per model, 03, sum it per model; model-free notebooks: as
+measured). The rates are CPU times at one thread per kernel. A job planned on a GPU divides its
+CPU estimate by ``gpu_speedup``, an assumption stated in its row, until a GPU time is measured:
+a rate with ``device: cuda`` in ``rates.yaml``, or the job's own ``job_timing.json`` in the planned
+output root (a job run once on the box is estimated from its own time). A notebook without any
+rate says so; the totals bound it by its ``timeout_s``.
+
 A GPU job's device memory: the CUDA context (:data:`CUDA_CONTEXT`, not measured: no GPU on
 the machine this was written on) + what the table puts on the device (model, twin,
 ``DEVICE`` work). Twins are built on the model's device; generated twins on the CPU.
 """
 from __future__ import annotations
 
+import functools
+import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+import yaml
+
 from ..params import load_model_params
 from ..paths import ROOT, cache_root
-from .model_sizes import GB, TWIN_MAX_PARAMS, hf_cache_dir, model_info
+from .execute import TIMING
+from .model_sizes import GB, TWIN_MAX_PARAMS, PlanError, hf_cache_dir, model_info
 
 # measured on this machine (Debian, 2 shared cores, CPU only): /usr/bin/time -v "Maximum resident set
 # size" of one job run through run_all.execute_job (the kernel's peak), demo profile sizes
@@ -134,6 +151,120 @@ GENERIC_MODEL_RULE, GENERIC_RULE = Rule("job", host_l=2), Rule("none")
 USES_CUDA = {"12_constellation_relay", "14_triple_product_attention"}  # non-model notebooks that pick CUDA
 
 
+# ============================================================================ time
+RATES_FILE = Path(__file__).with_name("rates.yaml")
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One job time of ``rates.yaml`` (its header says where each comes from)."""
+
+    notebook: str
+    model: str
+    params: int  # 0: a model-free notebook
+    seconds: float
+    basis: str  # "measured" | "extrapolated"
+    sizes: str  # "paper" or what was reduced
+    device: str = "cpu"
+    clock: str = "cpu"  # "cpu": the kernel's CPU time; "wall": its wall time on a loaded machine
+    note: str = ""
+    family: str = ""  # the model's family (params/models/<model>.yaml)
+
+
+@dataclass(frozen=True)
+class Rates:
+    gpu_speedup: float  # assumed, until GPU rates are measured
+    per_model_as: dict  # notebook -> the notebook whose work it repeats per model of its MODELS
+    rates: tuple  # Rate
+
+
+@functools.lru_cache(maxsize=4)
+def load_rates(path: Path = RATES_FILE) -> Rates:
+    """``rates.yaml``, checked: a bad entry is one :class:`PlanError` line naming the file and the key."""
+    where = Path(path).name
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise PlanError(f"{where}: cannot be read ({str(exc).splitlines()[0]})") from None
+    speed = raw.get("gpu_speedup")
+    if not isinstance(speed, (int, float)) or isinstance(speed, bool) or speed <= 0:
+        raise PlanError(f"{where}: key 'gpu_speedup': expected a number > 0, got {speed!r}")
+    out = []
+    for i, r in enumerate(raw.get("rates") or []):
+        try:
+            rate = Rate(**r)
+        except TypeError as exc:
+            raise PlanError(f"{where}: rates[{i}]: {exc} (keys: {', '.join(Rate.__dataclass_fields__)})") from None
+        if not (isinstance(rate.seconds, (int, float)) and rate.seconds > 0 and isinstance(rate.params, int)
+                and rate.params >= 0 and rate.basis in ("measured", "extrapolated")):
+            raise PlanError(f"{where}: rates[{i}] ({rate.notebook} / {rate.model}): seconds > 0, params >= 0 "
+                            f"and basis measured|extrapolated expected")
+        out.append(rate)
+    return Rates(float(speed), dict(raw.get("per_model_as") or {}), tuple(out))
+
+
+def _measured_here(job, out_root: Path) -> Optional[tuple[float, str]]:
+    """(seconds, device) from the job's own ``job_timing.json`` in the planned output root, if it ran there."""
+    job_id = getattr(job, "job_id", None)
+    if not job_id:
+        return None
+    try:
+        t = json.loads((Path(out_root) / job.notebook / job_id / TIMING).read_text(encoding="utf-8"))
+        return float(t["preflight_s"]) + float(t["kernel_start_s"]) + float(t["notebook_s"]), str(t["device"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _nearest(pool: Sequence[Rate], params: int, family: str, profile: str) -> Rate:
+    """The rate at the job's profile's sizes (else the paper's, else any), of the same model family when
+    there is one, nearest in parameters (log scale)."""
+    pool = [r for r in pool if r.sizes == profile] or [r for r in pool if r.sizes == "paper"] or list(pool)
+    pool = [r for r in pool if r.family == family] or pool
+    return min(pool, key=lambda r: abs(math.log(max(params, 1) / max(r.params, 1))))
+
+
+def job_seconds(job, infos: Sequence, device: str, out_root: Path,
+                rates: Optional[Rates] = None) -> tuple[Optional[float], str]:
+    """(estimated seconds or None, the basis in words) of one job (see the module docstring)."""
+    rates = rates or load_rates()
+    on_gpu, speed = device.startswith("cuda"), rates.gpu_speedup
+    assumed = f"GPU: the CPU time (1 thread) / {speed:g}, an assumed speed-up (no GPU time measured yet)"
+    here = _measured_here(job, out_root)
+    if here is not None:
+        secs, dev = here
+        if dev.startswith("cuda") == on_gpu:
+            return secs, f"time: this job's own, measured in this output root ({dev})"
+        if on_gpu:
+            return secs / speed, f"time: this job's own on the CPU, measured in this output root; {assumed}"
+    nb = rates.per_model_as.get(job.notebook, job.notebook)
+    pool = [r for r in rates.rates if r.notebook == nb]
+    gpu_pool = [r for r in pool if r.device.startswith("cuda")]
+    use_gpu = bool(on_gpu and gpu_pool)
+    pool = gpu_pool if use_gpu else [r for r in pool if not r.device.startswith("cuda")]
+    if not pool:
+        return None, f"time: no measured rate for notebook {job.notebook[:2]} yet"
+    sizes = [(mi.params, mi.name) for mi in infos] if nb != job.notebook else \
+        [(sum(mi.params for mi in infos), infos[0].name if infos else None)]
+    total, used = 0.0, []
+    for n, name in sizes or [(0, None)]:
+        r = _nearest(pool, n, load_model_params(name).family if name else "", str(getattr(job, "profile", "")))
+        total += r.seconds * (n / r.params) if (n and r.params) else r.seconds
+        used.append(r)
+    parts = []
+    for r in dict.fromkeys(used):
+        how = "scaled by parameters" if r.params else "as it is"
+        parts.append(f"time: {r.notebook[:2]}'s {r.basis} rate on {r.model}, {how}"
+                     + ("" if r.device == "cpu" else f" ({r.device})"))
+        if r.sizes != "paper":
+            parts.append(f"{r.notebook[:2]}'s rate is at reduced sizes ({r.sizes}): a lower bound")
+        if r.clock == "wall":
+            parts.append("rate: a wall time on a loaded machine (over-estimates)")
+    if on_gpu and not use_gpu:
+        total = total / speed
+        parts.append(assumed)
+    return total, "; ".join(dict.fromkeys(parts))
+
+
 # ============================================================================ jobs
 DISK_KINDS = ("hub", "caches", "twin", "outputs")
 
@@ -169,6 +300,9 @@ class JobEstimate:
     device: str  # "cpu", "cuda:0", "cuda:0,1"
     source: str  # where the numbers came from
     notes: list = field(default_factory=list)
+    seconds: Optional[float] = None  # estimated time (None: no rate for its notebook)
+    time_basis: str = ""  # where the time comes from, in words
+    timeout_s: Optional[int] = None  # the job's own limit (bounds a job without a rate)
 
     @property
     def n_gpus(self) -> int:
@@ -210,7 +344,7 @@ def _models_of(job, rule: Rule, defaults) -> list[str]:
 
 def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] = None,
                  defaults: Optional[Callable[[str], Mapping]] = None, n_gpus: int = 0,
-                 gpu_free: Sequence[int] = ()) -> JobEstimate:
+                 gpu_free: Sequence[int] = (), rates: Optional[Rates] = None) -> JobEstimate:
     """The plan's row for one job.
 
     Parameters
@@ -229,6 +363,8 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
         conservative value (twin on, every entry).
     gpu_free : sequence of int
         Free bytes per GPU (``device_map`` jobs offload to the host what does not fit).
+    rates : Rates, optional
+        The job times its estimated time is scaled from (default :func:`load_rates`).
     """
     # a notebook without a rule (a user's new one) gets the generic one: its model and two
     # float32 copies of the largest tensor, said so in its row
@@ -315,6 +451,8 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
     disk = {k: 0 for k in DISK_KINDS}
     for it in items:
         disk[it.kind] = disk.get(it.kind, 0) + it.new
+    seconds, time_basis = job_seconds(job, infos, device, out_root, rates)
     return JobEstimate(label=job.label, notebook=job.notebook, models=tuple(names),
                        params=sum(mi.params for mi in infos), download=sum(mi.download for mi in infos),
-                       disk=disk, items=items, host=int(host), gpu=int(gpu), device=device, source=src, notes=notes)
+                       disk=disk, items=items, host=int(host), gpu=int(gpu), device=device, source=src, notes=notes,
+                       seconds=seconds, time_basis=time_basis)

@@ -144,12 +144,15 @@ def planned_devices(jobs: Sequence[Job], gpus: Sequence[str], n: int) -> dict:
     return out
 
 
-def plan_for(jobs: Sequence[Job], out_root: Path, jobs_at_once: Optional[int] = None):
-    """The run's plan (:mod:`.plan`) with this executor's device assignment."""
-    gpus = visible_gpus()
+def plan_for(jobs: Sequence[Job], out_root: Path, jobs_at_once: Optional[int] = None, box: Optional[dict] = None):
+    """The run's plan (:mod:`.plan`) with this executor's device assignment; ``box``: a target box's
+    what-if (:func:`.plan.target_box`) instead of this machine's GPUs, memory and disk."""
+    box = dict(box or {})
+    gpus = box.pop("gpu_ids", None)
+    gpus = visible_gpus() if gpus is None else gpus
     n = jobs_at_once or default_jobs(gpus)
     return make_plan(jobs, devices=planned_devices(jobs, gpus, n), parallel=n, out_root=out_root,
-                     defaults=notebook_defaults)
+                     defaults=notebook_defaults, **box)
 
 
 def _obtainable(jobs: Sequence[Job]) -> list:

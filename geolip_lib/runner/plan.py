@@ -1,13 +1,18 @@
-"""The plan of a run before it starts (``run_all.py --plan``): per job, what it needs.
+"""The plan of a run before it starts (``run_all.py --plan``): per job, what it needs and how long
+it should take, against this machine or a box described by ``--gpus``, ``--gpu-memory``,
+``--host-memory`` and ``--disk`` (:func:`target_box`).
 
 The per-job rows and where their numbers come from: :mod:`.estimate` (rules, measured
-constants) and :mod:`.model_sizes` (sizing a model without loading it).
+constants, the time rates of ``rates.yaml``) and :mod:`.model_sizes` (sizing a model without
+loading it).
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
-from dataclasses import dataclass
+import textwrap
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
@@ -16,8 +21,8 @@ import torch
 
 from ..paths import ROOT, cache_root
 from .estimate import (  # noqa: F401 - re-exported: the rows of the plan
-    DISK_KINDS, RULES, DiskItem, JobEstimate, Rule, estimate_job)
-from .jobs import notebook_defaults
+    DISK_KINDS, RATES_FILE, RULES, DiskItem, JobEstimate, Rates, Rule, estimate_job, load_rates)
+from .jobs import notebook_defaults, reads_other_jobs
 from .model_sizes import (  # noqa: F401 - re-exported: the plan's model sizing
     DTYPE_BYTES, GB, TWIN_MAX_PARAMS, ModelInfo, PlanError, hf_cache_dir, model_info, parse_size_note)
 
@@ -47,6 +52,41 @@ def _gb(n: float) -> str:
     return f"{n / GB:.2f}"
 
 
+def _duration(sec: float) -> str:
+    """``40 s``, ``35 min``, ``2.1 h``."""
+    if sec < 90:
+        return f"{sec:.0f} s"
+    if sec < 5400:
+        return f"{sec / 60:.0f} min"
+    return f"{sec / 3600:.1f} h"
+
+
+WIDTH = 120  # the plan's lines fit a 120-column terminal
+# the rows' "from" parts, in words (model_sizes / estimate write them short, the tests read them so)
+SOURCE_WORDS = [
+    (r"config on meta device", "parameters counted on the model's config (built without weights)"),
+    (r"params file size_note", "parameters from its params file's size_note (no config at hand: shapes are bounded "
+                               "from above)"),
+    (r"download measured", "download: its files on disk, measured"),
+    (r"download config x dtype", "download: parameters x bytes per parameter of the stored dtype"),
+    (r"download size_note x dtype", "download: size_note's parameters x bytes per parameter"),
+    (r"download size_note", "download: its params file's size_note"),
+    (r"download none", None),
+    (r"memory: rule \d\d", None),  # the usual case: said once, above the notes
+    (r"(memory: )?rule generic.*", "memory: no rule for this notebook (generic: its model and two float32 copies of "
+                                   "its largest tensor)"),
+    (r"rule \w+: the kernel's own peak", "memory: the kernel's own peak (no rule for this notebook)"),
+    (r"measured on the demo sizes", "memory: measured on the demo profile's sizes"),
+]
+
+
+def _in_words(part: str) -> Optional[str]:
+    for pattern, words in SOURCE_WORDS:
+        if re.fullmatch(pattern, part):
+            return words
+    return part
+
+
 def _count(n: int) -> str:
     if not n:
         return "-"
@@ -65,6 +105,9 @@ class Plan:
     free_mem: int
     gpus: list  # free bytes per GPU
     parallel: int = 1
+    target: dict = field(default_factory=dict)  # what was given for a box that is not this one (target_box)
+    after_all: frozenset = frozenset()  # labels of jobs that start only when every job before them finished
+    rates: Optional[Rates] = None
 
     def _new_items(self) -> list[tuple[JobEstimate, DiskItem]]:
         """(row, item) for each item the run writes, once per key, in run order."""
@@ -75,6 +118,11 @@ class Plan:
                     seen.add(it.key)
                     out.append((r, it))
         return out
+
+    @property
+    def disk_unknown(self) -> bool:
+        """A plan for a target box whose disk was not given: this machine's disk says nothing about it."""
+        return "disk" in self.target and self.target["disk"] is None
 
     def _fs(self, where: Path) -> Path:
         if len(self.free_disk) == 1:  # one filesystem (found so, or given as free_disk=)
@@ -109,6 +157,8 @@ class Plan:
         for r, it in self._new_items():
             fs = self._fs(it.where)
             used[fs] = used.get(fs, 0) + it.new
+            if self.disk_unknown:
+                continue
             if it.new and used[fs] > self.free_disk[fs] and fs not in full:
                 full.add(fs)
                 out.append(f"{r.label}: disk on {fs}: the run needs {_gb(used[fs])} GB there up to this job "
@@ -132,35 +182,129 @@ class Plan:
                            f"add up to {_gb(need)} GB, {_gb(self.free_mem)} GB available; lower --jobs")
         return out
 
+    def timeline(self) -> tuple[float, float]:
+        """(job time summed, elapsed with ``parallel`` jobs at once) of the jobs with an estimate, in seconds.
+
+        Jobs start in profile order as slots free up (one slot per job, GPU groups not modelled); a job of
+        ``after_all`` (03, 15: they read other jobs' results) waits until every job before it has finished.
+        """
+        slots, finish, last_start = [0.0] * self.parallel, [], 0.0
+        for r in self.rows:
+            sec = r.seconds or 0.0
+            i = min(range(len(slots)), key=slots.__getitem__)
+            start = max(slots[i], last_start)
+            if r.label in self.after_all and finish:
+                start = max(start, max(finish))
+            slots[i] = start + sec
+            finish.append(start + sec)
+            last_start = start
+        return sum(r.seconds or 0.0 for r in self.rows), max(finish, default=0.0)
+
     def render(self) -> str:
-        """A fixed-width table (sizes in GB, decimal), the totals, the free resources and the verdict."""
-        head = ("job", "params", "download", "hub", "caches", "twin", "host", "GPU", "device", "from")
-        rows = [(r.label, _count(r.params), _gb(r.download) if r.download else "-",
-                 *(_gb(r.disk.get(k, 0)) for k in ("hub", "caches", "twin")), _gb(r.host),
-                 _gb(r.gpu) if r.gpu else "-", r.device, r.source + "".join(f"; {n}" for n in r.notes))
-                for r in self.rows]
+        """A fixed-width table (sizes in GB, decimal; times estimated), its notes, the totals against the
+        free resources (or the target box's), and the verdict; every line fits :data:`WIDTH` columns."""
+        notes: dict[str, int] = {}
+
+        def keys(r) -> str:
+            parts = [_in_words(p) for p in r.source.split("; ")] + list(r.notes) + r.time_basis.split("; ")
+            return ",".join(str(notes.setdefault(p, len(notes) + 1)) for p in parts if p)
+
+        head = ("job", "params", "disk GB", "host GB", "GPU GB", "device", "est. time", "notes")
+        rows = [(r.label, _count(r.params), _gb(sum(r.disk.values())), _gb(r.host), _gb(r.gpu) if r.gpu else "-",
+                 r.device, _duration(r.seconds) if r.seconds is not None else "?", keys(r)) for r in self.rows]
         widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-        fmt = "  ".join(f"{{:{'<' if i in (0, 8, 9) else '>'}{w}}}" for i, w in enumerate(widths[:-1])) + "  {}"
-        lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths[:-1]), "-" * 4)]
-        lines += [fmt.format(*row) for row in rows]
+        left = (0, 5, 7)
+        if sum(widths) + 2 * (len(widths) - 1) > WIDTH:  # long job names: each on its own line, the numbers below
+            fmt = "  " + "  ".join(f"{{:{'<' if i in left else '>'}{w}}}" for i, w in enumerate(widths[1:], 1))
+            lines = ["job", fmt.format(*head[1:])]
+            for row in rows:
+                lines += [row[0], fmt.format(*row[1:])]
+        else:
+            fmt = "  ".join(f"{{:{'<' if i in left else '>'}{w}}}" for i, w in enumerate(widths))
+            lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*row) for row in rows]
+        lines = [ln.rstrip() for ln in lines]
+        lines += ["", "disk GB: new disk the job writes (hub files, caches, random-init twin, outputs; files already "
+                  "on disk count 0). host GB, GPU GB: peak memory, per GPU; each notebook's rule is in "
+                  "geolip_lib/runner/estimate.py. est. time: see the notes; ? = no measured rate. Notes:"]
+        lines += [f"  {i}. {p}" for p, i in notes.items()]
         t = self.totals
         k = t["disk_by_kind"]
         lines += ["", f"disk (new, shared files once): {_gb(t['disk'])} GB = hub {_gb(k['hub'])} + caches "
-                  f"{_gb(k['caches'])} + twin {_gb(k['twin'])} + outputs {_gb(k['outputs'])}"]
-        lines += [f"  on {fs}: {_gb(n)} GB needed, {_gb(self.free_disk[fs])} GB free"
-                  for fs, n in t["disk_by_fs"].items()]
+                  f"{_gb(k['caches'])} + twin {_gb(k['twin'])} + outputs {_gb(k['outputs'])}; "
+                  f"of it downloads: {_gb(t['download'])} GB"]
+        if self.disk_unknown:
+            lines.append("  on the target box: not judged (give --disk GB: its free disk)")
+        else:
+            given = " (the target box: --disk)" if self.target.get("disk") else ""
+            lines += [f"  on {fs}: {_gb(n)} GB needed, {_gb(self.free_disk[fs])} GB free{given}"
+                      for fs, n in t["disk_by_fs"].items()]
         par = f"; {self.parallel} at once: {_gb(t['host_parallel'])} GB" if self.parallel > 1 else ""
-        lines.append(f"host memory: largest peak {_gb(t['host_peak'])} GB{par}; {_gb(self.free_mem)} GB available")
-        gpus = ", ".join(_gb(g) for g in self.gpus) or "none"
-        lines.append(f"GPU memory: largest peak {_gb(t['gpu_peak'])} GB per GPU; free per GPU: {gpus}")
+        where = "on the target box (--host-memory)" if "host" in self.target else "available here"
+        lines.append(f"host memory: largest peak {_gb(t['host_peak'])} GB{par}; {_gb(self.free_mem)} GB {where}")
+        if "gpus" in self.target:
+            gpus = (f"{len(self.gpus)} GPU(s) of {_gb(self.gpus[0])} GB on the target box (--gpus, --gpu-memory)"
+                    if self.gpus else "no GPU on the target box (--gpus 0)")
+        else:
+            gpus = "free per GPU here: " + (", ".join(_gb(g) for g in self.gpus) or "none")
+        lines.append(f"GPU memory: largest peak {_gb(t['gpu_peak'])} GB per GPU; {gpus}")
+        total, elapsed = self.timeline()
+        unknown = [r for r in self.rows if r.seconds is None]
+        lines.append(f"estimated time: {_duration(total)} of job time; about {_duration(elapsed)} from start to end "
+                     f"with {self.parallel} job(s) at once (jobs in profile order; those reading other jobs' results "
+                     f"start after every job before them)")
+        if unknown:
+            bound = sum(r.timeout_s or 0 for r in unknown)
+            lines.append(f"  not in it: {len(unknown)} job(s) with no measured rate ("
+                         + ", ".join(r.label for r in unknown) + ")"
+                         + (f"; their timeout_s bounds them: at most {_duration(bound)} more" if bound else ""))
+        if any(r.device.startswith("cuda") for r in self.rows):
+            speed = (self.rates or load_rates()).gpu_speedup
+            lines.append(f"  assumption: a GPU job without a measured GPU time takes its CPU estimate / {speed:g}; "
+                         f"measured GPU times replace it ({RATES_FILE.name}, or this output root's job_timing.json)")
         short = self.shortfalls()
-        lines += ["", "does not fit:" if short else "fits."] + [f"  {s}" for s in short]
-        return "\n".join(lines)
+        lines += ["", f"does not fit: {len(short)} problem(s), jobs that cannot run as planned:" if short else "fits."]
+        lines += [f"  {s}" for s in short]
+        out = []
+        for ln in lines:  # wrap what is longer than WIDTH, continuation lines indented
+            indent = " " * (len(ln) - len(ln.lstrip()) + 4)
+            out += textwrap.wrap(ln, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [""]
+        return "\n".join(out)
+
+
+def target_box(gpus: Optional[int] = None, gpu_memory: Optional[float] = None, host_memory: Optional[float] = None,
+               disk: Optional[float] = None) -> dict:
+    """The what-if of :func:`make_plan` for a box that is not this one (``run_all.py --plan --gpus 8
+    --gpu-memory 80 --host-memory 1000 --disk 2000``; sizes in GB, decimal): keyword arguments for
+    :func:`make_plan` plus ``gpu_ids`` (the GPU ids to hand out). What is not given is this machine's.
+    A bad combination is one :class:`PlanError` line naming the flag. Without ``disk`` the disk of a
+    target box is not judged (this machine's free disk says nothing about it)."""
+    for flag, v in (("--gpus", gpus), ("--gpu-memory", gpu_memory), ("--host-memory", host_memory), ("--disk", disk)):
+        if v is not None and (v < 0 or (v == 0 and flag != "--gpus")):
+            raise PlanError(f"{flag} {v:g}: give a number {'>= 0' if flag == '--gpus' else '> 0 (GB)'}")
+    if gpu_memory is not None and gpus is None:
+        raise PlanError(f"--gpu-memory {gpu_memory:g}: give --gpus N too (how many GPUs of that memory)")
+    if gpus and gpu_memory is None:
+        raise PlanError(f"--gpus {gpus}: give --gpu-memory GB too (the memory of one GPU, e.g. 80 for an H100 80GB)")
+    out: dict = {"target": {}}
+    if gpus is not None:
+        out["gpus"] = [int(gpu_memory * GB)] * int(gpus) if gpus else []
+        out["gpu_ids"] = [str(i) for i in range(int(gpus))]
+        out["target"]["gpus"] = gpus
+    if host_memory is not None:
+        out["free_mem"] = int(host_memory * GB)
+        out["target"]["host"] = host_memory
+    if disk is not None:
+        out["free_disk"] = int(disk * GB)
+        out["target"]["disk"] = disk
+    elif out["target"]:  # another box, its disk not given: not judged against this machine's
+        out["target"]["disk"] = None
+    return out
 
 
 def make_plan(jobs: Iterable, devices: Optional[Mapping[str, str]] = None, free_disk: Optional[int] = None,
               free_mem: Optional[int] = None, gpus: Optional[Sequence[int]] = None, *, parallel: int = 1,
-              out_root: Optional[Path] = None, defaults: Optional[Callable[[str], Mapping]] = None) -> Plan:
+              out_root: Optional[Path] = None, defaults: Optional[Callable[[str], Mapping]] = None,
+              target: Optional[Mapping] = None, rates: Optional[Rates] = None) -> Plan:
     """Estimate every job and find what is free.
 
     Parameters
@@ -179,6 +323,10 @@ def make_plan(jobs: Iterable, devices: Optional[Mapping[str, str]] = None, free_
         Jobs run at once (``--jobs N``): the N largest host peaks must fit together.
     defaults : callable, optional
         See :func:`estimate_job` (default: ``geolip_lib.runner.jobs.notebook_defaults`` when present).
+    target : mapping, optional
+        What of ``gpus`` / ``free_mem`` / ``free_disk`` describes a target box (:func:`target_box`), for the text.
+    rates : Rates, optional
+        The job times the estimates are scaled from (default ``rates.yaml``: :func:`.estimate.load_rates`).
     """
     if parallel < 1:
         raise ValueError(f"parallel: expected >= 1 jobs at once, got {parallel}")
@@ -191,7 +339,8 @@ def make_plan(jobs: Iterable, devices: Optional[Mapping[str, str]] = None, free_
     for job in jobs:
         root = Path(out_root) if out_root else ROOT / "reports" / str(getattr(job, "profile", ""))
         rows.append(estimate_job(job, devices.get(job.label), out_root=root, defaults=defaults,
-                                 n_gpus=len(gpus), gpu_free=gpus))
+                                 n_gpus=len(gpus), gpu_free=gpus, rates=rates))
+        rows[-1].timeout_s = getattr(job, "timeout_s", None)
     places = [Path(out_root) if out_root else ROOT / "reports", cache_root(), hf_cache_dir()]
     fs: dict[Path, int] = {}
     if free_disk is not None:
@@ -201,7 +350,16 @@ def make_plan(jobs: Iterable, devices: Optional[Mapping[str, str]] = None, free_
             dev, existing = _fs_key(place)
             if all(_fs_key(k)[0] != dev for k in fs):
                 fs[existing] = shutil.disk_usage(existing).free
-    return Plan(rows, fs, available_memory() if free_mem is None else int(free_mem), gpus, parallel)
+    after_all = frozenset(j.label for j in jobs if _reads_other_jobs(j.notebook))
+    return Plan(rows, fs, available_memory() if free_mem is None else int(free_mem), gpus, parallel,
+                dict(target or {}), after_all, rates)
+
+
+def _reads_other_jobs(notebook: str) -> bool:
+    try:
+        return reads_other_jobs(notebook)
+    except (OSError, ValueError):  # a notebook the plan was given without its file (tests, what-ifs)
+        return False
 
 
 def check_fit(plan: Plan) -> None:
@@ -213,4 +371,4 @@ def check_fit(plan: Plan) -> None:
 
 
 __all__ = ["DiskItem", "JobEstimate", "ModelInfo", "Plan", "PlanError", "RULES", "Rule", "available_memory",
-           "check_fit", "detect_gpus", "estimate_job", "make_plan", "model_info", "parse_size_note"]
+           "check_fit", "detect_gpus", "estimate_job", "make_plan", "model_info", "parse_size_note", "target_box"]
