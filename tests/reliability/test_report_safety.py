@@ -315,7 +315,8 @@ def _check_links(root: Path) -> list[str]:
             target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
             if not target.is_file():
                 broken.append(f"{page.relative_to(root)}: {tag} {name}={value!r}: no file {target}")
-            elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _parse(target).ids:
+            elif parts.fragment and target.suffix == ".html" and not {parts.fragment, unquote(parts.fragment)} & \
+                    _parse(target).ids:  # the HTML standard tries the fragment as written, then decoded
                 broken.append(f"{page.relative_to(root)}: {tag} {name}={value!r}: no anchor")
     return broken
 
