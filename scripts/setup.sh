@@ -81,3 +81,14 @@ if ! command -v pdftoppm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null 2>&1 \
     || echo "[setup] note: poppler-utils not installed (optional: pdftoppm -png reports/demo/report.pdf page)"
 fi
+
+# CJK glyphs (WordPiece tokens such as "##永" in notebook 01's id-range table; DejaVu has none): Droid Sans
+# Fallback (1.8 MB), named last in the report's CSS and in matplotlib's font list (geolip_lib/plotting.py)
+if ! dpkg-query -W -f='${Status}' fonts-droid-fallback 2>/dev/null | grep -q "ok installed" \
+    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "[setup] installing Debian fonts-droid-fallback (CJK glyphs in the report's token tables)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-droid-fallback >/dev/null 2>&1 \
+    || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+         --no-install-recommends fonts-droid-fallback >/dev/null; } \
+    || echo "[setup] note: fonts-droid-fallback not installed: CJK tokens show as boxes in the report"
+fi
