@@ -1,33 +1,36 @@
-"""Seed 001's "universal constants", tested: a registry of claims, verdict rules, evaluation.
+"""Claims as data, tested: a paper's table (``params/claims/<name>.yaml``), rules, verdicts.
 
-Seed 001 ends with a summary table of "universal constants" and its best modulator result.
-Each claim is measured by one notebook, which records it in its ``metrics.json`` under
-``metrics["claims"][<claim id>][<scope>]``: a :func:`geolip_lib.results.headline` dict of
-the quantity **in the seed's definition** (value, 95 % interval, nulls), optionally with
-``"project"`` (the project's corrected definition, shown beside it) and ``"per_layer"``.
+Seed 001 ends with a summary table of "universal constants" and its best modulator result;
+``params/claims/seed-001.yaml`` holds it, claim by claim, with each claim's readings: what
+the table says and what the seed's cells measured (models, representation, pooling, sizes)
+where they differ. Another paper's table is another file in the same format
+(params/README.md, "Claims"): :func:`evaluate` and notebook 15 give it the same verdict page.
 
-:func:`evaluate` reads every job of a report root and gives, per claim and model/scope,
-the seed's value, the measured value with its interval, the nulls that bear on the claim
-and a verdict:
+Notebooks record each quantity in their ``metrics.json`` under
+``metrics["claims"][<record>][<scope>]`` (a :func:`geolip_lib.results.headline` dict: value,
+interval with its kind — exact / sampled / over seeds —, nulls, optionally ``project``,
+``per_layer``, ``forced_by_shape``), or a claims file points at any headline dict by its path.
 
-* **held** — the interval satisfies the claim's rule (:class:`Rule`);
-* **not held** — the interval contradicts it;
-* **not testable on this profile** — the job or model is missing, the quantity does not
-  apply to the model (no cross-attention, no relative position bias), or the interval
-  straddles the rule's threshold so that this sample size cannot decide.
-
-A claim's overall verdict is taken over the seed's own models only; the other models
-(all-MiniLM-L6-v2, the tiny random models of the demo) are *stand-ins*: their verdicts
-say whether the property holds for them, not whether the seed's claim about its models
-holds. :func:`required_jobs` lists the jobs a profile needs to test every claim.
+Verdicts (:mod:`geolip_lib.claims.rules`): **held**, **held, but the null gives it too**,
+**not held**, **undecided** (with what would decide it); and two statuses that are not
+verdicts: **not tested on this profile**, **forced by shape**. A reading's verdict is taken
+over its own models only; other models (the demo's MiniLM and tiny models) are stand-ins.
 """
 from __future__ import annotations
 
-from .evaluation import evaluate, missing_jobs, required_jobs, summarize
-from .registry import CLAIM_IDS, CLAIMS, CV_BAND, T5_SEED, Claim, claim
-from .rules import HELD, NOT_HELD, NOT_TESTABLE, NULL_NAMES, VERDICTS, Rule
-from .tables import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_frame, headline, summary_frame
+from .evaluation import evaluate, missing_jobs, readings, required_jobs, summarize
+from .power import kink_power
+from .registry import CLAIM_IDS, CLAIMS, SEED_001, Claim, ClaimSet, Form, claim, claim_files, load
+from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, NULL_NAMES, STATUSES, UNDECIDED, VERDICT_CLASS,
+                    VERDICTS, Printed, Rule)
+from .tables import (DETAIL_COLUMNS, READINGS_COLUMNS, SUMMARY_COLUMNS, detail_frame, headline, readings_frame,
+                     summary_frame)
 
-__all__ = ["Claim", "Rule", "CLAIMS", "CLAIM_IDS", "HELD", "NOT_HELD", "NOT_TESTABLE", "VERDICTS", "CV_BAND",
-           "NULL_NAMES", "T5_SEED", "claim", "evaluate", "summarize", "required_jobs", "missing_jobs",
-           "summary_frame", "detail_frame", "SUMMARY_COLUMNS", "DETAIL_COLUMNS", "headline"]
+#: the earlier name of "not tested on this profile"
+NOT_TESTABLE = NOT_TESTED
+
+__all__ = ["Claim", "ClaimSet", "Form", "Rule", "Printed", "CLAIMS", "CLAIM_IDS", "SEED_001", "HELD", "HELD_NULL",
+           "NOT_HELD", "UNDECIDED", "NOT_TESTED", "NOT_TESTABLE", "FORCED", "VERDICTS", "STATUSES", "VERDICT_CLASS",
+           "NULL_NAMES", "claim", "claim_files", "load", "evaluate", "summarize", "readings", "required_jobs",
+           "missing_jobs", "kink_power", "summary_frame", "detail_frame", "readings_frame", "SUMMARY_COLUMNS",
+           "DETAIL_COLUMNS", "READINGS_COLUMNS", "headline"]

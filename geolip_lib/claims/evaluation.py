@@ -1,16 +1,34 @@
-"""Reading a report root's metrics.json files and giving each claim its verdicts."""
+"""Reading a report root's metrics.json files and giving each claim, reading and model its verdict.
+
+The verdict of one value (:mod:`geolip_lib.claims.rules`) is reached in three steps:
+
+1. the rule: an exact value is compared as it is (at the seed's printed precision); a sampled
+   or over-seeds value by its whole interval (inside: satisfied; disjoint: **not held**;
+   straddling: **undecided**, with the sample size that would decide); a change-point test
+   that found nothing is **undecided** unless its power against the seed's kink is shown
+   (:func:`geolip_lib.claims.power.kink_power`), **not held** when it is;
+2. the nulls that bear on the claim (the claims file's ``nulls``): a satisfied rule is
+   **held** only when every such null was recorded, does not satisfy the rule itself and is
+   separated from the value; a null that satisfies the rule, or that the value is not
+   separated from, makes it **held, but the null gives it too**; a bearing null not recorded
+   leaves it **undecided** (the reason says which to record);
+3. a value marked ``forced_by_shape`` (the weight shapes fix it) is kept out: status
+   **forced by shape**, in no verdict.
+"""
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
-from typing import Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from ..metrics.intervals import format_value
-from .registry import CLAIMS, Claim, claim
-from .rules import HELD, NOT_HELD, NOT_TESTABLE, NULL_NAMES, Rule
+from ..results import kind_of, separates
+from .power import MAX_SEEDS, kink_power
+from .registry import Claim, ClaimSet, Form, load
+from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null)
 
-__all__ = ["evaluate", "summarize", "required_jobs", "missing_jobs"]
+__all__ = ["evaluate", "summarize", "readings", "required_jobs", "missing_jobs"]
 
 
 def _read_jobs(root: Path, notebook: str) -> dict[str, dict]:
@@ -43,11 +61,26 @@ def _nulls(h: Mapping) -> dict[str, dict]:
     out = {}
     for k, n in (h.get("nulls") or {}).items():
         if isinstance(n, Mapping) and n.get("value") is not None:
-            out[NULL_NAMES.get(k, k)] = dict(n)
+            out[display_null(k)] = dict(n)
+        elif isinstance(n, (int, float)) and not isinstance(n, bool):
+            out[display_null(k)] = {"value": n, "interval": None}
     return out
 
 
+def _dig(tree: Any, path: Iterable[str]) -> Any:
+    for k in path:
+        if not isinstance(tree, Mapping) or k not in tree:
+            return None
+        tree = tree[k]
+    return tree
+
+
+def _num(x: float, scale: float, unit: str) -> str:
+    return f"{x * scale:.4g}{' ' + unit if unit else ''}"
+
+
 def _show(h: Optional[Mapping], scale: float = 1.0, unit: str = "") -> str:
+    """``value [lo, hi]`` at the precision the interval supports; an exact value with its method."""
     if not h or h.get("value") is None:
         return "–"
     v = h["value"]
@@ -55,142 +88,307 @@ def _show(h: Optional[Mapping], scale: float = 1.0, unit: str = "") -> str:
         return str(v)
     lo, hi = _bounds(h)
     iv = None if lo is None else (lo * scale, hi * scale)
-    s = format_value(v * scale, iv, h.get("fmt") if scale == 1 else ".1f")
-    return s + (f" {unit}" if unit else "")
+    s = format_value(v * scale, iv, h.get("fmt") if scale == 1 else ".2f") + (f" {unit}" if unit else "")
+    if kind_of(h.get("interval")) == "exact":
+        s += f" {(h.get('interval') or {}).get('method') or 'exact'}"
+    return s
 
 
-def _row(c: Claim, model: str, job: str, scope: str, h: Mapping, seed_model: bool) -> dict:
-    rule = c.rule_for(model if c.id != "modulator_lift" else scope)
-    if c.id == "modulator_lift":
-        ref = c.seed_reference.get(scope)
-        rule = Rule("contains", target=ref, text=f"the interval contains the seed's {ref:+.0%}") if ref is not None \
-            else rule
+def _power_verdict(c: Claim, form: Form, h: Mapping, data: Mapping) -> tuple[str, str, Optional[dict]]:
+    """A change-point test that found nothing: not held only when its power is shown."""
+    p, bp = h.get("p_value"), h.get("best_breakpoint")
+    base = "no change point found" + (f" (p = {p:.2g}" if isinstance(p, (int, float)) else " (") + \
+           (f"; best breakpoint {bp:.3g})" if isinstance(bp, (int, float)) else ")")
+    spec = form.power
+    if spec is None:
+        return UNDECIDED, base + "; the test's power is not known, so non-detection decides nothing", None
+    try:
+        fit_path = spec.fit_path.format(**{k: v for k, v in h.items() if isinstance(v, (str, int, float))})
+    except (KeyError, IndexError):
+        fit_path = spec.fit_path
+    fit = _dig(data.get("metrics") or {}, fit_path.split("."))
+    n_seeds = len(h.get("seeds") or []) or max((fit or {}).get("n") or [1])
+    pw = kink_power(fit, n_seeds, at=spec.at, slope_change=spec.slope_change, reps=spec.reps, n_boot=spec.n_boot,
+                    target=spec.target) if isinstance(fit, Mapping) else None
+    if pw is None:
+        return UNDECIDED, (base + f"; its power could not be computed (no fit recorded at metrics.{fit_path}), so "
+                           "non-detection decides nothing"), None
+    kink = f"a kink of the seed's size (slope change {spec.slope_change:g} at {spec.at:g}; {spec.basis})"
+    sim = (f"{pw['reps']} simulated curves, {pw['n_seeds']} seeds x {len(pw['grid'])} grid points, noise sd "
+           f"{pw['noise_sd']:.3g} per point")
+    if pw["power"] >= spec.target:
+        return NOT_HELD, (f"{base}, although the test finds {kink} {pw['power']:.0%} of the time ({sim}): the "
+                          "absence of a change contradicts the claim"), pw
+    decide = []
+    if pw["smallest_detectable"] is not None:
+        decide.append(f"the test finds a kink of slope change {pw['smallest_detectable']:.3g} "
+                      f"({pw['smallest_detectable'] / spec.slope_change:.0f}x the seed's) {spec.target:.0%} of the time")
+    else:
+        decide.append(f"no kink up to 32x the seed's is found {spec.target:.0%} of the time on this grid")
+    if pw["seeds_needed"] is not None:
+        decide.append(f"about {pw['seeds_needed']} seeds would find the seed's kink {spec.target:.0%} of the time")
+    else:
+        decide.append(f"{MAX_SEEDS} seeds on this grid would not find the seed's kink {spec.target:.0%} of the time "
+                      "either: a finer grid around the seed's value is needed")
+    return UNDECIDED, (f"{base}; the test's power against {kink} is {pw['power']:.0%} ({sim}): too low to read "
+                       f"non-detection as absence. What would decide it: {'; '.join(decide)}"), pw
+
+
+def _fold_nulls(c: Claim, rule: Rule, verdict: str, reason: str, value: float, lo, hi, exact: bool,
+                nulls: Mapping[str, dict], fmt: Optional[str]) -> tuple[str, str, str]:
+    """(verdict, reason, null sentence) once the nulls that bear on the claim are folded in."""
+    if verdict != HELD:
+        return verdict, reason, ""
+    iv = (value, value) if exact or lo is None else (lo, hi)
+    bearing = [display_null(n) for n in c.nulls]
+    missing, gives, apart = [], [], []
+    for name in bearing:
+        n = nulls.get(name)
+        if n is None:
+            missing.append(name)
+            continue
+        nlo, nhi = _bounds(n)
+        shown = format_value(n["value"] * c.scale, None if nlo is None else (nlo * c.scale, nhi * c.scale),
+                             fmt if c.scale == 1 else ".2f") + (f" {c.unit}" if c.unit else "")
+        if rule.satisfied_by(n["value"], None if nlo is None else (nlo, nhi)):
+            gives.append((name, shown, "it satisfies the rule too"))
+        elif separates(iv, n["value"], n.get("interval")) is False:
+            gives.append((name, shown, "the value is not separated from it"))
+        else:
+            apart.append(f"{name} {shown}")
+    if gives:
+        name, shown, why = gives[0]
+        sentence = c.null_sentence.format(null=name, value=shown) if c.null_sentence else ""
+        return HELD_NULL, reason + "; but " + "; ".join(f"the {n} gives {s} ({w})" for n, s, w in gives), sentence
+    if missing:
+        return UNDECIDED, (reason + f"; whether training produced it is open: the {', '.join(missing)} null that "
+                           "bears on it was not recorded (record it to decide)"), ""
+    if apart:
+        reason += "; separated from " + ", ".join(apart)
+    return HELD, reason, ""
+
+
+def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Mapping, seed_model: bool,
+         data: Mapping) -> dict:
+    rule = form.rule_for(model, scope)
+    ref = form.reference_for(model, scope)
+    row = _base(c, fi, form, model, job, seed_model, rule)
+    row["scope"] = scope
+    if form.definition == "project":
+        h = h.get("project") or {}
+        if not h:
+            row["reason"] = f"{job} recorded no project definition of '{scope}'"
+            return row
+    for k, want in form.requires.items():
+        if h.get(k) != want:
+            row["reason"] = (f"the record is not this reading ({k} = {h.get(k)!r}, this reading needs {want!r})"
+                             + (f": {h['note']}" if h.get("note") else ""))
+            return row
     lo, hi = _bounds(h)
     value = h.get("value")
-    if c.id == "phase_boundary" and h.get("found") is False:
-        verdict, reason = NOT_HELD, "no transition found" + (f" ({h['note']})" if h.get("note") else "")
-    else:
-        verdict, reason = rule.judge(value, lo, hi, h.get("per_layer"), scale=c.scale)
+    exact = kind_of(h.get("interval")) == "exact"
     nulls = _nulls(h)
-    explained = [f"{k} {format_value(n['value'], n.get('interval'), h.get('fmt'))}" for k, n in nulls.items()
-                 if rule.satisfied_by(n["value"]) and verdict == HELD]
-    sentence = ""
-    if explained and c.null_sentence:
-        k, n = next((k, n) for k, n in nulls.items() if rule.satisfied_by(n["value"]))
-        sentence = c.null_sentence.format(null=k, value=format_value(n["value"], n.get("interval"), h.get("fmt")))
-    ref = c.seed_reference.get(model if c.id != "modulator_lift" else scope)
-    return {
-        "claim": c.id, "title": c.title, "model": model, "job": job, "scope": scope,
-        "seed model": seed_model,
-        "seed value": (f"{ref * c.scale:g}{' ' + c.unit if c.unit else ''}" if ref is not None else c.seed_value),
+    pw = None
+    if h.get("forced_by_shape"):
+        verdict, reason, sentence = FORCED, (f"forced by shape: {h['forced_by_shape']}; kept out of the verdict"), ""
+    elif h.get("found") is False:
+        verdict, reason, pw = _power_verdict(c, form, h, data)
+        sentence = ""
+    else:
+        verdict, reason = rule.judge(value, lo, hi, exact=exact, per_layer=h.get("per_layer"), scale=c.scale,
+                                     unit=c.unit)
+        verdict, reason, sentence = _fold_nulls(c, rule, verdict, reason, value, lo, hi, exact, nulls, h.get("fmt"))
+    if ref is not None and lo is not None and not exact and isinstance(value, (int, float)):
+        reason += (f"; the interval {'contains' if lo <= ref <= hi else 'excludes'} the seed's "
+                   f"{_num(ref, c.scale, c.unit)}")
+    row.update({
+        "seed value": _num(ref, c.scale, c.unit) if ref is not None else c.seed_value,
         "measured": _show(h, c.scale, c.unit), "value": value, "lo": lo, "hi": hi,
-        "project definition": _show(h.get("project"), c.scale, c.unit) if h.get("project") else "",
+        "kind": kind_of(h.get("interval")),
+        "project definition": _show(h.get("project"), c.scale, c.unit) if form.definition == "seed" and
+        isinstance(h.get("project"), Mapping) else "",
         "nulls": "; ".join(f"{k}: {_show(n, c.scale, c.unit)}" for k, n in nulls.items()),
         "null values": {k: n.get("value") for k, n in nulls.items()},
-        "verdict": verdict, "reason": reason, "rule": rule.text, "null explains": sentence,
-    }
+        "verdict": verdict, "reason": reason, "null explains": sentence, "power": pw,
+    })
+    return row
 
 
-def evaluate(root: str | Path, seed_models_only: bool = False) -> list[dict]:
-    """One row per (claim, model, scope) recorded under the report root ``root``, plus one
-    "missing" row per seed model of the claim that has no job there.
+def _base(c: Claim, fi: int, form: Form, model: str, job: str, seed_model: bool, rule: Optional[Rule] = None,
+          reason: str = "") -> dict:
+    return {"claim": c.id, "title": c.title, "form": fi, "reading": form.name, "measured as": form.measured_as,
+            "model": model, "job": job, "scope": "", "seed model": seed_model, "seed value": c.seed_value,
+            "measured": "–", "value": None, "lo": None, "hi": None, "kind": None, "project definition": "",
+            "nulls": "", "null values": {}, "verdict": NOT_TESTED, "reason": reason,
+            "rule": (rule or form.rule).text, "null explains": "", "power": None, "note": form.note}
 
-    Each row: claim, title, model, job, scope, seed model (bool), seed value, measured
-    (``value [lo, hi]``), value, lo, hi, project definition, nulls, null values, verdict,
-    reason, rule, null explains (one sentence when a null satisfies the rule too).
+
+def _records(c: Claim, form: Form, data: Mapping, seed_model: bool) -> tuple[Optional[dict], bool]:
+    """(scope -> headline dict of this reading in one job's metrics.json, or None; whether it is
+    the form's ``standin_record``, shown whole for a stand-in that lacks the claim's own)."""
+    metrics = data.get("metrics") or {}
+    if form.path:
+        h = _dig(data, form.path)
+        return ({form.scope: h} if isinstance(h, Mapping) and "value" in h else None), False
+    recorded = metrics.get("claims") or {}
+    rec = recorded.get(form.record)
+    if not rec and not seed_model and form.standin_record and recorded.get(form.standin_record):
+        kind = form.standin_record.split("_")[1]  # qk_self_balance -> "self"
+        return {f"{s} ({kind}-attention)": h for s, h in recorded[form.standin_record].items()}, True
+    return rec or None, False
+
+
+def evaluate(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = None,
+             seed_models_only: bool = False) -> list[dict]:
+    """One row per (claim, reading, model, scope) recorded under the report root ``root``, plus
+    one "not tested" row per model of a reading that has no job there.
+
+    ``claims``: a claims file (name under params/claims/, path, or loaded set; default seed 001).
+    Each row: claim, title, form (index of the reading), reading ("as the table says", ...),
+    measured as, model, job, scope, seed model (bool), seed value, measured, value, lo, hi,
+    kind (exact / sampled / over_seeds), project definition, nulls, null values, verdict
+    (:data:`~geolip_lib.claims.rules.STATUSES`), reason, rule, null explains, power (the
+    change-point power simulation, where one ran), note.
     """
     root = Path(root)
+    cs = load(claims)
+    cache: dict[str, dict] = {}
     rows: list[dict] = []
-    for c in CLAIMS:
-        jobs = _read_jobs(root, c.notebook)
-        for model, data in jobs.items():
-            recorded = (data.get("metrics") or {}).get("claims") or {}
-            rec = recorded.get(c.id)
-            seed_model = model in c.seed_models
-            if seed_models_only and not seed_model:
-                continue
-            job = f"{c.notebook}/{model}"
-            if not rec and not seed_model and c.standin_from and recorded.get(c.standin_from):
-                kind = c.standin_from.split("_")[1]  # "self"
-                rec = {f"{s} ({kind}-attention)": h for s, h in recorded[c.standin_from].items()}
-            if not rec:
-                rows.append(_missing(c, model, job, seed_model, f"{job} recorded no '{c.id}' (the quantity does not "
-                                     "apply to this model, or the job predates the claims record)"))
-                continue
-            want = c.scopes_for(model)
-            scopes = [s for s in rec if want is None or s in want]
-            if not scopes:
-                rows.append(_missing(c, model, job, seed_model,
-                                     f"no {' / '.join(want or ())} scope in {job} (recorded: {', '.join(rec)})"))
-            for scope in scopes:
-                rows.append(_row(c, model, job, scope, rec[scope], seed_model))
-        for m in c.seed_models:
-            if m not in jobs:
-                rows.append(_missing(c, m, f"{c.notebook}/{m}", True, f"no finished {c.notebook} job for {m} "
-                                     "in this profile"))
+    for c in cs.claims:
+        for fi, form in enumerate(c.forms):
+            jobs = cache.setdefault(form.notebook, _read_jobs(root, form.notebook))
+            for model, data in jobs.items():
+                seed_model = model in form.models
+                if seed_models_only and not seed_model:
+                    continue
+                job = f"{form.notebook}/{model}"
+                rec, standin = _records(c, form, data, seed_model)
+                where = "/".join(form.path) if form.path else f"claims.{form.record}"
+                if not rec:
+                    if seed_model:
+                        rows.append(_base(c, fi, form, model, job, True, reason=(
+                            f"{job} recorded no metrics.{where} (the quantity does not apply to this model, or the "
+                            "job predates this record)")))
+                    continue
+                want = form.scopes_for(model)
+                scopes = [s for s in rec if want is None or standin or s in want]
+                if not scopes and seed_model:
+                    rows.append(_base(c, fi, form, model, job, True, reason=(
+                        f"no {' / '.join(want or ())} scope in {job} metrics.{where} (recorded: {', '.join(rec)})")))
+                for scope in scopes:
+                    if isinstance(rec[scope], Mapping):
+                        rows.append(_row(c, fi, form, model, job, scope, rec[scope], seed_model, jobs[model]))
+            for m in form.models:
+                if m not in jobs:
+                    rows.append(_base(c, fi, form, m, f"{form.notebook}/{m}", True,
+                                      reason=f"no finished {form.notebook} job for {m} in this profile"))
     return rows
 
 
-def _missing(c: Claim, model: str, job: str, seed_model: bool, reason: str) -> dict:
-    return {"claim": c.id, "title": c.title, "model": model, "job": job, "scope": "", "seed model": seed_model,
-            "seed value": c.seed_value, "measured": "–", "value": None, "lo": None, "hi": None,
-            "project definition": "", "nulls": "", "null values": {}, "verdict": NOT_TESTABLE, "reason": reason,
-            "rule": c.rule.text, "null explains": ""}
-
-
-def summarize(rows: Iterable[dict]) -> list[dict]:
-    """One row per claim: the verdict over the seed's own models, and the stand-ins' tally.
-
-    held: every tested scope of every seed model held; not held: any did not; not testable:
-    no seed model could be tested (the reason names the missing jobs).
-    """
-    rows = list(rows)
-    out = []
-    for c in CLAIMS:
-        mine = [r for r in rows if r["claim"] == c.id]
-        seed = [r for r in mine if r["seed model"]]
-        tested = [r for r in seed if r["verdict"] != NOT_TESTABLE]
-        if not tested:
-            verdict = NOT_TESTABLE
-            by_nb: dict[str, list[str]] = {}
-            for r in seed:
-                nb, _, m = r["job"].partition("/")
-                by_nb.setdefault(nb, []).append(m)
-            reason = ("needs " + "; ".join(f"{nb} on {', '.join(sorted(set(ms)))}" for nb, ms in by_nb.items())
-                      ) if by_nb else "no seed model recorded"
-        elif any(r["verdict"] == NOT_HELD for r in tested):
-            verdict = NOT_HELD
-            bad = [r for r in tested if r["verdict"] == NOT_HELD]
-            reason = "; ".join(f"{r['model']} {r['scope']}: {r['reason']}" for r in bad[:3])
-        else:
-            untested = [r for r in seed if r["verdict"] == NOT_TESTABLE]
-            verdict = NOT_TESTABLE if untested else HELD  # "held" needs every seed model tested
-            reason = f"held on {len(tested)} tested scope(s) of {len({r['model'] for r in tested})} seed model(s)"
-            if untested:
-                reason = (f"held where tested ({', '.join(sorted({r['model'] for r in tested}))}); "
-                          f"not testable: " + "; ".join(f"{r['model']}: {r['reason']}" for r in untested[:3]))
-        stand = [r for r in mine if not r["seed model"] and r["verdict"] != NOT_TESTABLE]
-        tally = ", ".join(f"{r['model']}{' ' + r['scope'] if r['scope'] not in ('', 'embedding') else ''}: "
-                          f"{r['verdict']}" for r in stand)
-        ex = sorted((r for r in mine if r["null explains"]), key=lambda r: not r["seed model"])
-        explains = f"{ex[0]['model']} {ex[0]['scope']}: {ex[0]['null explains']}".replace("  ", " ") if ex else ""
-        out.append({"claim": c.id, "title": c.title, "seed value": c.seed_value, "seed models": c.seed_models_text,
-                    "verdict": verdict, "reason": reason, "stand-ins": tally or "–", "null explains": explains,
-                    "definition": c.definition, "rule": c.rule.text})
+def _tested_reason(tested: list[dict], untested: list[dict]) -> str:
+    models = sorted({r["model"] for r in tested})
+    out = f"{len(tested)} tested scope(s) of {len(models)} model(s) ({', '.join(models)})"
+    if untested:
+        out += "; not tested: " + "; ".join(f"{r['model']}: {r['reason']}" for r in untested[:3])
     return out
 
 
-def required_jobs() -> dict[str, list[str]]:
-    """notebook -> the seed models a profile must run it on to test every claim."""
+def summarize(rows: Iterable[dict], claims: Union[str, Path, ClaimSet, None] = None) -> list[dict]:
+    """One row per (claim, reading): the verdict over the reading's own models, and the stand-ins.
+
+    not held: any tested scope is not held. undecided: any is undecided, or some of the
+    reading's models were not tested while the rest held (the reason names the jobs that
+    would decide). held, but the null gives it too: every tested scope held, at least one
+    only because a null gives it too. held: every model tested, every scope held. not tested
+    on this profile: none of its models was tested. forced by shape: every tested value is.
+    """
+    rows = list(rows)
+    cs = load(claims)
+    out = []
+    for c in cs.claims:
+        for fi, form in enumerate(c.forms):
+            mine = [r for r in rows if r["claim"] == c.id and r["form"] == fi]
+            seed = [r for r in mine if r["seed model"]]
+            tested = [r for r in seed if r["verdict"] in VERDICTS]
+            forced = [r for r in seed if r["verdict"] == FORCED]
+            untested = [r for r in seed if r["verdict"] == NOT_TESTED]
+            if not tested:
+                if forced:
+                    verdict, reason = FORCED, "; ".join(f"{r['model']} {r['scope']}: {r['reason']}" for r in forced[:3])
+                else:
+                    verdict = NOT_TESTED
+                    by_nb: dict[str, list[str]] = {}
+                    for r in seed:
+                        nb, _, m = r["job"].partition("/")
+                        by_nb.setdefault(nb, []).append(m)
+                    recorded_not = [r["reason"] for r in seed if not r["reason"].startswith("no finished")]
+                    reason = ("needs " + "; ".join(f"{nb} on {', '.join(sorted(set(ms)))}" for nb, ms in by_nb.items())
+                              + (f" ({recorded_not[0]})" if recorded_not else "")) if by_nb else "no model recorded"
+            elif any(r["verdict"] == NOT_HELD for r in tested):
+                verdict = NOT_HELD
+                reason = "; ".join(f"{r['model']} {r['scope']}: {r['reason']}"
+                                   for r in [r for r in tested if r["verdict"] == NOT_HELD][:3])
+            elif any(r["verdict"] == UNDECIDED for r in tested) or untested:
+                verdict = UNDECIDED
+                und = [r for r in tested if r["verdict"] == UNDECIDED]
+                reason = "; ".join(f"{r['model']} {r['scope']}: {r['reason']}" for r in und[:3])
+                if untested:
+                    ok = sorted({r["model"] for r in tested if r["verdict"] != UNDECIDED})
+                    reason = "; ".join(filter(None, [reason, (f"{', '.join(ok)}: {tested[0]['verdict']}" if ok else ""),
+                                                     "what would decide it: " + "; ".join(
+                                                         f"{r['model']}: {r['reason']}" for r in untested[:3])]))
+            elif any(r["verdict"] == HELD_NULL for r in tested):
+                verdict = HELD_NULL
+                reason = _tested_reason(tested, []) + "; " + next(r["reason"] for r in tested if r["verdict"] == HELD_NULL)
+            else:
+                verdict, reason = HELD, "held on " + _tested_reason(tested, [])
+            if forced and verdict != FORCED:
+                reason += "; kept out (forced by shape): " + ", ".join(f"{r['model']} {r['scope']}" for r in forced)
+            stand = [r for r in mine if not r["seed model"] and r["verdict"] != NOT_TESTED]
+            tally = ", ".join(f"{r['model']}{' ' + r['scope'] if r['scope'] not in ('', 'embedding') else ''}: "
+                              f"{r['verdict']}" for r in stand)
+            ex = sorted((r for r in mine if r["null explains"]), key=lambda r: not r["seed model"])
+            explains = f"{ex[0]['model']} {ex[0]['scope']}: {ex[0]['null explains']}".replace("  ", " ") if ex else ""
+            out.append({"claim": c.id, "title": c.title, "form": fi, "reading": form.name,
+                        "measured as": form.measured_as, "seed value": c.seed_value,
+                        "seed models": c.seed_models_text, "verdict": verdict, "reason": reason,
+                        "stand-ins": tally or "–", "null explains": explains, "definition": c.definition,
+                        "rule": form.rule.text, "note": form.note})
+    return out
+
+
+def readings(summary: list[dict]) -> list[dict]:
+    """One row per claim with each reading's verdict side by side: "as the table says" beside
+    "as the seed measured" (and the project's own reading where the file adds one)."""
+    out: dict[str, dict] = {}
+    for s in summary:
+        r = out.setdefault(s["claim"], {"claim": s["claim"], "title": s["title"], "seed value": s["seed value"],
+                                        "as the table says": [], "as the seed measured": [],
+                                        "the project's own reading": []})
+        name = s["reading"]
+        cols = (["as the table says", "as the seed measured"] if name.startswith("as the table says = ") else
+                ["as the table says"] if name.startswith("as the table says") else
+                ["as the seed measured"] if name.startswith("as the seed measured") else
+                ["the project's own reading"])
+        label = name.partition(" (")[2].rstrip(")")
+        for col in cols:
+            r[col].append(f"{s['verdict']}" + (f" ({label})" if label else ""))
+    return [{k: ("; ".join(v) or "–") if isinstance(v, list) else v for k, v in r.items()} for r in out.values()]
+
+
+def required_jobs(claims: Union[str, Path, ClaimSet, None] = None) -> dict[str, list[str]]:
+    """notebook -> the models a profile must run it on to test every reading of every claim."""
     need: dict[str, list[str]] = {}
-    for c in CLAIMS:
-        lst = need.setdefault(c.notebook, [])
-        lst += [m for m in c.seed_models if m not in lst]
+    for c in load(claims).claims:
+        for f in c.forms:
+            lst = need.setdefault(f.notebook, [])
+            lst += [m for m in f.models if m not in lst]
     return need
 
 
-def missing_jobs(profile_jobs: Iterable[tuple[str, Optional[str]]]) -> list[str]:
+def missing_jobs(profile_jobs: Iterable[tuple[str, Optional[str]]],
+                 claims: Union[str, Path, ClaimSet, None] = None) -> list[str]:
     """``notebook/model`` pairs :func:`required_jobs` lists that ``profile_jobs`` (pairs of
     notebook and model) lacks."""
     have = {(nb, m) for nb, m in profile_jobs}
-    return [f"{nb}/{m}" for nb, ms in required_jobs().items() for m in ms if (nb, m) not in have]
+    return [f"{nb}/{m}" for nb, ms in required_jobs(claims).items() for m in ms if (nb, m) not in have]

@@ -1,66 +1,91 @@
-"""Figures of the seed-claims findings (notebook 15 and the top of the report)."""
+"""Figures of the claims findings (notebook 15 and the top of the report)."""
 from __future__ import annotations
 
 import math
+from typing import Union
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from .registry import CLAIMS, claim
-from .rules import HELD, NOT_HELD, NOT_TESTABLE
+from .registry import ClaimSet, load
+from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED
 
-VERDICT_COLORS = {HELD: "#1a7f37", NOT_HELD: "#c62828"}
-UNDECIDED = "#8a8a8a"
-NULL_MARKERS = {"gaussian": "s", "random init": "D", "unit sphere": "^"}
+__all__ = ["claims_forest", "VERDICT_COLORS", "VERDICT_MARKERS"]
+
+#: one colour per status; the four verdicts first
+VERDICT_COLORS = {HELD: "#1a7f37", HELD_NULL: "#d18f00", NOT_HELD: "#c62828", UNDECIDED: "#6b6bb3",
+                  NOT_TESTED: "#9a9a9a", FORCED: "#9a9a9a"}
+#: and one marker, so that the verdict reads without colour
+VERDICT_MARKERS = {HELD: "o", HELD_NULL: "s", NOT_HELD: "X", UNDECIDED: "d", NOT_TESTED: ".", FORCED: "P"}
+NULL_MARKERS = {"gaussian": "s", "random init": "D", "unit sphere": "^", "unmodulated": "v", "no lift": "|"}
+_SHORT = {"as the table says = as the seed measured": "table = seed", "as the table says": "table",
+          "as the seed measured": "seed", "the project's own reading": "project"}
 
 
-def claims_forest(rows: list[dict], max_rows: int = 10):
-    """One panel per claim: every measured model/scope as value ± 95 % interval, coloured by
-    verdict (green held, red not held, grey not testable), the seed's value or band shaded,
-    the nulls as hollow markers. Claims with nothing measured say so in their panel.
+def _short(reading: str) -> str:
+    for k, v in _SHORT.items():
+        if reading.startswith(k):
+            return v
+    return reading
+
+
+def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, ClaimSet, None] = None):
+    """One panel per claim: every measured (reading, model, scope) as value ± 95 % interval (an
+    exact value as a point, marked "exact"), coloured and shaped by its verdict (held, held but
+    the null gives it too, not held, undecided, forced by shape), the rule's region shaded, the
+    seed's own values as dotted lines, the nulls as hollow markers. A claim with nothing
+    measured says so in its panel, with each reading's status.
 
     Parameters
     ----------
     rows : list of dict
         :func:`geolip_lib.claims.evaluate` rows.
     max_rows : int
-        At most this many model/scope rows per panel (seed models first).
+        At most this many rows per panel (the readings' own models first).
+    claims : claims file (name, path or loaded set); default seed 001
     """
-    n = len(CLAIMS)
+    cs = load(claims)
+    n = len(cs.claims)
     ncol = 2
     nrow = math.ceil(n / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.3 * nrow), squeeze=False)
-    for ax, c in zip(axes.flat, CLAIMS):
-        mine = [r for r in rows if r["claim"] == c.id and r["value"] is not None]
-        mine = sorted(mine, key=lambda r: (not r["seed model"], r["model"], r["scope"]))[:max_rows]
+    fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.4 * nrow), squeeze=False)
+    for ax, c in zip(axes.flat, cs.claims):
+        mine = [r for r in rows if r["claim"] == c.id and isinstance(r["value"], (int, float))
+                and not isinstance(r["value"], bool)]
+        mine = sorted(mine, key=lambda r: (not r["seed model"], r["form"], r["model"], r["scope"]))[:max_rows]
         ax.set_title(f"{c.title} — seed: {c.seed_value}", fontsize=9, loc="left")
         _reference(ax, c)
         if not mine:
-            tested = [r for r in rows if r["claim"] == c.id and r["verdict"] != NOT_TESTABLE]
-            msg = ("\n".join(f"{r['model']}: {r['verdict']} ({r['reason']})" for r in tested[:3]) if tested
-                   else "not measured on this profile")
-            ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, color="grey", fontsize=8,
+            status = [r for r in rows if r["claim"] == c.id]
+            msg = "\n".join(sorted({f"[{_short(r['reading'])}] {r['model']}: {r['verdict']}" for r in status
+                                    if r["seed model"]})[:4]) or "not measured on this profile"
+            ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, color="0.3", fontsize=7,
                     wrap=True)
             ax.set_yticks([])
             ax.xaxis.set_major_locator(MaxNLocator(5))
             continue
-        labels = []
+        labels, seen_nulls = [], set()
         for i, r in enumerate(mine):
             s = c.scale
-            col = VERDICT_COLORS.get(r["verdict"], UNDECIDED)
+            col = VERDICT_COLORS.get(r["verdict"], "#9a9a9a")
+            mk = VERDICT_MARKERS.get(r["verdict"], "o")
             v = float(r["value"]) * s
-            if r["lo"] is not None:
-                ax.errorbar(v, i, xerr=[[v - r["lo"] * s], [r["hi"] * s - v]], fmt="o", color=col, ms=5,
-                            capsize=2, lw=1.2)
+            if r["lo"] is not None and r.get("kind") != "exact" and not r["lo"] == r["hi"] == r["value"]:
+                ax.errorbar(v, i, xerr=[[max(v - r["lo"] * s, 0)], [max(r["hi"] * s - v, 0)]], fmt=mk, color=col,
+                            ms=5, capsize=2, lw=1.2)
             else:
-                ax.plot(v, i, "o", color=col, ms=5)
+                ax.plot(v, i, mk, color=col, ms=6)
+                ax.annotate("exact", (v, i), xytext=(4, 3), textcoords="offset points", fontsize=5.5, color=col)
             for k, nv in (r.get("null values") or {}).items():
                 if isinstance(nv, (int, float)) and math.isfinite(nv):
                     ax.plot(float(nv) * s, i, NULL_MARKERS.get(k, "x"), mfc="none", mec="0.35", ms=5,
-                            label=k if i == 0 or k not in {h.get_label() for h in ax.lines} else None)
+                            label=None if k in seen_nulls else k)
+                    seen_nulls.add(k)
             star = "" if r["seed model"] else " (stand-in)"
-            labels.append(f"{r['model']}{' ' + r['scope'] if r['scope'] not in ('', 'embedding') else ''}{star}")
-        ax.set_yticks(range(len(mine)), labels, fontsize=7)
+            scope = f" {r['scope']}" if r["scope"] not in ("", "embedding") else ""
+            labels.append(f"[{_short(r['reading'])}] {r['model']}{scope}{star}")
+        ax.set_yticks(range(len(mine)), labels, fontsize=6.5)
         ax.set_ylim(-0.7, len(mine) - 0.3)
         ax.invert_yaxis()
         ax.tick_params(axis="x", labelsize=7)
@@ -72,23 +97,34 @@ def claims_forest(rows: list[dict], max_rows: int = 10):
             ax.legend(handles=handles, fontsize=6, loc="best", frameon=False)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
-    fig.suptitle("Seed 001's claims: measured value ± 95 % interval (green held, red not held, grey undecided); "
-                 "shaded: the seed's value", fontsize=9)
-    fig.tight_layout()
+    key = [Line2D([], [], color=VERDICT_COLORS[v], marker=VERDICT_MARKERS[v], ls="", label=v)
+           for v in (HELD, HELD_NULL, NOT_HELD, UNDECIDED, FORCED)]
+    fig.legend(handles=key, loc="lower center", ncol=5, fontsize=7, frameon=False)
+    fig.suptitle(f"{cs.title}: value ± 95 % interval (a point: exact), by verdict; shaded: the rule's region; "
+                 "dotted: the seed's own values", fontsize=9)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
 
 
 def _reference(ax, c) -> None:
-    """Shade the seed's band, or draw its value(s)."""
-    r, s = c.rule, c.scale
-    if r.kind in ("band", "all_within"):
-        ax.axvspan(r.lo * s, r.hi * s, color="#f3d36b", alpha=0.45, lw=0)
-    elif r.kind == "at_least":
-        ax.axvline(r.lo * s, color="#b8860b", ls="--", lw=1)
-    elif r.kind == "equals" or (r.kind == "contains" and r.target is not None and math.isfinite(r.target)):
-        ax.axvline(r.target * s, color="#b8860b", ls="--", lw=1)
-    for v in c.seed_reference.values():
-        ax.axvline(v * s, color="#b8860b", ls=":", lw=1)
-
-
-__all__ = ["claims_forest", "claim"]
+    """Shade the first reading's rule region (finite part), draw the seed's own values."""
+    s = c.scale
+    for f in c.forms[:1]:
+        r = f.rule
+        if r.kind in ("band", "all_within") and r.lo is not None and r.hi is not None:
+            if r.hi > r.lo:
+                ax.axvspan(r.lo * s, r.hi * s, color="#f3d36b", alpha=0.45, lw=0)
+            else:
+                ax.axvline(r.lo * s, color="#b8860b", ls="--", lw=1)
+        elif r.kind == "at_least":
+            ax.axvline(r.lo * s, color="#b8860b", ls="--", lw=1)
+        elif r.kind == "at_most":
+            ax.axvline(r.hi * s, color="#b8860b", ls="--", lw=1)
+        elif r.kind == "contains" and r.target is not None:
+            ax.axvline(r.target * s, color="#b8860b", ls="--", lw=1)
+    for f in c.forms:
+        for mr in f.model_rules.values():
+            if mr.target is not None:
+                ax.axvline(mr.target * s, color="#b8860b", ls=":", lw=1)
+        for v in f.reference.values():
+            ax.axvline(v * s, color="#b8860b", ls=":", lw=1)

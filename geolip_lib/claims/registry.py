@@ -1,109 +1,189 @@
-"""The registry of seed 001's claims: what each says, which notebook measures it, its rule."""
+"""Claims as data: a claims file (``params/claims/<name>.yaml``) loaded into :class:`Claim` s.
+
+Seed 001's summary table lives in ``params/claims/seed-001.yaml``; another paper's table is
+another file in the same format (params/README.md, "Claims"), evaluated by the same code.
+Each claim has one or more :class:`Form` s: what the table says, and what the seed's cells
+actually measured (models, representation, pooling, sizes) where the two differ.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Optional, Union
 
+from ..params import ParamsError, _load_yaml, _rel, _validate
+from ..paths import PARAMS, ROOT
 from .rules import Rule
+from .schema import READINGS, ClaimFile, FormSpec, PowerSpec
 
-__all__ = ["Claim", "CLAIMS", "CLAIM_IDS", "CV_BAND", "T5_SEED", "claim"]
+__all__ = ["Claim", "Form", "ClaimSet", "load", "claim_files", "CLAIMS_DIR", "DEFAULT", "CLAIMS", "CLAIM_IDS",
+           "claim"]
+
+CLAIMS_DIR = PARAMS / "claims"
+NOTEBOOKS = ROOT / "notebooks"
+DEFAULT = "seed-001"
 
 
 @dataclass(frozen=True)
-class Claim:
-    """One row of seed 001's summary table.
+class Form:
+    """One reading of a claim (see :class:`~geolip_lib.claims.schema.FormSpec` for the fields)."""
 
-    ``scopes``: the recorded scopes that test this claim (None: all recorded scopes);
-    ``seed_reference``: per-model values the seed reported (shown, and used as the rule's
-    target by :func:`rule_for` where ``per_model_rule`` is set); ``null_sentence``: said
-    when a null satisfies the rule too ({null}, {value} are filled in).
-    """
-
-    id: str
-    title: str
-    seed_value: str
-    seed_models_text: str
-    seed_models: tuple
+    reading: str
+    label: str
+    models: tuple
     notebook: str
+    record: Optional[str]
+    path: Optional[tuple]
+    scope: Optional[str]
+    scopes: Optional[tuple]
+    model_scopes: Mapping[str, tuple]
+    definition: str
+    standin_record: Optional[str]
+    representation: str
+    pooling: str
+    sizes: str
+    note: str
     rule: Rule
-    null_sentence: str
-    scopes: Optional[tuple] = None
-    seed_reference: Mapping[str, float] = field(default_factory=dict)
-    per_model_tol: Optional[float] = None
-    definition: str = ""
-    scale: float = 1.0  # display: 100 for percentages
-    unit: str = ""
-    model_scopes: Mapping[str, tuple] = field(default_factory=dict)  # per seed model: the scopes its value is of
-    standin_from: Optional[str] = None  # a related record shown for stand-ins that lack this one
+    model_rules: Mapping[str, Rule]
+    scope_rules: Mapping[str, Rule]
+    reference: Mapping[str, float]
+    requires: Mapping[str, object]
+    power: Optional[PowerSpec]
+
+    @property
+    def name(self) -> str:
+        """The reading's display name, e.g. "as the seed measured (Q, K, fused QKV, mlp_up)"."""
+        return READINGS[self.reading] + (f" ({self.label})" if self.label else "")
+
+    @property
+    def measured_as(self) -> str:
+        """Models, representation, pooling and sizes in one line."""
+        return "; ".join(p for p in (", ".join(self.models), self.representation, self.pooling, self.sizes) if p)
 
     def scopes_for(self, model: str) -> Optional[tuple]:
         """The scopes that test the claim on ``model`` (None: every recorded scope)."""
         return self.model_scopes.get(model, self.scopes)
 
-    def rule_for(self, model: str) -> Rule:
-        """The rule for one model: the seed's own value ± ``per_model_tol`` where it reported one."""
-        ref = self.seed_reference.get(model)
-        if ref is None or self.per_model_tol is None:
-            return self.rule
-        return Rule("band", ref - self.per_model_tol, ref + self.per_model_tol,
-                    text=f"within ±{self.per_model_tol:g} of the seed's {ref:g} for {model}")
+    def rule_for(self, model: str, scope: str = "") -> Rule:
+        """The rule for one model and scope: the scope's own, else the model's own, else the form's."""
+        return self.scope_rules.get(scope) or self.model_rules.get(model) or self.rule
+
+    def reference_for(self, model: str, scope: str = "") -> Optional[float]:
+        """The seed's own value for this scope or model, where the file gives one."""
+        return self.reference.get(scope, self.reference.get(model))
 
 
-CV_BAND = (0.20, 0.23)
-T5_SEED = ("t5-small", "t5-base", "t5-v1_1-xxl")
-CLAIMS: tuple[Claim, ...] = (
-    Claim("pentachoron_cv", "pentachoron CV", "0.20–0.23", "T5, Qwen (all scales)",
-          T5_SEED + ("qwen3.5-0.8b", "qwen3.5-4b"), "01_embedding_terrain",
-          Rule("band", *CV_BAND, text="the CV's interval lies in the seed's band 0.20–0.23"),
-          "The {null} at the same dimension gives {value} too: the CV is set by the dimension, not by training.",
-          scopes=("embedding",),
-          definition="std/mean of Cayley–Menger volumes of random 5-point subsets of the token embedding"),
-    Claim("q_sparsity", "Q sparsity (|w| < 0.1)", "93.7 % → 99.4 % → 100 %", "T5-small → base → v1.1-XXL",
-          T5_SEED, "02_weight_topology",
-          Rule("at_least", 0.937, text="at least the seed's smallest value, 93.7 %"),
-          "The {null} copy is as sparse ({value}): at |w| < 0.1 this is the initialiser's weight scale, "
-          "not a learned property.",
-          seed_reference={"t5-small": 0.937, "t5-base": 0.994, "t5-v1_1-xxl": 1.0}, per_model_tol=0.005,
-          model_scopes={"t5-small": ("encoder+decoder/self",), "t5-base": ("encoder+decoder/self",),
-                        "t5-v1_1-xxl": ("encoder/self", "decoder/self", "decoder/cross")},
-          definition="fraction of Q weights with |w| < 0.1: T5-small/base pooled over encoder and decoder "
-                     "self-attention (seed §4), T5-XXL per stack and attention kind (seed §6)", scale=100, unit="%"),
-    Claim("qk_cross_balance", "cross-attention QK balance", "locked at 0.500 (all 24 layers)", "T5-v1.1-XXL",
-          ("t5-v1_1-xxl",), "02_weight_topology",
-          Rule("all_within", 0.4995, 0.5005, text="every cross-attention layer prints as 0.500"),
-          "The {null} copy gives {value} too: the 0.5 follows from the shapes and the sign symmetry of "
-          "random weights, not from training (see the QK-balance statement).", standin_from="qk_self_balance",
-          definition="positive-eigenvalue fraction of sym(W_q W_kᵀ) (the seed's inner × inner form) per layer"),
-    Claim("cross_layer_corr", "attention cross-layer correlation", "~0.000", "all 8 models",
-          T5_SEED + ("bert-large-uncased", "clip-vit-b-16", "dinov2-large", "clip-vit-bigg-14",
-                     "qwen3.5-0.8b", "qwen3.5-4b"), "02_weight_topology",
-          Rule("band", -0.01, 0.01, text="|mean adjacent-layer cosine| ≤ 0.01"),
-          "The {null} copy gives {value} too: independent layers have ~0 correlation; ~0 is what unrelated "
-          "layers give, not a learned constant.",
-          definition="mean cosine of the flattened attention weights of adjacent layers, same role"),
-    Claim("position_crystallization", "decoder position crystallization", "0 mixed heads",
-          "T5-Small, T5-XXL", ("t5-small", "t5-v1_1-xxl"), "02_weight_topology",
-          Rule("equals", target=0, text="no mixed (local and global) position-bias head in the decoder"),
-          "The {null} copy also has {value} mixed heads: the head types need no training.",
-          scopes=("decoder",),
-          definition="decoder relative-position-bias heads classified local / global / mixed (seed's raw-bucket rule)"),
-    Claim("phase_boundary", "phase boundary", "0.29154", "multiple systems", ("t5-small",), "10_alpha_sweep",
-          Rule("contains", target=0.29154, text="a transition is found and its interval contains 0.29154"),
-          "", scopes=("alpha",),
-          definition="change point of the relational correlation over a fine static-alpha sweep, over seeds"),
-    Claim("modulator_lift", "best modulator lift", "Pearson +152 %, Spearman +189 %", "T5-small",
-          ("t5-small",), "09_modulator_training",
-          Rule("contains", target=float("nan"), text="the lift's interval contains the seed's value"),
-          "", seed_reference={"pearson": 1.52, "spearman": 1.89},
-          definition="(modulated − unmodulated) / |unmodulated| relational correlation", scale=100, unit="%"),
-)
-CLAIM_IDS = tuple(c.id for c in CLAIMS)
+@dataclass(frozen=True)
+class Claim:
+    """One row of a paper's table, with its readings."""
+
+    id: str
+    title: str
+    seed_value: str
+    seed_models_text: str
+    definition: str
+    nulls: tuple
+    null_sentence: str
+    scale: float
+    unit: str
+    forms: tuple
+
+    @property
+    def seed_models(self) -> tuple:
+        """Every model any reading is about."""
+        out: list = []
+        for f in self.forms:
+            out += [m for m in f.models if m not in out]
+        return tuple(out)
+
+    @property
+    def rule(self) -> Rule:
+        """The first reading's rule (what the table says)."""
+        return self.forms[0].rule
+
+    @property
+    def notebook(self) -> str:
+        return self.forms[0].notebook
+
+
+@dataclass(frozen=True)
+class ClaimSet:
+    name: str
+    title: str
+    source: str
+    file: str
+    claims: tuple = field(default_factory=tuple)
+
+    @property
+    def ids(self) -> tuple:
+        return tuple(c.id for c in self.claims)
+
+    def claim(self, claim_id: str) -> Claim:
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise KeyError(f"unknown claim {claim_id!r} in {self.file} (known: {', '.join(self.ids)})")
+
+
+def _form(spec: FormSpec, claim_id: str, scale: float, unit: str) -> Form:
+    path = None if spec.path is None else tuple(spec.path.split(".") if isinstance(spec.path, str) else spec.path)
+    return Form(reading=spec.reading, label=spec.label, models=tuple(spec.models), notebook=spec.notebook,
+                record=None if path else (spec.record or claim_id), path=path,
+                scope=spec.scope or (path[-1] if path else None),
+                scopes=None if spec.scopes is None else tuple(spec.scopes),
+                model_scopes={m: tuple(s) for m, s in spec.model_scopes.items()}, definition=spec.definition,
+                standin_record=spec.standin_record, representation=spec.representation, pooling=spec.pooling,
+                sizes=spec.sizes, note=spec.note, rule=spec.rule.rule(scale, unit),
+                model_rules={m: r.rule(scale, unit) for m, r in spec.model_rules.items()},
+                scope_rules={k: r.rule(scale, unit) for k, r in spec.scope_rules.items()},
+                reference=dict(spec.reference), requires=dict(spec.requires), power=spec.power)
+
+
+def claim_files() -> list[str]:
+    """Names of the claims files under params/claims/."""
+    return sorted(p.stem for p in CLAIMS_DIR.glob("*.yaml"))
+
+
+def load(name_or_path: Union[str, Path, ClaimSet, None] = None) -> ClaimSet:
+    """Load and validate a claims file: a name under params/claims/ (default ``seed-001``), a
+    path to a ``.yaml``, or a :class:`ClaimSet` (returned as it is). A bad file is one
+    :class:`~geolip_lib.params.ParamsError` line naming the file and the key."""
+    if isinstance(name_or_path, ClaimSet):
+        return name_or_path
+    path = Path(name_or_path or DEFAULT)
+    if path.suffix not in (".yaml", ".yml"):
+        path = CLAIMS_DIR / f"{path}.yaml"
+        if not path.exists():
+            raise ParamsError(f"unknown claims file '{name_or_path}': no {_rel(path)} "
+                              f"(known: {', '.join(claim_files())})")
+    return _load_cached(str(path.resolve()), path.stat().st_mtime_ns if path.exists() else 0)
+
+
+@lru_cache(maxsize=16)
+def _load_cached(path_s: str, _mtime: int) -> ClaimSet:
+    path = Path(path_s)
+    spec = _validate(ClaimFile, _load_yaml(path), path)
+    if spec.name != path.stem:
+        raise ParamsError(f"{_rel(path)}: key 'name': '{spec.name}' must equal the file name '{path.stem}'")
+    for i, c in enumerate(spec.claims):
+        for j, f in enumerate(c.forms):
+            if not (NOTEBOOKS / f"{f.notebook}.ipynb").exists():
+                raise ParamsError(f"{_rel(path)}: key 'claims.{i}.forms.{j}.notebook': no notebook "
+                                  f"'{f.notebook}' (known: {', '.join(sorted(p.stem for p in NOTEBOOKS.glob('*.ipynb')))})")
+    claims = tuple(Claim(id=c.id, title=c.title, seed_value=c.seed_value, seed_models_text=c.seed_models_text,
+                         definition=c.definition, nulls=tuple(c.nulls), null_sentence=c.null_sentence,
+                         scale=c.scale, unit=c.unit,
+                         forms=tuple(_form(f, c.id, c.scale, c.unit) for f in c.forms)) for c in spec.claims)
+    return ClaimSet(spec.name, spec.title, spec.source, _rel(path), claims)
+
+
+#: seed 001's claims (``params/claims/seed-001.yaml``), loaded at import
+SEED_001 = load(DEFAULT)
+CLAIMS = SEED_001.claims
+CLAIM_IDS = SEED_001.ids
 
 
 def claim(claim_id: str) -> Claim:
-    for c in CLAIMS:
-        if c.id == claim_id:
-            return c
-    raise KeyError(f"unknown claim {claim_id!r} (known: {', '.join(CLAIM_IDS)})")
-
-
+    """A claim of seed 001 by id."""
+    return SEED_001.claim(claim_id)
