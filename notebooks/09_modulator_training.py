@@ -204,20 +204,16 @@ elif not gm.seed_objective_available(lm):
                         f"{lm.family} family: §9 trained T5 only")
 if seed_mode_reason is None:
     seed_mod = initial_modulator
-    s_train, s_val, s_batches = gm.seed_training_schedule(n_used, N_EPOCHS, BATCH_SIZE,
-                                                          train_fraction=1 - VAL_FRACTION, seed=SEED)
-    seed_loss_fn = partial(gm.definition_lemma_loss, lm, matched, max_input_len=MAX_INPUT_LEN,
-                           max_target_len=MAX_TARGET_LEN, seed_mode=True)
-    seed_trainer = gm.ModulatorTrainer(seed_mod, lr=LR, weight_decay=WEIGHT_DECAY, gradient_clip=GRAD_CLIP,
-                                       total_steps=N_EPOCHS, decay_alpha=True, schedule_every="epoch")
-    with gm.attach(lm, seed_mod):
-        seed_epochs = gm.run_epochs(seed_trainer, seed_loss_fn, s_train, s_val, n_epochs=N_EPOCHS,
-                                    batch_size=BATCH_SIZE, progress=False, epoch_batches=s_batches)
+    seed_trainer, seed_info = gm.train_modulator(
+        lm, matched, seed_mod, mode="seed", n_epochs=N_EPOCHS, batch_size=BATCH_SIZE, lr=LR, weight_decay=WEIGHT_DECAY,
+        gradient_clip=GRAD_CLIP, val_fraction=VAL_FRACTION, seed=SEED, max_input_len=MAX_INPUT_LEN,
+        max_target_len=MAX_TARGET_LEN)
     assert gm.state_hash(lm.model) == hash_before, "base weights changed during seed-mode training"
-    metrics["seed_mode"] = {"ran": True, "epochs": seed_epochs, "n_train": len(s_train), "n_val": len(s_val),
-                            "loss_history": seed_trainer.loss_history, "val_history": seed_trainer.val_history}
-    job.table(pd.DataFrame(seed_epochs), caption="Seed-mode run (§9 as written; leaky objective): epochs",
+    metrics["seed_mode"] = {"ran": True, **seed_info, "loss_history": seed_trainer.loss_history,
+                            "val_history": seed_trainer.val_history}
+    job.table(pd.DataFrame(seed_info["epochs"]), caption="Seed-mode run (§9 as written; leaky objective): epochs",
               index=False)
+
 else:
     metrics["seed_mode"] = {"ran": False, "reason": seed_mode_reason}
     print(f"Seed-mode training not run: {seed_mode_reason}. Only the project's run is measured.")

@@ -42,6 +42,8 @@ N_ANCHOR = 60  # anchors of the Procrustes initialisation (seed: 3000)
 N_GEO = 8  # geometric dimensions (seed: 64)
 N_PAIRS = 5000  # random pairs for the correlations (seed: 50000)
 N_SIMPLICES = 300  # pentachora for the CV
+TRAINED = "seed"  # also sweep the §9-trained modulator (the seed's cell order): "seed" (§9 as written; T5), "project", None
+TRAIN_EPOCHS = 2  # epochs of that training (seed §9: 10)
 PROMPTS = [  # seed §10's coherence test at 0.29154 (the paper profile: all 5)
     "summarize: The cat is a small domesticated carnivorous mammal with soft fur.",
     "translate English to German: The geometric structure of language is a universal attractor.",
@@ -61,6 +63,8 @@ PHASE_NULL = "quadratic"  # no-change model of the claim's test: "quadratic" (a 
 PHASE_N_BOOT = 1000  # resamples of the change-point test and interval
 
 # %%
+import copy
+
 import numpy as np
 import pandas as pd
 
@@ -97,110 +101,164 @@ print(f"{n_used} entries, {int(np.isfinite(sim).sum())} scored pairs over all en
       f"reconstruction r = {info['recon_corr']:.3f}.")
 
 # %% [markdown]
+# ## 1b. The trained modulator: the seed's cell order
+#
+# The seed's §10 cell runs "after the full pipeline": in its cell order (§8 → §9 → §10) the
+# `modulator` it sets to alpha = 0.29154 is the one §9 has just trained, not the
+# Procrustes-initialised one of §8. Both are swept here and labelled: "procrustes" (§8's
+# initialisation, as the project has measured so far) and "trained" (a copy of it, alpha
+# reset to 0.01 and trained as `TRAINED` says for `TRAIN_EPOCHS` epochs: "seed" is §9 as
+# written, whose unshifted target leaks the answer; on a family §9 did not train — MiniLM,
+# encoder-only — the project's objective is used and the label says so). The §11 prompts
+# then run on the trained one, as in the seed.
+
+# %%
+modulators = {"procrustes": modulator}
+metrics["trained"] = {"requested": TRAINED, "ran": False}
+if TRAINED is not None:
+    mode = TRAINED
+    if TRAINED == "seed" and not gm.seed_objective_available(lm):
+        mode = "project"
+        metrics["trained"]["why_not_seed"] = (f"§9's objective feeds the target to T5's decoder; the {lm.family} family "
+                                              "has none, so the project's objective trained it")
+    trained_mod = copy.deepcopy(modulator)
+    trained_mod.set_alpha(0.01)  # §9: "Reset alpha to neutral starting point"
+    gm.freeze(lm.model)
+    t_trainer, t_info = gm.train_modulator(lm, matched, trained_mod, mode=mode, n_epochs=TRAIN_EPOCHS, seed=SEED)
+    modulators["trained"] = trained_mod
+    metrics["trained"].update(ran=True, **t_info, final_alpha=trained_mod.alphas.detach().double().numpy())
+    job.table(pd.DataFrame(t_info["epochs"]), caption=f"Trained modulator ({t_info['objective']}): epochs", index=False)
+    if "why_not_seed" in metrics["trained"]:
+        print(f"Not the seed's training: {metrics['trained']['why_not_seed']}.")
+LABELS = {"procrustes": "Procrustes-initialised (§8)",
+          "trained": f"trained ({metrics['trained'].get('mode', '–')} mode, §8 → §9 → §10)"}
+
+# %% [markdown]
 # ## 2. Relational metrics at each static alpha
 #
-# For each alpha: encode every definition through the modulated encoder; Pearson / Spearman
-# / gradient against WordNet path similarity, per-token preservation against alpha = 0
-# (the unmodified model), pentachoron CV. The static embeddings (the seed's "Static" row)
-# are scored on the same pairs. Intervals: Pearson — paired bootstrap over the scored pairs
-# (in the §10 table, ΔPearson against the unmodulated encoder recomputed on each resample); preservation —
-# bootstrap over the entries; the alpha of the largest Pearson — the arg-max over the grid
-# on each pair resample. Every correlation is computed on both pair samples.
+# For each modulator and each alpha: encode every definition through the modulated encoder;
+# Pearson / Spearman / gradient against WordNet path similarity, per-token preservation
+# against alpha = 0 (the unmodified model), pentachoron CV. The static embeddings (the
+# seed's "Static" row) are scored on the same pairs. Intervals: Pearson — paired bootstrap
+# over the scored pairs (in the §10 table, ΔPearson against the unmodulated encoder
+# recomputed on each resample); preservation — bootstrap over the entries; the alpha of the
+# largest Pearson — the arg-max over the grid on each pair resample. Every correlation is
+# computed on both pair samples. `metrics.sweep` is the Procrustes-initialised modulator's,
+# `metrics.sweep_trained` the trained one's.
 
 # %%
-reps_at = {}
-for a in alphas:
-    modulator.set_alpha(a)
-    with gm.attach(lm, modulator):
-        reps_at[a] = definition_representations(lm, matched.definitions, progress=False)
-all_reps = {"Static": static_reps, "Original": enc_reps, **reps_at}
-rel_all = gm.relational_comparison(sim, all_reps, pi, pj)
-rel_iv = stats.relational_intervals(sim, all_reps, pi, pj, reference=None, seed=SEED)
-rel_seed = gm.relational_comparison(sim_seed, all_reps, si, sj)
-pres_cos = {a: gm.per_token_cosines(enc_reps, reps_at[a]) for a in alphas}
-pres_iv = {a: M.intervals.bootstrap(c, seed=SEED, what="entries") for a, c in pres_cos.items()}
-best_iv = stats.argmax_interval(sim, reps_at, pi, pj, seed=SEED)
+sweeps = {}
+for name, mod in modulators.items():
+    reps_at = {}
+    for a in alphas:
+        mod.set_alpha(a)
+        with gm.attach(lm, mod):
+            reps_at[a] = definition_representations(lm, matched.definitions, progress=False)
+    all_reps = {"Static": static_reps, "Original": enc_reps, **reps_at}
+    rel_all = gm.relational_comparison(sim, all_reps, pi, pj)
+    rel_iv = stats.relational_intervals(sim, all_reps, pi, pj, reference=None, seed=SEED)
+    rel_seed = gm.relational_comparison(sim_seed, all_reps, si, sj)
+    pres_cos = {a: gm.per_token_cosines(enc_reps, reps_at[a]) for a in alphas}
+    pres_iv = {a: M.intervals.bootstrap(c, seed=SEED, what="entries") for a, c in pres_cos.items()}
+    rows = [{"alpha": a, "pearson": rel_all[a]["pearson"], "pearson_lo": rel_iv[a]["pearson"].lo,
+             "pearson_hi": rel_iv[a]["pearson"].hi, "spearman": rel_all[a]["spearman"],
+             "gradient": rel_all[a]["gradient"], "pearson_seed_pairs": rel_seed[a]["pearson"],
+             "spearman_seed_pairs": rel_seed[a]["spearman"], "delta_pearson": rel_all[a]["delta_pearson"],
+             "delta_gradient": rel_all[a]["delta_gradient"], "preservation": float(pres_cos[a].mean()),
+             "preservation_lo": pres_iv[a].lo, "preservation_hi": pres_iv[a].hi,
+             "pentachoron_cv": M.pentachoron_cv(reps_at[a], N_SIMPLICES, seed=SEED).cv, "bands": rel_all[a]["bands"]}
+            for a in alphas]
+    sweeps[name] = {"reps": all_reps, "rel": rel_all, "rel_iv": rel_iv, "rel_seed": rel_seed, "pres_iv": pres_iv,
+                    "rows": rows, "frame": pd.DataFrame(rows).set_index("alpha"),
+                    "best_iv": stats.argmax_interval(sim, reps_at, pi, pj, seed=SEED)}
+# the Procrustes-initialised modulator's results under the names the rest of the notebook reads
+sweep, rel_all, rel_iv, rel_seed, pres_iv, best_iv, all_reps = (sweeps["procrustes"][k] for k in (
+    "frame", "rel", "rel_iv", "rel_seed", "pres_iv", "best_iv", "reps"))
+metrics["sweep"] = sweeps["procrustes"]["rows"]
+metrics["sweep_trained"] = sweeps["trained"]["rows"] if "trained" in sweeps else None
+metrics["alpha_zero_is_identity"] = bool(np.allclose(all_reps[0.0], enc_reps, atol=1e-6)) if 0.0 in alphas else None
 
 # %%
-rows = []
-for a in alphas:
-    r = rel_all[a]
-    rows.append({"alpha": a, "pearson": r["pearson"], "pearson_lo": rel_iv[a]["pearson"].lo,
-                 "pearson_hi": rel_iv[a]["pearson"].hi, "spearman": r["spearman"], "gradient": r["gradient"],
-                 "pearson_seed_pairs": rel_seed[a]["pearson"], "spearman_seed_pairs": rel_seed[a]["spearman"],
-                 "delta_pearson": r["delta_pearson"], "delta_gradient": r["delta_gradient"],
-                 "preservation": float(pres_cos[a].mean()), "preservation_lo": pres_iv[a].lo,
-                 "preservation_hi": pres_iv[a].hi,
-                 "pentachoron_cv": M.pentachoron_cv(reps_at[a], N_SIMPLICES, seed=SEED).cv, "bands": r["bands"]})
-sweep = pd.DataFrame(rows).set_index("alpha")
-metrics["sweep"] = rows
-metrics["alpha_zero_is_identity"] = bool(np.allclose(reps_at[0.0], enc_reps, atol=1e-6)) if 0.0 in reps_at else None
-
-# %%
-shown = sweep.assign(**{
-    "Pearson [95 %] (project)": [stats.iv_text(a["pearson"], rel_iv[k]["pearson"]) for k, a in sweep.iterrows()],
-    "preservation [95 %]": [stats.iv_text(a["preservation"], pres_iv[k]) for k, a in sweep.iterrows()]})
-job.table(shown[["Pearson [95 %] (project)", "pearson_seed_pairs", "spearman", "spearman_seed_pairs", "gradient",
-                 "delta_pearson", "preservation [95 %]", "pentachoron_cv"]],
-          caption=f"Static alpha sweep ({n_used} entries; project: {rel_all['n_pairs']} scored pairs over all entries; "
-                  f"seed: {rel_seed['n_pairs']} within the {len(seed_subset)}-entry subset)")
+for name, sw in sweeps.items():
+    f = sw["frame"]
+    shown = f.assign(**{
+        "Pearson [95 %] (project)": [stats.iv_text(r["pearson"], sw["rel_iv"][k]["pearson"]) for k, r in f.iterrows()],
+        "preservation [95 %]": [stats.iv_text(r["preservation"], sw["pres_iv"][k]) for k, r in f.iterrows()]})
+    job.table(shown[["Pearson [95 %] (project)", "pearson_seed_pairs", "spearman", "spearman_seed_pairs", "gradient",
+                     "delta_pearson", "preservation [95 %]", "pentachoron_cv"]],
+              caption=f"Static alpha sweep, {LABELS[name]} modulator ({n_used} entries; project: "
+                      f"{sw['rel']['n_pairs']} scored pairs over all entries; seed: {sw['rel_seed']['n_pairs']} within "
+                      f"the {len(seed_subset)}-entry subset)")
 job.figure(plots.alpha_sweep(sweep.drop(columns="bands")), "alpha_sweep", key=True)
+if "trained" in sweeps:
+    job.figure(plots.alpha_sweep(sweeps["trained"]["frame"].drop(columns="bands")), "alpha_sweep_trained")
 
 # %% [markdown]
 # ### The seed's §10 table: Static / Original / alpha = 0.29154
 #
 # The seed compared three rows on the same pairs: the static token embeddings, the
-# unmodulated encoder and the encoder modulated at 0.29154 (ΔPearson against Original).
+# unmodulated encoder and the encoder modulated at 0.29154 (ΔPearson against Original) —
+# in its cell order, with the trained modulator. Both modulators are shown.
+# `metrics.seed_table` is the Procrustes-initialised one's, `metrics.seed_table_trained` the
+# trained one's (the seed's).
 
 # %%
 names = ["Static", "Original", gm.GOLDEN_ALPHA]
-tab_reps = {k: all_reps[k] for k in names}
-tab_iv = {"project": stats.relational_intervals(sim, tab_reps, pi, pj, seed=SEED),
-          "seed": stats.relational_intervals(sim_seed, tab_reps, si, sj, seed=SEED)}
-seed_table = pd.concat({"project: pairs over all entries": stats.relational_frame(rel_all, tab_iv["project"], names),
-                        "seed: pairs within the 3000-entry subset": stats.relational_frame(rel_seed, tab_iv["seed"],
-                                                                                           names)})
-seed_table = seed_table.rename(index={gm.GOLDEN_ALPHA: f"α = {gm.GOLDEN_ALPHA}"})
-metrics["seed_table"] = {"project": {str(k): rel_all[k] for k in names}, "seed": {str(k): rel_seed[k] for k in names},
-                         "n_pairs": {"project": rel_all["n_pairs"], "seed": rel_seed["n_pairs"]}}
-job.table(seed_table.drop(columns=["pearson", "lo", "hi"]),
-          caption="Correlation with WordNet path similarity: Static, Original and alpha = 0.29154 (seed §10)")
+for name, sw in sweeps.items():
+    tab_reps = {k: sw["reps"][k] for k in names}
+    tab_iv = {"project": stats.relational_intervals(sim, tab_reps, pi, pj, seed=SEED),
+              "seed": stats.relational_intervals(sim_seed, tab_reps, si, sj, seed=SEED)}
+    seed_table = pd.concat({
+        "project: pairs over all entries": stats.relational_frame(sw["rel"], tab_iv["project"], names),
+        "seed: pairs within the 3000-entry subset": stats.relational_frame(sw["rel_seed"], tab_iv["seed"], names)})
+    seed_table = seed_table.rename(index={gm.GOLDEN_ALPHA: f"α = {gm.GOLDEN_ALPHA}"})
+    metrics["seed_table" if name == "procrustes" else "seed_table_trained"] = {
+        "modulator": LABELS[name], "project": {str(k): sw["rel"][k] for k in names},
+        "seed": {str(k): sw["rel_seed"][k] for k in names},
+        "n_pairs": {"project": sw["rel"]["n_pairs"], "seed": sw["rel_seed"]["n_pairs"]}}
+    job.table(seed_table.drop(columns=["pearson", "lo", "hi"]),
+              caption=f"Correlation with WordNet path similarity: Static, Original and alpha = 0.29154 (seed §10), "
+                      f"{LABELS[name]} modulator")
 
 # %% [markdown]
 # ## 3. Generation side by side at 0.29154, and the sensitivity sweep on one prompt
 #
 # Seed §10's coherence test (`PROMPTS`) and §11's "talk to the modulated T5"
-# (`TALK_PROMPTS`), both greedy at alpha = 0.29154, up to `MAX_NEW_TOKENS` tokens.
+# (`TALK_PROMPTS`), both greedy at alpha = 0.29154, up to `MAX_NEW_TOKENS` tokens: greedy is
+# the seed's own decoding — its §11 helper defaults to temperature 0.7 with sampling, but
+# every call passes `temperature=0.0`, so `do_sample=False`. Run with each modulator
+# (`metrics.generation`: Procrustes-initialised; `metrics.generation_trained`: trained, the
+# seed's).
 
 # %%
 generative = lm.is_generative
-metrics["generation"] = None
+metrics["generation"] = metrics["generation_trained"] = None
 if generative:
     both = list(PROMPTS) + list(TALK_PROMPTS)
     original = gm.greedy_generate(lm.model, lm.tokenizer, both + [SWEEP_PROMPT], MAX_NEW_TOKENS)
-    modulator.set_alpha(gm.GOLDEN_ALPHA)
-    with gm.attach(lm, modulator):
-        golden = gm.greedy_generate(lm.model, lm.tokenizer, both, MAX_NEW_TOKENS)
-    side = gm.compare_generations(original[:len(both)], golden)
-    for r, sec in zip(side, ["§10"] * len(PROMPTS) + ["§11"] * len(TALK_PROMPTS)):
-        r["seed_section"] = sec
-    job.table(pd.DataFrame(side), caption=f"Greedy generation ({MAX_NEW_TOKENS} new tokens at most), original vs "
-              f"alpha = {gm.GOLDEN_ALPHA}: seed §10's prompts, then §11's", index=False)
+    for name, mod in modulators.items():
+        mod.set_alpha(gm.GOLDEN_ALPHA)
+        with gm.attach(lm, mod):
+            golden = gm.greedy_generate(lm.model, lm.tokenizer, both, MAX_NEW_TOKENS)
+        side = gm.compare_generations(original[:len(both)], golden)
+        for r, sec in zip(side, ["§10"] * len(PROMPTS) + ["§11"] * len(TALK_PROMPTS)):
+            r["seed_section"] = sec
+        sensitivity = []
+        for a in alphas:
+            mod.set_alpha(a)
+            with gm.attach(lm, mod):
+                g = gm.greedy_generate(lm.model, lm.tokenizer, [SWEEP_PROMPT], MAX_NEW_TOKENS)
+            row = gm.compare_generations(original[-1:], g)[0]
+            sensitivity.append({"alpha": a, "text": row["modulated"], "token_diffs": row["token_diffs"],
+                                "identical": row["identical"]})
+        metrics["generation" if name == "procrustes" else "generation_trained"] = {
+            "modulator": LABELS[name], "side_by_side": side, "sensitivity": sensitivity}
+        job.table(pd.DataFrame(side), caption=f"Greedy generation ({MAX_NEW_TOKENS} new tokens at most), original vs "
+                  f"alpha = {gm.GOLDEN_ALPHA}, {LABELS[name]} modulator: seed §10's prompts, then §11's", index=False)
+        job.table(pd.DataFrame(sensitivity), caption=f"Alpha sensitivity ({LABELS[name]}) on: {SWEEP_PROMPT}",
+                  index=False)
 else:
     print(f"Generation does not apply to {lm.family} (encoder-only); skipped.")
-
-# %%
-if generative:
-    sensitivity = []
-    for a in alphas:
-        modulator.set_alpha(a)
-        with gm.attach(lm, modulator):
-            g = gm.greedy_generate(lm.model, lm.tokenizer, [SWEEP_PROMPT], MAX_NEW_TOKENS)
-        row = gm.compare_generations(original[-1:], g)[0]
-        sensitivity.append({"alpha": a, "text": row["modulated"], "token_diffs": row["token_diffs"],
-                            "identical": row["identical"]})
-    metrics["generation"] = {"side_by_side": side, "sensitivity": sensitivity}
-    job.table(pd.DataFrame(sensitivity), caption=f"Alpha sensitivity on: {SWEEP_PROMPT}", index=False)
 
 # %% [markdown]
 # ## 4. The phase boundary as a measurement
@@ -227,6 +285,9 @@ located = {(q, nl): gm.phase.locate_boundary(phase, q, null=nl, seed=SEED, n_boo
            for q in dict.fromkeys([PHASE_QUANTITY, "preservation"]) for nl in dict.fromkeys([PHASE_NULL, "line"])}
 boundary = located[PHASE_QUANTITY, PHASE_NULL]
 claim = gm.phase.boundary_claim(boundary, phase, PHASE_QUANTITY, seed_value=gm.GOLDEN_ALPHA)
+claim.update(test="project", modulator="Procrustes-initialised (§8), one per seed",
+             representation=f"{lm.family} encoder, mean-pooled definitions")  # the seed defined no test
+
 metrics["phase"] = {"sweep": phase, "located": {f"{q}|{nl}": r for (q, nl), r in located.items()}}
 metrics["claims"] = {"phase_boundary": {"alpha": claim}}
 job.figure(plots.phase_boundary(phase, boundary, PHASE_QUANTITY, seed_value=gm.GOLDEN_ALPHA), "phase_boundary",
@@ -253,6 +314,13 @@ job.finish(metrics, {
         label="alpha of max Pearson", note="The interval's bounds are grid alphas: where the arg-max lands on "
         "95 % of pair resamples."),
     "phase_boundary_alpha": claim,
+    **({} if "trained" not in sweeps else {"pearson_at_0.29154_trained": results.headline(
+        sweeps["trained"]["frame"].loc[gm.GOLDEN_ALPHA, "pearson"],
+        interval=sweeps["trained"]["rel_iv"][gm.GOLDEN_ALPHA]["pearson"], fmt=".4f",
+        label=f"Pearson @ 0.29154, {LABELS['trained']}",
+        nulls={"original (alpha=0)": {"value": rel_all["Original"]["pearson"],
+                                      "interval": rel_iv["Original"]["pearson"]}},
+        note="The seed's cell order: §10 set alpha on the modulator §9 had trained.")}),
 })
 
 # %% [markdown]
@@ -262,7 +330,12 @@ job.finish(metrics, {
 #   gradient 0.022, preservation 0.9998; α=0.5: Pearson 0.185, gradient 0.076,
 #   preservation 0.176) were reported by the seed, not measured here.
 # - Differences: alphas are a parameter list (0 included as the exact identity); greedy
-#   decoding everywhere (the seed's §11 helper sampled with temperature 0.7 by default);
+#   decoding everywhere, as in the seed (its §11 helper defaults to temperature 0.7 with
+#   sampling, but every call passes `temperature=0.0`, which means `do_sample=False`);
+#   both the Procrustes-initialised and the §9-trained modulator are swept (the seed's
+#   cell order gives §10 the trained one); the phase-boundary sweep uses one
+#   Procrustes-initialised modulator per seed (no training per seed);
+#
 #   the seed's "0.29514" label typo is gone; the seed's 3000-entry relational subset is kept
 #   beside pairs over all entries; the phase boundary is measured (section 4), 0.29154 being
 #   only the seed's reference.

@@ -30,6 +30,29 @@ def test_10_alpha_sweep_metrics(run_notebook):
     assert m["headline"]["pearson_at_0.29154"]["value"] == pytest.approx(rows[0.29154]["pearson"])
 
 
+def test_10_trained_modulator_in_the_seeds_cell_order(run_notebook):
+    """§10 after §9: the same sweep on a copy of the Procrustes modulator trained as §9 wrote
+    it (T5: seed mode), labelled beside the Procrustes-initialised one; alpha = 0 is the
+    unmodulated encoder for both."""
+    m = run_notebook("10_alpha_sweep", "tiny-t5")
+    mt = m["metrics"]
+    tr = mt["trained"]
+    assert tr["ran"] and tr["requested"] == tr["mode"] == "seed" and len(tr["epochs"]) == 2
+    assert "unshifted target" in tr["objective"] and (tr["n_train"], tr["n_val"]) == (72, 8)  # int(80 * 0.9)
+    rows, rows_t = ({r["alpha"]: r for r in mt[k]} for k in ("sweep", "sweep_trained"))
+    assert set(rows_t) == set(rows)
+    assert rows_t[0.0]["preservation"] == pytest.approx(1.0, abs=1e-6)
+    assert rows_t[0.0]["pearson"] == pytest.approx(rows[0.0]["pearson"], abs=1e-9)
+    assert rows_t[0.29154]["pearson"] != rows[0.29154]["pearson"]  # training changed the modulator
+    st = mt["seed_table_trained"]
+    assert st["modulator"].startswith("trained") and mt["seed_table"]["modulator"].startswith("Procrustes")
+    assert st["project"]["0.29154"]["pearson"] == pytest.approx(rows_t[0.29154]["pearson"])
+    assert mt["generation_trained"]["modulator"].startswith("trained")
+    assert len(mt["generation_trained"]["side_by_side"]) == len(mt["generation"]["side_by_side"])
+    assert m["headline"]["pearson_at_0.29154_trained"]["value"] == pytest.approx(rows_t[0.29154]["pearson"])
+
+
+
 def test_10_headline_intervals_and_nulls(run_notebook):
     m = run_notebook("10_alpha_sweep", "tiny-t5")
     h, rows = m["headline"], {r["alpha"]: r for r in m["metrics"]["sweep"]}
@@ -43,7 +66,7 @@ def test_10_headline_intervals_and_nulls(run_notebook):
     assert b["value"] == max(rows, key=lambda a: rows[a]["pearson"])
     assert {b["interval"]["lo"], b["interval"]["hi"]} <= set(rows)  # the bounds are grid alphas
     assert b["interval"]["lo"] <= b["value"] <= b["interval"]["hi"]
-    check_executed(m, 2)
+    check_executed(m, 3)  # alpha_sweep, alpha_sweep_trained, phase_boundary
 
 
 def test_10_seed_table_seed_pairs_and_phase_boundary(run_notebook):
@@ -75,4 +98,5 @@ def test_10_seed_table_seed_pairs_and_phase_boundary(run_notebook):
     assert set(mt["phase"]["located"]) == {"pearson|quadratic", "pearson|line", "preservation|quadratic",
                                            "preservation|line"}
     assert m["headline"]["phase_boundary_alpha"]["found"] == c["found"]
+    assert c["test"] == "project" and c["modulator"].startswith("Procrustes")  # the seed defined no test
     assert "phase_boundary.png" in {f["file"] for f in m["figures"]}
