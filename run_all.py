@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 
 from geolip_lib.params import ParamsError, load_profile  # noqa: E402
 from geolip_lib.runner.execute import (  # noqa: E402,F401 - re-exported
-    DISK_FULL, INTERRUPTED, REPORTS, _fail, _is_disk_full, _one_line_error, execute_job, kernel_env, publish, recover)
+    DISK_FULL, INTERRUPTED, REPORTS, STOP, STOP_SIGNALS, _fail, _is_disk_full, _one_line_error, execute_job, kernel_env,
+    on_stop_signal, publish, recover)
 from geolip_lib.runner.jobs import (  # noqa: E402,F401 - re-exported
     FINGERPRINT, Job, JobResult, check_parameters, coerce_parameter, fingerprint, is_done, job_dir, job_models,
     jobs_for_profile, notebook_defaults, notebook_digest, notebook_parameters, notebooks_dir, reads_other_jobs,
@@ -54,11 +55,7 @@ from geolip_lib.runner.plan import PlanError  # noqa: E402
 NOTEBOOKS = notebooks_dir()
 
 
-def _on_sigint(signum, frame):
-    """Ctrl-C: remember it (some library may swallow the KeyboardInterrupt while a kernel
-    starts) and raise it as usual."""
-    INTERRUPTED.set()
-    raise KeyboardInterrupt
+_on_sigint = on_stop_signal  # Ctrl-C, SIGTERM, SIGHUP: remembered, then KeyboardInterrupt (execute.on_stop_signal)
 
 
 def main(argv=None) -> int:
@@ -101,8 +98,10 @@ def main(argv=None) -> int:
         print(f"error: --jobs {args.jobs}: give a number of jobs >= 1", file=sys.stderr)
         return 2
     INTERRUPTED.clear()
+    STOP.reset()
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _on_sigint)
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _on_sigint)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # kernels inherit this environment:
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars inside executed notebooks (run_all shows progress)
     out_root = args.out or REPORTS / Path(args.profile).stem
@@ -148,11 +147,11 @@ def main(argv=None) -> int:
             where = f" during {stopped[0].label} (its partial result was removed)"
         elif stopped:
             where = f" during {', '.join(j.label for j in stopped)} (their partial results were removed)"
-        print(f"interrupted{where}: {done} job(s) finished and kept; rerun with --resume to go on", file=sys.stderr)
-        return 130
+        print(f"{STOP.word}{where}: {done} job(s) finished and kept; rerun with --resume to go on", file=sys.stderr)
+        return STOP.exit_code
     except KeyboardInterrupt:
-        print("interrupted while building the report; rerun with --report-only", file=sys.stderr)
-        return 130
+        print(f"{STOP.word} while building the report; rerun with --report-only", file=sys.stderr)
+        return STOP.exit_code
     for p in paths:
         print(p)
     if failures:

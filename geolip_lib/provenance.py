@@ -7,7 +7,9 @@ runtime calls it in :func:`geolip_lib.runtime.Job.finish`):
 - ``versions``: python, torch, transformers, open_clip, numpy and geolip;
 - ``library_hash``: sha256 over the library's source files (what ``--resume`` compares);
 - ``models``: for each model the notebook loaded, its source, id, revision (the hub's
-  commit hash where there is one) and the sha256 of each weight file;
+  commit hash where there is one), the sha256 of each weight file, the dtype it computes in
+  (``dtype``) and the dtype its weights are stored in (``stored_dtype``, from the safetensors
+  headers: ``int8`` for a quantised file that was loaded as float32 says so);
 - ``device``/``dtype``, ``parameters`` and ``wall_time_s`` (added by the runtime).
 
 sha256 of a multi-GB weight file takes tens of seconds, so digests are cached in
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import torch
+from safetensors import safe_open
 
 from .paths import ROOT, cache_root
 from .results import atomic_write_text
@@ -106,6 +109,48 @@ def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
     return digest
 
 
+#: safetensors' dtype codes -> torch's names (what ``dtype`` in the provenance uses)
+SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
+                      "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "U16": "uint16", "U32": "uint32",
+                      "U64": "uint64", "BOOL": "bool", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+
+
+def dtype_name(code: str) -> str:
+    """torch's name of a safetensors dtype code (``I8`` -> ``int8``); the code itself when unknown."""
+    return SAFETENSORS_DTYPES.get(code, code)
+
+
+def tensor_headers(files: Iterable[Path]) -> dict[str, tuple[str, tuple, Path]]:
+    """``name -> (safetensors dtype code, shape, file)`` of every tensor in the ``*.safetensors``
+    ``files``, read from their headers only (``safe_open``: no tensor data is read)."""
+    out: dict[str, tuple[str, tuple, Path]] = {}
+    for f in files:
+        if Path(f).suffix != ".safetensors":
+            continue
+        with safe_open(str(f), framework="pt") as fh:
+            for k in fh.keys():
+                sl = fh.get_slice(k)
+                out[k] = (sl.get_dtype(), tuple(sl.get_shape()), Path(f))
+    return out
+
+
+def stored_dtype(files: Iterable[Path]) -> str | None:
+    """The dtype the weights are stored in: one name (``float16``), or each with its tensor
+    count when they differ (``float32 (198), int64 (1)``); None without a readable safetensors file."""
+    try:
+        heads = tensor_headers(files)
+    except Exception:  # noqa: BLE001 - a header preflight would have refused; provenance never fails a job
+        return None
+    counts: dict[str, int] = {}
+    for code, _, _ in heads.values():
+        counts[dtype_name(code)] = counts.get(dtype_name(code), 0) + 1
+    if not counts:
+        return None
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{k} ({v})" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def weight_files(directory: Path | None) -> list[Path]:
     if directory is None or not Path(directory).is_dir():
         return []
@@ -130,7 +175,7 @@ def model_provenance(lm: Any) -> dict:
     return {
         "name": lm.name, "family": lm.family, "source": p.source, "id": getattr(p, "id", None),
         "local_dir": getattr(p, "local_dir", None), "revision": revision, "commit_hash": commit,
-        "dtype": str(lm.dtype).replace("torch.", ""), "device": str(lm.device),
+        "dtype": str(lm.dtype).replace("torch.", ""), "stored_dtype": stored_dtype(files), "device": str(lm.device),
         "weights": {f.name: {"sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files},
         "weights_note": None if files else "built in memory from its params (config + seed); no weight file",
     }
@@ -150,5 +195,5 @@ def collect(models: Iterable[Any] = ()) -> dict:
             "device": device_info(), "models": [model_provenance(lm) for lm in models]}
 
 
-__all__ = ["collect", "device_info", "file_sha256", "git_info", "library_hash", "model_provenance", "tree_hash",
-           "versions"]
+__all__ = ["collect", "device_info", "dtype_name", "file_sha256", "git_info", "library_hash", "model_provenance",
+           "stored_dtype", "tensor_headers", "tree_hash", "versions"]

@@ -4,6 +4,13 @@
   library itself (``safe_open`` reads only the header and checks that the data offsets
   cover the file exactly), so a truncated, garbage or empty file is found in milliseconds,
   named, instead of failing inside a kernel as an anonymous ``SafetensorError``.
+* :func:`check_stored` reads the same headers for what the tensors are: a checkpoint whose
+  config declares ``quantization_config``, or a tensor stored as an integer or 8-bit type
+  where the model has float weights (``int8``, ``uint8``, ``float8``), is refused: loaded as
+  is, it would be cast to float and measured as if it were the model. Each tensor's shape is
+  compared with the model built from the directory's config on the meta device
+  (:func:`meta_model`: no memory), naming the tensor, the file, the expected and the found
+  shape, instead of transformers' "look at the above report" inside a kernel.
 * :func:`check_config` checks the keys of a params file's ``config:`` against the fields
   of the family's own config class (the HF ``PretrainedConfig`` subclass, or open_clip's
   vision/text config dataclasses) and each value's type against the field's default.
@@ -25,6 +32,7 @@ from transformers import AutoConfig, PretrainedConfig
 from ..families import spec
 from ..params import ParamsError
 from ..paths import resolve
+from ..provenance import dtype_name, tensor_headers
 from .common import (OPEN_CLIP_CONFIG, ModelLoadError, model_class, quiet_transformers,
                      safetensors_problems)  # noqa: F401 (safetensors_problems re-exported)
 from .locate import OPEN_CLIP_SOURCE, local_dir, package_dir
@@ -35,8 +43,9 @@ from .tokenizers import load_tokenizer
 HF_KIND, OPEN_CLIP_KIND = "hf", OPEN_CLIP_SOURCE
 
 
-def check_weights(model: str, directory: Optional[Path], remedy: str) -> None:
-    """One-line ModelLoadError naming the model, the file and what to do, when a file is corrupt."""
+def check_weights(model: str, directory: Optional[Path], remedy: str, params=None) -> None:
+    """One-line ModelLoadError naming the model, the file and what to do, when a file is corrupt;
+    with ``params`` (the model's ModelParams), also its stored dtypes and shapes (:func:`check_stored`)."""
     if directory is None or not Path(directory).is_dir():
         return
     bad = safetensors_problems(Path(directory))
@@ -44,6 +53,123 @@ def check_weights(model: str, directory: Optional[Path], remedy: str) -> None:
         f, why = bad[0]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise ModelLoadError(f"model '{model}': corrupt weight file {f}{more}: {why}; {remedy}")
+    if params is not None:
+        check_stored(params, Path(directory))
+
+
+#: safetensors dtype codes of float weights as the metrics read them; anything else where the
+#: model has a float tensor is an integer or quantised (8-bit) checkpoint
+FLOAT_CODES = ("F64", "F32", "F16", "BF16")
+#: codes refused even for a tensor the model does not name (packed quantised data, scales)
+QUANTISED_CODES = ("I8", "U8", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "I4", "U4")
+_STORED_OK: dict = {}  # (directory, files' size and mtime, config's) -> checked: once per process
+
+
+def _signature(directory: Path, files: list) -> tuple:
+    out = [str(directory)]
+    for f in [*files, directory / "config.json", directory / OPEN_CLIP_CONFIG]:
+        try:
+            st = f.stat()
+            out.append((f.name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            pass
+    return tuple(out)
+
+
+def _expected_tensors(p, directory: Path) -> tuple[dict, str, Optional[Path]]:
+    """``name -> (dtype, shape)`` of the model built from ``directory``'s config on the meta
+    device, the model's ``base_model_prefix`` and the config file; empty without a config."""
+    for name, kind in ((OPEN_CLIP_CONFIG, OPEN_CLIP_KIND), ("config.json", HF_KIND)):
+        cfg_file = directory / name
+        if cfg_file.is_file():
+            break
+    else:
+        return {}, "", None
+    cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+    if kind == OPEN_CLIP_KIND:
+        cfg = cfg.get("model_cfg", cfg)
+    elif "model_type" not in cfg:
+        return {}, "", cfg_file
+    try:
+        model = meta_model(p, cfg, kind)
+    except Exception:  # noqa: BLE001 - a config transformers cannot build fails at load with its own line
+        return {}, "", cfg_file
+    state = {k: (v.dtype, tuple(v.shape)) for k, v in model.state_dict(keep_vars=True).items()}
+    return state, getattr(model, "base_model_prefix", "") or "", cfg_file
+
+
+def _match(name: str, expected: dict, prefix: str):
+    """The model's tensor that a checkpoint tensor loads into (with or without the base model's prefix)."""
+    if name in expected:
+        return expected[name]
+    if prefix and name.startswith(prefix + "."):
+        return expected.get(name[len(prefix) + 1:])
+    if prefix:
+        return expected.get(f"{prefix}.{name}")
+    return None
+
+
+def check_stored_model(p) -> None:
+    """:func:`check_stored` on the directory holding the model's files, when one is at hand (a
+    ``local_dir``, a local or package directory, a cached hub snapshot); a tiny model's cache
+    entry is the project's own and is not checked. Runs the header reads and a meta-device
+    build only: the runner calls it for every model before any kernel starts."""
+    if p.source == "tiny":
+        return
+    found = model_config(p)
+    if found is not None and found[2] is not None:
+        check_stored(p, found[2])
+
+
+def check_stored(p, directory: Path) -> None:
+    """Refuse, with one line naming the tensor and the file, a checkpoint in ``directory`` that is
+    quantised (``quantization_config`` in its config), stores a tensor as an integer or 8-bit
+    type where the model has float weights, or whose tensor shapes disagree with its config
+    (the model built from the config on the meta device: expected and found shape). Checked
+    once per process for a directory whose files did not change."""
+    directory = Path(directory)
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        return
+    key = (p.name, p.family, _signature(directory, files))
+    if key in _STORED_OK:
+        return
+    cfg_file = directory / "config.json"
+    try:
+        cfg = json.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
+    except (OSError, ValueError):
+        cfg = {}
+    q = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    if q:
+        method = (q.get("quant_method") if isinstance(q, dict) else None) or "unnamed"
+        raise ModelLoadError(f"model '{p.name}': {cfg_file} declares quantization_config (quant_method {method}): "
+                             "a quantised checkpoint would be measured as if it were the float model; give the "
+                             f"float16 / float32 checkpoint in local_dir: of params/models/{p.name}.yaml")
+    heads = tensor_headers(files)
+    expected, prefix, cfg_used = _expected_tensors(p, directory)
+    stored_as, misshapen = [], []
+    for name, (code, shape, f) in heads.items():
+        exp = _match(name, expected, prefix)
+        if code not in FLOAT_CODES and (code in QUANTISED_CODES or (exp is not None and exp[0].is_floating_point)):
+            stored_as.append((name, code, f, exp))
+        elif exp is not None and tuple(shape) != exp[1]:
+            misshapen.append((name, shape, f, exp))
+    if stored_as:
+        name, code, f, exp = stored_as[0]
+        where = f"where the model has {str(exp[0]).replace('torch.', '')} weights" if exp is not None \
+            else "(a quantised type)"
+        more = f" (and {len(stored_as) - 1} more tensor(s) like it)" if len(stored_as) > 1 else ""
+        raise ModelLoadError(
+            f"model '{p.name}': tensor {name} in {f} is stored as {dtype_name(code)} {where}{more}: integer and "
+            "quantised checkpoints are refused (they would be cast to float and measured as the model); "
+            "re-save it in float16 or float32 (model.float().save_pretrained(...))")
+    if misshapen:
+        name, shape, f, exp = misshapen[0]
+        more = f" (and {len(misshapen) - 1} more tensor(s))" if len(misshapen) > 1 else ""
+        raise ModelLoadError(
+            f"model '{p.name}': tensor {name} in {f} has shape {list(shape)}, but {cfg_used} makes it "
+            f"{list(exp[1])}{more}: the config and the weights disagree; use the config the weights were saved with")
+    _STORED_OK[key] = True
 
 
 def _fields(obj: Any) -> dict[str, Any]:

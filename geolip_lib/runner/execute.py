@@ -12,7 +12,6 @@ import errno
 import json
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -26,15 +25,51 @@ import papermill as pm
 from jupyter_core.utils import run_sync
 
 from ..models import check
+from ..models.preflight import check_stored_model
 from ..paths import REPORTS  # noqa: F401 - re-exported (the default output root)
 from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
-from .resources import kernel_env
+from .lock import RootVanished, UnsafePathError, check_root, inside_root, remove_entry
+from .resources import kernel_env, kernel_death, oom_kills
 from .warm import SOCKET_ENV, kernel_manager
 
 TIMING = "job_timing.json"  # not timing.json: notebooks 12 and 14 write their own
 
-#: set by the runner's SIGINT handler (some library may swallow the KeyboardInterrupt)
+#: set by the runner's SIGINT / SIGTERM handler (some library may swallow the KeyboardInterrupt)
 INTERRUPTED = threading.Event()
+
+
+class _StopSignal:
+    """Which signal stopped the run (:func:`on_stop_signal`): the word the runner prints and its
+    exit code, 128 + the signal (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+
+    WORDS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated (SIGTERM)", signal.SIGHUP: "hung up (SIGHUP)"}
+
+    def __init__(self):
+        self.signum = signal.SIGINT
+
+    def reset(self) -> None:
+        self.signum = signal.SIGINT
+
+    @property
+    def word(self) -> str:
+        return self.WORDS.get(self.signum, f"stopped by signal {int(self.signum)}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(self.signum)
+
+
+STOP = _StopSignal()
+#: the signals the runner handles like Ctrl-C (one line, every kernel stopped, partial results removed)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def on_stop_signal(signum, frame):
+    """Ctrl-C, SIGTERM, SIGHUP: remember which and that it came (some library may swallow the
+    KeyboardInterrupt while a kernel starts), and raise KeyboardInterrupt as Ctrl-C does."""
+    STOP.signum = signum
+    INTERRUPTED.set()
+    raise KeyboardInterrupt
 
 _CHECK_LOCK = threading.Lock()  # models.check may build a tiny model's cache entry: one at a time
 _KERNELS: dict[int, object] = {}  # id -> KernelManager of every running kernel (killed on Ctrl-C)
@@ -55,8 +90,8 @@ class _JobLogs(logging.Handler):
         if path is None:
             return
         try:
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.write(self.format(record) + "\n")
+            with _open_log(path) as fh:  # never through a link
+                fh.write((self.format(record) + "\n").encode("utf-8", "replace"))
         except OSError:
             pass
 
@@ -99,23 +134,26 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
     :class:`KeyboardInterrupt` in the main thread, :class:`JobInterrupted` elsewhere.
     """
     out_root = Path(out_root).resolve() if out_root else REPORTS / job.profile
-    final = job_dir(job, out_root)
-    partial = final.parent / f".{job.job_id}.partial"
-    failed = final.parent / f"{job.job_id}.failed"
-    for d in (partial, failed):
-        if d.exists():
-            shutil.rmtree(d)
-    partial.mkdir(parents=True)
+    t0 = time.perf_counter()
+    try:
+        final, partial, failed = job_paths(job, out_root)
+        for d in (partial, failed):
+            remove_entry(d)  # a link is unlinked, never followed
+        partial.mkdir(parents=True)
+    except (UnsafePathError, OSError) as exc:  # preflight refuses these; this is the last line of defence
+        msg = str(exc) if isinstance(exc, UnsafePathError) else f"cannot prepare the job directory: {exc}"
+        return JobResult(job, False, job_dir(job, out_root), time.perf_counter() - t0, error=msg, device=device)
     params = dict(job.parameters)
     declared = notebook_parameters(job.notebook)
     injected = {"OUT_DIR": str(partial), "REPORT_ROOT": str(out_root), "MODEL": job.model}
     params.update({k: v for k, v in injected.items() if k in declared and (k != "MODEL" or v is not None)})
-    t0 = time.perf_counter()
     km = None
+    oom_before = oom_kills()
     try:
         if job.model is not None:
             with _CHECK_LOCK:
-                check(job.model)  # fail fast (bad params, hub model offline) with one line, not a kernel traceback
+                # fail fast (bad params, hub model offline, int8 or misshapen weights) with one line, not a kernel traceback
+                check_stored_model(check(job.model))
         fp = fingerprint(job)
         km = kernel_manager(job.kernel, warm=bool((env or {}).get(SOCKET_ENV)))
         with _KERNELS_LOCK:
@@ -124,7 +162,7 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
             raise KeyboardInterrupt
         JOB_LOGS.files[threading.get_ident()] = partial / "kernel.log"
         t_kernel = time.perf_counter()
-        with open(partial / "kernel.log", "ab") as log:  # kernel start-up noise and stderr
+        with _open_log(partial / "kernel.log") as log:  # kernel start-up noise and stderr
             run_sync(km.start_kernel)(cwd=str(notebooks_dir()), env=kernel_env(env), stdout=log, stderr=log)
         t_nb = time.perf_counter()
         pm.execute_notebook(
@@ -148,11 +186,14 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
     except BaseException as exc:  # noqa: BLE001 - one failing job never takes the batch down
         if isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
             _stop(km)
-            shutil.rmtree(partial, ignore_errors=True)
+            remove_entry(partial, ignore_errors=True)
             if threading.current_thread() is threading.main_thread():
                 raise KeyboardInterrupt from None
             raise JobInterrupted(job.label) from None
         msg = _one_line_error(exc)
+        death = _kernel_died(exc, km, partial / "kernel.log", oom_before)
+        if death:
+            msg = f"{msg}: {death}"
         if _is_disk_full(exc):
             msg = f"{DISK_FULL}: {msg}"
         return _fail(job, partial, failed, msg, traceback.format_exc(), t0, device)
@@ -160,11 +201,38 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         JOB_LOGS.files.pop(threading.get_ident(), None)
         _stop(km)
     try:
-        publish(partial, final)
-    except OSError as exc:
+        publish(partial, final, out_root)
+    except RootVanished:  # the scheduler stops the run; nothing goes into a recreated root
+        remove_entry(partial, ignore_errors=True)
+        raise
+    except (OSError, UnsafePathError) as exc:
         msg = (DISK_FULL + ": " if _is_disk_full(exc) else "") + f"could not move the result into place: {exc}"
         return _fail(job, partial, failed, msg, traceback.format_exc(), t0, device)
     return JobResult(job, True, final, time.perf_counter() - t0, device=device)
+
+
+def job_paths(job: Job, out_root: Path) -> tuple[Path, Path, Path]:
+    """``(final, partial, failed)`` directories of a job, each checked to lie inside ``out_root``
+    without passing through a symbolic link (:func:`.lock.inside_root`: one-line UnsafePathError)."""
+    final = inside_root(out_root, job_dir(job, out_root))
+    partial = inside_root(out_root, final.parent / f".{final.name}.partial")
+    failed = inside_root(out_root, final.parent / f"{final.name}.failed")
+    return final, partial, failed
+
+
+def _open_log(path: Path):
+    """The job's ``kernel.log`` for appending, never through a symbolic link (O_NOFOLLOW)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644), "ab")
+
+
+def _kernel_died(exc: BaseException, km, log: Path, oom_before) -> str:
+    """For a kernel that died under the notebook (nbclient's ``DeadKernelError``, or any error
+    with the kernel process gone): how it most likely died (:func:`.resources.kernel_death`)."""
+    proc = getattr(getattr(km, "provisioner", None), "process", None)
+    code = proc.poll() if proc is not None else None
+    if type(exc).__name__ != "DeadKernelError" and code is None:
+        return ""
+    return kernel_death(code, log, oom_before)
 
 
 def _stop(km) -> None:
@@ -200,42 +268,75 @@ def _fail(job: Job, partial: Path, failed: Path, msg: str, tb: str, t0: float, d
     written (a full disk), the partial directory is removed and the reason is still returned."""
     try:
         (partial / "error.txt").write_text(msg + "\n\n" + tb, encoding="utf-8")
+        remove_entry(failed)
         os.replace(partial, failed)
         where = failed
     except OSError:
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.rmtree(failed, ignore_errors=True)
+        remove_entry(partial, ignore_errors=True)
+        remove_entry(failed, ignore_errors=True)
         where = partial
     return JobResult(job, False, where, time.perf_counter() - t0, error=msg, device=device)
 
 
-def publish(partial: Path, final: Path) -> None:
-    """Move a finished job into place, replacing an older result.
+def publish(partial: Path, final: Path, root: Path) -> None:
+    """Move a finished job into place inside the output root ``root``, replacing an older result.
 
     The old result is renamed to ``.<job>.old`` first and deleted only after the new one is
     in place; a run killed between the two renames leaves the old one there, and
     :func:`recover` (called by every run) puts it back. Old and new are never both lost.
+    Both paths must lie in one directory inside ``root`` with no symbolic link on the way
+    (one-line :class:`.lock.UnsafePathError`); an entry in the way that is a link is moved
+    or unlinked as a link, never followed; a root this run locked that was deleted or
+    replaced meanwhile is :class:`.lock.RootVanished` (nothing is published into it).
     """
+    final, partial = inside_root(root, final), inside_root(root, partial)
+    if partial.parent != final.parent:
+        raise UnsafePathError(f"{partial} and {final} are not in one directory; a result is only renamed in place")
+    if os.path.islink(partial) or not partial.is_dir():
+        raise UnsafePathError(f"{partial} is not a directory the runner wrote; nothing was published")
+    check_root(root)
     old = final.parent / f".{final.name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.replace(final, old)
+    remove_entry(old)
+    if os.path.lexists(final):
+        os.replace(final, old)  # a link or a file is moved as itself
     os.replace(partial, final)
-    shutil.rmtree(old, ignore_errors=True)
+    remove_entry(old, ignore_errors=True)
 
 
 def recover(out_root: Path, console=None) -> list[str]:
-    """Put back results a killed run had moved aside (``.<job>.old`` without ``<job>``)."""
+    """Put back results a killed run had moved aside (``.<job>.old`` without ``<job>``).
+
+    Only real directories count: a notebook folder or a ``.old`` entry that is a symbolic link
+    (or a file) is never followed; such an ``.old`` is unlinked, with a line saying so."""
     restored = []
-    for old in sorted(Path(out_root).glob("*/.*.old")):
-        final = old.parent / old.name[1:-4]
-        if final.exists():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(old, final)
-            restored.append(f"{old.parent.name}/{final.name}")
-            print(f"restored the previous result of {old.parent.name}/{final.name} "
-                  "(a run was stopped while replacing it)", file=console or sys.stderr, flush=True)
+    out_root = Path(out_root)
+    console = console or sys.stderr
+    try:
+        nb_dirs = sorted(e.path for e in os.scandir(out_root) if e.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        return restored
+    for nb in map(Path, nb_dirs):
+        try:
+            olds = sorted(e for e in os.scandir(nb) if e.name.startswith(".") and e.name.endswith(".old"))
+        except OSError:
+            continue
+        for entry in olds:
+            old, name = Path(entry.path), entry.name[1:-4]
+            if name in ("", ".", ".."):
+                continue
+            if not entry.is_dir(follow_symlinks=False):
+                remove_entry(old, ignore_errors=True)
+                print(f"removed {old}: a {'symbolic link' if entry.is_symlink() else 'file'} where a moved-aside "
+                      "result belongs (not followed)", file=console, flush=True)
+                continue
+            final = nb / name
+            if os.path.lexists(final):
+                remove_entry(old, ignore_errors=True)
+            else:
+                os.replace(old, final)
+                restored.append(f"{nb.name}/{final.name}")
+                print(f"restored the previous result of {nb.name}/{final.name} "
+                      "(a run was stopped while replacing it)", file=console, flush=True)
     return restored
 
 

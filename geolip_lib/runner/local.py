@@ -19,11 +19,13 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from ..models.loading import hub_problem
+from ..models.loading import ModelLoadError, hub_problem
+from ..models.preflight import check_stored_model
+from ..params import load_model_params
 from ..paths import REPORTS
-from .execute import execute_job, kill_all_kernels, recover
+from .execute import execute_job, job_paths, kill_all_kernels, recover
 from .jobs import Job, JobResult, job_models, jobs_for_profile, notebook_defaults, stale_reasons
-from .lock import prepare_root, run_lock
+from .lock import RunError, prepare_root, run_lock
 from .plan import check_fit, make_plan
 from .ray_executor import run_jobs_ray
 from .resources import default_jobs, visible_gpus
@@ -170,6 +172,16 @@ def _obtainable(jobs: Sequence[Job]) -> list:
     return out
 
 
+def _check_stored_weights(jobs: Sequence[Job]) -> None:
+    """Every model's weight files at hand: stored dtypes and shapes against its config
+    (:func:`..models.preflight.check_stored_model`), before any kernel: one line, exit 2."""
+    for name in sorted({m for j in jobs for m in job_models(j)}):
+        try:
+            check_stored_model(load_model_params(name))
+        except ModelLoadError as exc:
+            raise RunError(str(exc)) from None
+
+
 def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optional[Path] = None,
         console=None, jobs_at_once: Optional[int] = None, executor: str = "local", warm: Optional[bool] = None,
         check_plan: bool = True, **executor_options) -> list[JobResult]:
@@ -182,8 +194,20 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
     console = console or sys.stderr
     jobs = jobs_for_profile(profile, models, notebooks)
     out_root = prepare_root(Path(out_root) if out_root else REPORTS / Path(profile).stem).resolve()
+    try:
+        return _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan,
+                           executor_options)
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM before the first job started
+        raise Interrupted([], None) from None
+
+
+def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan, executor_options):
     with run_lock(out_root, console):
         recover(out_root, console)
+        for job in jobs:  # every result path inside the root, no link on the way (one line, exit 2)
+            job_paths(job, out_root)
+        _check_stored_weights(jobs)
+
         def check(at_once):  # the jobs that will run (under --resume, the stale ones) must fit
             if check_plan:
                 pending = [j for j in jobs if not resume or stale_reasons(j, out_root)]

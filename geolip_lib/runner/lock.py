@@ -1,10 +1,22 @@
-"""The output root: created and proven writable before any job, and one run at a time."""
+"""The output root: created and proven writable before any job, one run at a time, and
+nothing written, replaced or removed outside it.
+
+* :func:`prepare_root` / :func:`run_lock`: the root and its ``.run.lock``;
+* :func:`inside_root` / :func:`remove_entry`: every path the runner writes, renames or
+  removes is checked to lie inside the root without passing through a symbolic link, and an
+  entry is removed without following a link (a ``.failed`` that is a link to a directory
+  elsewhere is unlinked, never emptied);
+* :func:`check_root`: the root and the lock this run holds are still the ones it took (an
+  ``rm -rf`` of the root mid-run stops the run instead of publishing into a recreated root).
+"""
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import shutil
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -12,6 +24,14 @@ from pathlib import Path
 
 class RunError(Exception):
     """A run that cannot start or go on (output root, lock): one line, exit code 2."""
+
+
+class UnsafePathError(RunError):
+    """A result path that would leave the output root or pass through a symbolic link."""
+
+
+class RootVanished(RunError):
+    """The output root or its lock was removed or replaced while the run was going."""
 
 
 def prepare_root(out_root: Path) -> Path:
@@ -30,7 +50,72 @@ def prepare_root(out_root: Path) -> Path:
     return out_root
 
 
+# ----------------------------------------------------------------------------- paths inside the root
+def inside_root(root: Path, path: Path) -> Path:
+    """``path`` (absolute, or relative to ``root``) checked to lie strictly inside ``root``, with
+    no ``..`` in it and no symbolic link between ``root`` and it; the leaf itself may be a link
+    (it is then moved or unlinked, never followed: :func:`remove_entry`). One-line
+    :class:`UnsafePathError` otherwise. ``root`` itself may be a link (the user's ``--out``).
+
+    Hand-written: pathlib and os.path resolve or normalise ``..`` lexically, neither says
+    whether a path passes through a link; this walks the components with ``lstat``."""
+    root = Path(os.path.abspath(root))
+    path = Path(path) if Path(path).is_absolute() else root / path
+    parts = path.parts
+    if parts[: len(root.parts)] != root.parts or len(parts) == len(root.parts):
+        raise UnsafePathError(f"{path} is not inside the output root {root}; nothing is written outside it")
+    rel = parts[len(root.parts):]
+    bad = next((c for c in rel if c in ("..", ".", "") or "\0" in c), None)
+    if bad is not None:
+        raise UnsafePathError(f"{path}: the component {bad!r} would leave the output root {root}; "
+                              "nothing is written outside it")
+    here = root
+    for comp in rel[:-1]:
+        here = here / comp
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            break  # created by the runner itself, below the last existing component
+        except OSError as exc:
+            raise UnsafePathError(f"{here} cannot be read ({exc.strerror or exc})") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePathError(f"{here} is a symbolic link (to {os.readlink(here)}); results are never written "
+                                  f"through links: remove it from the output root {root}")
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafePathError(f"{here} is a file where a directory of results belongs; move it out of the "
+                                  f"output root {root}")
+    return path
+
+
+def remove_entry(path: Path, ignore_errors: bool = False) -> None:
+    """Remove a file, a symbolic link (the link, not what it points to) or a directory tree at
+    ``path``; nothing when there is none. ``shutil.rmtree`` alone refuses a link with an
+    ``OSError`` and would follow one given as the path's parent; the callers check the parent
+    with :func:`inside_root`, and rmtree does not follow links inside the tree."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        if ignore_errors:
+            return
+        raise
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        if not ignore_errors:
+            raise
+
+
+# ----------------------------------------------------------------------------- the lock
 LOCK = ".run.lock"
+#: roots locked by this process: resolved path -> (device, inode) of the root and inode of its lock
+_HELD: dict[str, tuple[int, int, int]] = {}
 
 
 def _alive(pid: int) -> bool:
@@ -43,22 +128,46 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _unusable(path: Path) -> str | None:
+    """Why an existing ``.run.lock`` cannot be a lock file (a directory, a link, a device), or None."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a lock file"
+    if stat.S_ISLNK(st.st_mode):
+        return f"is a symbolic link (to {os.readlink(path)}), not a lock file"
+    return "is not a regular file"
+
+
 @contextlib.contextmanager
 def run_lock(out_root: Path, console=None):
     """One run per output root: ``<root>/.run.lock`` holds the pid and host of the run.
 
     A second run exits at once naming the running pid; a lock whose process is gone (same
-    host) is taken over with a line saying so.
+    host) is taken over with a line saying so. A ``.run.lock`` that is no file (a directory,
+    a link) or cannot be created is one line naming it (RunError, exit 2). While the lock is
+    held, :func:`check_root` says whether the root and the lock are still this run's.
     """
     path = Path(out_root) / LOCK
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     for _ in range(3):
+        why = _unusable(path)
+        if why:
+            raise RunError(f"{path} {why}; remove it if no run_all is using {out_root}")
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
         except FileExistsError:
             try:
                 other = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
+                other = {}
+            if not isinstance(other, dict):
                 other = {}
             pid, host = other.get("pid"), other.get("host")
             if isinstance(pid, int) and host == me["host"] and _alive(pid):
@@ -71,19 +180,59 @@ def run_lock(out_root: Path, console=None):
             print(f"taking over a stale lock in {out_root} "
                   + (f"(pid {pid} is no longer running)" if pid else "(unreadable lock file)"),
                   file=console or sys.stderr, flush=True)
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise RunError(f"{path}: the stale lock cannot be removed ({exc.strerror or exc}); remove it by "
+                               f"hand if no run_all is using {out_root}") from None
             continue
+        except OSError as exc:
+            raise RunError(f"{path}: the lock cannot be created ({exc.strerror or exc}); "
+                           "pass --out <a writable directory>") from None
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(me, fh)
         break
     else:
         raise RunError(f"{path}: could not take the lock; delete it if no run_all is using {out_root}")
+    key = str(Path(out_root).resolve())
+    try:
+        root_st, lock_st = os.stat(out_root), os.lstat(path)
+        _HELD[key] = (root_st.st_dev, root_st.st_ino, lock_st.st_ino)
+    except OSError:
+        pass
     try:
         yield
     finally:
+        _HELD.pop(key, None)
         try:
-            if json.loads(path.read_text(encoding="utf-8")).get("pid") == me["pid"]:
+            if os.path.isfile(path) and not os.path.islink(path) and \
+                    json.loads(path.read_text(encoding="utf-8")).get("pid") == me["pid"]:
                 path.unlink()
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass
 
+
+def check_root(out_root: Path) -> None:
+    """Raise :class:`RootVanished` (one line) when the output root this process locked, or its
+    lock, was removed or replaced since :func:`run_lock` took it; nothing for a root this
+    process does not hold (a Ray worker's temporary root)."""
+    root = Path(out_root).resolve()
+    held = _HELD.get(str(root))
+    if held is None:
+        return
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        raise RootVanished(f"the output root {root} was deleted while the run was going") from None
+    except OSError as exc:
+        raise RootVanished(f"the output root {root} can no longer be read ({exc.strerror or exc})") from None
+    if (st.st_dev, st.st_ino) != held[:2]:
+        raise RootVanished(f"the output root {root} was deleted and created again while the run was going")
+    try:
+        lock_ino = os.lstat(root / LOCK).st_ino
+    except OSError:
+        raise RootVanished(f"the lock {root / LOCK} was deleted while the run was going "
+                           "(another run could now write to the same root)") from None
+    if lock_ino != held[2]:
+        raise RootVanished(f"the lock {root / LOCK} was replaced while the run was going "
+                           "(another run may be writing to the same root)")

@@ -35,17 +35,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Optional, Sequence
 
 from ..paths import ROOT
-from .execute import DISK_FULL, _fail, _is_disk_full, _one_line_error, _repoint_injected, publish
+from .execute import DISK_FULL, _fail, _is_disk_full, _one_line_error, _repoint_injected, job_paths, publish
 from .jobs import Job, JobResult, job_dir, reads_other_jobs
 from .schedule import Interrupted, Progress, gpus_wanted
-from .lock import RunError
+from .lock import RootVanished, RunError, UnsafePathError, remove_entry
 from .ray_cluster import _is_local_cluster, _route_ray_logs, check_cluster, connect  # noqa: F401 - connect re-exported
 from .ray_worker import _finished_metrics, _untar, _worker_job
 from .schedule import Running, schedule
@@ -153,7 +152,10 @@ class _RayLauncher:
         if left:
             self.ray.wait(left, num_returns=len(left), timeout=15)
         for r in running:  # a killed worker's partial result (shared storage)
-            shutil.rmtree(job_dir(r.job, self.out_root).parent / f".{r.job.job_id}.partial", ignore_errors=True)
+            try:
+                remove_entry(job_paths(r.job, self.out_root)[1], ignore_errors=True)
+            except UnsafePathError:
+                pass
 
     # a finished task -> the JobResult (died workers and returned directories handled here)
     def land(self, r: Running, ref) -> JobResult:
@@ -172,12 +174,16 @@ class _RayLauncher:
             msg = f"the Ray task failed: {_one_line_error(cause)}"
         else:
             msg = f"{DIED}: {_ray_one_line(exc)}"
-        final = job_dir(r.job, self.out_root)
-        partial = final.parent / f".{r.job.job_id}.partial"
-        failed = final.parent / f"{r.job.job_id}.failed"
         try:
+            final, partial, failed = job_paths(r.job, self.out_root)
+        except UnsafePathError as bad:
+            return JobResult(r.job, False, job_dir(r.job, self.out_root), time.perf_counter() - r.started,
+                             error=f"{msg}; {bad}")
+        try:
+            if os.path.islink(partial):
+                os.unlink(partial)
             partial.mkdir(parents=True, exist_ok=True)  # shared: what the worker left; return: nothing came back
-            shutil.rmtree(failed, ignore_errors=True)
+            remove_entry(failed, ignore_errors=True)
         except OSError:
             pass
         return _fail(r.job, partial, failed, msg, f"{type(exc).__name__}: {exc}", r.started)
@@ -195,12 +201,13 @@ def _unpack(out_root: Path, res: JobResult, payload) -> JobResult:
     (executed notebook re-pointed from the worker's temporary root to ``out_root``)."""
     tmp_root, data = payload
     job = res.job
-    final = job_dir(job, out_root)
-    staging = final.parent / f".{job.job_id}.partial"
-    failed = final.parent / f"{job.job_id}.failed"
     t0 = time.perf_counter() - res.seconds
     try:
-        shutil.rmtree(staging, ignore_errors=True)
+        final, staging, failed = job_paths(job, out_root)
+    except UnsafePathError as exc:
+        return JobResult(job, False, job_dir(job, out_root), res.seconds, error=str(exc), device=res.device)
+    try:
+        remove_entry(staging)
         staging.mkdir(parents=True)
         if data is not None:
             _untar(data, staging)
@@ -209,16 +216,19 @@ def _unpack(out_root: Path, res: JobResult, payload) -> JobResult:
             if (staging / "executed.ipynb").exists():
                 _repoint_injected(staging / "executed.ipynb", Path(tmp_root), out_root)
         if res.ok:
-            publish(staging, final)
+            publish(staging, final, out_root)
             return dataclasses.replace(res, job_dir=final)
         if data is None:  # the worker could not even keep its error: write it here
             return _fail(job, staging, failed, res.error or "failed", "", t0, res.device)
-        shutil.rmtree(failed, ignore_errors=True)
+        remove_entry(failed)
         os.replace(staging, failed)
         return dataclasses.replace(res, job_dir=failed)
-    except OSError as exc:
+    except RootVanished:  # the scheduler stops the run; nothing goes into a recreated root
+        remove_entry(staging, ignore_errors=True)
+        raise
+    except (OSError, UnsafePathError) as exc:
         msg = (DISK_FULL + ": " if _is_disk_full(exc) else "") + f"could not unpack the result sent back: {exc}"
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_entry(staging, ignore_errors=True)
         return JobResult(job, False, staging, res.seconds, error=msg, device=res.device)
 
 

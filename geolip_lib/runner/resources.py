@@ -1,11 +1,14 @@
-"""What this machine offers the runner: GPUs, the default number of parallel jobs, and the
-threads each kernel gets."""
+"""What this machine offers the runner: GPUs, the default number of parallel jobs, the
+threads each kernel gets, and what a kernel that died most likely died of."""
 from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
+import signal
 import subprocess
+from pathlib import Path
 from typing import Optional, Sequence
 
 from ..paths import ROOT
@@ -58,3 +61,96 @@ def kernel_env(extra: Optional[dict] = None) -> dict:
     env.setdefault("NUMBA_NUM_THREADS", env["OMP_NUM_THREADS"])  # numba's pool (default: every core)
     env.update({k: str(v) for k, v in (extra or {}).items()})
     return env
+
+
+# ----------------------------------------------------------------------------- a kernel that died
+#: the line the warm-kernel launcher writes to the job's ``kernel.log`` when its kernel ended abnormally
+#: (:mod:`.warm`: the zygote reaps the kernel with ``wait4`` and knows its peak RSS)
+KERNEL_END = "geolip: kernel {pid} ended with status {status}; peak RSS {kb} kB"
+_KERNEL_END_RE = re.compile(r"geolip: kernel \d+ ended with status (-?\d+); peak RSS (\d+) kB")
+
+
+def _cgroup_events() -> Optional[Path]:
+    """Where the out-of-memory killer counts its kills (``oom_kill N``) for this process's cgroup:
+    ``memory.events`` (cgroup v2) or ``memory.oom_control`` (v1); None when neither is readable."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    base = Path("/sys/fs/cgroup")
+    found = []
+    for ln in lines:
+        _, ctrl, path = (ln.split(":", 2) + ["", ""])[:3]
+        rel = path.lstrip("/")
+        if ctrl == "":  # v2
+            found += [base / rel / "memory.events", base / "memory.events"]
+        elif "memory" in ctrl.split(","):  # v1 (inside a container the namespace's root is its own cgroup)
+            found += [base / "memory" / rel / "memory.oom_control", base / "memory" / "memory.oom_control"]
+    return next((p for p in found if p.is_file()), None)
+
+
+def oom_kills() -> Optional[int]:
+    """How many processes the out-of-memory killer has killed in this cgroup so far (None: unknown)."""
+    p = _cgroup_events()
+    if p is None:
+        return None
+    try:
+        for ln in p.read_text().splitlines():
+            k, _, v = ln.partition(" ")
+            if k == "oom_kill":
+                return int(v)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _size(kb: int) -> str:
+    return f"{kb / 1024 ** 2:.1f} GB" if kb >= 1024 ** 2 else f"{kb / 1024:.0f} MB"
+
+
+def _total_memory_kb() -> Optional[int]:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def kernel_death(returncode: Optional[int], log: Path, oom_before: Optional[int] = None) -> str:
+    """How a kernel that died most likely died, in words: the signal or exit code, the
+    out-of-memory killer's count in this cgroup when it rose during the job, and the kernel's
+    peak RSS where known (the warm launcher's line in ``kernel.log``; a cold kernel is reaped
+    by jupyter_client, whose ``Popen`` keeps no resource usage).
+
+    ``returncode``: the kernel process's (``Popen.returncode``: negative = killed by that
+    signal); the warm launcher re-raises its kernel's signal on itself, so it reads the same."""
+    status, kb = returncode, None
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 65536))
+            found = _KERNEL_END_RE.findall(fh.read().decode("utf-8", "replace"))
+        if found:
+            status, kb = int(found[-1][0]), int(found[-1][1])
+    except OSError:
+        pass
+    after = oom_kills()
+    oom = oom_before is not None and after is not None and after > oom_before
+    if status is None:
+        how = "its exit status is unknown"
+    elif status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = f"signal {-status}"
+        how = f"killed by {name} (signal {-status})"
+        if oom:
+            how += f", by the out-of-memory killer (memory.events oom_kill {oom_before} -> {after})"
+        elif -status == signal.SIGKILL:
+            how += ", likely out of memory (or killed by hand)"
+    else:
+        how = f"exited with code {status}"
+        if oom:
+            how += f"; the out-of-memory killer fired during the job (memory.events oom_kill {oom_before} -> {after})"
+    if kb is not None:
+        total = _total_memory_kb()
+        how += f": peak RSS {_size(kb)}" + (f" of {_size(total)} on this machine" if total else "")
+    return how

@@ -7,7 +7,10 @@ notebook that reads other jobs' results (03, 15: :func:`jobs.reads_other_jobs`) 
 once every job before it has finished, and nothing after it starts before it ends; a job
 the launcher can never run (more GPUs than any machine has) fails with one line; a full
 disk stops the batch; each finished job prints one line ``[i/N] ok|FAIL <label>  12.3s``.
-Ctrl-C asks the launcher to stop everything it started and raises :class:`Interrupted`.
+Ctrl-C (or SIGTERM) asks the launcher to stop everything it started and raises
+:class:`Interrupted`; an output root or lock removed while the run goes
+(:func:`.lock.check_root`, every half second and before each publish) stops everything the
+same way and raises a one-line :class:`.lock.RootVanished`.
 
 These rules are written once, here: the local executor (threads, :mod:`.local`) and the
 Ray executor (:mod:`.ray_executor`) are launchers.
@@ -23,6 +26,7 @@ from typing import Optional, Protocol, Sequence
 from ..params import load_model_params
 from .execute import DISK_FULL, INTERRUPTED, JobInterrupted
 from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
+from .lock import RootVanished, check_root
 
 
 def gpus_wanted(job: Job) -> int:
@@ -87,6 +91,7 @@ def schedule(jobs: Sequence[Job], out_root: Path, launcher: Launcher, progress, 
     announced: set = set()
     try:
         while pending or running:
+            check_root(out_root)
             while pending and launcher.has_room(running) and stop_reason is None and not INTERRUPTED.is_set():
                 i, job = pending[0]
                 if resume:
@@ -148,7 +153,30 @@ def schedule(jobs: Sequence[Job], out_root: Path, launcher: Launcher, progress, 
         progress._clear()
         done = [results[k] for k in sorted(results)]
         raise Interrupted(done, stopped[0] if stopped else current, stopped) from None
+    except RootVanished as exc:  # nothing may be published into a root that is gone or recreated
+        INTERRUPTED.set()  # the running jobs remove their partial results instead of publishing
+        stopped = [r.job for r in running.values()]
+        launcher.stop(list(running.values()))
+        progress._clear()
+        _remove_recreated(out_root, jobs)
+        n = sum(r.ok and not r.skipped for r in results.values())
+        raise RootVanished(f"{exc}: stopped {len(stopped)} running job(s) and published nothing more "
+                           f"({n} finished before); rerun to start again") from None
     return [results[k] for k in sorted(results)]
+
+
+def _remove_recreated(out_root: Path, jobs: Sequence[Job]) -> None:
+    """Directories the stopped kernels may have created again in a removed root: removed when
+    empty (``rmdir``: nothing another process put there is touched)."""
+    for nb in sorted({j.notebook for j in jobs}):
+        try:
+            (out_root / nb).rmdir()
+        except OSError:
+            pass
+    try:
+        out_root.rmdir()
+    except OSError:
+        pass
 
 
 class Progress:

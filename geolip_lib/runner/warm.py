@@ -63,7 +63,7 @@ from typing import Optional, Sequence
 
 # the launcher (``launch``) is exec'd once per kernel: this module imports only the standard
 # library and the thread budget at module level, so that it starts in milliseconds
-from .resources import kernel_env
+from .resources import KERNEL_END, kernel_env
 from .warm_kernel import become_kernel
 
 SOCKET_ENV = "GEOLIP_WARM_SOCKET"
@@ -98,7 +98,10 @@ class WarmPool:
         env = kernel_env({"MPLBACKEND": "module://matplotlib_inline.backend_inline"})
         if self.log:
             Path(self.log).parent.mkdir(parents=True, exist_ok=True)
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
+        if self.log and os.path.islink(self.log):  # never append through a link (to a file outside the root)
+            os.unlink(self.log)
+        out = os.fdopen(os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644), "ab") \
+            if self.log else subprocess.DEVNULL
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "geolip_lib.runner.warm", "serve", self.path, ",".join(self.preload),
@@ -199,9 +202,18 @@ def launch(argv: list) -> int:
         signal.signal(s, forward)
     status = _recv_line(sock)  # the zygote writes the kernel's exit status when it reaps it
     try:
-        return int(json.loads(status)["status"]) if status else 1
-    except (ValueError, KeyError):
+        info = json.loads(status) if status else {}
+        code = int(info["status"])
+    except (ValueError, KeyError, TypeError):
         return 1
+    if code != 0:  # to the job's kernel.log: what the runner reads to say how the kernel died
+        print(KERNEL_END.format(pid=child, status=code, kb=int(info.get("maxrss_kb") or 0)), file=sys.stderr,
+              flush=True)
+    if code < 0:  # die of the kernel's signal, so that jupyter_client sees what a cold kernel shows
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        return 128 - code
+    return code
 
 
 def _wait_for(path: str, pid: str, limit_s: float = 180.0) -> None:
@@ -288,15 +300,16 @@ def serve(path: str, preload: Sequence[str], parent: int) -> None:
 def _reap(children: dict) -> None:
     while children:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
         conn = children.pop(pid, None)
         if conn is not None:
-            try:
-                conn.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+            try:  # ru_maxrss: the kernel's peak resident memory, in kB on Linux
+                conn.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status),
+                                         "maxrss_kb": usage.ru_maxrss}).encode() + b"\n")
             except OSError:
                 pass
             conn.close()

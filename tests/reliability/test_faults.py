@@ -112,7 +112,7 @@ def _job_dir(path: Path, value: float) -> Path:
 def test_publish_replaces_the_old_result(tmp_path):
     final = _job_dir(tmp_path / "nb" / "a", 1.0)
     partial = _job_dir(tmp_path / "nb" / ".a.partial", 2.0)
-    run_all.publish(partial, final)
+    run_all.publish(partial, final, tmp_path)
     assert results.read(final)["metrics"]["value"] == 2.0
     assert sorted(p.name for p in (tmp_path / "nb").iterdir()) == ["a"]
 
