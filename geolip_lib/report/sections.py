@@ -268,7 +268,7 @@ CLAIMS_NOTEBOOK = "15_seed_claims"
 
 
 def _verdict(v: str) -> str:
-    cls = {"held": "v-held", "not held": "v-not-held"}.get(v, "v-not-testable")
+    cls = claims.VERDICT_CLASS.get(v, "v-not-testable")
     return f"<span class='{cls}'>{html.escape(v)}</span>"
 
 
@@ -307,20 +307,23 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
     details = linked("notebook 15", executed_link(rec15, prefix))
     parts = ["<section class='claims' id='seed-claims'><h2 class='first'>Do the seed's claims hold?</h2>",
              "<p class='note'>Seed 001's summary table of \"universal constants\" and its best modulator result, "
-             "each tested in the seed's own definition on this profile's jobs. <b>held</b>: the 95 % interval "
-             "satisfies the claim's rule on every tested seed model; <b>not held</b>: an interval contradicts it; "
-             "<b>not testable on this profile</b>: a seed model's job is missing, the quantity does not apply, or "
-             "an interval straddles the threshold. Stand-ins are the models the seed did not measure (the demo's "
-             "MiniLM and tiny random models): whether the property holds there, not a verdict on the seed's "
-             f"claim. Details: {details}.</p>",
-             _claims_table(summary, ["title", "seed value", "seed models", "verdict", "reason", "stand-ins",
-                                     "null explains"])]
+             "each read as the table says and as the seed's cells measured it, on this profile's jobs. "
+             "<b>held</b>: the rule is satisfied and the value is separated from every null that bears on it; "
+             "<b>held, but the null gives it too</b>: a null (random init, a Gaussian, the unmodulated encoder) "
+             "satisfies it as well, so training did not produce it; <b>not held</b>: the exact value or the whole "
+             "interval contradicts it; <b>undecided</b>: the interval straddles the rule, a bearing null is "
+             "missing or the test lacks power (the reason says what would decide it); <b>not tested on this "
+             "profile</b>: no job of the reading's models ran; <b>forced by shape</b>: fixed by the weight "
+             "shapes, kept out. Exact values are compared at the seed's printed precision. Stand-ins are the "
+             "models the seed did not measure (the demo's MiniLM and tiny random models): whether the property "
+             f"holds there, not a verdict on the seed's claim. Details: {details}.</p>",
+             _claims_table(claims.readings(summary), claims.READINGS_COLUMNS),
+             _claims_table(summary, claims.SUMMARY_COLUMNS)]
     for rec, fig in key_figures([rec15])[:1]:
         parts.append(f"<figure class='wide'><img src='{_img_src(rec, fig, embed, prefix)}' "
                      f"alt='{html.escape(figure_title(fig))}'></figure>")
     if measured:
         parts.append("<h3>Measured values, per model and scope</h3>")
-        parts.append(_claims_table(measured, ["title", "model", "scope", "seed value", "measured",
-                                              "project definition", "nulls", "verdict", "reason"]))
+        parts.append(_claims_table(measured, [c for c in claims.DETAIL_COLUMNS if c != "null explains"]))
     parts.append("</section>")
     return "\n".join(p for p in parts if p)
