@@ -81,6 +81,27 @@ print(f"{lm.name} ({lm.family}): {'token' if lm.is_text else 'position'} embeddi
 # scale-free pentachoron CV, on `sphere` — points uniform on the unit sphere $S^{D-1}$ of
 # the same dimension. Each carries its own 95 % interval, computed on exactly the rows or
 # simplices that were measured (`geolip_lib.probes.uncertainty`).
+#
+# **What kind of number each is.** A number computed on the whole table (the PR of all
+# rows, the ten digits' correlation) is *exact*: no interval, "exact (all N …)" beside it.
+# A number of sampled rows or simplices (mean cosine, pentachoron CV, volume ratio) has an
+# interval over that sampling. **The nulls are distributions**: the Gaussian, the unit
+# sphere and the random-init table are each drawn with 5 seeds of their own (`N_NULL_SEEDS`:
+# Gaussian seeds `SEED + 1 + 10k`, sphere `SEED + 2 + 10k`, random-init models
+# `params.seed + 1 + k`), measured exactly as the model is, and the headline's null is the
+# mean over those seeds with the 95 % prediction interval over them — where one more draw
+# of the null would land. The tables below show the first seed of each null.
+
+# %%
+def init_table(k):  # random-init table of init seed k (k = 0 is the twin above)
+    if twin is None:
+        return None
+    return E_init if k == 0 else lm.random_init(seed=lm.params.seed + 1 + k).input_embeddings()
+
+
+null_dist = probes.uncertainty.null_distributions(
+    E, init_table, n_seeds=M.intervals.N_NULL_SEEDS, n_cos=N_COS_SAMPLE, n_simplices=N_SIMPLICES, pca_rows=PCA_ROWS,
+    seed=SEED, tokenizer=lm.tokenizer if lm.is_text else None, n_boot=N_BOOT)
 
 # %% [markdown]
 # ## 1. Architecture introspection
@@ -124,21 +145,23 @@ job.table(probes.tables.cosine_frame(cos, cos_iv), caption="Pairwise cosine on t
           formats={"pairs": "{:,}"})
 near = probes.tables.near_constants_frame(cos)
 job.table(near, caption="Share of pairs within ±0.01 of each named constant", formats={c: "{:.2%}" for c in near})
+all_rows = cos["embedding"]["n_sample"] >= V_  # a table no larger than the sample: every pair, exact
 headline["cosine_mean"] = results.headline(
-    cos["embedding"]["mean"], interval=cos_iv["embedding"], label="mean cosine", fmt=".4f",
-    nulls={k: {"value": c["mean"], "interval": cos_iv[k]} for k, c in cos.items() if k != "embedding"})
+    cos["embedding"]["mean"], interval="exact" if all_rows else cos_iv["embedding"], over=f"{V_} rows, every pair",
+    label="mean cosine", fmt=".4f", nulls=null_dist["cosine_mean"])
 
 # %% [markdown]
 # ## 4. Eigenspectrum and intrinsic dimensionality
 #
 # Participation ratio `(Σλ)² / Σλ²` of the centred covariance, entropy effective
-# dimension, and the number of components for 80/90/95/99 % of the variance. The PR
-# interval is a group bootstrap of the covariance over the rows used (basic interval);
-# PR / D shares it (D is exact). Resampling rows lowers a covariance's PR (by the order of
-# PR² / V), and so does estimating it from V rows at all: the basic interval corrects
-# for that bias, so it is an interval for the PR of the distribution the rows are drawn
-# from and may lie slightly *above* the plug-in value of the table (the Gaussian's
-# interval covers its true PR = D).
+# dimension, and the number of components for 80/90/95/99 % of the variance. The PR of
+# the whole table (`PCA_ROWS = None`) is **exact**: every row is used, there is nothing to
+# resample, and the headline shows it without an interval ("exact (all V rows)"). On a row
+# sample (`PCA_ROWS` set) the PR is biased low (by the order of PR² / rows): the headline
+# is then the bootstrap bias-corrected estimate with its basic group-bootstrap interval,
+# and the plug-in is recorded beside it (`plug_in`). The table's interval column is the
+# group bootstrap of each table's rows, kept for comparison (the Gaussian's covers its
+# true PR = D).
 
 # %%
 eig, ev = {}, {}
@@ -149,12 +172,16 @@ prd_iv = {k: probes.scale_interval(iv, 1 / D_, "divided by D") for k, iv in pr_i
 metrics.update({"eigenspectrum" + ("" if k == "embedding" else f"_{k}"): e for k, e in eig.items()})
 job.table(probes.tables.eigen_frame(eig, pr_iv), caption=f"Eigenspectrum of the centred covariance (D = {D_})",
           formats={"PR / D": "{:.3f}", "top share": "{:.1%}", "rows": "{:,}"})
-headline["pr"] = results.headline(eig["embedding"]["pr"], interval=pr_iv["embedding"], label="PR", fmt=".1f",
-                                  nulls={k: {"value": e["pr"], "interval": pr_iv[k]} for k, e in eig.items() if k != "embedding"},
-                                  note=probes.uncertainty.PR_NOTE)
+pr_est = probes.uncertainty.pr_estimate(E, PCA_ROWS, SEED, n_boot=N_BOOT)  # exact on every row, else bias-corrected
+if pr_est["interval"] == "exact":
+    pr_est["value"] = eig["embedding"]["pr"]  # the table's own number (same rows), not a second route to it
+pr_plug = pr_est["plug_in"]
+headline["pr"] = results.headline(pr_est["value"], interval=pr_est["interval"], over=pr_est["over"], plug_in=pr_plug,
+                                  label="PR", fmt=".1f", nulls=null_dist["pr"], note=probes.uncertainty.PR_NOTE)
 headline["pr_over_dim"] = results.headline(
-    eig["embedding"]["pr_over_dim"], interval=prd_iv["embedding"], label="PR / D", fmt=".3f",
-    nulls={k: {"value": e["pr_over_dim"], "interval": prd_iv[k]} for k, e in eig.items() if k != "embedding"})
+    pr_est["value"] / D_, interval="exact" if pr_est["interval"] == "exact" else probes.scale_interval(
+        pr_est["interval"], 1 / D_, "divided by D"), over=pr_est["over"],
+    plug_in=None if pr_plug is None else pr_plug / D_, label="PR / D", fmt=".3f", nulls=null_dist["pr_over_dim"])
 
 # %% [markdown]
 # The cumulative explained variance — the share of the variance in the first *k*
@@ -190,7 +217,7 @@ job.figure(plots.pentachoron_volumes(vols, {k: pent[k]["cv"] for k in vols}, cv_
 # (or within 10 % of) those nulls, the headline carries a note saying so.
 
 # %%
-cv_nulls = {k: {"value": pent[k]["cv"], "interval": cv_iv[k]} for k in ("gaussian", "sphere", "random_init") if k in pent}
+cv_nulls = null_dist["pentachoron_cv"]  # each null over its 5 seeds
 cv_note = probes.dimension_note(f"{lm.name}: pentachoron CV", pent["embedding"]["cv"], cv_iv["embedding"],
                                 {k: (n["value"], n["interval"]) for k, n in cv_nulls.items() if k != "random_init"}, D_)
 headline["pentachoron_cv"] = results.headline(pent["embedding"]["cv"], interval=cv_iv["embedding"], nulls=cv_nulls,
@@ -207,10 +234,8 @@ if "random_init" in pent:
 
 # %%
 ratio_iv = probes.volume_ratio_interval(vols["embedding"], vols["gaussian"], SEED, n_boot=N_BOOT)
-ratio_nulls: dict = {"gaussian": 1.0}
-if "random_init" in pent:
-    ratio_nulls["random_init"] = {"value": pent["volume_ratio_gaussian_random_init"],
-                                  "interval": probes.volume_ratio_interval(vols["random_init"], vols["random_init_gaussian"], SEED, n_boot=N_BOOT)}
+ratio_nulls: dict = {"gaussian": {"value": 1.0, "interval": "exact"}}  # 1 by construction
+ratio_nulls.update(null_dist.get("volume_ratio", {}))  # the random-init table against its own Gaussian, 5 seeds
 headline["volume_ratio"] = results.headline(pent["volume_ratio_gaussian"], interval=ratio_iv, nulls=ratio_nulls,
                                             label="volume ratio", fmt=".3f",
                                             note="Mean pentachoron volume over that of a Gaussian of matched total "
@@ -229,9 +254,11 @@ job.figure(plots.terrain_map(norms, cos_vals, ev, vols, title=f"{lm.name}: embed
 # ## 6. Digit manifold
 #
 # Cosine between the embeddings of the digits 0–9 and its correlation with `|i − j|`
-# (a number line shows as a negative correlation, adjacent digits closer). The interval
-# is a bootstrap over the ten digits (a resample keeps every pair of distinct draws), on
-# the table, its Gaussian and its random-init twin.
+# (a number line shows as a negative correlation, adjacent digits closer). It is computed
+# on all ten digits (45 pairs): **exact** for this table. The table below also shows a
+# bootstrap over the ten digits (a resample keeps every pair of distinct draws) — how much
+# the number rests on single digits. Nulls: the Gaussian and the random-init table over
+# their 5 seeds.
 
 # %%
 dig = probes.digit_manifold(E, lm.tokenizer)
@@ -246,8 +273,9 @@ if dig["applicable"]:
 else:
     print(f"Digit manifold: not applicable — {dig['reason']}.")
 headline["digit_corr"] = results.headline(
-    dig.get("corr_abs_diff"), interval=dig_iv.get("embedding"), label="digit |i-j| corr", fmt=".3f",
-    nulls={k: {"value": digs[k].get("corr_abs_diff"), "interval": dig_iv.get(k)} for k in ("random_init", "gaussian") if k in digs})
+    dig.get("corr_abs_diff"), interval="exact" if dig.get("corr_abs_diff") is not None else None,
+    over="10 digits, 45 pairs", label="digit |i-j| corr", fmt=".3f",
+    nulls={k: v for k, v in null_dist.get("digit_corr", {}).items() if k in ("random_init", "gaussian")})
 
 # %% [markdown]
 # ## 7. Semantic categories
@@ -422,10 +450,11 @@ else:
 # %% [markdown]
 # ## Results
 #
-# Headline numbers for the composite table, each with its 95 % interval beside its null
-# models: the isotropic Gaussian of matched shape and total variance, the same
-# architecture at random init, and (for the pentachoron CV) the unit sphere of the same
-# dimension. The figure puts each number and its nulls on one axis.
+# Headline numbers for the composite table — exact (no interval) or with their 95 %
+# interval over the sampling — beside their null models, each over its 5 seeds: the
+# isotropic Gaussian of matched shape and total variance, the same architecture at random
+# init, and (for the pentachoron CV) the unit sphere of the same dimension. The figure puts
+# each number and its nulls on one axis.
 
 # %% [markdown]
 # **Seed claim.** Seed 001's summary puts the pentachoron CV of the token embedding in a

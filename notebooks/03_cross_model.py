@@ -96,7 +96,11 @@ job.table(measured[["model", "family", "d_model"]].drop_duplicates(), caption=f"
 # seed). Q sparsity with its 95 % bootstrap interval over that scope's Q matrices (none
 # with fewer than 3). QK balance over the scope's layers in the seed's form (n_pos / inner
 # of sym(W_q W_kᵀ): mean, min, max) and the project's (balance of sym(W_Qᵀ W_K), mean);
-# what a 0.5 means: `geolip_lib.weights.spectral.QK_BALANCE_STATEMENT`.
+# what a 0.5 means: `geolip_lib.weights.spectral.QK_BALANCE_STATEMENT`. **Forced by
+# shape**: under grouped-query attention with 2·n_kv_heads·head_dim ≤ d (Qwen, tiny-qwen)
+# the shapes alone give exactly as many positive as negative nonzero eigenvalues, whatever
+# the weights hold (`QK seed forced` / `QK project forced`); such rows are shown but kept
+# out of the cross-model QK means below (the headline lists them).
 
 # %%
 scols = T.STACK_COLUMNS
@@ -165,7 +169,8 @@ headline = {
     "qk_seed_balance_mean": T.cross_stack_headline(stacks, "QK seed (mean)", fmt=".4f",
                                                    label="mean QK n_pos/inner, seed form (per stack/attn)",
                                                    note="n_pos / inner of sym(W_q W_kᵀ), mean over layers; 0.5 is "
-                                                        "what random weights give (QK_BALANCE_STATEMENT).", **sh),
+                                                        "what random weights give (QK_BALANCE_STATEMENT); rows whose "
+                                                        "shapes force it (GQA) are left out.", **sh),
 }
 
 # %%

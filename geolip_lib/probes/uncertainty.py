@@ -31,12 +31,14 @@ import torch
 
 from .. import metrics as M
 from ..metrics.intervals import N_BOOT, Interval, scale_interval, separates  # noqa: F401 - scale_interval re-exported
+from .token_probes import digit_manifold
 
 #: a value within this relative distance of a null counts as "set by the null"
 CLOSE_REL = 0.10
-#: what the PR headline's interval is (it can sit above the plug-in value; readers ask why)
-PR_NOTE = ("PR interval: group bootstrap of the covariance, basic interval; it corrects the downward bias of a "
-           "PR estimated from V rows (of the order of PR²/V), so it can lie just above the table's plug-in PR.")
+#: what the PR headline is: exact on the whole table; on a row sample bias-corrected, the plug-in beside it
+PR_NOTE = ("PR of the whole table is exact (computed on every row: no interval). On a row sample (PCA_ROWS) the "
+           "value is the bootstrap bias-corrected estimate (the plug-in PR of a row sample is biased low, of the "
+           "order of PR²/rows) with its basic group-bootstrap interval; the plug-in is recorded beside it.")
 
 
 def _rows(E: Any, n_sample: int | None, seed: int) -> Any:
@@ -52,6 +54,75 @@ def pr_interval(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: i
     resamples random row groups (basic interval).
     """
     return M.intervals.bootstrap_covariance_stat(_rows(E, max_rows, seed), seed=seed, n_boot=n_boot)
+
+
+def pr_estimate(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: int = N_BOOT) -> dict:
+    """The participation ratio of ``E``'s centred covariance as a headline: what kind of number it is.
+
+    Every row (``max_rows`` None or ≥ the row count): the PR of the whole table is **exact**
+    (``{"value": plug-in, "interval": "exact", "over": "V rows"}``). A row sample: **sampled**,
+    the bias-corrected estimate (:func:`~geolip_lib.metrics.intervals.covariance_stat_estimate`,
+    the PR of a row sample is biased low by about PR²/rows) as the value, with its basic
+    group-bootstrap interval and the plug-in beside it (``plug_in``).
+    """
+    t = E if isinstance(E, torch.Tensor) else torch.as_tensor(np.asarray(E))
+    rows = _rows(t, max_rows, seed)
+    if rows.shape[0] == t.shape[0]:
+        return {"value": float(M.participation_ratio(rows)), "interval": "exact",
+                "over": f"{t.shape[0]} rows", "plug_in": None}
+    est, plug, iv = M.intervals.covariance_stat_estimate(rows, seed=seed, n_boot=n_boot)
+    return {"value": est, "interval": iv, "over": None, "plug_in": plug}
+
+
+def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_SEEDS, n_cos: int | None = 2000,
+                       n_simplices: int = 1000, pca_rows: int | None = None, seed: int = 0, tokenizer: Any = None,
+                       n_boot: int = N_BOOT) -> dict:
+    """Notebook 01's nulls as distributions over their own seeds (issue 22 §1).
+
+    For each of ``n_seeds`` seeds ``k``: an isotropic Gaussian of ``E``'s shape and total
+    variance (``gaussian_like(E, seed + 1 + 10k)``: seed 0 is the notebook's ``E_gauss``),
+    points uniform on the unit sphere (``seed + 2 + 10k``), and ``init_table(k)`` — the
+    random-init table of init seed ``k`` (``None``: no random-init null) — each measured as
+    the model is: mean cosine of ``n_cos`` sampled rows, PR (:func:`pr_estimate`'s value),
+    PR / D, pentachoron CV of ``n_simplices`` simplices (draw ``seed``), the random-init
+    table's mean-volume ratio against its own Gaussian (``seed + 3 + 10k``), and the digits'
+    ``|i − j|`` correlation (text models).
+
+    Returns ``{headline key: {null kind: null_over_seeds(...)}}`` (keys ``cosine_mean``,
+    ``pr``, ``pr_over_dim``, ``pentachoron_cv``, ``volume_ratio``, ``digit_corr``); each null's
+    interval is the 95 % prediction interval over its seeds.
+    """
+    t = E if isinstance(E, torch.Tensor) else torch.as_tensor(np.asarray(E))
+    D = t.shape[1]
+    vals: dict = {}
+
+    def put(key, kind, v):
+        vals.setdefault(key, {}).setdefault(kind, []).append(np.nan if v is None else float(v))
+
+    for k in range(n_seeds):
+        tables = {"gaussian": M.gaussian_like(t, seed=seed + 1 + 10 * k), "sphere": M.sphere_like(t, seed=seed + 2 + 10 * k)}
+        T_init = init_table(k) if init_table is not None else None
+        if T_init is not None:
+            tables["random_init"] = T_init
+        for kind, T in tables.items():
+            cvr = M.pentachoron_cv(T, n_simplices, seed=seed)
+            put("pentachoron_cv", kind, cvr.cv)
+            if kind == "sphere":
+                continue
+            put("cosine_mean", kind, M.mean_offdiag_cosine(M.normalize_rows(_rows(T, n_cos, seed))))  # = cosine_stats' mean
+            pr = pr_estimate(T, pca_rows, seed, n_boot=n_boot)["value"]
+            put("pr", kind, pr)
+            put("pr_over_dim", kind, pr / D)
+            if tokenizer is not None:
+                put("digit_corr", kind, digit_manifold(T, tokenizer).get("corr_abs_diff"))
+            if kind == "random_init":
+                g = M.pentachoron_cv(M.gaussian_like(T, seed=seed + 3 + 10 * k), n_simplices, seed=seed)
+                put("volume_ratio", kind, M.ratio(cvr.mean, g.mean))
+        del tables, T_init
+    what = {"gaussian": "Gaussian seeds", "sphere": "sphere seeds", "random_init": "random-init seeds"}
+    return {key: {kind: M.intervals.null_over_seeds(v, what=f"{len(v)} {what[kind]}") for kind, v in by.items()
+                  if np.isfinite(v).any()}
+            for key, by in vals.items()}
 
 
 def mean_cosine_interval(E: Any, n_sample: int | None = 2000, seed: int = 0, *,
@@ -213,7 +284,7 @@ def dimension_note(label: str, value: float | None, interval: Interval | Mapping
             f"({', '.join(close)}): the dimension, not training, sets it.")
 
 
-__all__ = ["CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
+__all__ = ["pr_estimate", "null_distributions", "CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
            "pr_interval", "ratio_of_means", "scale_interval", "token_cosine_interval", "volume_ratio_interval",
            "weighted_digit_corr", "token_range_intervals", "encoder_decoder_intervals", "CLAIM_NULLS",
            "cv_definition_note"]

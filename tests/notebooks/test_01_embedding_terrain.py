@@ -33,7 +33,7 @@ def _check_common(m: dict, model: str) -> dict:
         assert math.isfinite(pent[k]["cv"]) and pent[k]["cv"] > 0, (k, pent[k])
         assert pent[k]["n_valid"] <= pent[k]["n_sampled"] == m["parameters"]["N_SIMPLICES"]
     assert head["pentachoron_cv"]["value"] == pent["embedding"]["cv"]
-    assert head["pentachoron_cv_init"]["baseline"] == pent["random_init"]["cv"]
+    assert head["pentachoron_cv_init"]["nulls"]["random_init"]["per_seed"][0] == pent["random_init"]["cv"]
     assert head["volume_ratio"]["value"] > 0
     # cosine statistics on the seeded sample: every pair of the sample
     n = min(m["parameters"]["N_COS_SAMPLE"], V)
@@ -43,16 +43,27 @@ def _check_common(m: dict, model: str) -> dict:
     assert set(cos["near_constants"]) == set(M.NAMED_CONSTANTS)
     job = Path(m["_job_dir"])
     assert (job / "terrain_map.png").stat().st_size > 1000 and (job / "layers.png").exists()
-    # every headline with a value has a 95 % interval; every sampled null has its own
+    # every headline with a value says its kind: exact (no interval: [v, v]) or a 95 % interval holding it;
+    # every null is a distribution over its own 5 seeds (issue 22 §1)
     for key, h in head.items():
         if h["value"] is not None:
-            assert h["interval"] and h["interval"]["level"] == 0.95, key
-            assert h["interval"]["lo"] <= h["interval"]["hi"], key
+            assert h["interval"] and h["kind"] in ("exact", "sampled"), key
+            if h["kind"] == "exact":
+                assert h["interval"]["lo"] == h["interval"]["hi"] == h["value"], key
+            else:
+                assert h["interval"]["level"] == 0.95 and h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"], key
+        for name, n in h["nulls"].items():
+            if key == "volume_ratio" and name == "gaussian":
+                assert n["value"] == 1.0 and n["interval"]["kind"] == "exact"  # 1 by construction
+                continue
+            assert len(n["per_seed"]) == 5 and n["interval"]["kind"] == "over_seeds", (key, name)
+            assert n["interval"]["lo"] <= n["value"] <= n["interval"]["hi"], (key, name)
+    assert head["pr"]["kind"] == "exact" and head["pr"]["interval"]["method"] == f"exact (all {V} rows)"
+    assert head["pr"]["nulls"]["gaussian"]["per_seed"][0] == pytest.approx(met["eigenspectrum_gaussian"]["pr"], rel=1e-9)
     iv = head["pentachoron_cv"]["interval"]
     assert iv["lo"] <= head["pentachoron_cv"]["value"] <= iv["hi"] and "simplices" in iv["method"]
     assert list(head["pentachoron_cv"]["nulls"]) == ["gaussian", "sphere", "random_init"]
     assert all(n["interval"] for n in head["pentachoron_cv"]["nulls"].values())
-    assert "group bootstrap" in head["pr"]["interval"]["method"]
     assert list(head["pr"]["nulls"]) == ["gaussian", "random_init"]
     assert head["cosine_mean"]["nulls"]["gaussian"]["interval"]["lo"] <= met["cosine_gaussian"]["mean"]
     # the sphere null: points on the unit sphere of the same dimension, same draws
@@ -101,10 +112,14 @@ def test_tiny_t5_values_match_an_independent_computation(run_notebook):
     iv = M.intervals.bootstrap(vols, M.intervals.cv, seed=p["SEED"], what="simplices")
     assert m["headline"]["pentachoron_cv"]["interval"]["lo"] == pytest.approx(iv.lo, rel=1e-6)
     assert m["headline"]["pentachoron_cv"]["interval"]["hi"] == pytest.approx(iv.hi, rel=1e-6)
-    # PR interval: the covariance group bootstrap of every row
-    pr_iv = M.intervals.bootstrap_covariance_stat(E, seed=p["SEED"])
-    assert m["headline"]["pr"]["interval"]["lo"] == pytest.approx(pr_iv.lo, rel=1e-9)
-    assert m["headline"]["pr_over_dim"]["interval"]["hi"] == pytest.approx(pr_iv.hi / E.shape[1], rel=1e-9)
+    # PR of every row: exact, no interval; PR / D the same number over D
+    assert m["headline"]["pr"]["interval"]["method"] == f"exact (all {E.shape[0]} rows)"
+    assert m["headline"]["pr_over_dim"]["value"] == pytest.approx(m["headline"]["pr"]["value"] / E.shape[1], rel=1e-12)
+    # the random-init null over 5 init seeds: seed k is lm.random_init(seed=params.seed + 1 + k)
+    E4 = lm.random_init(seed=lm.params.seed + 5).input_embeddings().double().numpy()
+    ev4 = np.linalg.eigvalsh(np.cov(E4.T, bias=True))
+    assert m["headline"]["pr"]["nulls"]["random_init"]["per_seed"][4] == pytest.approx(
+        ev4.sum() ** 2 / (ev4 ** 2).sum(), rel=1e-9)
     # cosine distribution on default_rng(SEED).choice(V, N_COS_SAMPLE, replace=False)
     rows = np.random.default_rng(p["SEED"]).choice(E.shape[0], p["N_COS_SAMPLE"], replace=False)
     S = E[rows] / np.linalg.norm(E[rows], axis=1, keepdims=True)
@@ -168,8 +183,8 @@ def _check_restored(m: dict, lm, E: np.ndarray) -> None:
     c = met["claims"]["pentachoron_cv"]["embedding"]
     assert c["value"] == m["headline"]["pentachoron_cv"]["value"] and c["interval"] == m["headline"]["pentachoron_cv"]["interval"]
     assert list(c["nulls"]) == ["gaussian", "unit sphere", "random init"]
-    assert c["nulls"]["unit sphere"]["value"] == met["pentachoron"]["sphere"]["cv"]
-    assert c["nulls"]["random init"]["value"] == met["pentachoron"]["random_init"]["cv"]
+    assert c["nulls"]["unit sphere"]["per_seed"][0] == met["pentachoron"]["sphere"]["cv"]
+    assert c["nulls"]["random init"]["per_seed"][0] == met["pentachoron"]["random_init"]["cv"]
     assert "5-row subsets" in c["note"] and p["N_SIMPLICES"] == met["pentachoron"]["embedding"]["n_sampled"]
     job = Path(m["_job_dir"])
     assert (job / "encoder_decoder.png").exists() and (job / "cumulative_variance.png").exists()
