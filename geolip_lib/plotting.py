@@ -12,10 +12,26 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import seaborn as sns
+from matplotlib import font_manager
 
 from .results import atomic_write_bytes
 
 DPI = 110
+
+#: the font matplotlib falls back to for glyphs DejaVu Sans lacks (CJK tokens): Debian's
+#: fonts-droid-fallback, which scripts/setup.sh installs; the report's CSS names it too
+FALLBACK_FONT = "Droid Sans Fallback"
+
+
+def fallback_fonts() -> list[str]:
+    """``[FALLBACK_FONT]`` where matplotlib can use it, else ``[]`` (naming a missing family would
+    warn on every figure). A font installed after matplotlib built its font cache is added."""
+    fm = font_manager.fontManager
+    if not any(f.name == FALLBACK_FONT for f in fm.ttflist):
+        for path in font_manager.findSystemFonts(fontext="ttf"):
+            if Path(path).stem.startswith("DroidSansFallback"):
+                fm.addfont(path)
+    return [FALLBACK_FONT] if any(f.name == FALLBACK_FONT for f in fm.ttflist) else []
 
 
 def setup() -> None:
@@ -23,6 +39,8 @@ def setup() -> None:
     sns.set_theme(context="notebook", style="whitegrid", palette="deep")
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": DPI, "figure.autolayout": False,
                          "svg.hashsalt": "geolip", "path.simplify": True})
+    # matplotlib falls back glyph by glyph across the families of font.family: DejaVu Sans, then CJK
+    plt.rcParams["font.family"] = ["sans-serif", *fallback_fonts()]
 
 
 def png_bytes(fig: "matplotlib.figure.Figure") -> bytes:

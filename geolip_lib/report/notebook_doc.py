@@ -16,7 +16,7 @@ from nbconvert import HTMLExporter
 
 from .records import JobRecord
 from .sections import CLAIMS_NOTEBOOK, _img_src, figure_title, lead_record
-from .style import MATHJAX_CONFIG, MATHJAX_PRECONFIG
+from .style import FALLBACK_FONT_CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG
 
 #: nbconvert's lab template with every network load taken out: require.js (a CDN script the
 #: report never needs), the widget manager (unpkg), mermaid (an ES-module import from a CDN);
@@ -26,6 +26,7 @@ OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block data_widget_view scoped -%}{%- endblock data_widget_view -%}
+{%- block html_head_css -%}<style>""" + FALLBACK_FONT_CSS + """</style>{%- endblock html_head_css -%}
 """
 
 #: what a notebook's markdown and HTML outputs may keep (bleach, the sanitiser nbconvert itself

@@ -24,8 +24,14 @@ BIAS_MARK = "†"
 MAX_KEY_FIGURES = 3
 
 
+#: glyphs the first fonts lack (CJK tokens such as "##永" in notebook 01's id-range table) come from
+#: Debian's fonts-droid-fallback (scripts/setup.sh); geolip_lib.plotting falls back to it too
+FALLBACK_FONT_CSS = ("body,.jp-RenderedHTMLCommon{font-family:var(--jp-content-font-family,system-ui,sans-serif),"
+                     "'Droid Sans Fallback'}")
+
+
 CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:1200px;margin:2em auto;
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif,'Droid Sans Fallback';max-width:1200px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #446;padding-bottom:.2em}h2{margin-top:2em;color:#335;border-bottom:1px solid #ccd}
 table.composite{border-collapse:collapse;font-size:.86em;margin:.6em 0 1em}

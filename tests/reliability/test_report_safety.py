@@ -12,7 +12,9 @@ import base64
 import html
 import json
 import re
+import subprocess
 import time
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -22,7 +24,7 @@ import matplotlib.pyplot as plt
 import nbformat
 import pytest
 
-from geolip_lib import report, results
+from geolip_lib import plotting, report, results
 from geolip_lib.report import builder, printing
 from geolip_lib.report.notebook_doc import clean_html
 
@@ -355,3 +357,21 @@ def test_a_column_empty_in_every_row_is_dropped(built):
     assert "never measured" not in index and "<th>CV</th>" in index
     rows = [{"a": 1, "b": None, "c": "–", "d": ""}, {"a": 2, "b": "", "c": None, "d": "x"}]
     assert report.sections.nonempty_columns(rows, ["a", "b", "c", "d"]) == ["a", "d"]
+
+
+def test_cjk_tokens_have_a_font_in_every_page_and_in_figures(built):
+    """Notebook 01's id-range table shows WordPiece tokens such as "##永": set-up installs Debian's
+    fonts-droid-fallback, every page names it after its own fonts, and matplotlib falls back to it."""
+    root, _, _ = built
+    fonts = subprocess.run(["fc-list", ":charset=6c38", "family"], capture_output=True, text=True, timeout=30).stdout
+    assert plotting.FALLBACK_FONT in fonts, "no font for CJK glyphs: run make setup (as root) for fonts-droid-fallback"
+    for page in _pages(root):
+        assert f"'{plotting.FALLBACK_FONT}'" in page.read_text(encoding="utf-8"), page
+    with plt.rc_context(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plotting.setup()
+        fig, ax = plt.subplots(figsize=(2, 1))
+        ax.set_title("##永 ##江 ##沢")
+        plotting.png_bytes(fig)
+        plt.close(fig)
+    assert not [str(w.message) for w in caught if "missing from font" in str(w.message)]
