@@ -36,21 +36,27 @@ def test_every_recorded_claim_gets_a_verdict(claims_root):
     from geolip_lib import results
 
     m = results.read(job_dir)
+    assert m["metrics"]["claims_file"] == "params/claims/seed-001.yaml"
     rows = [r for r in m["metrics"]["claims_rows"] if r["model"] == "tiny-t5"]
-    got = {r["claim"] for r in rows if r["value"] is not None or r["verdict"] != claims.NOT_TESTABLE}
-    assert got == {c for cs in SOURCES.values() for c in cs}, got  # a boundary not found is a verdict too
-    pb = next(r for r in rows if r["claim"] == "phase_boundary")
-    assert pb["value"] is not None or (pb["verdict"] == claims.NOT_HELD and "no transition" in pb["reason"])
+    got = {r["claim"] for r in rows}
+    assert got >= {c for cs in SOURCES.values() for c in cs}, got  # a boundary not found is a verdict too
     for r in rows:
-        assert r["verdict"] in claims.VERDICTS and r["reason"], r
+        assert r["verdict"] in claims.STATUSES and r["reason"], r
         assert not r["seed model"]  # tiny-t5 is a stand-in
+        assert r["reading"] and r["measured as"]
+    pb = next(r for r in rows if r["claim"] == "phase_boundary")
+    if pb["value"] is None:  # no change found: undecided unless the power against the seed's kink is shown
+        assert "no change point found" in pb["reason"] and "power" in pb["reason"]
+        assert pb["verdict"] in (claims.UNDECIDED, claims.NOT_HELD) and pb["power"] is not None
+        assert (pb["verdict"] == claims.NOT_HELD) == (pb["power"]["power"] >= 0.8)
     scopes = {(r["claim"], r["scope"]) for r in rows}
     assert {("q_sparsity", "encoder/self"), ("q_sparsity", "decoder/self"), ("q_sparsity", "decoder/cross"),
             ("qk_cross_balance", "decoder/cross"), ("position_crystallization", "decoder")} <= scopes
-    # no seed model ran on the tiny profile: every claim is "not testable", and the reason names a missing job
-    assert {s["verdict"] for s in m["metrics"]["claims_summary"]} == {claims.NOT_TESTABLE}
+    # no seed model ran on the tiny profile: every reading is "not tested", and the reason names a missing job
+    assert {s["verdict"] for s in m["metrics"]["claims_summary"]} == {claims.NOT_TESTED}
     assert all("needs" in s["reason"] for s in m["metrics"]["claims_summary"])
-    assert m["headline"]["claims_not_testable"]["value"] == len(claims.CLAIMS)
+    assert m["headline"]["claims_not_tested"]["value"] == len(m["metrics"]["claims_summary"])
+    assert sum(len(c.forms) for c in claims.CLAIMS) == len(m["metrics"]["claims_summary"])
     assert rows == [r for r in claims.evaluate(root) if r["model"] == "tiny-t5"]  # the notebook == the library
 
 
@@ -64,6 +70,8 @@ def test_the_report_leads_with_the_claims(claims_root):
     for c in claims.CLAIMS:
         assert html_mod.escape(c.title) in body
     assert body.count("class='v-not-testable'") >= len(claims.CLAIMS)
+    for col in ("as the table says", "as the seed measured", "reading"):  # the readings side by side
+        assert f">{col}</th>" in body, col
     assert "seed_claims.png" in body  # notebook 15's figure
     assert "id='15_seed_claims'" not in body  # no second section for notebook 15
     nb = nbformat.read(str(Path(job_dir) / "executed.ipynb"), as_version=4)
