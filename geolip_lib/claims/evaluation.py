@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 from ..metrics.intervals import format_value
 from ..results import kind_of, separates
-from .power import MAX_SEEDS, kink_power
+from .power import MAX_DOUBLINGS, MAX_SEEDS, kink_power
 from .registry import Claim, ClaimSet, Form, load
 from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null)
 
@@ -122,9 +122,10 @@ def _power_verdict(c: Claim, form: Form, h: Mapping, data: Mapping) -> tuple[str
     decide = []
     if pw["smallest_detectable"] is not None:
         decide.append(f"the test finds a kink of slope change {pw['smallest_detectable']:.3g} "
-                      f"({pw['smallest_detectable'] / spec.slope_change:.0f}x the seed's) {spec.target:.0%} of the time")
+                      f"({pw['smallest_detectable'] / spec.slope_change:.0f}x the seed's) "
+                      f"{spec.target:.0%} of the time")
     else:
-        decide.append(f"no kink up to 32x the seed's is found {spec.target:.0%} of the time on this grid")
+        decide.append(f"no kink up to {2 ** MAX_DOUBLINGS}x the seed's is found {spec.target:.0%} of the time on this grid")
     if pw["seeds_needed"] is not None:
         decide.append(f"about {pw['seeds_needed']} seeds would find the seed's kink {spec.target:.0%} of the time")
     else:
@@ -134,13 +135,13 @@ def _power_verdict(c: Claim, form: Form, h: Mapping, data: Mapping) -> tuple[str
                        f"non-detection as absence. What would decide it: {'; '.join(decide)}"), pw
 
 
-def _fold_nulls(c: Claim, rule: Rule, verdict: str, reason: str, value: float, lo, hi, exact: bool,
+def _fold_nulls(c: Claim, form: Form, rule: Rule, verdict: str, reason: str, value: float, lo, hi, exact: bool,
                 nulls: Mapping[str, dict], fmt: Optional[str]) -> tuple[str, str, str]:
     """(verdict, reason, null sentence) once the nulls that bear on the claim are folded in."""
     if verdict != HELD:
         return verdict, reason, ""
     iv = (value, value) if exact or lo is None else (lo, hi)
-    bearing = [display_null(n) for n in c.nulls]
+    bearing = [display_null(n) for n in (c.nulls if form.nulls is None else form.nulls)]
     missing, gives, apart = [], [], []
     for name in bearing:
         n = nulls.get(name)
@@ -197,7 +198,8 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
     else:
         verdict, reason = rule.judge(value, lo, hi, exact=exact, per_layer=h.get("per_layer"), scale=c.scale,
                                      unit=c.unit)
-        verdict, reason, sentence = _fold_nulls(c, rule, verdict, reason, value, lo, hi, exact, nulls, h.get("fmt"))
+        verdict, reason, sentence = _fold_nulls(c, form, rule, verdict, reason, value, lo, hi, exact, nulls,
+                                                h.get("fmt"))
     if ref is not None and lo is not None and not exact and isinstance(value, (int, float)):
         reason += (f"; the interval {'contains' if lo <= ref <= hi else 'excludes'} the seed's "
                    f"{_num(ref, c.scale, c.unit)}")
@@ -339,7 +341,8 @@ def summarize(rows: Iterable[dict], claims: Union[str, Path, ClaimSet, None] = N
                                                          f"{r['model']}: {r['reason']}" for r in untested[:3])]))
             elif any(r["verdict"] == HELD_NULL for r in tested):
                 verdict = HELD_NULL
-                reason = _tested_reason(tested, []) + "; " + next(r["reason"] for r in tested if r["verdict"] == HELD_NULL)
+                reason = (_tested_reason(tested, []) + "; "
+                          + next(r["reason"] for r in tested if r["verdict"] == HELD_NULL))
             else:
                 verdict, reason = HELD, "held on " + _tested_reason(tested, [])
             if forced and verdict != FORCED:

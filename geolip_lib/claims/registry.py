@@ -40,6 +40,7 @@ class Form:
     model_scopes: Mapping[str, tuple]
     definition: str
     standin_record: Optional[str]
+    nulls: Optional[tuple]
     representation: str
     pooling: str
     sizes: str
@@ -133,7 +134,8 @@ def _form(spec: FormSpec, claim_id: str, scale: float, unit: str) -> Form:
                 scope=spec.scope or (path[-1] if path else None),
                 scopes=None if spec.scopes is None else tuple(spec.scopes),
                 model_scopes={m: tuple(s) for m, s in spec.model_scopes.items()}, definition=spec.definition,
-                standin_record=spec.standin_record, representation=spec.representation, pooling=spec.pooling,
+                standin_record=spec.standin_record, nulls=None if spec.nulls is None else tuple(spec.nulls),
+                representation=spec.representation, pooling=spec.pooling,
                 sizes=spec.sizes, note=spec.note, rule=spec.rule.rule(scale, unit),
                 model_rules={m: r.rule(scale, unit) for m, r in spec.model_rules.items()},
                 scope_rules={k: r.rule(scale, unit) for k, r in spec.scope_rules.items()},
@@ -169,8 +171,9 @@ def _load_cached(path_s: str, _mtime: int) -> ClaimSet:
     for i, c in enumerate(spec.claims):
         for j, f in enumerate(c.forms):
             if not (NOTEBOOKS / f"{f.notebook}.ipynb").exists():
+                known = ", ".join(sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")))
                 raise ParamsError(f"{_rel(path)}: key 'claims.{i}.forms.{j}.notebook': no notebook "
-                                  f"'{f.notebook}' (known: {', '.join(sorted(p.stem for p in NOTEBOOKS.glob('*.ipynb')))})")
+                                  f"'{f.notebook}' (known: {known})")
     claims = tuple(Claim(id=c.id, title=c.title, seed_value=c.seed_value, seed_models_text=c.seed_models_text,
                          definition=c.definition, nulls=tuple(c.nulls), null_sentence=c.null_sentence,
                          scale=c.scale, unit=c.unit,

@@ -171,7 +171,8 @@ class Rule:
             p = Printed.parse(arg)
             return cls(kind, None, p.hi, text=text or (f"at most {p.text} (read at its printed precision: "
                                                        f"< {_g(p.hi * scale)}{_u(unit)})" if p.half else
-                                                       f"at most {_g(p.value * scale)}{_u(unit)}"), hi_open=bool(p.half))
+                                                       f"at most {_g(p.value * scale)}{_u(unit)}"),
+                       hi_open=bool(p.half))
         if kind == "contains":
             p = Printed.parse(arg)
             return cls(kind, target=p.value, text=text or f"the interval contains {p.text}")

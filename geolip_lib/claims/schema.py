@@ -81,6 +81,7 @@ class FormSpec(_Strict):
     definition: Literal["seed", "project"] = Field("seed", description="the record's seed definition (the "
                                                    "headline) or its 'project' definition")
     standin_record: Optional[str] = Field(None, description="a related record shown for stand-ins that lack this one")
+    nulls: Optional[list[str]] = Field(None, description="the nulls that bear on this reading (default: the claim's)")
     representation: str = ""
     pooling: str = ""
     sizes: str = ""
