@@ -426,3 +426,20 @@ def read(path: str | os.PathLike) -> dict:
     if not isinstance(data, dict):
         raise MetricsFileError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
+
+
+#: what a table cell with nothing to say looks like (None, NaN, "", the "–" of a missing value)
+EMPTY_CELLS = ("", "–", "-", "n/a", "nan", "NaN", "None", "<NA>", "NaT")
+
+
+def is_empty_cell(value: Any) -> bool:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    return str(value).strip() in EMPTY_CELLS
+
+
+def nonempty_columns(rows: list, columns: list) -> list:
+    """The one rule of every table shown (the notebooks' ``job.table`` and the report's tables):
+    a column empty in every row ("note", "project definition", "null explains" where nothing
+    applies) is dropped at render time."""
+    return [c for c in columns if any(not is_empty_cell(r.get(c)) for r in rows)]

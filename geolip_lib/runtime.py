@@ -119,6 +119,8 @@ class Job:
         (``{"share": "{:.1%}"}``); long tables show their first ``max_rows`` rows.
         """
         df = as_frame(data)
+        keep = results.nonempty_columns(df.to_dict("records"), list(df.columns))
+        df = df[keep] if keep and len(df) else df  # a column empty in every row is dropped (the report's rule too)
         shown = df.head(max_rows)
         self._n_tables += 1
         sty = shown.style.set_uuid(f"{self.notebook[:2]}t{self._n_tables}")

@@ -13,6 +13,7 @@ import nbformat
 
 from .. import claims
 from ..metrics.intervals import format_value
+from ..results import nonempty_columns  # one rule for every table (job.table too)
 from .records import FIGURE_TYPES, JobRecord
 from .style import BIAS_MARK, MAX_KEY_FIGURES, SEPARATED
 
@@ -48,20 +49,6 @@ def executed_link(rec: JobRecord, prefix: str = "") -> str | None:
 def linked(text: str, link: str | None) -> str:
     """``text`` (escaped) as a link to ``link`` (already safe), or plain where there is none."""
     return f"<a href='{link}'>{html.escape(text)}</a>" if link else html.escape(text)
-
-
-#: a cell with nothing to say (the shared rule of :func:`nonempty_columns`)
-EMPTY = (None, "", "–", "-", "n/a", "nan", "None")
-
-
-def is_empty(value) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or str(value).strip() in EMPTY
-
-
-def nonempty_columns(rows: list[dict], columns: list[str]) -> list[str]:
-    """The columns in which some row has something to say: a column that is empty in every row
-    ("project definition", "null explains" where nothing applies) is dropped at render time."""
-    return [c for c in columns if any(not is_empty(r.get(c)) for r in rows)]
 
 
 # ------------------------------------------------------------------------------ tables
