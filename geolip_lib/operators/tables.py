@@ -13,13 +13,14 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from ..metrics.intervals import format_value
+from ..metrics.intervals import format_value, null_over_seeds
 from ..results import headline
 
 from .measure import QKOperators
 
 __all__ = ["group_rows", "cosine_table", "rescale_table", "sign_table", "principal_angle_table", "verdict_rows",
-           "SPECTRAL_KEYS", "spectral_records", "spectral_table"]
+           "SPECTRAL_KEYS", "spectral_records", "spectral_table", "FIRST_GROUP", "first_group_headline",
+           "null_over_init_seeds"]
 
 NAN = float("nan")
 
@@ -123,8 +124,21 @@ SPECTRAL_NOTES = {
 }
 
 
+def _over(samples: Mapping, item: str) -> str:
+    """What an exact mean is over: "<n> <items>" (:func:`~geolip_lib.operators.headline_samples`)."""
+    return f"{len(samples[item]['values'])} {samples[item]['what']}"
+
+
+def null_over_init_seeds(null_samples, item: str):
+    """The random-init null of a mean over layer pairs and heads, as a distribution over the init
+    seeds: each seed's mean of its ``headline_samples`` items (equal to its analysis value)."""
+    vals = [float(np.mean(ns[item]["values"])) for ns in null_samples or [] if item in ns]
+    return null_over_seeds(vals, what=f"{len(vals)} random-init seeds") if vals else None
+
+
 def spectral_records(analyses: Mapping[str, dict], null: Mapping[str, dict], intervals: Mapping[str, dict],
-                     null_intervals: Mapping[str, dict]) -> dict:
+                     null_intervals: Mapping[str, dict], samples: Mapping[str, dict] | None = None,
+                     null_samples: Mapping[str, list] | None = None) -> dict:
     """Operator vs spectral cosine per group, each a :func:`geolip_lib.results.headline` record.
 
     Parameters
@@ -134,6 +148,11 @@ def spectral_records(analyses: Mapping[str, dict], null: Mapping[str, dict], int
     intervals, null_intervals : dict
         ``{group: {headline_samples key: Interval}}`` — the bootstraps of the items each
         value averages (layer pairs, or (layer pair, head) cells of a short stack).
+    samples, null_samples : dict, optional
+        ``{group: headline_samples}`` and ``{group: [headline_samples per init seed]}``. Given,
+        each value is what it is — a mean over **every** layer pair and head, exact — with
+        the bootstrap over its items kept as ``items_interval`` (how much it rests on which
+        pairs), and the random-init null is the distribution over the init seeds.
 
     Returns
     -------
@@ -144,9 +163,58 @@ def spectral_records(analyses: Mapping[str, dict], null: Mapping[str, dict], int
     out: dict = {}
     for g, a in analyses.items():
         b, iv, niv = null.get(g), intervals.get(g, {}), null_intervals.get(g, {})
-        out[g] = {key: headline(val(a), interval=iv.get(item), label=label, fmt="+.4f", note=SPECTRAL_NOTES.get(key),
-                                nulls={"random_init": {"value": val(b), "interval": niv.get(item)}} if b else None)
-                  for key, (label, item, val) in SPECTRAL_KEYS.items() if item in iv}
+        out[g] = {}
+        for key, (label, item, val) in SPECTRAL_KEYS.items():
+            if item not in iv:
+                continue
+            if samples is None:
+                out[g][key] = headline(val(a), interval=iv.get(item), label=label, fmt="+.4f",
+                                       note=SPECTRAL_NOTES.get(key),
+                                       nulls={"random_init": {"value": val(b), "interval": niv.get(item)}} if b else None)
+                continue
+            n = null_over_init_seeds((null_samples or {}).get(g), item)
+            h = headline(val(a), interval="exact", over=_over(samples[g], item), label=label, fmt="+.4f",
+                         note=SPECTRAL_NOTES.get(key), nulls={"random_init": n} if n else None)
+            h["items_interval"] = iv[item].as_dict()
+            out[g][key] = h
+    return out
+
+
+#: notebook 06's headlines of the first group -> (label, fmt, note)
+FIRST_GROUP = {
+    "cos_to_anchor": ("cos→anchor (first group)", "+.4f", "First attention group ({g}); independent random operators "
+                                                          "have cosine ≈ 0."),
+    "cos_adjacent": ("cos adjacent", "+.4f", None),
+    "pa_deg": ("top-{top_k} PA (deg)", ".1f", "Random subspaces of a wide space are nearly orthogonal (≈ 90°)."),
+    "sign_agree": ("sign agree top-{k0}", ".3f", "The anchor layer agrees with itself (1.0) and is included, as in the "
+                                                "seed; chance is 0.5."),
+}
+
+
+def first_group_headline(group: str, values: Mapping[str, float], samples: Mapping, null_samples: list, *,
+                         k0: int | None, top_k: int) -> dict:
+    """Notebook 06's headline numbers of the first attention group (:data:`FIRST_GROUP`).
+
+    Each is a mean over every layer pair and head of the group (``values``, from its
+    analysis): exact, "exact (all <n> <items>)" from ``samples`` (its
+    :func:`~geolip_lib.operators.headline_samples`). The random-init null is the same mean
+    on each init seed's twin (``null_samples``: one ``headline_samples`` per seed), its
+    interval the 95 % prediction interval over those seeds; the sign agreement also has
+    chance (0.5).
+    """
+    out = {}
+    for key, (label, fmt, note) in FIRST_GROUP.items():
+        if key not in values or values[key] is None or key not in samples:
+            continue
+        nulls = {}
+        n = null_over_init_seeds(null_samples, key)
+        if n is not None:
+            nulls["random_init"] = n
+        if key == "sign_agree":
+            nulls["chance"] = {"value": 0.5, "interval": "exact"}
+        out[key] = headline(values[key], interval="exact", over=_over(samples, key), nulls=nulls,
+                            label=label.format(top_k=top_k, k0=k0), fmt=fmt,
+                            note=None if note is None else note.format(g=group))
     return out
 
 
@@ -160,6 +228,7 @@ def spectral_table(records: Mapping[str, dict]) -> pd.DataFrame:
             if e is None:
                 continue
             n = (e.get("nulls") or {}).get("random_init")
-            rows.append({"group": g, "quantity": label, "trained [95 % interval]": format_value(e["value"], e["interval"]),
+            rows.append({"group": g, "quantity": label,
+                         "trained [95 % interval]": format_value(e["value"], e.get("items_interval") or e["interval"]),
                          "random init [95 % interval]": format_value(n["value"], n.get("interval")) if n else "–"})
     return pd.DataFrame(rows)

@@ -34,17 +34,18 @@ def test_t5_groups_include_cross_attention_and_self_cosine_is_one(t5_run):
     assert h["cos_to_anchor"]["value"] == pytest.approx(m["groups"]["encoder.self"]["analysis"]["mean_cos_to_anchor"])
 
 
-def test_headlines_have_bootstrap_intervals_and_random_init_nulls(t5_run):
-    """Each headline: a bootstrap over the (layer pair, head) cells it averages (2-layer tiny
-    stacks), containing the value; the random-init null with its own interval."""
+def test_headlines_are_exact_means_and_the_random_init_null_is_over_its_seeds(t5_run):
+    """Each headline is a mean over every (layer pair, head) cell of the group: exact, "exact (all
+    4 (layer pair, head) cells …)"; the random-init null is a distribution over 5 init seeds."""
     h = t5_run["headline"]
     assert set(h) == {"cos_to_anchor", "cos_adjacent", "pa_deg", "sign_agree", "spec_cos_to_anchor", "spec_minus_op"}
     for key, e in h.items():
         iv = e["interval"]
-        assert iv["lo"] <= e["value"] <= iv["hi"], key
-        assert iv["method"].startswith("bootstrap") and "heads" in iv["method"], iv["method"]
+        assert e["kind"] == "exact" and iv["lo"] == iv["hi"] == e["value"], key
+        assert iv["method"].startswith("exact (all ") and "heads" in iv["method"], iv["method"]
         null = e["nulls"]["random_init"]
-        assert null["value"] is not None and null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"]
+        assert len(null["per_seed"]) == 5 and len(set(null["per_seed"])) >= 2, key  # five inits (sign agreement is discrete)
+        assert null["interval"]["kind"] == "over_seeds" and null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"]
     assert h["sign_agree"]["nulls"]["chance"]["value"] == 0.5
     # the recorded items average to the headline value (layer pair x head cells here)
     ops = op.load(Path(t5_run["_job_dir"]) / "qk_encoder.self.json")
@@ -52,6 +53,11 @@ def test_headlines_have_bootstrap_intervals_and_random_init_nulls(t5_run):
     s = op.headline_samples(ops, anchor=p["ANCHOR"], k=p["TOP_K"])
     assert np.mean(s["cos_to_anchor"]["values"]) == pytest.approx(h["cos_to_anchor"]["value"], abs=1e-12)
     assert "4 (layer pair, head) cells" in h["cos_to_anchor"]["interval"]["method"]
+    # the first init seed is the twin whose operators are saved
+    null0 = op.load(Path(t5_run["_job_dir"]) / "qk_encoder.self_random_init.json")
+    s0 = op.headline_samples(null0, anchor=p["ANCHOR"], k=p["TOP_K"])
+    assert h["cos_to_anchor"]["nulls"]["random_init"]["per_seed"][0] == pytest.approx(
+        np.mean(s0["cos_to_anchor"]["values"]), abs=1e-12)
 
 
 def test_executed_notebook_shows_every_figure_and_no_partial_paths(t5_run):
@@ -115,8 +121,9 @@ def test_spectral_cosine_recorded_matches_numpy_on_the_saved_spectra(t5_run):
         assert rec["spectral_minus_operator"]["value"] == pytest.approx(
             spec - rec["operator_cos_to_anchor"]["value"], abs=1e-12)
         for e in rec.values():
-            assert e["interval"]["lo"] <= e["value"] <= e["interval"]["hi"]
-            assert e["nulls"]["random_init"]["value"] is not None
+            assert e["kind"] == "exact" and e["interval"]["lo"] == e["value"]
+            assert e["items_interval"]["lo"] <= e["items_interval"]["hi"]  # the bootstrap over the cells, kept
+            assert len(e["nulls"]["random_init"]["per_seed"]) == 5
     h = t5_run["headline"]
     assert h["spec_cos_to_anchor"]["value"] == m["spectral_vs_operator"]["encoder.self"]["spectral_cos_to_anchor"]["value"]
 
