@@ -125,7 +125,8 @@ def _power_verdict(c: Claim, form: Form, h: Mapping, data: Mapping) -> tuple[str
                       f"({pw['smallest_detectable'] / spec.slope_change:.0f}x the seed's) "
                       f"{spec.target:.0%} of the time")
     else:
-        decide.append(f"no kink up to {2 ** MAX_DOUBLINGS}x the seed's is found {spec.target:.0%} of the time on this grid")
+        decide.append(f"no kink up to {2 ** MAX_DOUBLINGS}x the seed's is found {spec.target:.0%} of the time "
+                      "on this grid")
     if pw["seeds_needed"] is not None:
         decide.append(f"about {pw['seeds_needed']} seeds would find the seed's kink {spec.target:.0%} of the time")
     else:
@@ -335,10 +336,10 @@ def summarize(rows: Iterable[dict], claims: Union[str, Path, ClaimSet, None] = N
                 und = [r for r in tested if r["verdict"] == UNDECIDED]
                 reason = "; ".join(f"{r['model']} {r['scope']}: {r['reason']}" for r in und[:3])
                 if untested:
-                    ok = sorted({r["model"] for r in tested if r["verdict"] != UNDECIDED})
-                    reason = "; ".join(filter(None, [reason, (f"{', '.join(ok)}: {tested[0]['verdict']}" if ok else ""),
-                                                     "what would decide it: " + "; ".join(
-                                                         f"{r['model']}: {r['reason']}" for r in untested[:3])]))
+                    ok = ", ".join(f"{r['model']}{' ' + r['scope'] if r['scope'] else ''}: {r['verdict']}"
+                                   for r in tested if r["verdict"] != UNDECIDED)
+                    reason = "; ".join(filter(None, [reason, ok, "what would decide it: " + "; ".join(
+                        f"{r['model']}: {r['reason']}" for r in untested[:3])]))
             elif any(r["verdict"] == HELD_NULL for r in tested):
                 verdict = HELD_NULL
                 reason = (_tested_reason(tested, []) + "; "
