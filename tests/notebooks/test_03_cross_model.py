@@ -54,6 +54,9 @@ def test_03_compares_per_stack_rows_not_pooled_numbers(run_notebook):
     t5 = {r["stack/attn"]: r for r in rows if r["model"] == "tiny-t5" and r["weights"] == "trained"}
     assert [r["QK layers"] for r in t5.values()] == [2, 2, 2]
     assert all(0 <= r["QK seed min"] <= r["QK seed (mean)"] <= r["QK seed max"] <= 1 for r in rows)
+    # full multi-head attention (tiny-t5, tiny-bert): nothing forced by shape, nothing left out of the QK mean
+    assert all(r["QK seed forced"] is False and r["QK project forced"] is False for r in rows)
+    assert h["qk_seed_balance_mean"]["excluded_forced_by_shape"] == []
     # the per-stack headlines: means over the trained (model, stack/attn) rows, two-stage bootstrap
     for key, col, what in (("q_sparsity_mean", "Q sparsity", "Q matrices"), ("qk_seed_balance_mean", "QK seed (mean)",
                                                                             "layers")):
