@@ -84,7 +84,10 @@ def test_headlines_have_intervals_of_the_right_kind_and_shuffled_nulls(run):
         null = e["nulls"]["shuffled"]
         assert null["interval"]["lo"] <= null["value"] <= null["interval"]["hi"], key
     assert h["variance_retained"]["interval"]["lo"] < h["variance_retained"]["interval"]["hi"]
-    m = run["metrics"]
+    # a row sample: the bias-corrected share (centre of the basic interval) inside it, the plug-in beside it
+    vr, m = h["variance_retained"], run["metrics"]
+    assert vr["kind"] == "sampled" and vr["plug_in"] == m["pca"]["variance_retained"]
+    assert vr["value"] == pytest.approx((vr["interval"]["lo"] + vr["interval"]["hi"]) / 2, rel=1e-12)
     assert h["variance_retained"]["nulls"]["isotropic"]["value"] == pytest.approx(
         m["tables"]["d_small"] / m["tables"]["d_large"])
     assert h["relational_r"]["nulls"]["shuffled"]["value"] == pytest.approx(m["relational"]["r_shuffled"])
