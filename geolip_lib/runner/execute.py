@@ -214,6 +214,11 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
 def job_paths(job: Job, out_root: Path) -> tuple[Path, Path, Path]:
     """``(final, partial, failed)`` directories of a job, each checked to lie inside ``out_root``
     without passing through a symbolic link (:func:`.lock.inside_root`: one-line UnsafePathError)."""
+    for what, name in (("notebook", job.notebook), ("job id", job.job_id)):
+        if name in ("", ".", "..") or "/" in name or os.sep in name or "\0" in name:
+            where = Path(out_root) / job.notebook if what == "job id" else Path(out_root)
+            raise UnsafePathError(f"{job.label}: {what} {name!r} is not a single folder name inside {where}; "
+                                  "nothing is written for it")
     final = inside_root(out_root, job_dir(job, out_root))
     partial = inside_root(out_root, final.parent / f".{final.name}.partial")
     failed = inside_root(out_root, final.parent / f"{final.name}.failed")

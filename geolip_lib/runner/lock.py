@@ -31,7 +31,12 @@ class UnsafePathError(RunError):
 
 
 class RootVanished(RunError):
-    """The output root or its lock was removed or replaced while the run was going."""
+    """The output root or its lock was removed or replaced while the run was going
+    (``root_gone``: the root itself, not only the lock)."""
+
+    def __init__(self, msg: str, root_gone: bool = True):
+        super().__init__(msg)
+        self.root_gone = root_gone
 
 
 def prepare_root(out_root: Path) -> Path:
@@ -232,7 +237,7 @@ def check_root(out_root: Path) -> None:
         lock_ino = os.lstat(root / LOCK).st_ino
     except OSError:
         raise RootVanished(f"the lock {root / LOCK} was deleted while the run was going "
-                           "(another run could now write to the same root)") from None
+                           "(another run could now write to the same root)", root_gone=False) from None
     if lock_ino != held[2]:
         raise RootVanished(f"the lock {root / LOCK} was replaced while the run was going "
-                           "(another run may be writing to the same root)")
+                           "(another run may be writing to the same root)", root_gone=False)

@@ -158,16 +158,17 @@ def schedule(jobs: Sequence[Job], out_root: Path, launcher: Launcher, progress, 
         stopped = [r.job for r in running.values()]
         launcher.stop(list(running.values()))
         progress._clear()
-        _remove_recreated(out_root, jobs)
+        if exc.root_gone:
+            _remove_recreated(out_root, jobs)
         n = sum(r.ok and not r.skipped for r in results.values())
         raise RootVanished(f"{exc}: stopped {len(stopped)} running job(s) and published nothing more "
-                           f"({n} finished before); rerun to start again") from None
+                           f"({n} finished before); rerun to start again", exc.root_gone) from None
     return [results[k] for k in sorted(results)]
 
 
 def _remove_recreated(out_root: Path, jobs: Sequence[Job]) -> None:
-    """Directories the stopped kernels may have created again in a removed root: removed when
-    empty (``rmdir``: nothing another process put there is touched)."""
+    """Directories the stopped kernels may have created again in a removed root, and that root:
+    removed when empty (``rmdir``: nothing another process put there is touched)."""
     for nb in sorted({j.notebook for j in jobs}):
         try:
             (out_root / nb).rmdir()
