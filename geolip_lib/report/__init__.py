@@ -22,8 +22,16 @@ natively, with no font files.
 
 Modules: :mod:`.records` (jobs read back), :mod:`.sections` and :mod:`.pages` (the findings
 HTML), :mod:`.notebook_doc` (executed notebooks as HTML, the PDF's notebook),
-:mod:`.printing` (Chromium, pypdf), :mod:`.builder` (:func:`build`), :mod:`.style`.
+:mod:`.printing` (Chromium, pypdf), :mod:`.builder` (:func:`build`), :mod:`.style`, :mod:`.checks`
+(links resolve, nothing from the network, no live markup: what a built root must pass).
+
+Safety: every text from a profile, a params file, a notebook or a ``metrics.json`` is escaped
+or sanitised where it enters HTML (``html.escape`` + ``urllib.parse.quote`` for ids in links,
+mistune with escaping on for a notebook's question, nbconvert's ``sanitize_html`` with a bleach
+allow list for executed notebooks); figures are read only from inside their own job directory
+(:mod:`.records`); the PDF is printed with dialogs disabled and a time budget scaled to its pages.
 """
+from . import checks
 from .builder import build
 from .notebook_doc import document_notebook, install_mathjax, key_figure_grid, narrative_cells, notebook_html
 from .pages import findings_body, index_html, page
@@ -34,7 +42,7 @@ from .sections import (CLAIMS_NOTEBOOK, composite_table, figures_html, key_figur
 from .style import (BIAS_MARK, CHROMIUM_NAMES, CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG, MAX_KEY_FIGURES, PRINT_CSS,
                     SEPARATED)
 
-__all__ = ["build", "collect", "composite_table", "console_messages", "findings_body", "index_html",
+__all__ = ["build", "checks", "collect", "composite_table", "console_messages", "findings_body", "index_html",
            "install_mathjax", "key_figures", "pdf_image_count", "pdf_text", "print_pdf", "provenance_footer",
            "JobRecord", "document_notebook", "key_figure_grid", "narrative_cells", "notebook_html", "page",
            "chromium_cmd", "find_chromium", "CLAIMS_NOTEBOOK", "figures_html", "lead_record",

@@ -100,3 +100,13 @@ def test_index_has_no_warning_or_failure_blocks(built, capsys):
     assert "class='fail'" not in index and "FAILED" not in index
     assert not re.search(r"warning", index, flags=re.I)
     assert "Traceback" not in index
+
+
+def test_what_a_reader_meets_links_resolve_nothing_from_the_network(built):
+    """Every relative href/src of every page resolves, no page fetches from the network, no live
+    markup; each executed notebook carries its figure inline."""
+    root, _ = built
+    assert report.checks.problems(root) == []
+    for page in report.checks.pages(root):
+        if page.name == "executed.html":
+            assert "data:image/png;base64," in page.read_text(encoding="utf-8")

@@ -118,6 +118,11 @@ def test_index_leads_with_findings(built):
     assert format_value(a["value"], a["interval"]) in index
 
 
+def test_the_built_report_passes_the_reader_checks(built):
+    """The report run_all built: links resolve, nothing from the network, no live markup."""
+    assert report.checks.problems(built["out"]) == []
+
+
 def test_pdf_embeds_images_and_leaves_code_out(built):
     pdf = built["out"] / "report.pdf"
     assert report.pdf_image_count(pdf) >= 3  # the key-figure thumbnail + each job's figure
