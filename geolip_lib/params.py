@@ -13,6 +13,7 @@ Names that become directories under the output root — notebook keys, job ids, 
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import typing
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .families import FAMILIES, FAMILY_SOURCES
+from .families import FAMILIES, FAMILY_SOURCES, REGISTRY
 from .paths import PARAMS, ROOT
 
 MODELS_DIR = PARAMS / "models"
@@ -82,6 +83,40 @@ def _safe(value: Any) -> Any:
     if why:
         raise ValueError(why)
     return value
+
+
+#: where "add a family" sends a user whose model no family describes
+ADD_FAMILY = "geolip_lib/README.md#adding-a-model-family"
+
+
+def family_problem(family: str, model_type: Any, where: str) -> Optional[str]:
+    """Why family ``family`` cannot describe a model whose config (``where``) says ``model_type``
+    (None: it can, or nothing is known): names the families that list that model_type, or says
+    to add one. Read by preflight (``runner.jobs``) and by the loader (``models.sources``), so a
+    job never publishes numbers from a model its declared family cannot describe."""
+    if model_type is None or family not in REGISTRY:
+        return None
+    mt = str(model_type).lower()
+    if mt in REGISTRY[family].model_types:
+        return None
+    knowing = [name for name, s in REGISTRY.items() if mt in s.model_types]
+    if len(knowing) == 1:
+        fix = f"which family {knowing[0]} knows; set family: {knowing[0]}"
+    elif knowing:
+        fix = f"which families {', '.join(knowing)} know; set family: to one of them"
+    else:
+        fix = f"which no family knows; add a family ({ADD_FAMILY})"
+    return f"key 'family': '{family}' cannot describe this model: {where} says model_type '{model_type}', {fix}"
+
+
+def directory_family_problem(family: str, directory: Path) -> Optional[str]:
+    """:func:`family_problem` for a model directory's ``config.json`` (None without one)."""
+    f = Path(directory) / "config.json"
+    try:
+        model_type = json.loads(f.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None  # no readable config.json: the loader names that itself
+    return family_problem(family, model_type, str(f))
 
 
 class _Strict(BaseModel):

@@ -26,11 +26,10 @@ from pathlib import Path
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 
-from ..families import REGISTRY
 from ..models.preflight import HF_KIND, check_config, model_config
 from .. import params as _params
-from ..params import (PARAMS, ROOT, ModelParams, ParamsError, check_name, load_model_params, load_profile,
-                      model_names)
+from ..params import (PARAMS, ROOT, ModelParams, ParamsError, check_name, family_problem, load_model_params,
+                      load_profile, model_names)
 from ..paths import resolve
 from ..provenance import library_hash
 from ..results import atomic_write_text
@@ -286,26 +285,6 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
         raise ParamsError.of(problems)
 
 
-#: where "add a family" sends a user
-ADD_FAMILY = "geolip_lib/README.md#adding-a-model-family"
-
-
-def family_problem(family: str, model_type, where: str) -> str | None:
-    """Why family ``family`` cannot describe a model whose config says ``model_type`` (None: it can)."""
-    if model_type is None or family not in REGISTRY:
-        return None
-    mt = str(model_type).lower()
-    if mt in REGISTRY[family].model_types:
-        return None
-    knowing = [name for name, s in REGISTRY.items() if mt in s.model_types]
-    if knowing:
-        fix = (f"which family {knowing[0]} knows; set family: {knowing[0]}" if len(knowing) == 1 else
-               f"which families {', '.join(knowing)} know; set family: to one of them")
-    else:
-        fix = f"which no family knows; add a family ({ADD_FAMILY})"
-    return f"key 'family': '{family}' cannot describe this model: {where} says model_type '{model_type}', {fix}"
-
-
 def model_problems(name: str) -> list[str]:
     """A model's params checked before any kernel: ``config:`` keys and types, a ``local_dir``
     that exists, a ``config.json`` whose ``model_type`` the declared family lists."""
@@ -325,7 +304,7 @@ def model_problems(name: str) -> list[str]:
             rel = "" if Path(raw).is_absolute() else f"; a relative path is read from the checkout root {ROOT}"
             return [f"{f}: key '{key}': directory {d} does not exist{rel}; fix the path"]
     if mp.source == "tiny":
-        why = family_problem(mp.family, mp.config.get("model_type"), f"its config:")
+        why = family_problem(mp.family, mp.config.get("model_type"), "its config:")
         return [f"{f}: {why}"] if why else []
     return _config_family_problems(mp, f)
 
