@@ -22,7 +22,8 @@ FIG_NB = [
     "x = np.random.default_rng(SEED).gamma(4.0, size=N)",
     "fig, ax = plt.subplots()\nax.hist(x, bins=30)\nax.set(title='Gamma draws', xlabel='x')\n"
     "job.figure(fig, 'hist', key=True)",
-    "job.table({'mean': float(x.mean()), 'std': float(x.std())}, caption='Moments')",
+    "job.table([{'stat': 'mean', 'value': float(x.mean()), 'note': ''}, "
+    "{'stat': 'std', 'value': float(x.std()), 'note': None}], caption='Moments')",
     "print('a sentence')\nimport tqdm.auto\nfor _ in tqdm.auto.tqdm(range(3)): pass",
     "job.finish({'n': N}, {'cv': results.headline(float(M.intervals.cv(x)), "
     "interval=M.intervals.bootstrap(x, M.intervals.cv, seed=SEED, what='draws'), nulls={'exponential': 1.0}, "
@@ -67,6 +68,9 @@ def test_executed_notebook_shows_figures_tables_and_no_warnings(built):
     outs = _outputs(built["out"] / "fig" / "a")
     assert sum("image/png" in o.get("data", {}) for o in outs) == 1
     assert sum("text/html" in o.get("data", {}) for o in outs) == 2  # the moments table + the headline table
+    moments = next("".join(o["data"]["text/html"]) for o in outs if "Moments" in "".join(o.get("data", {}).get(
+        "text/html", "")))
+    assert ">value<" in moments and ">note<" not in moments  # a column empty in every row is dropped
     text = json.dumps(outs)
     assert ".partial" not in text and "PosixPath" not in text
     job = built["out"] / "fig" / "a"
