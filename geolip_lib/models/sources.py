@@ -15,7 +15,7 @@ from transformers import AutoTokenizer
 
 from ..devices import pick_device
 from ..families import spec
-from ..params import ModelParams, load_model_params
+from ..params import ModelParams, directory_family_problem, load_model_params
 from ..paths import resolve
 from . import tiny as _tiny
 from .common import (DTYPES, OPEN_CLIP_CONFIG, ModelLoadError, check_finite, has_safetensors, model_class,
@@ -26,7 +26,15 @@ from .preflight import check_config, check_weights
 from .tokenizers import load_tokenizer
 
 
+def _check_family(p: ModelParams, d: Path) -> None:
+    """Never numbers from a model its declared family cannot describe (its config.json's model_type)."""
+    why = directory_family_problem(p.family, d)
+    if why:
+        raise ModelLoadError(f"model '{p.name}': params/models/{p.name}.yaml: {why}")
+
+
 def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) -> LoadedModel:
+    _check_family(p, d)
     kw: dict[str, Any] = {"dtype": DTYPES[p.dtype]}
     if p.trust_remote_code:
         kw["trust_remote_code"] = True
@@ -142,6 +150,7 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
     check_config(p.family, p.config, f"params/models/{p.name}.yaml")
     if p.source == "hub" and not p.local_dir:
         d = hub_dir(p)
+        _check_family(p, d)
         check_weights(p.name, d, f"delete '{p.id}' from the Hugging Face cache (hf cache delete) and download it again")
     elif p.source == "local" or (p.local_dir and p.source in ("hub", OPEN_CLIP_SOURCE)):
         check_weights(p.name, local_dir(p), "replace it (re-save the model with save_pretrained / safetensors) "
