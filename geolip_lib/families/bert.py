@@ -36,6 +36,8 @@ BERT = FamilySpec(
     auto_class="AutoModel", model_types=("bert", "roberta", "xlm-roberta", "electra"),
     sizes=_sizes, adapter=_adapter, text_hidden=_text_hidden,
     locate_blocks=locate_blocks, encoder=encoder, objective="embedding_regression",
+    qk_statement="BERT-like: scores are (x W_q^T + b_q)(x W_k^T + b_k)^T / sqrt(head_dim); the bilinear form holds "
+                 "the x W_q^T W_k x term, the bias terms are extra; no position term inside attention.",
     tiny_defaults=dict(model_type="bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                        intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
                        attention_probs_dropout_prob=0.0),

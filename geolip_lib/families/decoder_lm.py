@@ -85,5 +85,6 @@ DECODER_LM = FamilySpec(
                  "query_pre_attn_scalar^-1/2); the bilinear form W_q^T W_k (with the biases of Qwen2) is the score "
                  "at zero offset and leaves the rotation out. With per-head q/k RMSNorm (Qwen3, Qwen3.5, OLMo 2, "
                  "Gemma 3) the gains are folded into W_q and W_k (diag(g_q) W_q, diag(g_k) W_k) where the catalog "
-                 "reads them; the per-token 1/rms(q), 1/rms(k) factors are not bilinear and are left out.",
+                 "reads them; the per-token 1/rms(q), 1/rms(k) factors are not bilinear and are left out. Gemma 2 "
+                 "soft-caps the scores (tanh(s / c) * c), also left out; Granite scales by attention_multiplier.",
 )

@@ -24,6 +24,8 @@ DINOV2 = FamilySpec(
     output_embeddings=no_output_embeddings,
     vision_hidden=hf_vision_hidden, image_size=lambda model, config: int(config.image_size),
     vision_tables=_vision_tables,
+    qk_statement="DINOv2 / ViT: scores are (x W_q^T + b_q)(x W_k^T + b_k)^T / sqrt(head_dim); the bilinear form holds "
+                 "the x W_q^T W_k x term, the bias terms are extra; positions are added to the patch tokens.",
     tiny_defaults=dict(model_type="dinov2", hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2,
                        image_size=32, patch_size=8, num_channels=3),
     tiny_tokenizer=None,

@@ -99,4 +99,7 @@ OPEN_CLIP = FamilySpec(
                        vision_cfg=dict(image_size=32, patch_size=8, width=32, layers=2, head_width=8, mlp_ratio=2.0),
                        text_cfg=dict(context_length=16, vocab_size=49408, width=32, heads=4, layers=2)),
     tiny_tokenizer=TOKENIZER, vocab_from_tokenizer=False,
+    qk_statement="open_clip: torch MultiheadAttention, scores (x W_q^T + b_q)(x W_k^T + b_k)^T / sqrt(head_dim) from "
+                 "the fused in_proj; the bilinear form holds the x W_q^T W_k x term, the bias terms are extra; the "
+                 "text tower is causal.",
 )

@@ -99,6 +99,14 @@ def checkpoint_state(model, family: str) -> dict:
     are both made by this function, so they match what the adapter expects.
     """
     sd = revert_weight_conversion(model, model.state_dict())
+    tied = getattr(model, "all_tied_weights_keys", None) or {}
+    for target, source in tied.items():  # a tied copy (lm_head = wte) is stored once, under its source's name
+        if target in sd and source in sd:
+            del sd[target]
+        elif target in sd:
+            sd[source] = sd.pop(target)
+    for k in getattr(model, "_keys_to_ignore_on_save", None) or []:  # e.g. Marian's sinusoidal positions
+        sd.pop(k, None)
     canon = spec(family).canonical_tensor
     if canon is not None:
         cfg = model.config.to_dict()

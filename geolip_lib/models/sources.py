@@ -26,6 +26,10 @@ from .preflight import check_config, check_weights
 from .tokenizers import load_tokenizer
 
 
+#: version of the canonical weight layout (``FamilySpec.canonical_tensor``): part of its cache key
+CANONICAL_LAYOUT = "canonical-layout-2"
+
+
 def _check_family(p: ModelParams, d: Path) -> None:
     """Never numbers from a model its declared family cannot describe (its config.json's model_type)."""
     why = directory_family_problem(p.family, d)
@@ -56,12 +60,14 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) ->
             tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
         tok.padding_side = "right"  # causal models: real tokens keep positions 0..n-1, pads come after
     wd = weights_dir if weights_dir is not None else (d if has_safetensors(d) else None)
+    key = weights_hash(p.model_dump())
     if spec(p.family).canonical_tensor is not None:
         wd = None  # stored layout differs from the adapter's (GPT-2 Conv1D, interleaved QKV): write the canonical copy
+        key = weights_hash([p.model_dump(), CANONICAL_LAYOUT])
     if wd is not None and p.dtype != "float32" and p.source == "tiny":
         wd = None  # tiny files are float32; write the requested dtype lazily
     return LoadedModel(name=p.name, family=p.family, params=p, model=model, tokenizer=tok, config=model.config,
-                       _weights_dir=wd, _save_weights=saver(model, p.family), _weights_key=weights_hash(p.model_dump()))
+                       _weights_dir=wd, _save_weights=saver(model, p.family), _weights_key=key)
 
 
 _OC_PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}

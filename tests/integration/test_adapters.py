@@ -198,9 +198,9 @@ def test_dinov2_roles():
 
 
 def test_unknown_family_warns_listing_every_unclassified_tensor(tmp_path):
-    from transformers import GPT2Config, GPT2Model
+    from transformers import OpenAIGPTConfig, OpenAIGPTModel  # GPT-1: Conv1D like GPT-2, no family of its own
 
-    GPT2Model(GPT2Config(n_embd=32, n_head=4, n_layer=2, vocab_size=60, n_positions=16)).save_pretrained(tmp_path)
+    OpenAIGPTModel(OpenAIGPTConfig(n_embd=32, n_head=4, n_layer=2, vocab_size=60, n_positions=16)).save_pretrained(tmp_path)
     with pytest.warns(UnclassifiedWeightsWarning) as rec:
         cat = catalog(tmp_path)
     msg = " ".join(str(w.message) for w in rec)

@@ -39,6 +39,16 @@ _MLP = {"gate_proj": "mlp_gate", "up_proj": "mlp_in", "down_proj": "mlp_out",
         "w1": "mlp_gate", "w3": "mlp_in", "w2": "mlp_out"}
 
 
+#: model_types whose RMSNorm scales by ``1 + weight`` (weights initialised at 0): the q/k norm gain's offset
+ONE_PLUS_NORM = ("gemma", "gemma2", "gemma3", "gemma3_text", "qwen3_5", "qwen3_5_text", "qwen3_next")
+
+
+def qk_norm_offset(config) -> float:
+    """1.0 where the q/k norm multiplies by ``1 + weight`` (Gemma, Qwen3.5, Qwen3-Next), else 0.0 (Qwen3, OLMo 2)."""
+    mt = str(config.get("model_type") or (config.get("text_config") or {}).get("model_type") or "")
+    return 1.0 if mt in ONE_PLUS_NORM else 0.0
+
+
 def adapt(tensors, config) -> list:
     """Map decoder-LM tensor names to catalog entries (see the module docstring)."""
     d = get_int(config, "hidden_size")

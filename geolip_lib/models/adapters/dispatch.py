@@ -123,7 +123,8 @@ def catalog(source: Any, config: Any = None, family: str | None = None) -> Catal
     d_model = _d_model(cfg, entries)
     return Catalog(entries=sorted(entries, key=_order), family=fam, config=cfg, d_model=d_model,
                    source=str(store.root) if store.root is not None else None,
-                   attn_scale=getattr(adapter, "ATTN_SCALE", None))
+                   attn_scale=getattr(adapter, "ATTN_SCALE", None),
+                   qk_norm_offset=float(adapter.qk_norm_offset(cfg)) if hasattr(adapter, "qk_norm_offset") else 0.0)
 
 
 def _d_model(cfg: dict, entries: list) -> Optional[int]:

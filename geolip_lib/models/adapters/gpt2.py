@@ -39,4 +39,9 @@ CONV1D = r"(?:^|\.)h\.\d+\.(?:attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.
 def adapt(tensors, config) -> list:
     """Map GPT-2 tensor names to catalog entries (see the module docstring)."""
     d, h = need(config, "gpt2", "n_embd", "n_head")
+    for name, info in tensors.items():
+        if name.endswith("attn.c_attn.weight") and tuple(info.shape) == (d, 3 * d) and d != 3 * d:
+            raise ValueError(f"weights: {name!r} has GPT-2's stored Conv1D layout (in, out) = {tuple(info.shape)}; "
+                             "load the model with geolip_lib.models.load (it writes the (out, in) copy the "
+                             "catalog reads) and catalog lm.weights_dir")
     return build(tensors, RULES, lambda stack, attn: Heads(h, d // h, h, d))

