@@ -255,8 +255,12 @@ def job_seconds(job, infos: Sequence, device: str, out_root: Path,
         how = "scaled by parameters" if r.params else "as it is"
         parts.append(f"time: {r.notebook[:2]}'s {r.basis} rate on {r.model}, {how}"
                      + ("" if r.device == "cpu" else f" ({r.device})"))
-        if r.sizes != "paper":
-            parts.append(f"{r.notebook[:2]}'s rate is at reduced sizes ({r.sizes}): a lower bound")
+        profile = str(getattr(job, "profile", "")) or "paper"
+        at = "the paper profile's sizes" if r.sizes == "paper" else f"reduced sizes ({r.sizes})"
+        if r.sizes != profile and profile == "paper":
+            parts.append(f"{r.notebook[:2]}'s rate is at {at}: a lower bound")
+        elif r.sizes != profile:
+            parts.append(f"{r.notebook[:2]}'s rate is at {at}; profile {profile} may use other sizes")
         if r.clock == "wall":
             parts.append("rate: a wall time on a loaded machine (over-estimates)")
     if on_gpu and not use_gpu:
