@@ -288,8 +288,13 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
                 f"notebooks (<code>python run_all.py --profile &lt;profile&gt; --notebooks {CLAIMS_NOTEBOOK}</code>; "
                 "it is in the tiny, demo, shapes and paper profiles) and its verdicts lead this "
                 "page.</p>")
-    rows = claims.evaluate(out_root)
-    summary = claims.summarize(rows)
+    try:
+        rows = claims.evaluate(out_root)
+        summary = claims.summarize(rows)
+    except (AttributeError, KeyError, TypeError, ValueError, OSError) as exc:  # a job's record of the wrong shape
+        return (f"<p class='problem' id='seed-claims'>The seed's claims could not be evaluated from {html.escape(str(out_root))} "
+                f"({html.escape(type(exc).__name__)}: {html.escape(str(exc))}); the rest of the report is built. "
+                "Rerun the job whose metrics.json is named, then --report-only.</p>")
     measured = [r for r in rows if r["value"] is not None]
     details = linked("notebook 15", executed_link(rec15, prefix))
     parts = ["<section class='claims' id='seed-claims'><h2 class='first'>Do the seed's claims hold?</h2>",

@@ -304,3 +304,21 @@ def test_cjk_tokens_have_a_font_in_every_page_and_in_figures(built):
         plotting.png_bytes(fig)
         plt.close(fig)
     assert not [str(w.message) for w in caught if "missing from font" in str(w.message)]
+
+
+def test_a_claims_record_of_the_wrong_shape_leaves_one_line_and_the_rest(tmp_path, monkeypatch):
+    """Notebook 15 ran, but evaluating the claims fails on a job's record: one line, the rest is built."""
+    root = tmp_path / "root"
+    _job(root, "01_alpha", "a", _metrics([{"file": "curve.png", "title": "a curve", "key": True}]),
+         markdown="**Question.** Fine.")
+    _job(root, "15_seed_claims", "all", _metrics([]), markdown="**Question.** Do they?")
+
+    def broken(_root):
+        raise AttributeError("'list' object has no attribute 'get'")
+
+    monkeypatch.setattr(report.sections.claims, "evaluate", broken)
+    report.build("p", root, pdf=False)
+    index = (root / "index.html").read_text(encoding="utf-8")
+    assert (f"The seed's claims could not be evaluated from {root} (AttributeError: &#x27;list&#x27; object has no "
+            "attribute &#x27;get&#x27;); the rest of the report is built.") in index
+    assert "id='01_alpha'" in index and "a curve" in index
