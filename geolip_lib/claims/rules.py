@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Optional
 
+from ..metrics.intervals import decimals_for
+
 __all__ = ["HELD", "HELD_NULL", "NOT_HELD", "UNDECIDED", "NOT_TESTED", "FORCED", "VERDICTS", "STATUSES",
            "VERDICT_CLASS", "NULL_NAMES", "Printed", "Rule", "RULE_KINDS", "display_null"]
 
@@ -228,11 +230,12 @@ class Rule:
             if self.kind == "contains":
                 return UNDECIDED, f"exact value {_g(v * scale)}{u} but the rule asks for an interval"
             if self.inside(v):
-                return HELD, f"exact {_g(v * scale)}{u} lies in {self._span(scale)}{u}"
-            return NOT_HELD, f"exact {_g(v * scale)}{u} lies outside {self._span(scale)}{u}"
+                return HELD, f"exact {v * scale:.6g}{u} lies in {self._span(scale)}{u}"
+            return NOT_HELD, f"exact {v * scale:.6g}{u} lies outside {self._span(scale)}{u}"
         if lo is None or hi is None:
             return UNDECIDED, "no interval recorded (and the value is not marked exact): record one to decide"
-        iv = f"[{lo * scale:.4g}, {hi * scale:.4g}]{u}"
+        d = decimals_for((hi - lo) / 2 * scale, v * scale)  # the precision the interval supports
+        iv = f"[{lo * scale:.{d}f}, {hi * scale:.{d}f}]{u}"
         if self.kind == "contains":
             t = f"{_g(self.target * scale)}{u}"
             if lo <= self.target <= hi:
