@@ -100,8 +100,8 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
     key = [Line2D([], [], color=VERDICT_COLORS[v], marker=VERDICT_MARKERS[v], ls="", label=v)
            for v in (HELD, HELD_NULL, NOT_HELD, UNDECIDED, FORCED)]
     fig.legend(handles=key, loc="lower center", ncol=5, fontsize=7, frameon=False)
-    fig.suptitle(f"{cs.title}: value ± 95 % interval (a point: exact), by verdict; shaded: the rule's region; "
-                 "dotted: the seed's own values", fontsize=9)
+    fig.suptitle(f"{cs.title}\nvalue ± 95 % interval (a point: exact), by verdict; shaded: the rule's region; "
+                 "dotted: the seed's own values; hollow: nulls", fontsize=9)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
 
