@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from .paths import REPORTS, ROOT  # noqa: F401 - re-exported (callers read results.ROOT / REPORTS)
+from .validation import check_finite_scalar
 METRICS_FILE = "metrics.json"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: os.umask can only be read by setting it
@@ -310,6 +311,9 @@ def headline(
     """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    if isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool):
+        check_finite_scalar(value, f"headline {label or ''}".strip(),
+                            remedy="a measurement that does not apply is value=None, with its reason in note=")
     iv = _interval_record(value, interval, "exact" if interval == "exact" else kind, over)
     if value is not None and outside(value, iv):
         raise ValueError(f"headline {label or ''}: value {value!r} lies outside its own interval "

@@ -6,6 +6,7 @@ expected, e.g. ``ValueError: X: expected a 2-D array (n, d), got shape (5,)``.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -74,6 +75,29 @@ def as_tensor(
         nan, inf = int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
         fail(name, f"contains {nan} NaN and {inf} Inf values (of {t.numel()})")
     return t
+
+
+class NonFiniteError(ValueError):
+    """A number that must stay finite (a training loss, a headline value) became NaN or Inf:
+    the job stops there and publishes nothing."""
+
+
+def check_finite_scalar(value: Any, name: str, *, step: int | None = None, remedy: str = "") -> float:
+    """``float(value)`` when finite, else a one-line :class:`NonFiniteError` naming ``name``, the
+    value and the step: ``training loss: became nan at step 12; the job stops and publishes
+    nothing (lower LR, or check the inputs for NaN / Inf)``. One check for every training loop
+    and every headline (``modulators.trainer``, ``attention.training``, ``results.headline``)."""
+    v = float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
+    if not math.isfinite(v):
+        where = f" at step {step}" if step is not None else ""
+        verb = "became" if step is not None else "is"
+        raise NonFiniteError(f"{name}: {verb} {v}{where}; the job stops and publishes nothing"
+                             + (f" ({remedy})" if remedy else ""))
+    return v
+
+
+#: what to try when a training loss is not finite
+LOSS_REMEDY = "lower LR, or check the inputs for NaN / Inf"
 
 
 def check_fraction(value: float, name: str, *, inclusive_high: bool = True) -> float:

@@ -21,7 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ..validation import check_positive_int, fail
+from ..validation import LOSS_REMEDY, check_finite_scalar, check_positive_int, fail
 from .triple_product import ATTENTION_TYPES, CopyModel, copied_half_mask, copy_batch
 
 __all__ = [
@@ -158,6 +158,7 @@ def train_copy(attn_type: str, *, vocab: int, seq_len: int, d_model: int, n_head
             loss = None
         else:
             loss = _copy_loss(model, x, y)
+            check_finite_scalar(loss, f"training loss ({attn_type}, seed {seed})", step=step, remedy=LOSS_REMEDY)
             loss.backward()
         opt.step()
         _sync(device)
@@ -166,7 +167,8 @@ def train_copy(attn_type: str, *, vocab: int, seq_len: int, d_model: int, n_head
             if loss is None:
                 with torch.no_grad():
                     loss = _copy_loss(model, x, y)
-            losses.append(float(loss.detach()))
+            losses.append(check_finite_scalar(loss, f"training loss ({attn_type}, seed {seed})", step=step,
+                                              remedy=LOSS_REMEDY))
             loss_steps.append(step)
     final = copy_accuracy(model, x_eval, y_eval)
     warm = times[min(len(times) - 1, 2):]
@@ -241,9 +243,9 @@ def train_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epoc
         model.train()
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(x), y)
+        losses.append(check_finite_scalar(loss, "training loss", step=epoch, remedy=LOSS_REMEDY))
         loss.backward()
         opt.step()
-        losses.append(float(loss.detach()))
         if callbacks and epoch in callbacks:
             model.eval()
             callbacks[epoch](model)

@@ -16,7 +16,7 @@ from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from .. import progress as _progress
-from ..validation import check_positive_int, fail
+from ..validation import LOSS_REMEDY, check_finite_scalar, check_positive_int, fail
 from .field import pentachoron_cv_check
 from .pipeline import batches
 
@@ -104,8 +104,7 @@ class ModulatorTrainer:
     # ------------------------------------------------------------------ steps
     def step(self, loss: torch.Tensor) -> float:
         """Backward, clip, optimizer (and scheduler) step, zero grads, record alpha and loss."""
-        if not torch.isfinite(loss):
-            fail("loss", f"non-finite loss {float(loss)} at step {self.step_count}")
+        check_finite_scalar(loss, "training loss", step=self.step_count + 1, remedy=LOSS_REMEDY)
         loss.backward()
         params = self.trainable_parameters()
         if self.gradient_clip is not None:
@@ -138,6 +137,8 @@ class ModulatorTrainer:
         self.modulator.eval()
         losses = [float(loss_fn(b)) for b in batches]
         val = float(np.mean(losses)) if losses else float("nan")
+        if losses:
+            check_finite_scalar(val, "validation loss", step=self.step_count, remedy=LOSS_REMEDY)
         self.val_history.append({"epoch": self.epoch, "step": self.step_count, "loss": val})
         return val
 

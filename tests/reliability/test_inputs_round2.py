@@ -297,3 +297,56 @@ def test_a_model_no_profile_lists_runs_through_the_notebooks_that_take_a_model(b
     (line,) = refused(box, capsys, "--models", "tiny-bert")
     assert line == ("error: --models: model 'tiny-bert' is in no notebook of profile 'p', and no notebook of it takes "
                     "a model (MODEL, per_model); its models: none")
+
+
+# ------------------------------------------------------------------ item 6, runtime: a non-finite loss or headline
+def test_a_non_finite_training_loss_names_the_step_and_value():
+    import torch
+
+    from geolip_lib.attention.training import train_classifier, train_copy
+    from geolip_lib.validation import NonFiniteError
+
+    x, y = torch.randn(8, 4), torch.zeros(8, dtype=torch.long)
+    x[0, 0] = float("nan")
+    with pytest.raises(NonFiniteError) as exc:
+        train_classifier(torch.nn.Linear(4, 3), x, y, epochs=3)
+    assert str(exc.value) == ("training loss: became nan at step 1; the job stops and publishes nothing (lower LR, or "
+                              "check the inputs for NaN / Inf)")
+    with pytest.raises(NonFiniteError, match=r"^training loss \(standard, seed 0\): became nan at step 1; "):
+        train_copy("standard", vocab=6, seq_len=4, d_model=8, n_head=2, steps=5, lr=float("inf"), batch_size=4,
+                   seed=0, eval_size=4, time_steps=False)
+
+
+def test_a_non_finite_headline_is_refused():
+    from geolip_lib import results
+
+    with pytest.raises(ValueError) as exc:
+        results.headline(float("inf"), interval="exact", label="accuracy")
+    assert str(exc.value) == ("headline accuracy: is inf; the job stops and publishes nothing (a measurement that "
+                              "does not apply is value=None, with its reason in note=)")
+    assert results.headline(None, label="accuracy")["value"] is None
+
+
+NAN_NB = '''
+import torch
+from geolip_lib import results
+from geolip_lib.attention.training import train_classifier
+x, y = torch.randn(8, 4), torch.zeros(8, dtype=torch.long)
+x[0, 0] = float("nan")
+out = results.job_dir(OUT_DIR, "nan", None)
+r = train_classifier(torch.nn.Linear(4, 3), x, y, epochs=3)
+results.record(out, {"acc": r["acc"]}, notebook="nan", model=None,
+               headline={"acc": results.headline(r["acc"], interval="exact", label="accuracy")})
+'''
+
+
+def test_a_job_whose_loss_becomes_nan_fails_and_publishes_nothing(box, capsys):
+    """One kernel (about 10 s here): the job's one line names the step and the value; no result directory."""
+    write_notebook(box.nbdir / "nan.ipynb", body=NAN_NB, params="OUT_DIR = None\nREPORT_ROOT = None")
+    box.write("  nan:\n    per_model: false\n")
+    code, lines = box.main("--cold", "--jobs", "1", capsys=capsys)
+    assert code == 1, lines
+    fail = [ln for ln in lines if "FAIL" in ln]
+    assert len(fail) == 1 and "NonFiniteError: training loss: became nan at step 1; the job stops and publishes " \
+                               "nothing" in fail[0], lines
+    assert not (box.out / "nan" / "all").exists() and (box.out / "nan" / "all.failed" / "error.txt").exists()
