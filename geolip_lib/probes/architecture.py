@@ -63,7 +63,10 @@ def weight_tying(model: torch.nn.Module, reference: torch.Tensor | None = None) 
     """
     if reference is None:
         get = getattr(model, "get_input_embeddings", None)
-        emb = get() if callable(get) else None
+        try:
+            emb = get() if callable(get) else None
+        except NotImplementedError:  # a dual-tower model (HF CLIP / SigLIP) names no single input embedding
+            emb = None
         reference = getattr(emb, "weight", None)
         if not isinstance(reference, torch.Tensor):
             return {"applicable": False, "reason": "model has no token-embedding matrix"}
