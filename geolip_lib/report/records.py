@@ -84,6 +84,10 @@ def _field(path) -> str:
     return out or "(top level)"
 
 
+def _path_order(err) -> list[str]:
+    return [f"{p:09d}" if isinstance(p, int) else str(p) for p in err.path]  # figures[2] before figures[10]
+
+
 def check_shape(data: dict, where: Path) -> list[str]:
     """Drop every entry of ``data`` that does not have the shape the report reads; one line each.
 
@@ -91,36 +95,32 @@ def check_shape(data: dict, where: Path) -> list[str]:
     ``provenance.git``): the one headline number, figure or provenance part that is wrong.
     """
     problems, drop = [], []
-    for err in sorted(jsonschema.Draft7Validator(METRICS_SCHEMA).iter_errors(data), key=lambda e: list(map(str, e.path))):
+    for err in sorted(jsonschema.Draft7Validator(METRICS_SCHEMA).iter_errors(data), key=_path_order):
         path = list(err.path)
-        if err.validator == "required":  # a missing key is reported at the object that lacks it
-            path = path[:2]
-        cut = tuple(path[:2]) if len(path) >= 2 else tuple(path[:1])
+        # the entry to leave out: a headline number, a figure, a provenance part, one model of a list
+        depth = 3 if len(path) >= 3 and isinstance(path[2], int) else 2
+        cut = tuple(path[:depth])
+        if any(cut[:len(d)] == d for d in drop):
+            continue  # inside an entry already left out
         if cut in drop:
             continue
         drop.append(cut)
         problems.append(f"{where}: field '{_field(err.path) if err.path else _field(cut)}': {err.message}; "
                         f"left out of the report (rerun the job to rewrite its metrics.json)")
-    for cut in sorted(drop, key=lambda c: [str(x) for x in c], reverse=True):
-        _remove(data, cut)
+    gone = object()
+    lists = []
+    for cut in drop:  # mark first, then remove: list indices stay valid while marking
+        parent = data
+        for p in cut[:-1]:
+            parent = parent[p]
+        if isinstance(parent, list):
+            parent[cut[-1]] = gone
+            lists.append(parent)
+        elif cut:
+            parent.pop(cut[-1], None)
+    for lst in lists:
+        lst[:] = [x for x in lst if x is not gone]
     return problems
-
-
-def _remove(data, cut: tuple) -> None:
-    if not cut:
-        return
-    parent = data
-    for p in cut[:-1]:
-        parent = parent[p]
-    if isinstance(parent, list):
-        parent[cut[-1]] = None  # keep the indices of the other entries (removed below)
-    else:
-        parent.pop(cut[-1], None)
-    if isinstance(data.get("figures"), list):
-        data["figures"] = [f for f in data["figures"] if f is not None]
-    prov = data.get("provenance")
-    if isinstance(prov, dict) and isinstance(prov.get("models"), list):
-        prov["models"] = [m for m in prov["models"] if m is not None]
 
 
 def check_figures(data: dict, job: Path, where: Path) -> list[str]:

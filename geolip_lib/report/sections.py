@@ -55,7 +55,7 @@ def linked(text: str, link: str | None) -> str:
 def _cell(h: dict) -> str:
     iv = h.get("interval") or {}
     value = format_value(h.get("value"), iv, h.get("fmt"))
-    parts = [f"<span class='val' title='{html.escape(iv.get('method', ''), quote=True)}'>{html.escape(value)}</span>"]
+    parts = [f"<span class='val' title='{html.escape(iv.get('method') or '', quote=True)}'>{html.escape(value)}</span>"]
     v, lo, hi = h.get("value"), iv.get("lo"), iv.get("hi")
     if v is not None and lo is None:
         parts.append(f"<span class='null' title='{html.escape(iv.get('method') or '', quote=True)}'>(no interval)</span>")
@@ -96,7 +96,7 @@ def composite_table(records: list[JobRecord], link_prefix: str = "") -> str:
     for r in ok:
         cells = "".join(f"<td>{_cell(r.headline[k])}</td>" if r.headline.get(k) else "<td>n/a</td>" for k in keys)
         rows.append(f"<tr><td class='model'>{linked(r.job_id, executed_link(r, link_prefix))}</td>{cells}</tr>")
-    methods = sorted({(r.headline[k].get("interval") or {}).get("method", "") for r in ok for k in keys
+    methods = sorted({(r.headline[k].get("interval") or {}).get("method") or "" for r in ok for k in keys
                       if r.headline.get(k) and r.headline[k].get("value") is not None} - {""})
     note_items = "".join(f"<li><b>{html.escape(labels[k])}</b>: {html.escape(v)}</li>" for k, v in notes.items()
                          if k in keys)

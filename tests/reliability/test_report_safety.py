@@ -322,3 +322,17 @@ def test_a_claims_record_of_the_wrong_shape_leaves_one_line_and_the_rest(tmp_pat
     assert (f"The seed's claims could not be evaluated from {root} (AttributeError: &#x27;list&#x27; object has no "
             "attribute &#x27;get&#x27;); the rest of the report is built.") in index
     assert "id='01_alpha'" in index and "a curve" in index
+
+
+def test_every_wrong_entry_is_left_out_and_only_it():
+    """Eleven bad figures among good ones, a bad model among good ones: exactly those leave."""
+    from geolip_lib.report.records import check_shape
+
+    figs = [{"file": f"f{i}.png", "title": str(i)} if i % 3 else {"file": i} for i in range(14)]
+    data = {"figures": figs, "provenance": {"models": [{"name": "x"}, 3, {"name": "y"}]},
+            "headline": {"cv": {"interval": {"lo": "a"}}, "ok": {"value": 1.0}}}
+    lines = check_shape(data, Path("m.json"))
+    assert [f["title"] for f in data["figures"]] == [str(i) for i in range(14) if i % 3]
+    assert data["provenance"]["models"] == [{"name": "x"}, {"name": "y"}] and list(data["headline"]) == ["ok"]
+    assert len(lines) == 5 + 1 + 1 and lines[0].startswith("m.json: field 'figures[0].file': 0 is not of type")
+    assert lines[1].startswith("m.json: field 'figures[3].file'") and lines[4].startswith("m.json: field 'figures[12]")
