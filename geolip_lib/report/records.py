@@ -178,12 +178,13 @@ def collect(out_root: Path) -> dict[str, list[JobRecord]]:
     left by a killed run with no result beside it, is an *incomplete* record: listed, not dropped.
     """
     groups: dict[str, list[JobRecord]] = {}
-    for nb_dir in sorted(p for p in out_root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+    for nb_dir in sorted(p for p in out_root.iterdir()
+                         if p.is_dir() and not p.is_symlink() and not p.name.startswith(("_", "."))):
         recs = []
         names = {p.name for p in nb_dir.iterdir()}
         for job in sorted(nb_dir.iterdir(), key=lambda p: p.name.lstrip(".")):
             if job.is_symlink() or not job.is_dir():
-                continue
+                continue  # a symlink is never followed: what it points at is outside this root's jobs
             if job.name.startswith("."):
                 jid = job.name[1:-len(".partial")] if job.name.endswith(".partial") else ""
                 if jid and jid not in names and f"{jid}.failed" not in names:

@@ -336,3 +336,14 @@ def test_every_wrong_entry_is_left_out_and_only_it():
     assert data["provenance"]["models"] == [{"name": "x"}, {"name": "y"}] and list(data["headline"]) == ["ok"]
     assert len(lines) == 5 + 1 + 1 and lines[0].startswith("m.json: field 'figures[0].file': 0 is not of type")
     assert lines[1].startswith("m.json: field 'figures[3].file'") and lines[4].startswith("m.json: field 'figures[12]")
+
+
+def test_a_symlinked_job_or_notebook_folder_is_not_read(tmp_path):
+    outside = tmp_path / "outside"
+    _job(outside, "nb", "secret", _metrics([{"file": "curve.png", "title": "secret curve", "key": True}]))
+    root = tmp_path / "root"
+    _job(root, "01_alpha", "a", _metrics([{"file": "curve.png", "title": "a curve", "key": True}]),
+         markdown="**Question.** Fine.")
+    (root / "01_alpha" / "linked").symlink_to(outside / "nb" / "secret")
+    (root / "02_linked").symlink_to(outside / "nb")
+    assert {nb: [r.job_id for r in recs] for nb, recs in report.collect(root).items()} == {"01_alpha": ["a"]}
