@@ -69,7 +69,7 @@ def _cached(key: str) -> dict:
     power = _power(x, base, sd, at, c, n, reps, nb, **kw)
     out = {"power": power, "slope_change": c, "n_seeds": n, "reps": reps, "n_boot": nb, "noise_sd": sd,
            "grid": list(a["x"]), "target": a["target"], "smallest_detectable": None, "seeds_needed": None}
-    if power >= a["target"]:
+    if power >= a["target"] or not a["ladder"]:
         return out
     small = max(reps // 2, 10)  # the ladder's steps are coarse: half the simulations each
     for k in range(1, MAX_DOUBLINGS + 1):  # the smallest kink found with the target power (in doublings)
@@ -86,7 +86,7 @@ def _cached(key: str) -> dict:
 
 
 def kink_power(fit: Mapping, n_seeds: int, *, at: float, slope_change: float, reps: int = 60, n_boot: int = 49,
-               target: float = 0.8, seed: int = 0) -> Optional[dict]:
+               target: float = 0.8, seed: int = 0, ladder: bool = True) -> Optional[dict]:
     """Power of :func:`~geolip_lib.metrics.changepoint.locate` against a kink of ``slope_change``
     at ``at``, on the grid and noise of a recorded fit (``locate(...)["fit"]``).
 
@@ -95,7 +95,8 @@ def kink_power(fit: Mapping, n_seeds: int, *, at: float, slope_change: float, re
     and, when the power is below ``target``, ``smallest_detectable`` (the smallest doubling of
     ``slope_change`` found with the target power, or None up to 2**5 times) and
     ``seeds_needed`` (the smallest doubling of the seeds that finds the given kink, up to 24,
-    or None). None when the fit lacks what the simulation needs (grid, no-change fit, noise).
+    or None); ``ladder=False`` skips those two searches. None when the fit lacks what the
+    simulation needs (grid, no-change fit, noise).
     """
     x, base = fit.get("x"), fit.get("null_fit")
     if not x or not base or len(x) != len(base) or any(v is None for v in base):
@@ -106,5 +107,6 @@ def kink_power(fit: Mapping, n_seeds: int, *, at: float, slope_change: float, re
     key = json.dumps({"x": [float(v) for v in x], "base": [float(v) for v in base], "sd": sd, "at": float(at),
                       "c": float(slope_change), "n_seeds": int(max(n_seeds, 1)), "reps": int(reps),
                       "n_boot": int(n_boot), "method": fit.get("model") or "segmented",
-                      "null": fit.get("null") or "line", "seed": int(seed), "target": float(target)}, sort_keys=True)
+                      "null": fit.get("null") or "line", "seed": int(seed), "target": float(target),
+                      "ladder": bool(ladder)}, sort_keys=True)
     return dict(_cached(key))
