@@ -15,6 +15,7 @@ from ..paths import ROOT
 from ..provenance import library_hash
 from .execute import execute_job
 from .jobs import Job
+from .resources import remove_orphan_dirs
 
 TMP_PREFIX = "geolip-ray-"
 
@@ -38,7 +39,7 @@ def _worker_job(job: Job, out_root: str, mode: str, cpus: int, inputs: Optional[
     env, device = _device(cpus)
     if mode == "shared":
         return execute_job(job, Path(out_root), env=env, device=device), None
-    _remove_orphans()
+    remove_orphan_dirs(TMP_PREFIX)  # left by workers that died (killed, cancelled)
     tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
     try:
         if inputs:
@@ -47,19 +48,6 @@ def _worker_job(job: Job, out_root: str, mode: str, cpus: int, inputs: Optional[
         return res, (str(tmp), _tar(res.job_dir) if Path(res.job_dir).is_dir() else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _remove_orphans() -> None:
-    """Temporary roots left by workers that died (killed, cancelled): removed by the next task
-    on that box. Hand-written: Ray cleans its own session directory, not a task's files."""
-    for d in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*-*"):
-        try:
-            pid = int(d.name[len(TMP_PREFIX):].split("-", 1)[0])
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, PermissionError, OSError):
-            pass
 
 
 def _probe(path: str, token: str) -> dict:
@@ -91,6 +79,8 @@ def _finished_metrics(out_root: Path) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for f in sorted(out_root.glob("*/*/metrics.json")):
+            if any(p.is_symlink() for p in (f, f.parent, f.parent.parent)):
+                continue  # a link in the root: never followed out of it
             if not f.parent.name.startswith(".") and not f.parent.name.endswith(".failed"):
                 tar.add(str(f), arcname=str(f.relative_to(out_root)))
     return buf.getvalue()

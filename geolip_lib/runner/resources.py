@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -61,6 +62,20 @@ def kernel_env(extra: Optional[dict] = None) -> dict:
     env.setdefault("NUMBA_NUM_THREADS", env["OMP_NUM_THREADS"])  # numba's pool (default: every core)
     env.update({k: str(v) for k, v in (extra or {}).items()})
     return env
+
+
+def remove_orphan_dirs(prefix: str) -> None:
+    """Temporary folders ``<tmp>/<prefix><pid>-*`` whose process is gone (a runner or Ray worker
+    killed with SIGKILL cannot clean up): removed by the next one on this box. Hand-written:
+    ``tempfile`` removes what a live process made, nothing names the dead one's."""
+    for d in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+        try:
+            pid = int(d.name[len(prefix):].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (ValueError, PermissionError, OSError):
+            pass
 
 
 # ----------------------------------------------------------------------------- a kernel that died

@@ -63,10 +63,11 @@ from typing import Optional, Sequence
 
 # the launcher (``launch``) is exec'd once per kernel: this module imports only the standard
 # library and the thread budget at module level, so that it starts in milliseconds
-from .resources import KERNEL_END, kernel_env
+from .resources import KERNEL_END, kernel_env, remove_orphan_dirs
 from .warm_kernel import become_kernel
 
 SOCKET_ENV = "GEOLIP_WARM_SOCKET"
+WARM_PREFIX = "geolip-warm-"  # <tmp>/geolip-warm-<runner pid>-*: the zygote's socket folder
 PID_ENV = "GEOLIP_WARM_PID"
 PRELOAD = ("numpy", "scipy.linalg", "scipy.stats", "pandas", "torch", "transformers", "safetensors.torch",
            "matplotlib", "matplotlib.pyplot", "seaborn", "numba", "yaml", "pydantic", "nltk", "IPython",
@@ -93,7 +94,8 @@ class WarmPool:
     def __enter__(self) -> "WarmPool":
         if not self.enabled:
             return self
-        self.dir = tempfile.mkdtemp(prefix="geolip-warm-")
+        remove_orphan_dirs(WARM_PREFIX)  # the socket folders of runners killed with SIGKILL
+        self.dir = tempfile.mkdtemp(prefix=f"{WARM_PREFIX}{os.getpid()}-")
         self.path = os.path.join(self.dir, "zygote.sock")
         env = kernel_env({"MPLBACKEND": "module://matplotlib_inline.backend_inline"})
         if self.log:

@@ -249,6 +249,23 @@ def timed_out_env(sandbox, tmp_path):
     return sandbox, env, runtime, tmp
 
 
+def test_a_killed_runners_zygote_folder_is_removed_by_the_next_run(tmp_path, monkeypatch):
+    """``kill -9`` of a runner cannot clean up: its ``geolip-warm-<pid>-*`` folder goes with the next run."""
+    import tempfile
+
+    from geolip_lib.runner import warm
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    (tmp_path / f"{warm.WARM_PREFIX}{dead}-abc").mkdir()
+    (tmp_path / f"{warm.WARM_PREFIX}{os.getpid()}-def").mkdir()  # a live run's: kept
+    (tmp_path / "geolip-warm-unrelated").mkdir()  # not named after a pid: kept
+    resources.remove_orphan_dirs(warm.WARM_PREFIX)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{warm.WARM_PREFIX}{os.getpid()}-def",
+                                                          "geolip-warm-unrelated"]
+
+
 DYING_NB = '''
 import os, signal
 from geolip_lib import results
