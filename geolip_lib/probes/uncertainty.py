@@ -68,10 +68,20 @@ def pr_estimate(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: i
     t = E if isinstance(E, torch.Tensor) else torch.as_tensor(np.asarray(E))
     rows = _rows(t, max_rows, seed)
     if rows.shape[0] == t.shape[0]:
-        return {"value": float(M.participation_ratio(rows)), "interval": "exact",
+        return {"value": _pr_trace(rows), "interval": "exact",
                 "over": f"{t.shape[0]} rows", "plug_in": None}
     est, plug, iv = M.intervals.covariance_stat_estimate(rows, seed=seed, n_boot=n_boot)
     return {"value": est, "interval": iv, "over": None, "plug_in": plug}
+
+
+def _pr_trace(X: torch.Tensor) -> float:
+    """PR of the centred covariance as ``tr(C)² / ‖C‖²_F`` (float64): the eigenvalue form of
+    :func:`geolip_lib.metrics.participation_ratio` without the eigen-decomposition (the
+    nulls below evaluate it 10 times; equal to round-off)."""
+    Xt = X.detach().to("cpu", torch.float64)
+    Xc = Xt - Xt.mean(0)
+    C = Xc.T @ Xc / Xt.shape[0]
+    return float(torch.trace(C) ** 2 / (C * C).sum())
 
 
 def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_SEEDS, n_cos: int | None = 2000,
@@ -94,13 +104,15 @@ def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_
     """
     t = E if isinstance(E, torch.Tensor) else torch.as_tensor(np.asarray(E))
     D = t.shape[1]
+    scale = M.matched_scale(t)  # once: gaussian_like would measure it again for every seed
     vals: dict = {}
 
     def put(key, kind, v):
         vals.setdefault(key, {}).setdefault(kind, []).append(np.nan if v is None else float(v))
 
     for k in range(n_seeds):
-        tables = {"gaussian": M.gaussian_like(t, seed=seed + 1 + 10 * k), "sphere": M.sphere_like(t, seed=seed + 2 + 10 * k)}
+        tables = {"gaussian": M.gaussian_like(t, seed=seed + 1 + 10 * k, scale=scale),
+                  "sphere": M.sphere_like(t, seed=seed + 2 + 10 * k)}
         T_init = init_table(k) if init_table is not None else None
         if T_init is not None:
             tables["random_init"] = T_init
@@ -110,7 +122,7 @@ def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_
             if kind == "sphere":
                 continue
             put("cosine_mean", kind, M.mean_offdiag_cosine(M.normalize_rows(_rows(T, n_cos, seed))))  # = cosine_stats' mean
-            pr = pr_estimate(T, pca_rows, seed, n_boot=n_boot)["value"]
+            pr = pr_estimate(T, pca_rows, seed, n_boot=n_boot)["value"]  # the model's estimator (exact: all rows)
             put("pr", kind, pr)
             put("pr_over_dim", kind, pr / D)
             if tokenizer is not None:
