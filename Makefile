@@ -21,7 +21,7 @@ RUN_ARGS ?=
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 
-.PHONY: setup report test lab notebooks bench clean help
+.PHONY: setup report test test-families lab notebooks bench clean help
 help:
 	@sed -n '2,8p' Makefile
 
@@ -32,7 +32,11 @@ report: setup
 	$(PY) run_all.py --profile $(PROFILE) $(RUN_ARGS)
 
 test: setup
-	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not gpu and not families" $(PYTEST_ARGS)
+
+# notebooks 01/02/06 on a tiny model of every model_type of the family registry (CI's second step)
+test-families: setup
+	$(PY) -m pytest -m families tests/integration/test_families_notebooks.py $(PYTEST_ARGS)
 
 # Root is the normal user on rented GPU boxes and in containers (--allow-root); no browser on a server.
 # PYTHONPATH: kernels import this checkout's geolip_lib (and write its reports/), whatever checkout an

@@ -104,6 +104,30 @@ def adapter_for(family: Optional[str], config: Mapping) -> tuple[str, Any]:
     return fam, spec(fam).adapter
 
 
+#: prefix of the tiny params files with one model per model_type (``params/models/tiny-type-*.yaml``)
+TINY_TYPE_PREFIX = "tiny-type-"
+
+
+def tiny_type_models() -> dict:
+    """``params/models`` name -> params dict of a tiny model of every (family, model_type) of the registry.
+
+    Written by ``scripts/support_table.py --write`` (and checked by its test); ``make test-families`` runs
+    notebooks 01, 02 and 06 on each. A model_type two families share (T5 / T5 v1.1) gets ``-<family>``
+    on the second.
+    """
+    out: dict = {}
+    seen: set = set()
+    for fam, s in REGISTRY.items():
+        for mt, cfg in s.tiny_configs().items():
+            name = TINY_TYPE_PREFIX + mt + (f"-{fam}" if mt in seen else "")
+            seen.add(mt)
+            # the spec holds the config (tiny_model_types / tiny_defaults): the file names the model_type only
+            out[name] = {"name": name, "family": fam, "source": "tiny", "seed": 0,
+                         "config": {"model_type": mt} if s.hf else {},
+                         "description": f"Tiny random {mt} ({fam} family) from its transformers config (issue 24)."}
+    return out
+
+
 def install() -> None:
     """Give the weight catalog (``models.adapters.dispatch``) the registry's family detection."""
     _dispatch.install(adapter_for, FAMILIES)
@@ -111,5 +135,5 @@ def install() -> None:
 
 install()
 
-__all__ = ["DEFAULT_PROMPT", "FAMILIES", "FAMILY_SOURCES", "REGISTRY", "FamilySpec", "Sizes", "adapter_for",
-           "config_dict", "family_of_config", "family_of_model", "family_of_model_type", "spec"]
+__all__ = ["DEFAULT_PROMPT", "FAMILIES", "FAMILY_SOURCES", "REGISTRY", "TINY_TYPE_PREFIX", "FamilySpec", "Sizes",
+           "adapter_for", "tiny_type_models", "config_dict", "family_of_config", "family_of_model", "family_of_model_type", "spec"]

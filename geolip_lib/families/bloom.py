@@ -29,6 +29,7 @@ BLOOM = FamilySpec(
                        attention_dropout=0.0, **CAUSAL_IDS),
     tiny_tokenizer="minilm",
     canonical_tensor=canonical_by_name(_adapter.FUSED, _regroup),
+    left_out={"*": "ALiBi"},
     qk_statement="BLOOM: ALiBi adds slope_h * (key position) to each score (a per-head linear distance penalty "
                  "after the softmax's row shift); the bilinear form W_q^T W_k (with the biases) holds the content "
                  "term q.k/sqrt(head_dim) only.",

@@ -23,6 +23,7 @@ DEBERTA_V2 = FamilySpec(
                        position_biased_input=False, norm_rel_ebd="layer_norm", share_att_key=True,
                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
     tiny_tokenizer="minilm",
+    left_out={"*": "relative c2p/p2c"},
     qk_statement="DeBERTa-v2: scores are content-to-content (x W_q^T + b_q)(x W_k^T + b_k)^T plus the relative "
                  "content-to-position and position-to-content terms of pos_att_type, all over "
                  "sqrt(head_dim * (1 + len(pos_att_type))); the bilinear form is the content-to-content term with "

@@ -81,6 +81,9 @@ DECODER_LM = FamilySpec(
                        layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
                        max_position_embeddings=256, tie_word_embeddings=True),
     tiny_tokenizer="minilm", tiny_model_types=TINY_TYPES,
+    left_out={"*": "RoPE", "gemma2": "RoPE, soft-cap",
+              **{mt: "RoPE, q/k rms" for mt in ("qwen3", "qwen3_5", "qwen3_5_text", "qwen3_next", "qwen3_moe", "olmo2",
+                                                 "olmo3", "gemma3_text", "exaone4")}},
     qk_statement="Decoder LMs: RoPE rotates q and k by position before q.k * scale (1/sqrt(head_dim), Gemma: "
                  "query_pre_attn_scalar^-1/2); the bilinear form W_q^T W_k (with the biases of Qwen2) is the score "
                  "at zero offset and leaves the rotation out. With per-head q/k RMSNorm (Qwen3, Qwen3.5, OLMo 2, "

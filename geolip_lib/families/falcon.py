@@ -42,6 +42,7 @@ FALCON = FamilySpec(
                        max_position_embeddings=128, **CAUSAL_IDS),
     tiny_tokenizer="minilm",
     canonical_tensor=canonical_by_name(_adapter.FUSED, _canonical),
+    left_out={"*": "RoPE"},  # ALiBi instead with alibi: true
     qk_statement="Falcon: RoPE rotates q and k by position (or, with alibi: true, ALiBi adds a per-head linear "
                  "position term); the bilinear form W_q^T W_k is the content score at zero offset and leaves "
                  "the position term out.",

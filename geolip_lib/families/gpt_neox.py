@@ -31,6 +31,7 @@ GPT_NEOX = FamilySpec(
                        attention_dropout=0.0, tie_word_embeddings=False, **CAUSAL_IDS),
     tiny_tokenizer="minilm",
     canonical_tensor=canonical_by_name(_adapter.FUSED, _regroup),
+    left_out={"*": "RoPE"},
     qk_statement="GPT-NeoX: RoPE rotates the first rotary_pct*head_dim dimensions of q and k by position before "
                  "q.k/sqrt(head_dim); the bilinear form W_q^T W_k (with the biases) is the score at zero offset "
                  "and leaves the rotation out.",

@@ -20,6 +20,7 @@ GPTJ = FamilySpec(
     tiny_defaults=dict(model_type="gptj", n_embd=32, n_layer=2, n_head=4, n_inner=64, rotary_dim=4, n_positions=128,
                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=False, **CAUSAL_IDS),
     tiny_tokenizer="minilm",
+    left_out={"*": "RoPE"},
     qk_statement="GPT-J: RoPE (interleaved pairs) rotates the first rotary_dim dimensions of q and k by position; "
                  "the bilinear form W_q^T W_k is the score at zero offset and leaves the rotation out.",
 )

@@ -147,6 +147,10 @@ class FamilySpec:
         (position terms, normalisations), shown with the QK analyses; empty when it holds them all.
     shared_layers : str
         Non-empty when layers are shared across depth (ALBERT): what cross-layer correlation means there.
+    left_out : dict
+        ``model_type`` (or ``"*"``, every other) -> the terms of the attention scores the bilinear form
+        leaves out, short (``"RoPE"``, ``"ALiBi"``, ``"q/k rms"``...): the README's support table, and
+        the attention-reconstruction test checks each against what it had to add back.
     """
 
     name: str
@@ -183,6 +187,12 @@ class FamilySpec:
     canonical_tensor: Optional[Callable] = None
     qk_statement: str = ""
     shared_layers: str = ""
+    left_out: dict = field(default_factory=dict)
+
+    def left_out_of(self, model_type: str) -> tuple:
+        """What the bilinear form leaves out for ``model_type`` (:attr:`left_out`), as a tuple of short names."""
+        v = self.left_out.get(model_type, self.left_out.get("*", ""))
+        return tuple(x.strip() for x in v.split(",") if x.strip())
 
     def tiny_configs(self) -> dict:
         """``model_type`` -> the tiny config of that type (:attr:`tiny_model_types` or :attr:`tiny_defaults`)."""

@@ -57,6 +57,7 @@ T5 = FamilySpec(
     sizes=_sizes, adapter=_adapter, text_hidden=_text_hidden, teacher_forced_decoder=True,
     locate_blocks=locate_blocks, encoder=lambda model: model.get_encoder(),
     objective="seq2seq", prompt="summarize: {definition}",
+    left_out={"*": "relative bias"},
     qk_statement="T5: scores are q.k (no 1/sqrt(d) scaling) plus a learned relative-position bias per head and "
                  "bucket (computed in the first layer of each stack and shared; UMT5: one per layer); the bilinear "
                  "form W_q^T W_k is the content term and leaves the relative bias out.",

@@ -333,10 +333,11 @@ def test_attention_is_rebuilt_from_the_extracted_qk(case):
     assert kinds == cat_kinds, f"attention kinds checked {kinds} != catalog {cat_kinds}"
     worst = max(records, key=lambda r: r["max_abs"])
     assert worst["max_abs"] <= 1e-5, f"{fam}/{mt}: {worst}"
-    left_out = {a for r in records for a in r["added"] if "causal" not in a and "Falcon" not in a}
-    statement = lm.spec.qk_statement.lower()
-    for a in left_out:  # every term the form cannot hold is named in the family's QK statement
-        key = a.split(" ")[0].lower()
-        key = {"ume5": "relative", "umt5": "relative", "t5": "relative", "per-token": "rms", "logit": "soft-caps",
-               "deberta": "relative"}.get(key, key)
-        assert key in statement, f"{fam}: {a!r} is not named in its qk_statement"
+    added = {_SHORT[a.split(" ")[0]] for r in records for a in r["added"] if _SHORT.get(a.split(" ")[0])}
+    assert added == set(lm.spec.left_out_of(mt)), \
+        f"{fam}/{mt}: added back {sorted(added)}, the spec says the form leaves out {lm.spec.left_out_of(mt)}"
+
+
+#: first word of a reconstruction's "added" label -> the short name in ``FamilySpec.left_out`` (None: a mask)
+_SHORT = {"RoPE": "RoPE", "ALiBi": "ALiBi", "T5": "relative bias", "UMT5": "relative bias",
+          "DeBERTa": "relative c2p/p2c", "per-token": "q/k rms", "logit": "soft-cap", "causal": None, "Falcon's": None}

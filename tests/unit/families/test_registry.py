@@ -12,7 +12,7 @@ from geolip_lib.params import ParamsError, load_model_params, model_names
 def _tiny_models() -> dict:
     """family -> the first (sorted) ``params/models/tiny-*.yaml`` of that family."""
     out: dict = {}
-    for name in (n for n in model_names() if n.startswith("tiny-")):
+    for name in (n for n in model_names() if n.startswith("tiny-") and not n.startswith(families.TINY_TYPE_PREFIX)):
         p = load_model_params(name)
         if p.source == "tiny":
             out.setdefault(p.family, name)
