@@ -183,7 +183,7 @@ def run_lock(out_root: Path, console=None):
                                f"this output root; wait for it, pass another --out, or delete {path} if that run "
                                "is gone") from None
             print(f"taking over a stale lock in {out_root} "
-                  + (f"(pid {pid} is no longer running)" if pid else "(unreadable lock file)"),
+                  + (f"(pid {pid} is no longer running)" if isinstance(pid, int) else "(unreadable lock file)"),
                   file=console or sys.stderr, flush=True)
             try:
                 path.unlink(missing_ok=True)
