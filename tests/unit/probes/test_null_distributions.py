@@ -1,0 +1,49 @@
+"""Notebook 01's kinds of numbers and its nulls as distributions (issue 22 §1), on small tables."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from geolip_lib import metrics as M
+from geolip_lib import results
+from geolip_lib.probes import uncertainty as U
+
+pytestmark = pytest.mark.unit
+
+
+def _table(seed: int, n: int = 300, d: int = 8) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d, generator=g) * torch.linspace(0.5, 2.0, d)
+
+
+def test_pr_of_every_row_is_exact_and_of_a_sample_is_bias_corrected():
+    E = _table(0)
+    ex = U.pr_estimate(E)
+    assert ex["interval"] == "exact" and ex["over"] == "300 rows"
+    assert ex["value"] == pytest.approx(M.participation_ratio(E), rel=1e-9)
+    s = U.pr_estimate(E, max_rows=100, n_boot=200)
+    assert s["interval"].kind == "sampled" and s["interval"].contains(s["value"])
+    assert s["value"] > s["plug_in"]  # the plug-in PR of a row sample is biased low
+    h = results.headline(s["value"], interval=s["interval"], plug_in=s["plug_in"])
+    assert h["plug_in"] == s["plug_in"] and h["kind"] == "sampled"
+
+
+def test_nulls_are_distributions_over_their_own_seeds():
+    E = _table(0)
+    nd = U.null_distributions(E, lambda k: _table(100 + k), n_seeds=5, n_cos=100, n_simplices=60, seed=3)
+    assert set(nd) == {"pentachoron_cv", "cosine_mean", "pr", "pr_over_dim", "volume_ratio"}
+    assert set(nd["pentachoron_cv"]) == {"gaussian", "sphere", "random_init"}
+    for key, by in nd.items():
+        for kind, null in by.items():
+            assert len(null["per_seed"]) == 5 and null["interval"].kind == "over_seeds", (key, kind)
+            assert null["interval"].contains(null["value"]) and "5 " in null["interval"].method
+    # seed 0 of the Gaussian is the notebook's gaussian_like(E, seed + 1); seed 4 of random init is init_table(4)
+    assert nd["pr"]["gaussian"]["per_seed"][0] == pytest.approx(M.participation_ratio(M.gaussian_like(E, seed=4)),
+                                                                rel=1e-9)
+    assert nd["pr"]["random_init"]["per_seed"][4] == pytest.approx(M.participation_ratio(_table(104)), rel=1e-9)
+    assert nd["pr_over_dim"]["gaussian"]["value"] == pytest.approx(nd["pr"]["gaussian"]["value"] / 8)
+    assert U.null_distributions(E, None, n_seeds=5, n_cos=100, n_simplices=60)["pr"].keys() == {"gaussian"}
+    # an exact value against the nulls: separated from a null whose seeds never reach it
+    h = results.headline(1.0, interval="exact", over="300 rows", nulls=nd["pr"])
+    assert all(n["separated"] for n in h["nulls"].values())
