@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import typing
 from pathlib import Path
@@ -100,6 +101,8 @@ def family_problem(family: str, model_type: Any, where: str) -> Optional[str]:
     if mt in REGISTRY[family].model_types:
         return None
     knowing = [name for name, s in REGISTRY.items() if mt in s.model_types]
+    if not knowing and not REGISTRY[family].model_types:  # family any: every model_type no family knows
+        return None
     if len(knowing) == 1:
         fix = f"which family {knowing[0]} knows; set family: {knowing[0]}"
     elif knowing:
@@ -133,6 +136,10 @@ class ModelParams(_Strict):
     pretrained: Optional[str] = Field(None, description="open_clip pretrained tag or local checkpoint path")
     local_dir: Optional[str] = Field(None, description="local directory that replaces the hub id (offline use)")
     revision: Optional[str] = None
+    revisions: list[str] = Field(default_factory=list, description="hub revisions of the same id, in training order "
+                                 "(step0, step1000, ...): notebooks 01/02 give their headlines per checkpoint")
+    checkpoints: list[str] = Field(default_factory=list, description="local save_pretrained folders, in training order "
+                                   "(relative to the params file's folder, or absolute): a trajectory as revisions:")
     config: dict[str, Any] = Field(default_factory=dict, description="tiny: config kwargs for the family")
     tokenizer: Optional[str] = Field(None, description="tiny text models: 'unigram-wordnet' or 'minilm'")
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
@@ -159,6 +166,20 @@ class ModelParams(_Strict):
     @classmethod
     def _safe_name(cls, v):
         return v if v is None else _safe(v)
+
+    @model_validator(mode="after")
+    def _trajectory(self):
+        """``revisions:`` and ``checkpoints:`` (geometry over training): one of them, each entry once."""
+        if self.revisions and self.checkpoints:
+            raise ValueError("give revisions: (hub) or checkpoints: (local folders), not both")
+        if self.revisions and self.source != "hub":
+            raise ValueError(f"revisions: are hub revisions of id:; source is '{self.source}' (set source: hub, "
+                             f"or list local folders under checkpoints:)")
+        for key in ("revisions", "checkpoints"):
+            twice = sorted({c for c in getattr(self, key) if getattr(self, key).count(c) > 1})
+            if twice:
+                raise ValueError(f"{key}: {', '.join(map(repr, twice))} listed twice; list each checkpoint once")
+        return self
 
 
 def _positive_timeout(v):
@@ -298,9 +319,32 @@ def _validate(schema: type[BaseModel], data: dict, path: Path) -> BaseModel:
         raise ParamsError.of(lines) from None
 
 
+#: params files outside params/models that this run was given (``run_all --models path/to/x.yaml``),
+#: os.pathsep-separated; set in the runner's environment, so that its kernels find them by name too
+MODEL_FILES_ENV = "GEOLIP_MODEL_FILES"
+
+
+def _extra_model_files() -> dict[str, Path]:
+    return {Path(f).stem: Path(f) for f in os.environ.get(MODEL_FILES_ENV, "").split(os.pathsep) if f}
+
+
+def add_model_file(path: Union[str, Path]) -> str:
+    """Make a params file outside params/models loadable by its name, in this process and the
+    kernels it starts (:data:`MODEL_FILES_ENV`); returns the name."""
+    path = Path(path).resolve()
+    files = [str(f) for f in _extra_model_files().values() if f != path] + [str(path)]
+    os.environ[MODEL_FILES_ENV] = os.pathsep.join(files)
+    return path.stem
+
+
+def model_file(name: str) -> Path:
+    """The params file of model ``name``: one this run was given by path, else params/models/<name>.yaml."""
+    return _extra_model_files().get(name) or MODELS_DIR / f"{name}.yaml"
+
+
 def model_names() -> list[str]:
-    """All model names that have a params file."""
-    return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+    """All model names that have a params file (params/models and those given by path)."""
+    return sorted({p.stem for p in MODELS_DIR.glob("*.yaml")} | set(_extra_model_files()))
 
 
 def profile_names() -> list[str]:
@@ -316,7 +360,7 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         check_name(str(name_or_path), f"model '{name_or_path}'")
-        path = MODELS_DIR / f"{name_or_path}.yaml"
+        path = model_file(str(name_or_path))
         if not path.exists():
             raise ParamsError(
                 f"unknown model '{name_or_path}': no {_rel(path)} (known: {', '.join(model_names())})")
@@ -328,7 +372,29 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
         raise ParamsError(f"{_rel(path)}: key 'id': required when source is '{mp.source}' (e.g. id: {example})")
     if mp.name != path.stem:
         raise ParamsError(f"{_rel(path)}: key 'name': '{mp.name}' must equal the file name '{path.stem}'")
+    if mp.checkpoints:  # relative to the params file's folder (a dict: to the checkout), absolute from here on
+        mp = mp.model_copy(update={"checkpoints": [str((path.parent / Path(c).expanduser()).resolve())
+                                                   for c in mp.checkpoints]})
     return mp
+
+
+def checkpoint_problems(mp: ModelParams) -> list[str]:
+    """Why the ``checkpoints:`` of ``mp`` cannot be read, one line per folder (empty: they can):
+    each must exist, be a ``save_pretrained`` folder (config.json and weights) and hold a model
+    its declared family describes (:func:`directory_family_problem`). Read by preflight
+    (``models.check``) and by ``geolip_lib.trajectory`` before the first checkpoint loads."""
+    where = _rel(MODELS_DIR / f"{mp.name}.yaml")
+    lines = []
+    for i, c in enumerate(mp.checkpoints):
+        d, key = Path(c), f"{where}: key 'checkpoints[{i}]'"
+        if not d.is_dir():
+            lines.append(f"{key}: folder {d} does not exist (a relative path is read from the params file's folder)")
+        elif not (d / "config.json").is_file() or not (any(d.glob("*.safetensors")) or any(d.glob("pytorch_model*.bin"))):
+            lines.append(f"{key}: {d} is not a save_pretrained folder (it needs config.json and *.safetensors or "
+                         f"pytorch_model*.bin: save it with model.save_pretrained(folder))")
+        elif why := directory_family_problem(mp.family, d):
+            lines.append(f"{key}: {why.split(': ', 1)[1]}")  # drop family_problem's own "key 'family'" prefix
+    return lines
 
 
 def load_profile(name_or_path: Union[str, Path], notebooks_dir: Optional[Path] = None) -> ProfileParams:

@@ -28,8 +28,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 
 from ..models.preflight import HF_KIND, check_config, model_config
 from .. import params as _params
-from ..params import (PARAMS, ROOT, ModelParams, ParamsError, check_name, family_problem, load_model_params,
-                      load_profile, model_names)
+from ..params import (ROOT, ModelParams, ParamsError, add_model_file, check_name, family_problem, load_model_params,
+                      load_profile, model_file, model_names)
 from ..paths import resolve
 from ..provenance import library_hash
 from ..results import atomic_write_text
@@ -143,10 +143,18 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
                                                                   if notebooks else "")
                             + f"; its models: {', '.join(sorted(_profile_models(prof))) or 'none'}")
     problems += kernel_problems(prof.kernel, prof.name)
+    try:
+        check_parameters(jobs, prof.name)
+    except ParamsError as exc:  # shown with the problems above: every problem, one line each
+        problems += exc.lines
     if problems:
         raise ParamsError.of(problems)
-    check_parameters(jobs, prof.name)
     return jobs
+
+
+def is_params_path(model: str) -> bool:
+    """A ``--models`` entry that is the path of a params file."""
+    return str(model).endswith((".yaml", ".yml"))
 
 
 def check_problem(name: str, what: str):
@@ -159,31 +167,34 @@ def check_problem(name: str, what: str):
 
 def _extra_models(prof, models, problems) -> tuple[list[str], list[str] | None]:
     """``--models``: (models outside the profile, the names selected). A ``.yaml`` path is a
-    params file outside ``params/models`` (it must be there or have the same content: the job
-    loads the model by name)."""
+    params file anywhere: the same file as ``params/models/<name>.yaml`` counts as that name;
+    another is added for this run (:func:`geolip_lib.params.add_model_file`: the runner and its
+    kernels find it by its name, which must not be a params/models name with other content)."""
     if not models:
         return [], models
     known = set(model_names())
     in_profile = _profile_models(prof)
     names, extra = [], []
     for m in models:
-        if str(m).endswith((".yaml", ".yml")):
+        if is_params_path(m):
+            if not Path(m).is_file():
+                problems.append(f"--models: {m}: no such params file (give a params/models name or the path of "
+                                f"a model's .yaml)")
+                continue
             try:
                 mp = load_model_params(m)
             except ParamsError as exc:
                 problems.extend(exc.lines)
                 continue
             mine = _params.MODELS_DIR / f"{mp.name}.yaml"
-            if mine.resolve() != Path(m).resolve():
-                if not mine.exists():
-                    problems.append(f"--models: {m}: copy it to params/models/{mp.name}.yaml first (a job's kernel "
-                                    f"loads its model by name from params/models/)")
-                    continue
-                if mine.read_bytes() != Path(m).read_bytes():
-                    problems.append(f"--models: {m}: params/models/{mp.name}.yaml exists with other content; "
-                                    f"rename the model (name: and file name) or update that file")
-                    continue
-            m = mp.name
+            if mine.exists() and (mine.resolve() == Path(m).resolve() or mine.read_bytes() == Path(m).read_bytes()):
+                m = mp.name  # the same file as params/models/<name>.yaml
+            elif mine.exists() or mp.name in in_profile:
+                problems.append(f"--models: {m}: params/models/{mp.name}.yaml exists with other content; rename the "
+                                f"model (name: and the file name) or update that file")
+                continue
+            else:
+                m = add_model_file(m)
         else:
             why = check_problem(m, "--models: model")
             if why:
@@ -292,7 +303,7 @@ def model_problems(name: str) -> list[str]:
         mp = load_model_params(name)
     except ParamsError as exc:
         return exc.lines
-    f = f"params/models/{mp.name}.yaml"
+    f = _params._rel(model_file(mp.name))
     try:
         check_config(mp.family, mp.config, f)
     except ParamsError as exc:
@@ -408,7 +419,7 @@ def fingerprint(job: Job) -> dict:
     """What a finished job's result depends on (compared by ``--resume``)."""
     models = {}
     for m in job_models(job):
-        f = PARAMS / "models" / f"{m}.yaml"
+        f = model_file(m)
         models[m] = _sha(f.read_bytes()) if f.exists() else None
     return {"notebook": notebook_digest(job.notebook), "parameters": job.parameters, "model": job.model,
             "model_params": models, "library": library_hash()}
@@ -437,7 +448,7 @@ def stale_reasons(job: Job, out_root: Path) -> list[str]:
     om = old.get("model_params") or {}
     for m, h in new["model_params"].items():
         if om.get(m) != h:
-            why.append(f"params/models/{m}.yaml changed")
+            why.append(f"{_params._rel(model_file(m))} changed")
     if old.get("library") != new["library"]:
         why.append("geolip_lib code changed")
     if reads_other_jobs(job.notebook):

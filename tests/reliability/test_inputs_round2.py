@@ -265,7 +265,7 @@ def test_a_gpt2_declared_as_bert_is_refused(box, capsys, models_dir, tmp_path):
     w = _local(models_dir, tmp_path, "my-gpt2", "bert", {"model_type": "gpt2", "n_embd": 32})
     box.write("  ok:\n    models: [my-gpt2]\n")
     assert refused(box, capsys) == [
-        f"error: params/models/my-gpt2.yaml: key 'family': 'bert' cannot describe this model: {w / 'config.json'} "
+        f"error: {models_dir / 'my-gpt2.yaml'}: key 'family': 'bert' cannot describe this model: {w / 'config.json'} "
         f"says model_type 'gpt2', which family gpt2 knows; set family: gpt2"]
 
 
@@ -273,7 +273,7 @@ def test_a_model_type_no_family_knows_says_add_a_family(box, capsys, models_dir,
     w = _local(models_dir, tmp_path, "my-mamba", "decoder_lm", {"model_type": "mamba-xyz"})
     box.write("  ok:\n    models: [my-mamba]\n")
     assert refused(box, capsys) == [
-        f"error: params/models/my-mamba.yaml: key 'family': 'decoder_lm' cannot describe this model: "
+        f"error: {models_dir / 'my-mamba.yaml'}: key 'family': 'decoder_lm' cannot describe this model: "
         f"{w / 'config.json'} says model_type 'mamba-xyz', which no family knows; add a family "
         f"(geolip_lib/README.md#adding-a-model-family)"]
 
@@ -283,7 +283,7 @@ def test_a_mistyped_local_dir_names_the_path(box, capsys, models_dir, tmp_path):
                                              f"local_dir: {tmp_path / 'no-such-dir'}\n")
     box.write("  ok:\n    models: [my-bert]\n")
     assert refused(box, capsys, "--plan") == [
-        f"error: params/models/my-bert.yaml: key 'local_dir': directory {tmp_path / 'no-such-dir'} does not exist; "
+        f"error: {models_dir / 'my-bert.yaml'}: key 'local_dir': directory {tmp_path / 'no-such-dir'} does not exist; "
         f"fix the path"]
 
 
@@ -350,3 +350,26 @@ def test_a_job_whose_loss_becomes_nan_fails_and_publishes_nothing(box, capsys):
     assert len(fail) == 1 and "NonFiniteError: training loss: became nan at step 1; the job stops and publishes " \
                                "nothing" in fail[0], lines
     assert not (box.out / "nan" / "all").exists() and (box.out / "nan" / "all.failed" / "error.txt").exists()
+
+
+def test_a_params_file_given_by_path_runs_by_its_name(box, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv(params.MODEL_FILES_ENV, "")  # restored after the probe (the run sets it for its kernels)
+    write_notebook(box.nbdir / "takes.ipynb", params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x >= 1] n")
+    box.write("  takes:\n    models: [tiny-t5]\n")
+    mine = tmp_path / "elsewhere" / "my-bert.yaml"
+    mine.parent.mkdir()
+    mine.write_text((params.MODELS_DIR / "tiny-bert.yaml").read_text().replace("name: tiny-bert", "name: my-bert"))
+    jobs = run_all.jobs_for_profile(str(box.profile), models=[str(mine)])
+    assert [(j.job_id, j.model) for j in jobs] == [("my-bert", "my-bert")]
+    assert params.load_model_params("my-bert").name == "my-bert" and params.model_file("my-bert") == mine
+    assert refused(box, capsys, "--models", str(tmp_path / "typo.yaml")) == [
+        f"error: --models: {tmp_path / 'typo.yaml'}: no such params file (give a params/models name or the path of "
+        f"a model's .yaml)"]
+
+
+def test_problems_of_several_kinds_are_all_shown(box, capsys):
+    box.write("  ok:\n    per_model: false\n    jobs:\n      - {id: a}\n      - {id: a}\n"
+              "  rng:\n    per_model: false\n    parameters: {N: 0}\n", head="name: p\nkernel: python4\n")
+    lines = refused(box, capsys)
+    assert len(lines) == 3 and "job id 'a' twice" in lines[0] and "no Jupyter kernel 'python4'" in lines[1]
+    assert lines[2].startswith("error: profile 'p': notebook rng (job all): parameter N: 0 is outside its range")
