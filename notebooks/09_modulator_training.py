@@ -213,7 +213,6 @@ if seed_mode_reason is None:
                             "val_history": seed_trainer.val_history}
     job.table(pd.DataFrame(seed_info["epochs"]), caption="Seed-mode run (§9 as written; leaky objective): epochs",
               index=False)
-
 else:
     metrics["seed_mode"] = {"ran": False, "reason": seed_mode_reason}
     print(f"Seed-mode training not run: {seed_mode_reason}. Only the project's run is measured.")
