@@ -52,7 +52,7 @@ from .schedule import Running, schedule
 MODES = ("shared", "return")
 #: the driver's settings that change what a job computes or prints: sent to every task
 #: (per-box settings such as HF_HOME belong in the environment of ``ray start`` on each box)
-FORWARDED_ENV = ("GEOLIP_NOTEBOOKS", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TQDM_DISABLE",
+FORWARDED_ENV = ("GEOLIP_NOTEBOOKS", "GEOLIP_MODEL_FILES", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TQDM_DISABLE",
                  "PYDEVD_DISABLE_FILE_VALIDATION", "MPLBACKEND")
 DIED = "the Ray worker running it died"
 DRIVER_LOG = ".ray-driver.log"
