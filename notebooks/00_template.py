@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -20,6 +22,10 @@
 #
 # Run it by hand in JupyterLab (the defaults below use a tiny model and finish in
 # seconds), or headless through `python run_all.py --profile demo --notebooks NN_name`.
+#
+# Each parameter is `NAME = default  # [range] what it is`: the bracket is a Python condition
+# on `x`, the value (`[x >= 1]`, `[0 < x < 1]`, `[x is None or x >= 1]`, `[x in ("mean", "last")]`,
+# `[any]`), checked by `run_all` before any kernel starts (notebooks/README.md).
 
 # %% tags=["parameters"]
 MODEL = "tiny-bert"  # a params/models/<name>.yaml name
