@@ -13,6 +13,7 @@ import nbformat
 from bleach.css_sanitizer import CSSSanitizer
 from jinja2 import DictLoader
 from nbconvert import HTMLExporter
+from nbconvert.preprocessors import Preprocessor
 
 from .records import JobRecord
 from .sections import CLAIMS_NOTEBOOK, _img_src, figure_title, lead_record
@@ -54,6 +55,26 @@ def _safe_attribute(tag: str, name: str, value: str) -> bool:
     return False
 
 
+class OutputMetadataGuard(Preprocessor):
+    """The output metadata nbconvert's template writes into ``<img>`` unchecked: a width or height
+    goes in *unquoted* (``width=1 onerror=alert(1)`` became a live handler) and a ``filenames``
+    entry becomes the image's ``src`` (a URL on the network). Keep a width/height only when it
+    is a number; drop ``filenames`` and ``svg_filename`` (the report embeds every image)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        for out in cell.get("outputs", []):
+            out.pop("svg_filename", None)
+            md = out.get("metadata")
+            if not isinstance(md, dict):
+                continue
+            md.pop("filenames", None)
+            for scope in [md, *(v for v in md.values() if isinstance(v, dict))]:
+                for key in ("width", "height"):
+                    if key in scope and (isinstance(scope[key], bool) or not isinstance(scope[key], (int, float))):
+                        del scope[key]
+        return cell, resources
+
+
 def clean_html(fragment) -> str:
     """A notebook's HTML (rendered markdown, ``text/html`` outputs, highlighted code) with scripts,
     event handlers, frames, forms and remote images removed (bleach; text is kept)."""
@@ -90,6 +111,7 @@ def notebook_html(executed: Path, mathjax_rel: str, exclude_input: bool = False)
     exp = HTMLExporter(template_name="lab", exclude_input=exclude_input, sanitize_html=True,
                        filters={"clean_html": clean_html}, extra_loaders=[DictLoader({"geolip.html.j2": OFFLINE_TEMPLATE})],
                        template_file="geolip.html.j2")
+    exp.register_preprocessor(OutputMetadataGuard(), enabled=True)
     exp.mathjax_url = f"{mathjax_rel}/MathJax.js?config={MATHJAX_CONFIG}"
     body, _ = exp.from_filename(str(executed))
     return _with_preconfig(body)

@@ -67,7 +67,11 @@ def _job(root: Path, notebook: str, job: str, metrics: dict, markdown: str = SCR
     hostile = nbformat.v4.new_code_cell("display(HTML(...))", execution_count=2)
     hostile.outputs = [nbformat.v4.new_output("display_data", data={"text/html": HOSTILE_OUTPUT, "text/plain": "x"}),
                        nbformat.v4.new_output("display_data", data={"application/javascript": "alert(8)",
-                                                                    "text/plain": "js"})]
+                                                                    "text/plain": "js"}),
+                       # nbconvert writes width/height unquoted into <img> and a "filenames" entry as its src
+                       nbformat.v4.new_output("display_data", data={"image/png": png}, metadata={
+                           "image/png": {"width": "1 onerror=alert(9)"}, "height": "2 onload=alert(10)",
+                           "filenames": {"image/png": "https://example.org/tracker.png"}})]
     nb.cells = [nbformat.v4.new_markdown_cell(f"# Notebook {notebook}\n\n{markdown}"), figure, hostile]
     nbformat.write(nb, str(d / "executed.ipynb"))
     return d
