@@ -29,7 +29,7 @@ from ..models.preflight import check_stored_model
 from ..paths import REPORTS  # noqa: F401 - re-exported (the default output root)
 from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
 from .lock import RootVanished, UnsafePathError, check_root, inside_root, remove_entry
-from .resources import kernel_env, kernel_death, oom_kills
+from .resources import PeakMemory, kernel_death, kernel_env, oom_kills
 from .warm import SOCKET_ENV, kernel_manager
 
 TIMING = "job_timing.json"  # not timing.json: notebooks 12 and 14 write their own
@@ -147,7 +147,7 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
     declared = notebook_parameters(job.notebook)
     injected = {"OUT_DIR": str(partial), "REPORT_ROOT": str(out_root), "MODEL": job.model}
     params.update({k: v for k, v in injected.items() if k in declared and (k != "MODEL" or v is not None)})
-    km = None
+    km = peak = None
     oom_before = oom_kills()
     try:
         if job.model is not None:
@@ -164,6 +164,8 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         t_kernel = time.perf_counter()
         with _open_log(partial / "kernel.log") as log:  # kernel start-up noise and stderr
             run_sync(km.start_kernel)(cwd=str(notebooks_dir()), env=kernel_env(env), stdout=log, stderr=log)
+        if not (env or {}).get(SOCKET_ENV):  # a cold kernel: sample its peak memory (warm: the zygote knows it)
+            peak = PeakMemory(getattr(km.provisioner, "pid", None)).start()
         t_nb = time.perf_counter()
         pm.execute_notebook(
             str(notebook_path(job.notebook)), str(partial / "executed.ipynb"),
@@ -190,8 +192,13 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
             if threading.current_thread() is threading.main_thread():
                 raise KeyboardInterrupt from None
             raise JobInterrupted(job.label) from None
+        try:  # a root deleted or replaced meanwhile: the scheduler stops the run, nothing is written into it
+            check_root(out_root)
+        except RootVanished:
+            remove_entry(partial, ignore_errors=True)
+            raise
         msg = _one_line_error(exc)
-        death = _kernel_died(exc, km, partial / "kernel.log", oom_before)
+        death = _kernel_died(exc, km, partial / "kernel.log", oom_before, peak)
         if death:
             msg = f"{msg}: {death}"
         if _is_disk_full(exc):
@@ -199,6 +206,8 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         return _fail(job, partial, failed, msg, traceback.format_exc(), t0, device)
     finally:
         JOB_LOGS.files.pop(threading.get_ident(), None)
+        if peak is not None:
+            peak.stop()
         _stop(km)
     try:
         publish(partial, final, out_root)
@@ -230,14 +239,14 @@ def _open_log(path: Path):
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644), "ab")
 
 
-def _kernel_died(exc: BaseException, km, log: Path, oom_before) -> str:
+def _kernel_died(exc: BaseException, km, log: Path, oom_before, peak=None) -> str:
     """For a kernel that died under the notebook (nbclient's ``DeadKernelError``, or any error
     with the kernel process gone): how it most likely died (:func:`.resources.kernel_death`)."""
     proc = getattr(getattr(km, "provisioner", None), "process", None)
     code = proc.poll() if proc is not None else None
     if type(exc).__name__ != "DeadKernelError" and code is None:
         return ""
-    return kernel_death(code, log, oom_before)
+    return kernel_death(code, log, oom_before, getattr(peak, "kb", None))
 
 
 def _stop(km) -> None:

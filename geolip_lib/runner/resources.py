@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -130,11 +131,45 @@ def _total_memory_kb() -> Optional[int]:
         return None
 
 
-def kernel_death(returncode: Optional[int], log: Path, oom_before: Optional[int] = None) -> str:
+class PeakMemory:
+    """A cold kernel's peak resident memory: ``VmHWM`` of ``/proc/<pid>/status`` (the kernel's own
+    high-water mark) read every ``every_s`` seconds by a daemon thread while the process lives;
+    :attr:`kb` is the last value read, so a kernel killed while growing may have peaked a little
+    higher. (A warm kernel's peak is exact: the zygote reaps it with ``wait4``.)"""
+
+    def __init__(self, pid: Optional[int], every_s: float = 1.0):
+        self.pid, self.every_s, self.kb = pid, every_s, None
+        self._stop = threading.Event()
+
+    def _read(self) -> bool:
+        try:
+            for ln in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if ln.startswith("VmHWM:"):
+                    self.kb = int(ln.split()[1])
+                    return True
+        except (OSError, ValueError, IndexError):
+            pass
+        return False
+
+    def _run(self) -> None:
+        while self._read() and not self._stop.wait(self.every_s):
+            pass
+
+    def start(self) -> "PeakMemory":
+        if self.pid:
+            threading.Thread(target=self._run, daemon=True, name=f"peak-rss-{self.pid}").start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def kernel_death(returncode: Optional[int], log: Path, oom_before: Optional[int] = None,
+                 sampled_kb: Optional[int] = None) -> str:
     """How a kernel that died most likely died, in words: the signal or exit code, the
     out-of-memory killer's count in this cgroup when it rose during the job, and the kernel's
-    peak RSS where known (the warm launcher's line in ``kernel.log``; a cold kernel is reaped
-    by jupyter_client, whose ``Popen`` keeps no resource usage).
+    peak RSS where known (the warm launcher's line in ``kernel.log``, exact; for a cold kernel,
+    which jupyter_client reaps without resource usage, ``sampled_kb`` from :class:`PeakMemory`).
 
     ``returncode``: the kernel process's (``Popen.returncode``: negative = killed by that
     signal); the warm launcher re-raises its kernel's signal on itself, so it reads the same."""
@@ -165,7 +200,10 @@ def kernel_death(returncode: Optional[int], log: Path, oom_before: Optional[int]
         how = f"exited with code {status}"
         if oom:
             how += f"; the out-of-memory killer fired during the job (memory.events oom_kill {oom_before} -> {after})"
+    at_least = kb is None and sampled_kb is not None
+    kb = kb if kb is not None else sampled_kb
     if kb is not None:
         total = _total_memory_kb()
-        how += f": peak RSS {_size(kb)}" + (f" of {_size(total)} on this machine" if total else "")
+        how += (f": peak RSS {'at least ' if at_least else ''}{_size(kb)}"
+                + (f" of {_size(total)} on this machine" if total else ""))
     return how

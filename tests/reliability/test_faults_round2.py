@@ -266,6 +266,15 @@ def test_a_killed_runners_zygote_folder_is_removed_by_the_next_run(tmp_path, mon
                                                           "geolip-warm-unrelated"]
 
 
+def test_a_cold_kernels_peak_memory_is_sampled():
+    """What a cold kernel's death line quotes: its VmHWM, read while it lived."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; b = b'1' * (200 << 20); time.sleep(1.5)"])
+    peak = resources.PeakMemory(proc.pid, every_s=0.1).start()
+    proc.wait(timeout=60)
+    peak.stop()
+    assert peak.kb is not None and peak.kb >= 200 << 10
+
+
 DYING_NB = '''
 import os, signal
 from geolip_lib import results
@@ -301,6 +310,8 @@ def test_kernel_death_words(tmp_path):
     assert resources.kernel_death(-15, log) == "killed by SIGTERM (signal 15)"
     assert resources.kernel_death(3, log) == "exited with code 3"
     assert resources.kernel_death(None, log) == "its exit status is unknown"
+    assert resources.kernel_death(-9, log, sampled_kb=512000).startswith(
+        "killed by SIGKILL (signal 9), likely out of memory (or killed by hand): peak RSS at least 500 MB of ")
     log.write_text("noise\n" + resources.KERNEL_END.format(pid=7, status=-9, kb=3355443) + "\n")
     assert resources.kernel_death(-9, log).startswith(
         "killed by SIGKILL (signal 9), likely out of memory (or killed by hand): peak RSS 3.2 GB of ")
