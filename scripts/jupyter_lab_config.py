@@ -31,7 +31,8 @@ def refresh_git_stat(model, os_path, contents_manager, **kwargs):
 
 c = get_config()  # noqa: F821 - defined by traitlets when it loads this file
 c.FileContentsManager.post_save_hook = refresh_git_stat
-# GPU boxes are often offline, and nothing should be fetched behind the user's back: no news feed (and no
-# "Would you like to get notified about official Jupyter news?" prompt), no check for a newer JupyterLab
+# GPU boxes are often offline, and nothing should be fetched behind the user's back: the server fetches no news
+# feed (it answers an empty one, whatever the user replies to Lab's "get notified about news?" prompt) and does
+# not check for a newer JupyterLab
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.handlers.announcements.NeverCheckForUpdate"
