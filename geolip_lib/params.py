@@ -103,6 +103,8 @@ def family_problem(family: str, model_type: Any, where: str) -> Optional[str]:
     knowing = [name for name, s in REGISTRY.items() if mt in s.model_types]
     if not knowing and not REGISTRY[family].model_types:  # family any: every model_type no family knows
         return None
+    if not knowing and not REGISTRY[family].model_types:  # family any: every model_type no family knows
+        return None
     if len(knowing) == 1:
         fix = f"which family {knowing[0]} knows; set family: {knowing[0]}"
     elif knowing:

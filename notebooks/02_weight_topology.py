@@ -47,7 +47,7 @@ N_BOOT = 1000  # [1 <= x <= 10**6] bootstrap resamples of the headline intervals
 # %%
 import warnings
 
-from geolip_lib import runtime
+from geolip_lib import families, runtime
 from geolip_lib.models.adapters import catalog
 from geolip_lib.weights import TensorStore, plots, run_battery
 from geolip_lib.weights import tables as T
@@ -174,7 +174,7 @@ job.table(by_stack, caption=f"Fraction |w| {thr} per (stack/attn, role), 95 % bo
 # %%
 qk = res.qk["layers"]
 if qk.empty:
-    print(f"{MODEL}: no attention block with separate or fused Q/K in the catalog — QK manifold skipped.")
+    print(families.attention_skipped(lm, "QK manifold"))  # family any: which adapter would enable it
 else:
     print(f"{QK_BALANCE_STATEMENT}")
     job.table(T.qk_layers(res, SHOW_LAYERS), caption=f"QK sign counts per layer (first {SHOW_LAYERS} per group): "

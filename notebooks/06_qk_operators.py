@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from geolip_lib import metrics as M
-from geolip_lib import operators, results, runtime
+from geolip_lib import families, operators, results, runtime
 from geolip_lib.operators import plots, tables
 from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT
 
@@ -96,7 +96,7 @@ with warnings.catch_warnings():
     null_ops = null_ops_seeds[0] if null_ops_seeds else {}  # the first seed is the one tables and figures show
 t_null = time.perf_counter() - t0 - t_measure
 if not ops:
-    print(f"{MODEL}: no query/key weights found — the QK-operator probe does not apply to this model.")
+    print(families.attention_skipped(lm, "QK-operator probe", "no query/key weights found"))
 metrics["measure"] = {"groups": tables.group_rows(ops)}  # timings are printed, not recorded: metrics.json stays deterministic
 print(f"Measured in {t_measure:.2f} s (random init {t_null:.2f} s).")
 job.table(pd.DataFrame(metrics["measure"]["groups"]), caption="Attention groups measured", index=False)

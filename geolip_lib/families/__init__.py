@@ -22,7 +22,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ..models.adapters import dispatch as _dispatch
+from ..models.adapters import matrices as _matrices
 from .albert import ALBERT
+from .any import ANY
 from .bart import BART
 from .bert import BERT
 from .bloom import BLOOM
@@ -43,7 +45,7 @@ from .t5 import T5, T5_V1_1
 #: family name -> spec, in the order of ``params/models`` documentation (the families of issue 24 after the first six)
 REGISTRY: dict[str, FamilySpec] = {s.name: s for s in (T5, T5_V1_1, BERT, DINOV2, OPEN_CLIP, DECODER_LM, GPT2, GPT_NEOX,
                                                        GPTJ, OPT, BLOOM, FALCON, DISTILBERT, ALBERT, DEBERTA_V2, BART,
-                                                       CLIP)}
+                                                       CLIP, ANY)}
 FAMILIES: tuple = tuple(REGISTRY)
 #: ``source:`` values that belong to one family (open_clip's model zoo) -> an example ``id:``
 FAMILY_SOURCES: dict = {src: ex for s in REGISTRY.values() for src, ex in s.sources.items()}
@@ -128,6 +130,18 @@ def tiny_type_models() -> dict:
     return out
 
 
+def attention_skipped(lm: Any, section: str, reason: str = "no attention block with separate or fused Q/K in "
+                      "the catalog") -> str:
+    """The one line a notebook prints for an attention section that does not apply to ``lm``.
+
+    Family ``any`` (a model_type no family knows): which adapter would enable the section; any other
+    family: ``reason``.
+    """
+    if getattr(lm, "family", None) == ANY.name:
+        return _matrices.missing_adapter(config_dict(lm.config).get("model_type"), f"{lm.name}: {section}")
+    return f"{lm.name}: {reason} — {section} skipped."
+
+
 def install() -> None:
     """Give the weight catalog (``models.adapters.dispatch``) the registry's family detection."""
     _dispatch.install(adapter_for, FAMILIES)
@@ -136,4 +150,4 @@ def install() -> None:
 install()
 
 __all__ = ["DEFAULT_PROMPT", "FAMILIES", "FAMILY_SOURCES", "REGISTRY", "TINY_TYPE_PREFIX", "FamilySpec", "Sizes",
-           "adapter_for", "tiny_type_models", "config_dict", "family_of_config", "family_of_model", "family_of_model_type", "spec"]
+           "adapter_for", "attention_skipped", "tiny_type_models", "config_dict", "family_of_config", "family_of_model", "family_of_model_type", "spec"]

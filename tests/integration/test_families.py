@@ -341,3 +341,29 @@ def test_attention_is_rebuilt_from_the_extracted_qk(case):
 #: first word of a reconstruction's "added" label -> the short name in ``FamilySpec.left_out`` (None: a mask)
 _SHORT = {"RoPE": "RoPE", "ALiBi": "ALiBi", "T5": "relative bias", "UMT5": "relative bias",
           "DeBERTa": "relative c2p/p2c", "per-token": "q/k rms", "logit": "soft-cap", "causal": None, "Falcon's": None}
+
+
+def test_an_unknown_model_type_gets_embeddings_and_the_matrix_battery():
+    """Family any (§3): GPT-Neo, which no family knows: 01's embeddings and hidden states, 02's battery over
+    every 2-D weight (spectra, sparsity, norms, cross-layer by module name), no attention block; the
+    attention sections' line names the adapter that would enable them."""
+    from geolip_lib.weights import run_battery
+
+    lm = models.load("tiny-any")
+    assert families.family_of_config(lm.config) is None and lm.config.model_type == "gpt_neo"
+    E = lm.input_embeddings()
+    assert E.shape == (len(lm.tokenizer), 32)
+    assert len(lm.hidden_states(probes.SENTENCES[:2]).layers) == 3
+    store = TensorStore(lm.weights_dir)
+    cat = catalog(store, config=lm.config, family="any")
+    assert cat.attention_blocks() == [] and cat.mlp_blocks()
+    res = run_battery(store, cat=cat)
+    two_d = [e for e in cat.stored() if len(e.shape) == 2]
+    assert set(res.svd["role"]) >= {"q", "k", "v", "o", "mlp_in", "mlp_out"}
+    assert len(res.svd) == sum(e.role in ("q", "k", "v", "o", "mlp_in", "mlp_out", "embed") for e in two_d)
+    assert res.cross and res.qk["layers"].empty
+    assert operators.measure_model(lm) == {}
+    line = families.attention_skipped(lm, "QK manifold")
+    assert "\n" not in line and "'gpt_neo'" in line and "models/adapters/" in line and "skipped" in line
+    bert = families.attention_skipped(type("L", (), {"family": "bert", "name": "m", "config": {}})(), "QK manifold")
+    assert "adapter" not in bert and "skipped" in bert

@@ -125,6 +125,9 @@ def test_catalog_detects_the_family_from_the_files(tiny):
 
     fam, lm = tiny
     cat = catalog(lm.weights_dir)
+    if fam == "any":  # no family knows the model_type: the catalog falls back to the generic guesses
+        assert cat.family == "generic" and not catalog(lm).attention_blocks()
+        return
     assert cat.family == fam
     assert len(cat.attention_blocks()) > 0
 
