@@ -4,13 +4,17 @@ range, description; and a profile's value checked against them before any kernel
 Each parameter is one assignment with a comment; a bracket at the start of the comment is
 the parameter's valid range, a Python condition on ``x`` (the value)::
 
-    N_SIMPLICES = 1000  # [x >= 1] pentachora drawn for the volume CV (seed: 1000)
+    N_SIMPLICES = 1000  # [2 ≤ x ≤ 10**6] pentachora drawn for the volume CV (seed: 1000)
     VAL_FRACTION = 0.1  # [0 < x < 1] held-out fraction
-    MAX_ENTRIES = 600  # [x is None or x >= 1] matched entries kept; None for all
+    MAX_ENTRIES = 600  # [x is None or x ≥ 1] matched entries kept; None for all
     POOLING = "mean"  # [x in ("mean", "last")] pooling over tokens
-    SEEDS = [0, 1, 2]  # [len(x) >= 1 and all(s >= 0 for s in x)] training seeds
-    DIM = 32  # [x >= 1 and x % PATCH_DIM == 0] model width, a multiple of PATCH_DIM
+    SEEDS = [0, 1, 2]  # [len(x) ≥ 1 and all(s ≥ 0 for s in x)] training seeds
+    DIM = 32  # [x ≥ 1 and not x % PATCH_DIM] model width, a multiple of PATCH_DIM
     ANCHOR = -1  # [any] layer position (any int; the bracket says there is no range on purpose)
+
+``≤``, ``≥`` and ``≠`` are read as ``<=``, ``>=`` and ``!=``: a range is written with them (and
+``not x % 2`` for "even") because papermill cannot read a parameter line holding a second
+``=`` (it leaves it out of ``papermill --help-notebook``; ``tests/notebooks`` checks this).
 
 A condition may use the other parameters of the notebook by name (their value in the job),
 comparisons, ``and`` / ``or`` / ``not``, ``in``, ``is None``, numbers and
@@ -63,10 +67,13 @@ class RangeSyntaxError(ValueError):
     """A range annotation that is not a condition this module evaluates (a notebook author's error)."""
 
 
+#: the comparison signs a range is written with, as Python reads them
+_SIGNS = str.maketrans({"≤": "<=", "≥": ">=", "≠": "!="})
+
+
 def compile_range(text: str):
     """The code object of range condition ``text`` (one-line RangeSyntaxError naming what is not allowed)."""
-    if text == ANY:
-        text = "True"
+    text = "True" if text == ANY else text.translate(_SIGNS)
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
@@ -88,7 +95,7 @@ def range_names(text: str) -> list[str]:
     the variables of its generators)."""
     if text == ANY:
         return []
-    tree = ast.parse(text, mode="eval")
+    tree = ast.parse(text.translate(_SIGNS), mode="eval")
     bound = {t.id for node in ast.walk(tree) if isinstance(node, ast.comprehension)
              for t in ast.walk(node.target) if isinstance(t, ast.Name)}
     return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - bound - {"x"} - set(_FUNCTIONS))
