@@ -30,7 +30,7 @@
 # %% tags=["parameters"]
 MODEL = "tiny-bert"  # a params/models/<name>.yaml name
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
-SEED = 0  # [0 <= x < 2**32] seed of every random draw in this notebook
+SEED = 0  # [0 ≤ x < 2**32] seed of every random draw in this notebook
 
 # %%
 from geolip_lib import metrics as M
