@@ -45,15 +45,15 @@
 # %% tags=["parameters"]
 MODEL = "tiny-bert"  # a params/models/<name>.yaml name
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
-SEED = 0  # [0 <= x < 2**32] seed of every random draw in this notebook
-N_COS_SAMPLE = 2000  # [2 <= x <= 100_000] rows sampled for the pairwise-cosine distribution (seed: 5000)
-N_SIMPLICES = 1000  # [2 <= x <= 10**6] pentachora drawn for the volume CV (seed: 1000)
-N_DIST_SAMPLE = 1000  # [2 <= x <= 100_000] rows sampled for Euclidean distances (seed: 2000)
-PCA_ROWS = None  # [x is None or 2 <= x <= 10**7] rows for the eigenspectrum (None: every row, as in seed §1; seed §13a used 10000)
+SEED = 0  # [0 ≤ x < 2**32] seed of every random draw in this notebook
+N_COS_SAMPLE = 2000  # [2 ≤ x ≤ 100_000] rows sampled for the pairwise-cosine distribution (seed: 5000)
+N_SIMPLICES = 1000  # [2 ≤ x ≤ 10**6] pentachora drawn for the volume CV (seed: 1000)
+N_DIST_SAMPLE = 1000  # [2 ≤ x ≤ 100_000] rows sampled for Euclidean distances (seed: 2000)
+PCA_ROWS = None  # [x is None or 2 ≤ x ≤ 10**7] rows for the eigenspectrum (None: every row, as in seed §1; seed §13a used 10000)
 RANDOM_INIT_BASELINE = True  # also measure the same architecture at random init (null baseline)
-N_IMAGES = 8  # [1 <= x <= 10_000] synthetic probe images for vision stacks
-MAX_LENGTH = 64  # [1 <= x <= 10**6] token truncation for the probe sentences
-N_BOOT = 1000  # [1 <= x <= 10**6] bootstrap resamples behind every 95 % interval
+N_IMAGES = 8  # [1 ≤ x ≤ 10_000] synthetic probe images for vision stacks
+MAX_LENGTH = 64  # [1 ≤ x ≤ 10**6] token truncation for the probe sentences
+N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples behind every 95 % interval
 
 # %%
 from geolip_lib import metrics as M
