@@ -36,13 +36,13 @@
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
 REPORT_ROOT = None  # the profile's output root (unused here; 03_cross_model reads it)
-SEED = 0  # [0 <= x < 2**32] seed of the random-init null baseline and of the bootstrap intervals
-DEVICE = "auto"  # [x in ("auto", "cpu", "cuda") or x[:5] == "cuda:"] where SVDs / QK problems run: "auto" (CUDA if available), "cpu", "cuda"
+SEED = 0  # [0 ≤ x < 2**32] seed of the random-init null baseline and of the bootstrap intervals
+DEVICE = "auto"  # [x in ("auto", "cpu", "cuda") or x[:5] in ("cuda:",)] where SVDs / QK problems run: "auto" (CUDA if available), "cpu", "cuda"
 NULL_BASELINE = True  # also run the battery on the same architecture at random init
-TWIN_MAX_PARAMS = 1_000_000_000  # [x >= 0] above this many parameters the random-init twin is generated tensor by tensor
-SPARSITY_THRESHOLDS = [1e-6, 1e-4, 1e-3, 1e-2, 1e-1]  # [len(x) >= 1 and all(t > 0 for t in x)] |w| thresholds of the sparsity tables
-SHOW_LAYERS = 6  # [x >= 1] rows per group of the per-layer tables shown (all are recorded)
-N_BOOT = 1000  # [1 <= x <= 10**6] bootstrap resamples of the headline intervals (over matrices / layers / layer pairs)
+TWIN_MAX_PARAMS = 1_000_000_000  # [x ≥ 0] above this many parameters the random-init twin is generated tensor by tensor
+SPARSITY_THRESHOLDS = [1e-6, 1e-4, 1e-3, 1e-2, 1e-1]  # [len(x) ≥ 1 and all(t > 0 for t in x)] |w| thresholds of the sparsity tables
+SHOW_LAYERS = 6  # [x ≥ 1] rows per group of the per-layer tables shown (all are recorded)
+N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples of the headline intervals (over matrices / layers / layer pairs)
 
 # %%
 import warnings
