@@ -32,9 +32,9 @@
 # %% tags=["parameters"]
 REPORT_ROOT = None  # profile output root holding 02_weight_topology/<job>/metrics.json; None -> compute below
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
-MODELS = ["tiny-t5", "tiny-bert"]  # [len(x) >= 1] models to run the battery on when REPORT_ROOT has no 02 results
-SEED = 0  # [0 <= x < 2**32] seed of the random-init baselines computed here (fallback path only) and of the bootstraps
-N_BOOT = 1000  # [1 <= x <= 10**6] bootstrap resamples of the headline intervals (models, then the layers within each)
+MODELS = ["tiny-t5", "tiny-bert"]  # [len(x) ≥ 1] models to run the battery on when REPORT_ROOT has no 02 results
+SEED = 0  # [0 ≤ x < 2**32] seed of the random-init baselines computed here (fallback path only) and of the bootstraps
+N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples of the headline intervals (models, then the layers within each)
 
 # %%
 import json
