@@ -36,22 +36,22 @@
 # %% tags=["parameters"]
 MODEL = "tiny-bert"  # a params/models/<name>.yaml name (a text model)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
-SEED = 0  # [0 <= x < 2**32] seed of every random draw in this notebook
-MAX_ENTRIES = 600  # [x is None or 5 <= x <= 10**7] matched entries kept (seeded random subset); None for all (seed: all 9,362 for T5-Small)
-MIN_DEFINITION_CHARS = 10  # [x >= 0] keep entries whose definition is longer than this (seed: 10)
-POS = None  # [x is None or (len(x) >= 1 and all(c in "nvasr" for c in x))] restrict entries to parts of speech, letters of "nvasr" (e.g. "n"), None for all as the seed
-N_REL = 400  # [2 <= x <= 10**7] entries sampled for the relational pairs (seed: 3000)
-N_PAIRS = 20000  # [1 <= x <= 10**8] random pairs among them, self-pairs dropped (seed: 500,000)
-N_SIMPLICES = 300  # [2 <= x <= 10**6] pentachora for the CV and the per-simplex volume correlation (seed: 1000)
-BATCH_SIZE = 64  # [1 <= x <= 2**16] definitions per forward pass (seed: 64)
-MAX_LENGTH = 128  # [1 <= x <= 10**6] truncation length of a definition in tokens (seed: 128)
+SEED = 0  # [0 ≤ x < 2**32] seed of every random draw in this notebook
+MAX_ENTRIES = 600  # [x is None or 5 ≤ x ≤ 10**7] matched entries kept (seeded random subset); None for all (seed: all 9,362 for T5-Small)
+MIN_DEFINITION_CHARS = 10  # [x ≥ 0] keep entries whose definition is longer than this (seed: 10)
+POS = None  # [x is None or (len(x) ≥ 1 and all(c in "nvasr" for c in x))] restrict entries to parts of speech, letters of "nvasr" (e.g. "n"), None for all as the seed
+N_REL = 400  # [2 ≤ x ≤ 10**7] entries sampled for the relational pairs (seed: 3000)
+N_PAIRS = 20000  # [1 ≤ x ≤ 10**8] random pairs among them, self-pairs dropped (seed: 500,000)
+N_SIMPLICES = 300  # [2 ≤ x ≤ 10**6] pentachora for the CV and the per-simplex volume correlation (seed: 1000)
+BATCH_SIZE = 64  # [1 ≤ x ≤ 2**16] definitions per forward pass (seed: 64)
+MAX_LENGTH = 128  # [1 ≤ x ≤ 10**6] truncation length of a definition in tokens (seed: 128)
 PROMPT = None  # [x is None or "{definition}" in x] template with {definition}; None for the family default (T5: "summarize: {definition}")
 POOLING = "mean"  # [x in ("mean", "last")] "mean" over non-padding tokens, or "last" (decoder LMs)
 ENCODING_CACHE = True  # reuse encodings of identical entries (notebooks 04 and 05 share them) from .cache/encodings
-MAX_CHAIN_STEPS = 10  # [1 <= x <= 1000] hypernym steps walked per chain (seed: 10)
-CHAIN_DEPTHS = 7  # [1 <= x <= MAX_CHAIN_STEPS] chain depths reported (seed: up to 7)
+MAX_CHAIN_STEPS = 10  # [1 ≤ x ≤ 1000] hypernym steps walked per chain (seed: 10)
+CHAIN_DEPTHS = 7  # [1 ≤ x ≤ MAX_CHAIN_STEPS] chain depths reported (seed: up to 7)
 RANDOM_INIT_BASELINE = True  # encode the definitions again with the architecture at random init
-N_BOOT = 1000  # [1 <= x <= 10**6] bootstrap resamples behind every 95 % interval
+N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples behind every 95 % interval
 
 # %%
 import numpy as np
