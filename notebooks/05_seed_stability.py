@@ -33,19 +33,19 @@
 # %% tags=["parameters"]
 MODEL = "tiny-bert"  # a params/models/<name>.yaml name (a text model)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
-SEED = 0  # [0 <= x < 2**32] seeds SEED, SEED+1, ..., SEED+N_SEEDS-1 drive the per-seed draws
-N_SEEDS = 4  # [2 <= x <= 10_000] number of seeds (seed: 50)
-MAX_ENTRIES = 600  # [x is None or 5 <= x <= 10**7] matched entries encoded (seeded random subset); None for all (seed: all)
-MIN_DEFINITION_CHARS = 10  # [x >= 0] keep entries whose definition is longer than this (seed: 10)
-POS = None  # [x is None or (len(x) >= 1 and all(c in "nvasr" for c in x))] restrict entries to parts of speech, letters of "nvasr" (e.g. "n"), None for all as the seed
-N_REL_SAMPLE = 300  # [2 <= x <= 10**7] entries sampled per seed for the relational pairs (seed: 2000)
-N_PAIRS_PER = 10000  # [1 <= x <= 10**8] random pairs per seed (seed: 200,000)
-N_SIMP_PER = 200  # [2 <= x <= 10**6] pentachora per seed (seed: 500)
-N_CHAINS = 1000  # [1 <= x <= 10**7] hypernym chains sampled per seed (seed: 1000)
-DEPTHS = [1, 3, 5]  # [len(x) >= 1 and all(1 <= d <= 1000 for d in x)] hypernym chain depths reported (seed: 1, 3, 5)
+SEED = 0  # [0 ≤ x < 2**32] seeds SEED, SEED+1, ..., SEED+N_SEEDS-1 drive the per-seed draws
+N_SEEDS = 4  # [2 ≤ x ≤ 10_000] number of seeds (seed: 50)
+MAX_ENTRIES = 600  # [x is None or 5 ≤ x ≤ 10**7] matched entries encoded (seeded random subset); None for all (seed: all)
+MIN_DEFINITION_CHARS = 10  # [x ≥ 0] keep entries whose definition is longer than this (seed: 10)
+POS = None  # [x is None or (len(x) ≥ 1 and all(c in "nvasr" for c in x))] restrict entries to parts of speech, letters of "nvasr" (e.g. "n"), None for all as the seed
+N_REL_SAMPLE = 300  # [2 ≤ x ≤ 10**7] entries sampled per seed for the relational pairs (seed: 2000)
+N_PAIRS_PER = 10000  # [1 ≤ x ≤ 10**8] random pairs per seed (seed: 200,000)
+N_SIMP_PER = 200  # [2 ≤ x ≤ 10**6] pentachora per seed (seed: 500)
+N_CHAINS = 1000  # [1 ≤ x ≤ 10**7] hypernym chains sampled per seed (seed: 1000)
+DEPTHS = [1, 3, 5]  # [len(x) ≥ 1 and all(1 ≤ d ≤ 1000 for d in x)] hypernym chain depths reported (seed: 1, 3, 5)
 NULL_BASELINE = True  # also run each seed with the entries' synsets shuffled
-BATCH_SIZE = 64  # [1 <= x <= 2**16] definitions per forward pass
-MAX_LENGTH = 128  # [1 <= x <= 10**6] truncation length of a definition in tokens
+BATCH_SIZE = 64  # [1 ≤ x ≤ 2**16] definitions per forward pass
+MAX_LENGTH = 128  # [1 ≤ x ≤ 10**6] truncation length of a definition in tokens
 PROMPT = None  # [x is None or "{definition}" in x] template with {definition}; None for the family default (T5: "summarize: {definition}")
 POOLING = "mean"  # [x in ("mean", "last")] "mean" over non-padding tokens, or "last" (decoder LMs)
 ENCODING_CACHE = True  # reuse encodings of identical entries (notebooks 04 and 05 share them) from .cache/encodings
