@@ -43,13 +43,13 @@
 # %% tags=["parameters"]
 MODEL = "tiny-qwen"  # a params/models/<name>.yaml name
 OUT_DIR = None  # job directory for metrics.json, PNGs and the saved operators; None -> reports/adhoc/...
-SEED = 0  # [0 <= x < 2**32] seed of the bootstrap behind the intervals (the measurement itself is deterministic)
-TOP_K = 8  # [1 <= x <= 2**16] eigen-directions per layer and head kept for the principal angles (seed: topk of measure.py)
+SEED = 0  # [0 ≤ x < 2**32] seed of the bootstrap behind the intervals (the measurement itself is deterministic)
+TOP_K = 8  # [1 ≤ x ≤ 2**16] eigen-directions per layer and head kept for the principal angles (seed: topk of measure.py)
 ANCHOR = -1  # [any] anchor layer position within each group; -1 is the last layer, as in the seed
-SIGN_KS = [2, 4, 8, 16, 32, 64, 128, 256]  # [len(x) >= 1 and all(k >= 1 for k in x)] top-k sizes for the curvature-sign agreement (seed's list)
+SIGN_KS = [2, 4, 8, 16, 32, 64, 128, 256]  # [len(x) ≥ 1 and all(k ≥ 1 for k in x)] top-k sizes for the curvature-sign agreement (seed's list)
 RANDOM_INIT_BASELINE = True  # also measure the same architecture at random init (null baseline)
-TWIN_MAX_PARAMS = 1_000_000_000  # [x >= 0] above this many parameters the random-init twin is generated tensor by tensor
-GROUPS = None  # [x is None or len(x) >= 1] list of attention groups to measure, such as decoder.self; None measures all
+TWIN_MAX_PARAMS = 1_000_000_000  # [x ≥ 0] above this many parameters the random-init twin is generated tensor by tensor
+GROUPS = None  # [x is None or len(x) ≥ 1] list of attention groups to measure, such as decoder.self; None measures all
 SAVE_OPERATORS = True  # write qk_<group>.json + .safetensors into the job directory
 
 # %%
