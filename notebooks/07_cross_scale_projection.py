@@ -46,13 +46,13 @@ MODEL = "tiny-qwen-wide"  # model A: a params/models/<name>.yaml name; the wider
 MODEL_B = "tiny-qwen"  # model B sharing A's tokenizer; may equal MODEL with B_RANDOM_INIT
 B_RANDOM_INIT = False  # use model B at random init: a null comparison
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
-SEED = 42  # [0 <= x < 2**32] seed of every random draw in this notebook; the seed used 42
-N_PCA = 50000  # [2 <= x <= 10**7] rows used to fit the PCA; capped at the vocabulary; seed: 50000
-N_ANCHOR = 10000  # [2 <= x <= 10**7] anchor tokens the Procrustes map is fitted on; seed: 10000
-N_TEST = 5000  # [1 <= x <= 10**7] held-out tokens for evaluation; seed: 5000
-N_REL = 1000  # [2 <= x <= 10**7] held-out tokens for the relational pairwise-cosine correlation; seed: 1000
-N_SIMPLICES = 1000  # [2 <= x <= 10**6] pentachora for the native vs projected volumes; seed: 1000
-N_SHOW = 20  # [0 <= x <= 10_000] worst / best aligned tokens listed; seed: 20
+SEED = 42  # [0 ≤ x < 2**32] seed of every random draw in this notebook; the seed used 42
+N_PCA = 50000  # [2 ≤ x ≤ 10**7] rows used to fit the PCA; capped at the vocabulary; seed: 50000
+N_ANCHOR = 10000  # [2 ≤ x ≤ 10**7] anchor tokens the Procrustes map is fitted on; seed: 10000
+N_TEST = 5000  # [1 ≤ x ≤ 10**7] held-out tokens for evaluation; seed: 5000
+N_REL = 1000  # [2 ≤ x ≤ 10**7] held-out tokens for the relational pairwise-cosine correlation; seed: 1000
+N_SIMPLICES = 1000  # [2 ≤ x ≤ 10**6] pentachora for the native vs projected volumes; seed: 1000
+N_SHOW = 20  # [0 ≤ x ≤ 10_000] worst / best aligned tokens listed; seed: 20
 PROCRUSTES_SCALING = True  # fit an isotropic scale with the rotation
 
 # %%
