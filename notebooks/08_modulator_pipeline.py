@@ -32,29 +32,29 @@
 # %% tags=["parameters"]
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
-SEED = 42  # [0 <= x < 2**32] seed of the anchor draw, the pair sample and the modulator init
-N_MATCH_MAX = 400  # [x is None or 5 <= x <= 10**7] matched WordNet entries kept (a seeded random subset), None for all
-POS = None  # [x is None or (len(x) >= 1 and all(c in "nvasr" for c in x))] restrict the matching to parts of speech, e.g. "n" (None for all, as the seed)
-N_ANCHOR = 120  # [2 <= x <= 10**7] anchors of the Wu-Palmer matrix (seed: 3000)
-N_GEO = 16  # [1 <= x <= 2**16] geometric dimensions (seed: 64), at most min(N_ANCHOR, d_model)
-K_NEIGHBORS = 10  # [1 <= x <= N_ANCHOR] anchors per softmax-kNN projection
+SEED = 42  # [0 ≤ x < 2**32] seed of the anchor draw, the pair sample and the modulator init
+N_MATCH_MAX = 400  # [x is None or 5 ≤ x ≤ 10**7] matched WordNet entries kept (a seeded random subset), None for all
+POS = None  # [x is None or (len(x) ≥ 1 and all(c in "nvasr" for c in x))] restrict the matching to parts of speech, e.g. "n" (None for all, as the seed)
+N_ANCHOR = 120  # [2 ≤ x ≤ 10**7] anchors of the Wu-Palmer matrix (seed: 3000)
+N_GEO = 16  # [1 ≤ x ≤ 2**16] geometric dimensions (seed: 64), at most min(N_ANCHOR, d_model)
+K_NEIGHBORS = 10  # [1 ≤ x ≤ N_ANCHOR] anchors per softmax-kNN projection
 KNN_TEMPERATURE = 10.0  # [x > 0] softmax temperature of the kNN weights
-PROJ_SCALE = 0.1  # [x >= 0] projection scale as a fraction of the mean encoder norm
-INITIAL_ALPHA = 0.01  # [0 <= x <= 1] LERP alpha at every layer
-N_REL = 3000  # [2 <= x <= 10**7] entries used for the relational comparison (clipped to the matched count)
-N_PAIRS = 20000  # [1 <= x <= 10**8] random pairs for the correlations (seed: 50000)
+PROJ_SCALE = 0.1  # [x ≥ 0] projection scale as a fraction of the mean encoder norm
+INITIAL_ALPHA = 0.01  # [0 ≤ x ≤ 1] LERP alpha at every layer
+N_REL = 3000  # [2 ≤ x ≤ 10**7] entries used for the relational comparison (clipped to the matched count)
+N_PAIRS = 20000  # [1 ≤ x ≤ 10**8] random pairs for the correlations (seed: 50000)
 REL_SIMILARITY = "path"  # [x in ("path", "wup")] WordNet similarity of the comparison: "path" (seed) or "wup"
-N_SIMPLICES = 500  # [2 <= x <= 10**6] pentachora for the CV
-BATCH_SIZE = 64  # [1 <= x <= 2**16] definitions per forward pass
-MAX_LEN = 128  # [1 <= x <= 10**6] truncation length of the definitions
-QUICK_TEST_SENTENCES = [  # [all(len(p) >= 1 for p in x)] seed §7's quick test of a random-init modulator
+N_SIMPLICES = 500  # [2 ≤ x ≤ 10**6] pentachora for the CV
+BATCH_SIZE = 64  # [1 ≤ x ≤ 2**16] definitions per forward pass
+MAX_LEN = 128  # [1 ≤ x ≤ 10**6] truncation length of the definitions
+QUICK_TEST_SENTENCES = [  # [all(len(p) ≥ 1 for p in x)] seed §7's quick test of a random-init modulator
     "summarize: The cat sat on the mat.",
     "summarize: Quantum mechanics describes particles at atomic scale.",
     "summarize: The derivative of x squared is two x.",
     "summarize: Love is patient, love is kind.",
     "summarize: Mount Everest is the tallest mountain.",
 ]
-QUICK_TEST_ALPHA = 0.01  # [0 <= x <= 1] alpha of the random-init modulator in the quick test (seed: 0.01)
+QUICK_TEST_ALPHA = 0.01  # [0 ≤ x ≤ 1] alpha of the random-init modulator in the quick test (seed: 0.01)
 
 # %%
 from functools import partial
