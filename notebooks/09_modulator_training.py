@@ -48,31 +48,31 @@
 # %% tags=["parameters"]
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
 OUT_DIR = None  # job directory for metrics.json, PNGs and the checkpoint; None -> reports/adhoc/...
-SEED = 42  # [0 <= x < 2**32] seed of the subset, the split, the batches and the modulator init
-N_MATCH_MAX = 160  # [x is None or 5 <= x <= 10**7] matched WordNet entries used (a seeded random subset), None for all
-N_ANCHOR = 60  # [2 <= x <= 10**7] anchors of the Procrustes initialisation (seed: 3000)
-N_GEO = 8  # [1 <= x <= 2**16] geometric dimensions (seed: 64)
+SEED = 42  # [0 ≤ x < 2**32] seed of the subset, the split, the batches and the modulator init
+N_MATCH_MAX = 160  # [x is None or 5 ≤ x ≤ 10**7] matched WordNet entries used (a seeded random subset), None for all
+N_ANCHOR = 60  # [2 ≤ x ≤ 10**7] anchors of the Procrustes initialisation (seed: 3000)
+N_GEO = 8  # [1 ≤ x ≤ 2**16] geometric dimensions (seed: 64)
 INIT = "procrustes"  # [x in ("procrustes", "random")] "procrustes" (the §8 pipeline) or "random"
 INITIAL_ALPHA = 0.01  # [0 < x < 1] starting alpha at every layer (the seed reset alpha to 0.01)
-N_EPOCHS = 2  # [1 <= x <= 10**5] epochs (seed: 10)
-BATCH_SIZE = 32  # [1 <= x <= 2**16] examples per step
-LR = 1e-3  # [0 < x <= 10] AdamW learning rate (cosine schedule over all steps)
-WEIGHT_DECAY = 0.01  # [x >= 0] AdamW decay (project: never applied to the alpha logits)
+N_EPOCHS = 2  # [1 ≤ x ≤ 10**5] epochs (seed: 10)
+BATCH_SIZE = 32  # [1 ≤ x ≤ 2**16] examples per step
+LR = 1e-3  # [0 < x ≤ 10] AdamW learning rate (cosine schedule over all steps)
+WEIGHT_DECAY = 0.01  # [x ≥ 0] AdamW decay (project: never applied to the alpha logits)
 SEED_MODE_TRAINING = True  # also train a copy (same init and batches) with the seed's decay on the alpha logits
-SEED_N_REL = 3000  # [2 <= x <= 10**7] entries of the seed's relational subset (the seed's definition of the lift)
+SEED_N_REL = 3000  # [2 ≤ x ≤ 10**7] entries of the seed's relational subset (the seed's definition of the lift)
 GRAD_CLIP = 1.0  # [x is None or x > 0] max global gradient norm
 VAL_FRACTION = 0.1  # [0 < x < 1] held-out fraction
-MAX_INPUT_LEN = 128  # [1 <= x <= 10**6] truncation of the definitions
-MAX_TARGET_LEN = 16  # [1 <= x <= 10**6] truncation of the lemmas
-N_PAIRS = 5000  # [1 <= x <= 10**8] random pairs for the relational correlations (seed: 50000)
-N_SIMPLICES = 300  # [2 <= x <= 10**6] pentachora for the CV
-PROMPTS = [  # [all(len(p) >= 1 for p in x)] prompts generated before / after training (greedy; seed §9's four)
+MAX_INPUT_LEN = 128  # [1 ≤ x ≤ 10**6] truncation of the definitions
+MAX_TARGET_LEN = 16  # [1 ≤ x ≤ 10**6] truncation of the lemmas
+N_PAIRS = 5000  # [1 ≤ x ≤ 10**8] random pairs for the relational correlations (seed: 50000)
+N_SIMPLICES = 300  # [2 ≤ x ≤ 10**6] pentachora for the CV
+PROMPTS = [  # [all(len(p) ≥ 1 for p in x)] prompts generated before / after training (greedy; seed §9's four)
     "summarize: The cat is a small domesticated carnivorous mammal with soft fur.",
     "translate English to German: The geometric structure of language is a universal attractor.",
     "summarize: A triangle is a polygon with three edges and three vertices.",
     "summarize: Seven is a prime number that comes after six and before eight.",
 ]
-MAX_NEW_TOKENS = 16  # [1 <= x <= 10**5] generation length
+MAX_NEW_TOKENS = 16  # [1 ≤ x ≤ 10**5] generation length
 CHECKPOINT_DIR = None  # where checkpoints go, None means OUT_DIR/checkpoint
 RESUME = False  # resume from CHECKPOINT_DIR when a checkpoint exists there
 
