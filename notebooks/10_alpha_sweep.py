@@ -34,33 +34,33 @@
 # %% tags=["parameters"]
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
-SEED = 42  # [0 <= x < 2**32] seed of the subset, the pairs and the modulator init
-ALPHAS = [0.0, 0.01, 0.05, 0.1, 0.2, 0.29154, 0.5]  # [len(x) >= 1 and all(0 <= a <= 1 for a in x)] static alphas (seed §10: 0.01, 0.29154, 0.5, §11: 0.01-0.5)
-SEED_N_REL = 3000  # [2 <= x <= 10**7] entries of the seed's relational subset (seed definition of the pairs)
-N_MATCH_MAX = 200  # [x is None or 5 <= x <= 10**7] matched WordNet entries used (a seeded random subset), None for all
-N_ANCHOR = 60  # [2 <= x <= 10**7] anchors of the Procrustes initialisation (seed: 3000)
-N_GEO = 8  # [1 <= x <= 2**16] geometric dimensions (seed: 64)
-N_PAIRS = 5000  # [1 <= x <= 10**8] random pairs for the correlations (seed: 50000)
-N_SIMPLICES = 300  # [2 <= x <= 10**6] pentachora for the CV
+SEED = 42  # [0 ≤ x < 2**32] seed of the subset, the pairs and the modulator init
+ALPHAS = [0.0, 0.01, 0.05, 0.1, 0.2, 0.29154, 0.5]  # [len(x) ≥ 1 and all(0 ≤ a ≤ 1 for a in x)] static alphas (seed §10: 0.01, 0.29154, 0.5, §11: 0.01-0.5)
+SEED_N_REL = 3000  # [2 ≤ x ≤ 10**7] entries of the seed's relational subset (seed definition of the pairs)
+N_MATCH_MAX = 200  # [x is None or 5 ≤ x ≤ 10**7] matched WordNet entries used (a seeded random subset), None for all
+N_ANCHOR = 60  # [2 ≤ x ≤ 10**7] anchors of the Procrustes initialisation (seed: 3000)
+N_GEO = 8  # [1 ≤ x ≤ 2**16] geometric dimensions (seed: 64)
+N_PAIRS = 5000  # [1 ≤ x ≤ 10**8] random pairs for the correlations (seed: 50000)
+N_SIMPLICES = 300  # [2 ≤ x ≤ 10**6] pentachora for the CV
 TRAINED = "seed"  # [x is None or x in ("seed", "project")] also sweep the §9-trained modulator (the seed's cell order): "seed" (§9 as written; T5), "project", None
-TRAIN_EPOCHS = 2  # [1 <= x <= 10**5] epochs of that training (seed §9: 10)
-PROMPTS = [  # [all(len(p) >= 1 for p in x)] seed §10's coherence test at 0.29154 (the paper profile: all 5)
+TRAIN_EPOCHS = 2  # [1 ≤ x ≤ 10**5] epochs of that training (seed §9: 10)
+PROMPTS = [  # [all(len(p) ≥ 1 for p in x)] seed §10's coherence test at 0.29154 (the paper profile: all 5)
     "summarize: The cat is a small domesticated carnivorous mammal with soft fur.",
     "translate English to German: The geometric structure of language is a universal attractor.",
     "summarize: Seven is a prime number that comes after six and before eight.",
 ]
-TALK_PROMPTS = [  # [all(len(p) >= 1 for p in x)] seed §11's "talk to the modulated T5" (the paper profile: all 7)
+TALK_PROMPTS = [  # [all(len(p) ≥ 1 for p in x)] seed §11's "talk to the modulated T5" (the paper profile: all 7)
     "summarize: A dog is a domesticated descendant of the wolf, characterized by loyalty and trainability.",
 ]
-SWEEP_PROMPT = "summarize: A triangle is a polygon with three edges and three vertices."  # [len(x) >= 1] sensitivity prompt
-MAX_NEW_TOKENS = 16  # [1 <= x <= 10**5] greedy generation length (seed: 64 in §10, 128 in §11)
-PHASE_ALPHAS = [0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]  # [len(x) >= 3 and all(0 <= a <= 1 for a in x)] grid of the phase-boundary sweep (paper: a fine one)
-PHASE_SEEDS = [42, 1, 2]  # [len(x) >= 1 and all(0 <= s < 2**32 for s in x)] one modulator (anchor draw) and one relational sample per seed; 42 is the seed's
-PHASE_N_ENTRIES = 100  # [2 <= x <= 10**7] entries of each seed's relational sample in the phase sweep (seed: 3000)
+SWEEP_PROMPT = "summarize: A triangle is a polygon with three edges and three vertices."  # [len(x) ≥ 1] sensitivity prompt
+MAX_NEW_TOKENS = 16  # [1 ≤ x ≤ 10**5] greedy generation length (seed: 64 in §10, 128 in §11)
+PHASE_ALPHAS = [0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5]  # [len(x) ≥ 3 and all(0 ≤ a ≤ 1 for a in x)] grid of the phase-boundary sweep (paper: a fine one)
+PHASE_SEEDS = [42, 1, 2]  # [len(x) ≥ 1 and all(0 ≤ s < 2**32 for s in x)] one modulator (anchor draw) and one relational sample per seed; 42 is the seed's
+PHASE_N_ENTRIES = 100  # [2 ≤ x ≤ 10**7] entries of each seed's relational sample in the phase sweep (seed: 3000)
 PHASE_QUANTITY = "pearson"  # [x in ("pearson", "spearman", "gradient", "preservation")] quantity whose change point is located ("pearson", "spearman", "preservation")
 PHASE_METHOD = "segmented"  # [x in ("segmented", "step")] change-point model: "segmented" (continuous hinge) or "step"
 PHASE_NULL = "quadratic"  # [x in ("quadratic", "line")] no-change model of the claim's test: "quadratic" (a kink beyond smooth curvature) or "line"
-PHASE_N_BOOT = 1000  # [1 <= x <= 10**6] resamples of the change-point test and interval
+PHASE_N_BOOT = 1000  # [1 ≤ x ≤ 10**6] resamples of the change-point test and interval
 
 # %%
 import copy
