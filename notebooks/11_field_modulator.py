@@ -30,25 +30,25 @@
 # %% tags=["parameters"]
 MODEL = "tiny-t5"  # a params/models/<name>.yaml name (text model with a tokenizer)
 OUT_DIR = None  # job directory for metrics.json, PNGs and the checkpoint
-SEED = 42  # [0 <= x < 2**32] seed of the subset, the split, the batches and the parameter init
-EXPERT_KS = [1, 2, 4]  # [len(x) >= 1 and all(1 <= k <= EXPERT_EDIM for k in x)] simplex orders of the experts (edge, triangle, pentachoron)
-EXPERT_EDIM = 8  # [1 <= x <= 2**16] simplex embedding dimension (at least max k)
-INITIAL_ALPHA = 0.01  # [ALPHA_MIN <= x <= ALPHA_MAX and 0 < x < 1] starting alpha of every (layer, expert)
-ALPHA_MIN = 0.001  # [0 <= x < ALPHA_MAX] alpha floor
-ALPHA_MAX = 0.35  # [0 < x <= 1] alpha ceiling: the seed's choice (§12: "never exceed" its 0.29154 boundary plus a margin); not derived here, notebook 10 measures the boundary
-NULL_FRACTION = 0.25  # [0 <= x < 1] fraction of residual dims never touched
+SEED = 42  # [0 ≤ x < 2**32] seed of the subset, the split, the batches and the parameter init
+EXPERT_KS = [1, 2, 4]  # [len(x) ≥ 1 and all(1 ≤ k ≤ EXPERT_EDIM for k in x)] simplex orders of the experts (edge, triangle, pentachoron)
+EXPERT_EDIM = 8  # [1 ≤ x ≤ 2**16] simplex embedding dimension (at least max k)
+INITIAL_ALPHA = 0.01  # [ALPHA_MIN ≤ x ≤ ALPHA_MAX and 0 < x < 1] starting alpha of every (layer, expert)
+ALPHA_MIN = 0.001  # [0 ≤ x < ALPHA_MAX] alpha floor
+ALPHA_MAX = 0.35  # [0 < x ≤ 1] alpha ceiling: the seed's choice (§12: "never exceed" its 0.29154 boundary plus a margin); not derived here, notebook 10 measures the boundary
+NULL_FRACTION = 0.25  # [0 ≤ x < 1] fraction of residual dims never touched
 NULL_POSITION = "tail"  # [x in ("tail", "random")] "tail" or "random" (seeded)
 GRADIENT_SCALE = 0.1  # [x > 0] LR scale of the expert parameters
 CV_TARGET = 0.21  # [x > 0] pentachoron CV band centre (seed: universal band 0.20-0.23)
 CV_TOLERANCE = 0.05  # [x > 0] band half-width
-PATIENCE = 5  # [x >= 1] early stop after this many consecutive out-of-band checks
-CHECK_EVERY = 2  # [x >= 1] steps between CV checks
-N_MATCH_MAX = 160  # [x is None or 5 <= x <= 10**7] matched WordNet entries used (a seeded random subset), None for all
-N_EPOCHS = 2  # [1 <= x <= 10**5] epochs
-BATCH_SIZE = 32  # [1 <= x <= 2**16] examples per step
-LR = 1e-3  # [0 < x <= 10] base learning rate
-N_SIMPLICES = 300  # [2 <= x <= 10**6] pentachora per CV check
-N_PAIRS = 5000  # [1 <= x <= 10**8] random pairs for the relational correlations
+PATIENCE = 5  # [x ≥ 1] early stop after this many consecutive out-of-band checks
+CHECK_EVERY = 2  # [x ≥ 1] steps between CV checks
+N_MATCH_MAX = 160  # [x is None or 5 ≤ x ≤ 10**7] matched WordNet entries used (a seeded random subset), None for all
+N_EPOCHS = 2  # [1 ≤ x ≤ 10**5] epochs
+BATCH_SIZE = 32  # [1 ≤ x ≤ 2**16] examples per step
+LR = 1e-3  # [0 < x ≤ 10] base learning rate
+N_SIMPLICES = 300  # [2 ≤ x ≤ 10**6] pentachora per CV check
+N_PAIRS = 5000  # [1 ≤ x ≤ 10**8] random pairs for the relational correlations
 
 # %%
 from functools import partial
