@@ -46,21 +46,21 @@
 MODEL = None  # no pretrained model: architecture experiment (kept for the run_all contract)
 REPORT_ROOT = None  # profile output root (injected by run_all, unused here)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
-SEEDS = [0, 1, 2]  # [len(x) >= 1 and all(0 <= s < 2**32 for s in x)] seeds: data, init and CV draws (varied mode); CV draws only (fixed mode)
-CONFIGS = [[32, 1], [32, 4], [64, 2]]  # [len(x) >= 1 and all(len(c) == 2 and 1 <= c[1] <= c[0] <= 2**16 and c[0] % c[1] == 0 for c in x)] (dim, n_heads) pairs (seed: dims 64/128/256 x heads 1/2/4/8)
-VOCAB = 256  # [2 <= x <= 2**24] token vocabulary (seed: 256)
-SEQ_LEN = 8  # [1 <= x <= 2**20] tokens per sequence (seed: 8)
-N_CLASSES = 10  # [2 <= x <= 10**6] number of base patterns (seed: 10)
-SAMPLES_PER_CLASS = 5  # [1 <= x <= 10**6] noisy samples per class (seed: 50)
-NOISE = 0.25  # [0 <= x <= 1] probability that a token is replaced (seed: 0.25)
-EPOCHS = 10  # [2 <= x <= 10**6] full-batch Adam steps; the mid profile is taken at EPOCHS // 2 (seed: 50)
-LR = 1e-3  # [0 < x <= 10] Adam learning rate (seed: 1e-3)
-N_SIMPLICES = 60  # [2 <= x <= 10**6] pentachora per CV estimate (seed: 300)
+SEEDS = [0, 1, 2]  # [len(x) ≥ 1 and all(0 ≤ s < 2**32 for s in x)] seeds: data, init and CV draws (varied mode); CV draws only (fixed mode)
+CONFIGS = [[32, 1], [32, 4], [64, 2]]  # [len(x) ≥ 1 and all(len(c) in (2,) and 1 ≤ c[1] ≤ c[0] ≤ 2**16 and not c[0] % c[1] for c in x)] (dim, n_heads) pairs (seed: dims 64/128/256 x heads 1/2/4/8)
+VOCAB = 256  # [2 ≤ x ≤ 2**24] token vocabulary (seed: 256)
+SEQ_LEN = 8  # [1 ≤ x ≤ 2**20] tokens per sequence (seed: 8)
+N_CLASSES = 10  # [2 ≤ x ≤ 10**6] number of base patterns (seed: 10)
+SAMPLES_PER_CLASS = 5  # [1 ≤ x ≤ 10**6] noisy samples per class (seed: 50)
+NOISE = 0.25  # [0 ≤ x ≤ 1] probability that a token is replaced (seed: 0.25)
+EPOCHS = 10  # [2 ≤ x ≤ 10**6] full-batch Adam steps; the mid profile is taken at EPOCHS // 2 (seed: 50)
+LR = 1e-3  # [0 < x ≤ 10] Adam learning rate (seed: 1e-3)
+N_SIMPLICES = 60  # [2 ≤ x ≤ 10**6] pentachora per CV estimate (seed: 300)
 FIXED_DATA_SEED_MODE = "both"  # [x in ("varied", "fixed", "both")] "varied" (project: data + init per seed), "fixed" (seed 002: both from FIXED_SEED), "both"
-FIXED_SEED = 42  # [0 <= x < 2**32] seed 002's torch.manual_seed(42): data and init of the fixed mode
-BAND = [0.20, 0.23]  # [len(x) == 2 and x[0] < x[1]] the project's CV band (seed 001's summary), marked * in the tables
-SEED_BAND = [0.13, 0.30]  # [len(x) == 2 and x[0] < x[1]] seed 002's starred band (0.13 < CV < 0.30), marked ° in the tables
-TORCH_THREADS = 1  # [0 <= x <= 1024] torch intra-op threads (0: the torch default), 1 is fastest for tiny models
+FIXED_SEED = 42  # [0 ≤ x < 2**32] seed 002's torch.manual_seed(42): data and init of the fixed mode
+BAND = [0.20, 0.23]  # [len(x) in (2,) and x[0] < x[1]] the project's CV band (seed 001's summary), marked * in the tables
+SEED_BAND = [0.13, 0.30]  # [len(x) in (2,) and x[0] < x[1]] seed 002's starred band (0.13 < CV < 0.30), marked ° in the tables
+TORCH_THREADS = 1  # [0 ≤ x ≤ 1024] torch intra-op threads (0: the torch default), 1 is fastest for tiny models
 
 # %%
 import pandas as pd
