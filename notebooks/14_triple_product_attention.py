@@ -35,20 +35,20 @@
 MODEL = None  # no pretrained model: architecture experiment (kept for the run_all contract)
 REPORT_ROOT = None  # profile output root (injected by run_all, unused here)
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/all
-SEED = 0  # [0 <= x < 2**32] seed of the example batch shown in section 1
-SEEDS = [0, 1, 2]  # [len(x) >= 1 and all(0 <= s < 2**32 for s in x)] training seeds; each attention type trains once per seed (same data stream)
-VOCAB = 8  # [2 <= x <= 2**24] token vocabulary of the copy task
-SEQ_LEN = 16  # [2 <= x <= 2**20 and x % 2 == 0] sequence length (even: the second half copies the first)
-D_MODEL = 32  # [1 <= x <= 2**16] model width
-N_HEAD = 2  # [1 <= x <= D_MODEL and D_MODEL % x == 0 and (D_MODEL // x) % 2 == 0] attention heads (d_model / n_head must be even for RoPE)
-STEPS = 150  # [1 <= x <= 10**7] optimizer steps (identical for both attention types)
-LR = 3e-3  # [0 < x <= 10] Adam learning rate (identical)
-BATCH = 32  # [1 <= x <= 2**16] batch size (identical)
-EVAL_SIZE = 256  # [1 <= x <= 2**16] sequences in the fixed evaluation batch
-LOG_EVERY = 5  # [1 <= x <= STEPS] record the training loss every LOG_EVERY steps
-MAGNITUDES = [1.0, 5.0, 10.0, 50.0, 100.0]  # [len(x) >= 1 and all(m >= 0 for m in x)] noise-key magnitudes of the resilience table
-LEAK = 0.1  # [0 <= x <= 1] alignment of the noise key with q in the resilience table
-TORCH_THREADS = 1  # [0 <= x <= 1024] torch intra-op threads (0: the torch default), 1 is fastest for tiny models
+SEED = 0  # [0 ≤ x < 2**32] seed of the example batch shown in section 1
+SEEDS = [0, 1, 2]  # [len(x) ≥ 1 and all(0 ≤ s < 2**32 for s in x)] training seeds; each attention type trains once per seed (same data stream)
+VOCAB = 8  # [2 ≤ x ≤ 2**24] token vocabulary of the copy task
+SEQ_LEN = 16  # [2 ≤ x ≤ 2**20 and not x % 2] sequence length (even: the second half copies the first)
+D_MODEL = 32  # [1 ≤ x ≤ 2**16] model width
+N_HEAD = 2  # [1 ≤ x ≤ D_MODEL and not D_MODEL % x and not D_MODEL // x % 2] attention heads (d_model / n_head must be even for RoPE)
+STEPS = 150  # [1 ≤ x ≤ 10**7] optimizer steps (identical for both attention types)
+LR = 3e-3  # [0 < x ≤ 10] Adam learning rate (identical)
+BATCH = 32  # [1 ≤ x ≤ 2**16] batch size (identical)
+EVAL_SIZE = 256  # [1 ≤ x ≤ 2**16] sequences in the fixed evaluation batch
+LOG_EVERY = 5  # [1 ≤ x ≤ STEPS] record the training loss every LOG_EVERY steps
+MAGNITUDES = [1.0, 5.0, 10.0, 50.0, 100.0]  # [len(x) ≥ 1 and all(m ≥ 0 for m in x)] noise-key magnitudes of the resilience table
+LEAK = 0.1  # [0 ≤ x ≤ 1] alignment of the noise key with q in the resilience table
+TORCH_THREADS = 1  # [0 ≤ x ≤ 1024] torch intra-op threads (0: the torch default), 1 is fastest for tiny models
 
 # %%
 import json
