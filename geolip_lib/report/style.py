@@ -66,10 +66,9 @@ figure,tr{break-inside:avoid}
 .jp-Cell{padding:1px 0}.jp-RenderedHTMLCommon p{margin:.3em 0}
 table.composite{font-size:7pt;width:100%}table.composite td,table.composite th{padding:1px 3px}
 span.null{white-space:normal}
-table.claims{font-size:7pt;width:100%;table-layout:fixed}table.claims .reason{min-width:0;width:22%}
-table.claims .stand-ins{width:20%}table.claims .null-explains{width:16%}
-table.claims .title,table.claims .seed-value,table.claims .seed-models,table.claims .verdict,table.claims .model,
-table.claims .scope,table.claims .measured{width:10%}table.claims .nulls{width:17%}table.claims .project-definition{width:8%}
-table.claims td.nulls span.null{white-space:normal;overflow-wrap:normal;word-break:normal}table.claims td{overflow-wrap:anywhere}table.claims td,table.claims th{padding:1px 3px}section.claims{break-after:page}
+table.claims{font-size:7pt;width:100%;table-layout:auto}table.claims td.reason{min-width:0}
+table.claims td,table.claims th{padding:1px 3px;overflow-wrap:break-word;hyphens:auto}
+table.claims td.title,table.claims td.seed-value,table.claims td.verdict{min-width:5em}table.claims td.reason,table.claims td.measured-as,table.claims td.nulls,table.claims td.stand-ins{min-width:9em}
+table.claims td.nulls span.null{white-space:normal}section.claims{break-after:page}
 .figs{display:block}figure.thumb{display:inline-block;vertical-align:top;margin:0 .6% .4em 0}
 """
