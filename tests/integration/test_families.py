@@ -367,3 +367,26 @@ def test_an_unknown_model_type_gets_embeddings_and_the_matrix_battery():
     assert "\n" not in line and "'gpt_neo'" in line and "models/adapters/" in line and "skipped" in line
     bert = families.attention_skipped(type("L", (), {"family": "bert", "name": "m", "config": {}})(), "QK manifold")
     assert "adapter" not in bert and "skipped" in bert
+
+
+@pytest.mark.parametrize("fam,mt", [("gpt2", "gpt2"), ("gpt_neox", "gpt_neox"), ("distilbert", "distilbert")])
+def test_a_local_save_pretrained_model_runs_from_a_params_file(fam, mt, tmp_path):
+    """A researcher's own GPT-2 / Pythia-style GPT-NeoX / DistilBERT written with save_pretrained (the
+    stored layout: Conv1D, interleaved QKV) runs from a params file alone: source local, the canonical
+    copy written by the loader, the attention rebuilt from its W_Q, W_K."""
+    from transformers import AutoConfig
+
+    from geolip_lib.models.tokenizers import load_tokenizer
+
+    s = families.spec(fam)
+    cfg = dict(s.tiny_configs()[mt])
+    torch.manual_seed(3)
+    model = s.model_class().from_config(AutoConfig.for_model(cfg.pop("model_type"), vocab_size=30522, **cfg))
+    model.save_pretrained(tmp_path / "mine")
+    load_tokenizer("minilm").save_pretrained(tmp_path / "mine")
+    lm = models.load({"name": f"my-{mt}", "family": fam, "source": "local", "local_dir": str(tmp_path / "mine")})
+    assert lm.weights_dir != tmp_path / "mine" or s.canonical_tensor is None  # the canonical copy where needed
+    records = reconstruct(lm)
+    assert records and max(r["max_abs"] for r in records) <= 1e-5
+    E = lm.input_embeddings()
+    assert torch.equal(E, model.get_input_embeddings().weight.detach())

@@ -50,7 +50,7 @@ def test_notebooks_run(fam, mt, name, family_runs):
     assert m01["metrics"]["model"]["family"] == fam
     assert m01["headline"], "notebook 01 gave no headline"
     m02 = json.loads((runs["02_weight_topology"].job_dir / "metrics.json").read_text())
-    assert m02["metrics"]["battery"]["unclassified_2d"] == 0, "notebook 02: weights the adapter left unclassified"
+    assert m02["metrics"]["battery"]["unclassified_2d"] == [], "notebook 02: weights the adapter left unclassified"
     m06 = json.loads((runs["06_qk_operators"].job_dir / "metrics.json").read_text())
     groups = {g["group"] for g in m06["metrics"]["measure"]["groups"]}
     assert groups, "notebook 06 measured no attention group"
