@@ -23,7 +23,7 @@ LAYERS = [
     (3, ["metrics", "params", "models"]),
     (4, ["weights", "probes", "lexical", "operators", "procrustes"]),
     (5, ["modulators", "attention"]),
-    (6, ["claims", "report", "runtime", "runner"]),
+    (6, ["claims", "report", "runtime", "runner", "trajectory"]),
 ]
 #: heavy optional dependencies: imported where used, so that the package imports without them
 OPTIONAL = ("open_clip", "ray", "weightwatcher")
