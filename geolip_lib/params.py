@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import typing
 from pathlib import Path
@@ -100,6 +101,8 @@ def family_problem(family: str, model_type: Any, where: str) -> Optional[str]:
     if mt in REGISTRY[family].model_types:
         return None
     knowing = [name for name, s in REGISTRY.items() if mt in s.model_types]
+    if not knowing and not REGISTRY[family].model_types:  # family any: every model_type no family knows
+        return None
     if len(knowing) == 1:
         fix = f"which family {knowing[0]} knows; set family: {knowing[0]}"
     elif knowing:
@@ -163,7 +166,6 @@ class ModelParams(_Strict):
     @classmethod
     def _safe_name(cls, v):
         return v if v is None else _safe(v)
-
 
     @model_validator(mode="after")
     def _trajectory(self):
@@ -317,9 +319,32 @@ def _validate(schema: type[BaseModel], data: dict, path: Path) -> BaseModel:
         raise ParamsError.of(lines) from None
 
 
+#: params files outside params/models that this run was given (``run_all --models path/to/x.yaml``),
+#: os.pathsep-separated; set in the runner's environment, so that its kernels find them by name too
+MODEL_FILES_ENV = "GEOLIP_MODEL_FILES"
+
+
+def _extra_model_files() -> dict[str, Path]:
+    return {Path(f).stem: Path(f) for f in os.environ.get(MODEL_FILES_ENV, "").split(os.pathsep) if f}
+
+
+def add_model_file(path: Union[str, Path]) -> str:
+    """Make a params file outside params/models loadable by its name, in this process and the
+    kernels it starts (:data:`MODEL_FILES_ENV`); returns the name."""
+    path = Path(path).resolve()
+    files = [str(f) for f in _extra_model_files().values() if f != path] + [str(path)]
+    os.environ[MODEL_FILES_ENV] = os.pathsep.join(files)
+    return path.stem
+
+
+def model_file(name: str) -> Path:
+    """The params file of model ``name``: one this run was given by path, else params/models/<name>.yaml."""
+    return _extra_model_files().get(name) or MODELS_DIR / f"{name}.yaml"
+
+
 def model_names() -> list[str]:
-    """All model names that have a params file."""
-    return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+    """All model names that have a params file (params/models and those given by path)."""
+    return sorted({p.stem for p in MODELS_DIR.glob("*.yaml")} | set(_extra_model_files()))
 
 
 def profile_names() -> list[str]:
@@ -335,7 +360,7 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         check_name(str(name_or_path), f"model '{name_or_path}'")
-        path = MODELS_DIR / f"{name_or_path}.yaml"
+        path = model_file(str(name_or_path))
         if not path.exists():
             raise ParamsError(
                 f"unknown model '{name_or_path}': no {_rel(path)} (known: {', '.join(model_names())})")
