@@ -24,8 +24,9 @@
 # seconds), or headless through `python run_all.py --profile demo --notebooks NN_name`.
 #
 # Each parameter is `NAME = default  # [range] what it is`: the bracket is a Python condition
-# on `x`, the value (`[x >= 1]`, `[0 < x < 1]`, `[x is None or x >= 1]`, `[x in ("mean", "last")]`,
-# `[any]`), checked by `run_all` before any kernel starts (notebooks/README.md).
+# on `x`, the value, written with ≤ ≥ ≠ (`[x ≥ 1]`, `[0 < x < 1]`, `[x is None or x ≥ 1]`,
+# `[x in ("mean", "last")]`, `[any]`), checked by `run_all` before any kernel starts
+# (notebooks/README.md).
 
 # %% tags=["parameters"]
 MODEL = "tiny-bert"  # a params/models/<name>.yaml name
