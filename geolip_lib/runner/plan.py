@@ -213,15 +213,16 @@ class Plan:
         rows = [(r.label, _count(r.params), _gb(sum(r.disk.values())), _gb(r.host), _gb(r.gpu) if r.gpu else "-",
                  r.device, _duration(r.seconds) if r.seconds is not None else "?", keys(r)) for r in self.rows]
         widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+        # the job column takes what the others leave of WIDTH; a longer job name gets a line of its own
+        widths[0] = max(len(head[0]), min(widths[0], WIDTH - sum(widths[1:]) - 2 * (len(widths) - 1)))
         left = (0, 5, 7)
-        if sum(widths) + 2 * (len(widths) - 1) > WIDTH:  # long job names: each on its own line, the numbers below
-            fmt = "  " + "  ".join(f"{{:{'<' if i in left else '>'}{w}}}" for i, w in enumerate(widths[1:], 1))
-            lines = ["job", fmt.format(*head[1:])]
-            for row in rows:
-                lines += [row[0], fmt.format(*row[1:])]
-        else:
-            fmt = "  ".join(f"{{:{'<' if i in left else '>'}{w}}}" for i, w in enumerate(widths))
-            lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*row) for row in rows]
+        fmt = "  ".join(f"{{:{'<' if i in left else '>'}{w}}}" for i, w in enumerate(widths))
+        lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+        for row in rows:
+            if len(row[0]) > widths[0]:
+                lines += [row[0], fmt.format("", *row[1:])]
+            else:
+                lines.append(fmt.format(*row))
         lines = [ln.rstrip() for ln in lines]
         lines += ["", "disk GB: new disk the job writes (hub files, caches, random-init twin, outputs; files already "
                   "on disk count 0). host GB, GPU GB: peak memory, per GPU; each notebook's rule is in "
