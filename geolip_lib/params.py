@@ -108,7 +108,10 @@ def family_problem(family: str, model_type: Any, where: str) -> Optional[str]:
     elif knowing:
         fix = f"which families {', '.join(knowing)} know; set family: to one of them"
     else:
-        fix = f"which no family knows; add a family ({ADD_FAMILY})"
+        catch_all = [name for name, s in REGISTRY.items() if not s.model_types]  # family any
+        fix = (f"which no family knows; set family: {catch_all[0]} (embeddings, hidden states and weights; no "
+               f"attention analyses) or add a family ({ADD_FAMILY})" if catch_all else
+               f"which no family knows; add a family ({ADD_FAMILY})")
     return f"key 'family': '{family}' cannot describe this model: {where} says model_type '{model_type}', {fix}"
 
 

@@ -19,11 +19,11 @@ from .conftest import write_notebook
 
 SAFE = ("is not a safe name: use letters, digits, '.', '_' and '-' only, one path component (no '/', not '.' or '..', "
         "not starting with '.', not ending in .failed/.partial)")
-RANGED = ("OUT_DIR = None\nREPORT_ROOT = None\nMODEL = None  # a model name\nN = 10  # [1 <= x <= 10**6] an int\n"
+RANGED = ("OUT_DIR = None\nREPORT_ROOT = None\nMODEL = None  # a model name\nN = 10  # [1 ≤ x ≤ 10**6] an int\n"
           "P = 0.5  # [0 < x < 1] a probability\nLR = 1e-3  # [x > 0] a rate\n"
-          "SEEDS = [0, 1]  # [len(x) >= 1 and all(s >= 0 for s in x)] seeds\n"
-          "PATCH = 16  # [x >= 1] patch width\nDIM = 32  # [x % PATCH == 0] width, a multiple of PATCH\n"
-          "MAYBE = None  # [x is None or x >= 1] None for all\nMODE = 'a'  # [x in ('a', 'b')] a choice")
+          "SEEDS = [0, 1]  # [len(x) ≥ 1 and all(s ≥ 0 for s in x)] seeds\n"
+          "PATCH = 16  # [x ≥ 1] patch width\nDIM = 32  # [not x % PATCH] width, a multiple of PATCH\n"
+          "MAYBE = None  # [x is None or x ≥ 1] None for all\nMODE = 'a'  # [x in ('a', 'b')] a choice")
 
 
 @pytest.fixture
@@ -98,20 +98,20 @@ OUT = "(declared beside its default {d} in the notebook's parameters cell); give
 
 
 @pytest.mark.parametrize("param,expected", [
-    ("N: -5", "parameter N: -5 is outside its range [1 <= x <= 10**6] " + OUT.format(d=10)),
-    ("N: 0", "parameter N: 0 is outside its range [1 <= x <= 10**6] " + OUT.format(d=10)),
-    ("N: 1e12", "parameter N: 1000000000000 is outside its range [1 <= x <= 10**6] " + OUT.format(d=10)),
+    ("N: -5", "parameter N: -5 is outside its range [1 ≤ x ≤ 10**6] " + OUT.format(d=10)),
+    ("N: 0", "parameter N: 0 is outside its range [1 ≤ x ≤ 10**6] " + OUT.format(d=10)),
+    ("N: 1e12", "parameter N: 1000000000000 is outside its range [1 ≤ x ≤ 10**6] " + OUT.format(d=10)),
     ("P: 1.5", "parameter P: 1.5 is outside its range [0 < x < 1] " + OUT.format(d=0.5)),
     ("LR: .inf", "parameter LR: expected a finite float, got inf"),
     ("LR: .nan", "parameter LR: expected a finite float, got nan"),
     ("LR: -1e-3", "parameter LR: -0.001 is outside its range [x > 0] " + OUT.format(d=0.001)),
     ("SEEDS: [a, b]", "parameter SEEDS: item 0: expected int like the items of its default [0, 1], got str 'a'"),
     ("SEEDS: [1, .inf]", "parameter SEEDS: item 1: expected a finite int, got inf"),
-    ("SEEDS: []", "parameter SEEDS: [] is outside its range [len(x) >= 1 and all(s >= 0 for s in x)] "
+    ("SEEDS: []", "parameter SEEDS: [] is outside its range [len(x) ≥ 1 and all(s ≥ 0 for s in x)] "
      + OUT.format(d=[0, 1])),
-    ("MAYBE: 0", "parameter MAYBE: 0 is outside its range [x is None or x >= 1] " + OUT.format(d=None)),
+    ("MAYBE: 0", "parameter MAYBE: 0 is outside its range [x is None or x ≥ 1] " + OUT.format(d=None)),
     ("MODE: c", "parameter MODE: 'c' is outside its range [x in ('a', 'b')] " + OUT.format(d="'a'")),
-    ("PATCH: 24", "parameter DIM: its default 32 is outside its range [x % PATCH == 0] with PATCH = 24 "
+    ("PATCH: 24", "parameter DIM: its default 32 is outside its range [not x % PATCH] with PATCH = 24 "
      + OUT.format(d=32)),
 ])
 def test_parameter_out_of_range_or_not_finite(box, capsys, param, expected):
@@ -133,7 +133,7 @@ def test_every_error_is_shown_one_line_each(box, capsys):
     assert lines == [
         "error: profile 'p': notebook rng (job a): parameter SEEDS: item 0: expected int like the items of its default "
         "[0, 1], got str 'x'",
-        "error: profile 'p': notebook rng (job a): parameter N: -5 is outside its range [1 <= x <= 10**6] "
+        "error: profile 'p': notebook rng (job a): parameter N: -5 is outside its range [1 ≤ x ≤ 10**6] "
         + OUT.format(d=10),
         "error: profile 'p': notebook rng (job a): parameter P: 2.0 is outside its range [0 < x < 1] "
         + OUT.format(d=0.5)]
@@ -160,9 +160,9 @@ def test_timeout_of_zero_or_less_is_refused(box, capsys, where, head, value):
 
 
 @pytest.mark.parametrize("param,expected", [
-    ("N_SIMPLICES: -5", "parameter N_SIMPLICES: -5 is outside its range [2 <= x <= 10**6]"),
-    ("N_COS_SAMPLE: 0", "parameter N_COS_SAMPLE: 0 is outside its range [2 <= x <= 100_000]"),
-    ("N_SIMPLICES: 1e12", "parameter N_SIMPLICES: 1000000000000 is outside its range [2 <= x <= 10**6]"),
+    ("N_SIMPLICES: -5", "parameter N_SIMPLICES: -5 is outside its range [2 ≤ x ≤ 10**6]"),
+    ("N_COS_SAMPLE: 0", "parameter N_COS_SAMPLE: 0 is outside its range [2 ≤ x ≤ 100_000]"),
+    ("N_SIMPLICES: 1e12", "parameter N_SIMPLICES: 1000000000000 is outside its range [2 ≤ x ≤ 10**6]"),
 ])
 def test_shipped_notebook_names_its_own_parameter(tmp_path, monkeypatch, capsys, param, expected):
     monkeypatch.delenv("GEOLIP_NOTEBOOKS", raising=False)
@@ -184,7 +184,7 @@ def test_eval_size_is_named_not_batch_size(tmp_path, monkeypatch, capsys):
     assert run_all.main(["--profile", str(prof), "--out", str(tmp_path / "out"), "--no-pdf"]) == 2
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: profile 'p': notebook 14_triple_product_attention (job all): "
-                                                   "parameter EVAL_SIZE: 0 is outside its range [1 <= x <= 2**16]")
+                                                   "parameter EVAL_SIZE: 0 is outside its range [1 ≤ x ≤ 2**16]")
 
 
 def test_every_shipped_notebook_declares_a_range_its_defaults_satisfy():
@@ -274,8 +274,8 @@ def test_a_model_type_no_family_knows_says_add_a_family(box, capsys, models_dir,
     box.write("  ok:\n    models: [my-mamba]\n")
     assert refused(box, capsys) == [
         f"error: {models_dir / 'my-mamba.yaml'}: key 'family': 'decoder_lm' cannot describe this model: "
-        f"{w / 'config.json'} says model_type 'mamba-xyz', which no family knows; add a family "
-        f"(geolip_lib/README.md#adding-a-model-family)"]
+        f"{w / 'config.json'} says model_type 'mamba-xyz', which no family knows; set family: any (embeddings, "
+        f"hidden states and weights; no attention analyses) or add a family (geolip_lib/README.md#adding-a-model-family)"]
 
 
 def test_a_mistyped_local_dir_names_the_path(box, capsys, models_dir, tmp_path):
@@ -288,7 +288,7 @@ def test_a_mistyped_local_dir_names_the_path(box, capsys, models_dir, tmp_path):
 
 
 def test_a_model_no_profile_lists_runs_through_the_notebooks_that_take_a_model(box, capsys):
-    write_notebook(box.nbdir / "takes.ipynb", params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x >= 1] n")
+    write_notebook(box.nbdir / "takes.ipynb", params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x ≥ 1] n")
     box.write("  takes:\n    models: [tiny-t5]\n    parameters: {N: 3}\n  ok:\n    per_model: false\n")
     jobs = run_all.jobs_for_profile(str(box.profile), models=["tiny-bert"])
     assert [(j.notebook, j.job_id, j.model, j.parameters) for j in jobs] == [("takes", "tiny-bert", "tiny-bert",
@@ -354,7 +354,7 @@ def test_a_job_whose_loss_becomes_nan_fails_and_publishes_nothing(box, capsys):
 
 def test_a_params_file_given_by_path_runs_by_its_name(box, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv(params.MODEL_FILES_ENV, "")  # restored after the probe (the run sets it for its kernels)
-    write_notebook(box.nbdir / "takes.ipynb", params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x >= 1] n")
+    write_notebook(box.nbdir / "takes.ipynb", params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x ≥ 1] n")
     box.write("  takes:\n    models: [tiny-t5]\n")
     mine = tmp_path / "elsewhere" / "my-bert.yaml"
     mine.parent.mkdir()
