@@ -92,7 +92,8 @@ def main(argv=None) -> int:
     box.add_argument("--gpus", type=int, metavar="N", help="GPUs of the target box (0: a CPU box)")
     box.add_argument("--gpu-memory", type=float, metavar="GB", help="memory of one of its GPUs (e.g. 80)")
     box.add_argument("--host-memory", type=float, metavar="GB", help="its host memory available to the run")
-    box.add_argument("--disk", type=float, metavar="GB", help="its free disk for hub files, caches and outputs")
+    box.add_argument("--disk", type=float, metavar="GB",
+                     help="its free disk for hub files, caches and outputs (not given: not judged for another box)")
     args = ap.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         print(f"error: --jobs {args.jobs}: give a number of jobs >= 1", file=sys.stderr)
