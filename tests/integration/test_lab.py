@@ -31,7 +31,7 @@ from run_all import jobs_for_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = "01_embedding_terrain"
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # ~40 s on a quiet 2-core box, minutes on a busy one
 
 
 def _free_port() -> int:
