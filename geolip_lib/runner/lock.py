@@ -228,7 +228,7 @@ def check_root(out_root: Path) -> None:
     try:
         st = os.stat(root)
     except FileNotFoundError:
-        raise RootVanished(f"the output root {root} was deleted while the run was going") from None
+        raise RootVanished(f"the output root {root} was deleted or moved away while the run was going") from None
     except OSError as exc:
         raise RootVanished(f"the output root {root} can no longer be read ({exc.strerror or exc})") from None
     if (st.st_dev, st.st_ino) != held[:2]:

@@ -146,6 +146,7 @@ def schedule(jobs: Sequence[Job], out_root: Path, launcher: Launcher, progress, 
                 progress.line(f"stopping: the disk holding {out_root} is full; {len(pending)} job(s) not started. "
                               "Free space, then rerun with --resume.")
                 pending.clear()
+        check_root(out_root)  # the last job's result went into this run's root, not a recreated one
     except KeyboardInterrupt:
         INTERRUPTED.set()
         stopped = [r.job for r in running.values()]
@@ -160,6 +161,7 @@ def schedule(jobs: Sequence[Job], out_root: Path, launcher: Launcher, progress, 
         progress._clear()
         if exc.root_gone:
             _remove_recreated(out_root, jobs)
+        INTERRUPTED.clear()  # the stop is done: a later run in this process starts clean
         n = sum(r.ok and not r.skipped for r in results.values())
         raise RootVanished(f"{exc}: stopped {len(stopped)} running job(s) and published nothing more "
                            f"({n} finished before); rerun to start again", exc.root_gone) from None

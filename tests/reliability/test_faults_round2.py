@@ -195,12 +195,13 @@ def test_the_root_or_its_lock_removed_mid_run_stops_the_run(sandbox, sentinel, c
     code, lines = sandbox.main("--cold", "--jobs", "1", capsys=capsys)
     t.join(timeout=5)
     assert started.is_set(), "the job never started"
-    cause = (f"the output root {out} was deleted while the run was going" if what == "root" else
+    cause = (f"the output root {out} was deleted or moved away while the run was going" if what == "root" else
              f"the lock {out / run_all.LOCK} was deleted while the run was going (another run could now write to "
              "the same root)")
     assert code == 2 and lines[-1] == (f"error: {cause}: stopped 1 running job(s) and published nothing more "
                                        "(0 finished before); rerun to start again"), lines
     assert time.time() - t0 < 120  # not the job's 60 s sleep: it was stopped
+    assert not run_all.INTERRUPTED.is_set()  # a later run in this process starts clean
     if what == "root":
         assert not out.exists()  # nothing published into, nor left in, a recreated root
     else:
