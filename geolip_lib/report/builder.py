@@ -12,7 +12,7 @@ from ..results import REPORTS, atomic_write_text
 from .notebook_doc import document_notebook, fill_placeholders, install_mathjax, notebook_html
 from .pages import findings_body, index_html
 from .printing import print_pdf
-from .records import collect
+from .records import INCOMPLETE, collect
 from .style import CSS, PRINT_CSS
 
 
@@ -42,8 +42,10 @@ def build(profile: str, out_root: Path | None = None, pdf: bool = True) -> list[
                                       f"rerun the job")
                     continue
                 atomic_write_text(r.path / "executed.html", page)
-    for recs in groups.values():  # one line per thing of a job's record the report had to leave out
+    for recs in groups.values():  # one line per job that did not finish, per thing the report left out
         for r in recs:
+            if r.status == INCOMPLETE:
+                print(f"warning: {r.notebook} / {r.job_id}: {r.error}", file=sys.stderr)
             for line in r.problems:
                 print(f"warning: {line}", file=sys.stderr)
     index = out_root / "index.html"

@@ -351,3 +351,13 @@ def test_a_symlinked_job_or_notebook_folder_is_not_read(tmp_path):
     (root / "01_alpha" / "linked").symlink_to(outside / "nb" / "secret")
     (root / "02_linked").symlink_to(outside / "nb")
     assert {nb: [r.job_id for r in recs] for nb, recs in report.collect(root).items()} == {"01_alpha": ["a"]}
+
+
+def test_report_only_on_a_half_written_root_says_so_on_the_console(tmp_path, capsys):
+    root = tmp_path / "root"
+    _job(root, "01_alpha", "done", _metrics([]), markdown="**Question.** Fine.")
+    (root / "01_alpha" / "cut").mkdir()
+    report.build("p", root, pdf=False)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert err == [f"warning: 01_alpha / cut: incomplete: {root / '01_alpha' / 'cut'} has no metrics.json (the job did "
+                   "not finish); rerun with --resume"]
