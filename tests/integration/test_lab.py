@@ -5,8 +5,9 @@ imports the clone's own library; notebook 01 runs through the server's kernel ov
 websocket Lab uses (its figures arrive as PNG display data, its results land in the clone's
 ``reports/``); saved with those outputs, as Lab saves, ``git status`` stays clean.
 
-One Lab for both tests (module fixture): ~3 s to start; notebook 01 at the tiny profile's sizes ~25 s on
-this busy 2-core box (at its own defaults, run by hand: 69 s, 7 figures).
+One Lab for both tests (module fixture): it starts in 3-8 s here; notebook 01 at the tiny profile's sizes
+takes 18-25 s of kernel CPU (measured; 92-140 s of wall time at a load of 10-12 on this shared 2-core box). Run
+by hand at its own defaults through Lab: 69 s of wall time, 7 figures.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from run_all import jobs_for_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = "01_embedding_terrain"
-pytestmark = [pytest.mark.integration, pytest.mark.slow]  # ~40 s on a quiet 2-core box, minutes on a busy one
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # notebook 01: 18-25 s of kernel CPU; wall 2 min at load 10
 
 
 def _free_port() -> int:
