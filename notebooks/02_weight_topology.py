@@ -47,7 +47,7 @@ N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples of the headline interva
 # %%
 import warnings
 
-from geolip_lib import families, runtime
+from geolip_lib import families, runtime, trajectory
 from geolip_lib.models.adapters import catalog
 from geolip_lib.weights import TensorStore, plots, run_battery
 from geolip_lib.weights import tables as T
@@ -290,7 +290,34 @@ job.table(T.claims_table(metrics["claims"]), caption="Seed claims: the seed's de
 # verdicts and cross-model means.
 
 # %%
-job.finish(metrics, T.battery_headline(summary, items, null_seeds or None, seed=SEED, n_boot=N_BOOT))
+head = T.battery_headline(summary, items, null_seeds or None, seed=SEED, n_boot=N_BOOT)
+
+# %% [markdown]
+# ## Geometry over training
+#
+# Only when the params file lists checkpoints of one training run (`checkpoints:` folders or
+# hub `revisions:`; `geolip_lib.trajectory`): the headline numbers above at every checkpoint,
+# by the same calls (`trajectory.battery_values`), from initialisation to the end of
+# training. The checkpoints are loaded one at a time (load, measure, drop), so memory stays
+# that of one model: the resident memory while each is held is recorded beside one model's
+# size. Drawn in: the random-init null of each headline (mean and 95 % prediction interval
+# over its 5 init seeds) at step 0, and the bands of the seed's claims (Q sparsity ≥ 93.7 %,
+# attention cross-layer correlation ~0.000; `params/claims/seed-001.yaml`).
+
+# %%
+if trajectory.checkpoints(lm.params):
+    traj = trajectory.run(lm.params, "02_weight_topology", device=DEVICE, thresholds=SPARSITY_THRESHOLDS, seed=SEED,
+                          n_boot=N_BOOT)
+    metrics["trajectory"] = traj
+    job.table(trajectory.table(traj), caption="Headlines per checkpoint (resident memory while each is held)",
+              index=False)
+    job.figure(trajectory.figure(traj, head, trajectory.claim_bands("02_weight_topology"),
+                                 title=f"{lm.name}: weight-battery headlines over training"), "trajectory", key=True)
+else:
+    print("Geometry over training: not applicable — the params file lists no checkpoints (checkpoints: or revisions:).")
+
+# %%
+job.finish(metrics, head)
 
 # %% [markdown]
 # ## References
