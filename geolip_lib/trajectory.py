@@ -91,7 +91,7 @@ def embedding_values(lm, *, n_cos: int = 2000, n_simplices: int = 1000, pca_rows
         pr = probes.uncertainty.pr_estimate(E, pca_rows, seed, n_boot=n_boot)["value"]
     else:
         pr = probes.eigenspectrum(E, max_rows=None, seed=seed)["pr"]
-    pent = probes.pentachoron_probe(E, n_simplices, seed=seed)
+    pent = probes.pentachoron_probe(E, n_simplices, seed=seed, sphere=False)  # same draws: the sphere is the null's
     dig = probes.digit_manifold(E, lm.tokenizer) if lm.is_text else {}
     return {"cosine_mean": cos["mean"], "pr": pr, "pr_over_dim": pr / D, "pentachoron_cv": pent["embedding"]["cv"],
             "volume_ratio": pent["volume_ratio_gaussian"], "digit_corr": dig.get("corr_abs_diff")}
@@ -125,9 +125,11 @@ def run(name_or_params: Union[str, dict, ModelParams], notebook: str, *, limit: 
         **kw) -> dict:
     """Notebook ``notebook``'s headline values at each checkpoint, streamed one model at a time.
 
-    Returns ``{"notebook", "points": [{"label", "step", "values", "rss_mib"}], "peak_rss_mib"}``:
+    Returns ``{"notebook", "points": [{"label", "step", "values", "rss_mib", "model_mib"}], "memory"}``:
     ``rss_mib`` is the resident memory while that checkpoint is loaded and measured (flat over
-    the checkpoints when nothing of an earlier one is kept); ``limit`` takes the first ones only.
+    the checkpoints when nothing of an earlier one is kept: ``memory`` compares the first with the
+    largest, beside one model's size ``model_mib``, and gives the process's peak); ``limit`` takes
+    the first ones only.
     ``kw`` go to the notebook's measure (:data:`MEASURES`)."""
     measure = MEASURES[notebook]
     points = []
@@ -135,10 +137,14 @@ def run(name_or_params: Union[str, dict, ModelParams], notebook: str, *, limit: 
         lm = models.load(ck.params)
         values = measure(lm, **kw)
         rss = _rss_mib()
+        size = sum(t.numel() * t.element_size() for t in lm.model.state_dict().values()) / _MIB
         del lm
         gc.collect()
-        points.append({"label": ck.label, "step": ck.step, "values": values, "rss_mib": rss})
-    return {"notebook": notebook, "points": points, "peak_rss_mib": peak_rss_mib()}
+        points.append({"label": ck.label, "step": ck.step, "values": values, "rss_mib": rss, "model_mib": size})
+    rss = [p["rss_mib"] for p in points]
+    memory = {"rss_first_mib": rss[0], "rss_max_mib": max(rss), "model_mib": max(p["model_mib"] for p in points),
+              "n_checkpoints": len(points), "peak_rss_mib": peak_rss_mib()} if points else {}
+    return {"notebook": notebook, "points": points, "memory": memory}
 
 
 def peak_memory(name: str, notebook: str, n: int, **kw) -> float:
@@ -146,7 +152,7 @@ def peak_memory(name: str, notebook: str, n: int, **kw) -> float:
     checkpoints of model ``name``: run for ``n = 1`` and for all of them, the two show whether
     memory grows with the number of checkpoints (it should not: one model at a time)."""
     code = ("import json, sys; from geolip_lib import trajectory as t; a = json.loads(sys.argv[1]); "
-            "r = t.run(a['name'], a['notebook'], limit=a['n'], **a['kw']); print(json.dumps(r['peak_rss_mib']))")
+            "r = t.run(a['name'], a['notebook'], limit=a['n'], **a['kw']); print(json.dumps(r['memory']['peak_rss_mib']))")
     arg = json.dumps({"name": name, "notebook": notebook, "n": int(n), "kw": kw})
     out = subprocess.run([sys.executable, "-c", code, arg], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
