@@ -303,7 +303,8 @@ def model_problems(name: str) -> list[str]:
         mp = load_model_params(name)
     except ParamsError as exc:
         return exc.lines
-    f = _params._rel(model_file(mp.name))
+    own = model_file(mp.name)  # params/models/<name>.yaml, or a file given by path to --models
+    f = f"params/models/{mp.name}.yaml" if own == _params.MODELS_DIR / f"{mp.name}.yaml" else _params._rel(own)
     try:
         check_config(mp.family, mp.config, f)
     except ParamsError as exc:

@@ -265,7 +265,7 @@ def test_a_gpt2_declared_as_bert_is_refused(box, capsys, models_dir, tmp_path):
     w = _local(models_dir, tmp_path, "my-gpt2", "bert", {"model_type": "gpt2", "n_embd": 32})
     box.write("  ok:\n    models: [my-gpt2]\n")
     assert refused(box, capsys) == [
-        f"error: {models_dir / 'my-gpt2.yaml'}: key 'family': 'bert' cannot describe this model: {w / 'config.json'} "
+        f"error: params/models/my-gpt2.yaml: key 'family': 'bert' cannot describe this model: {w / 'config.json'} "
         f"says model_type 'gpt2', which family gpt2 knows; set family: gpt2"]
 
 
@@ -273,7 +273,7 @@ def test_a_model_type_no_family_knows_says_add_a_family(box, capsys, models_dir,
     w = _local(models_dir, tmp_path, "my-mamba", "decoder_lm", {"model_type": "mamba-xyz"})
     box.write("  ok:\n    models: [my-mamba]\n")
     assert refused(box, capsys) == [
-        f"error: {models_dir / 'my-mamba.yaml'}: key 'family': 'decoder_lm' cannot describe this model: "
+        f"error: params/models/my-mamba.yaml: key 'family': 'decoder_lm' cannot describe this model: "
         f"{w / 'config.json'} says model_type 'mamba-xyz', which no family knows; set family: any (embeddings, "
         f"hidden states and weights; no attention analyses) or add a family (geolip_lib/README.md#adding-a-model-family)"]
 
@@ -283,7 +283,7 @@ def test_a_mistyped_local_dir_names_the_path(box, capsys, models_dir, tmp_path):
                                              f"local_dir: {tmp_path / 'no-such-dir'}\n")
     box.write("  ok:\n    models: [my-bert]\n")
     assert refused(box, capsys, "--plan") == [
-        f"error: {models_dir / 'my-bert.yaml'}: key 'local_dir': directory {tmp_path / 'no-such-dir'} does not exist; "
+        f"error: params/models/my-bert.yaml: key 'local_dir': directory {tmp_path / 'no-such-dir'} does not exist; "
         f"fix the path"]
 
 
