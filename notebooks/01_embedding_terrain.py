@@ -57,7 +57,7 @@ N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples behind every 95 % inter
 
 # %%
 from geolip_lib import metrics as M
-from geolip_lib import probes, results, runtime
+from geolip_lib import probes, results, runtime, trajectory
 from geolip_lib.probes import plots
 
 job = runtime.start("01_embedding_terrain", globals())  # job dir, plot style, inline figures, seeds, job.lm = MODEL
@@ -468,6 +468,30 @@ if lm.is_text:
         pent["embedding"]["cv"], interval=cv_iv["embedding"], label="pentachoron CV (token embedding)", fmt=".4f",
         nulls={probes.uncertainty.CLAIM_NULLS[k]: n for k, n in cv_nulls.items()},
         note=" ".join(filter(None, [cv_note, probes.uncertainty.cv_definition_note(pent["embedding"])])))}}
+
+# %% [markdown]
+# ## Geometry over training
+#
+# Only when the params file lists checkpoints of one training run (`checkpoints:` folders or
+# hub `revisions:`; `geolip_lib.trajectory`): the headline numbers above at every checkpoint,
+# by the same calls (`trajectory.embedding_values`), from initialisation to the end of
+# training. The checkpoints are loaded one at a time (load, measure, drop), so memory stays
+# that of one model: the resident memory while each is held is recorded beside one model's
+# size. Drawn in: the random-init null of each headline (mean and 95 % prediction interval
+# over its 5 seeds) at step 0, and the band of the seed's claim (pentachoron CV 0.20–0.23,
+# `params/claims/seed-001.yaml`).
+
+# %%
+if trajectory.checkpoints(lm.params):
+    traj = trajectory.run(lm.params, "01_embedding_terrain", n_cos=N_COS_SAMPLE, n_simplices=N_SIMPLICES,
+                          pca_rows=PCA_ROWS, seed=SEED, n_boot=N_BOOT)
+    metrics["trajectory"] = traj
+    job.table(trajectory.table(traj), caption="Headlines per checkpoint (resident memory while each is held)",
+              index=False)
+    job.figure(trajectory.figure(traj, headline, trajectory.claim_bands("01_embedding_terrain"),
+                                 title=f"{lm.name}: embedding headlines over training"), "trajectory", key=True)
+else:
+    print("Geometry over training: not applicable — the params file lists no checkpoints (checkpoints: or revisions:).")
 
 # %%
 job.figure(plots.headline_nulls(headline, title=f"{lm.name}: headline numbers and null models (95 % intervals)"),
