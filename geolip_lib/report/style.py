@@ -47,6 +47,7 @@ table.claims{border-collapse:collapse;font-size:.86em;margin:.5em 0}table.claims
 padding:.25em .5em;text-align:left;vertical-align:top}table.claims th{background:#eef}
 table.claims td.reason{min-width:22em}figure.wide{margin:.5em 0;max-width:900px}figure.wide img{width:100%}
 .v-held{color:#1a7f37;font-weight:700}.v-not-held{color:#c62828;font-weight:700}.v-not-testable{color:#666;font-weight:700}
+.v-held-null{color:#8a6d00;font-weight:700}.v-undecided{color:#1f5fa8;font-weight:700}.v-forced{color:#6a3d9a;font-weight:700}
 footer{margin-top:3em;border-top:2px solid #446;padding-top:.5em;font-size:.85em;color:#444}
 footer table{border-collapse:collapse;font-size:.95em}footer td,footer th{border:1px solid #dde;padding:.15em .45em;
 text-align:left}
