@@ -390,3 +390,22 @@ def test_a_local_save_pretrained_model_runs_from_a_params_file(fam, mt, tmp_path
     assert records and max(r["max_abs"] for r in records) <= 1e-5
     E = lm.input_embeddings()
     assert torch.equal(E, model.get_input_embeddings().weight.detach())
+
+
+@pytest.mark.parametrize("name", ["tiny-type-mixtral", "tiny-type-qwen2_moe"])
+def test_the_battery_runs_per_expert_and_pools_over_experts(name):
+    """Mixtral / Qwen2-MoE: one MLP block and one SVD row per expert, labelled with its index; the
+    role tables pool them; cross-layer correlation leaves experts out (no pairing across layers)."""
+    from geolip_lib.weights import run_battery
+
+    lm = models.load(name)
+    n_exp = int(getattr(lm.config, "num_local_experts", None) or lm.config.num_experts)
+    store = TensorStore(lm.weights_dir)
+    cat = catalog(store, config=lm.config, family=lm.family)
+    experts = [b for b in cat.mlp_blocks() if b.expert is not None]
+    assert len(experts) == n_exp * lm.config.num_hidden_layers
+    res = run_battery(store, cat=cat)
+    rows = res.svd[res.svd["expert"].notna()]
+    assert sorted(set(rows["expert"].astype(int))) == list(range(n_exp))
+    assert set(res.mlp["layers"]["expert"].dropna().astype(int)) == set(range(n_exp))
+    assert all(("mlp" not in k[2]) or lm.config.model_type == "qwen2_moe" for k in res.cross)  # shared expert only

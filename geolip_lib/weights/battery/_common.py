@@ -13,7 +13,10 @@ def progress_bar(it, total: int, desc: str, enabled: bool):
 
 def entry_row(e) -> dict:
     """The identifying columns of a catalog entry's table row."""
-    return {"name": e.key, "role": e.role, "stack": e.stack, "attn": e.attn, "layer": e.layer}
+    row = {"name": e.key, "role": e.role, "stack": e.stack, "attn": e.attn, "layer": e.layer}
+    if getattr(e, "expert", None) is not None:  # mixture of experts: one row per expert, labelled
+        row["expert"] = e.expert
+    return row
 
 
 def is_float(e) -> bool:

@@ -24,7 +24,8 @@ def cross_layer(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_
     """
     groups: dict = defaultdict(list)
     for e in cat.select(role=tuple(roles)):
-        if len(e.shape) == 2 and e.layer is not None:
+        # experts are left out: expert k of two layers is no pair (a router, not a depth, assigns them)
+        if len(e.shape) == 2 and e.layer is not None and getattr(e, "expert", None) is None:
             groups[(e.stack, e.attn, e.role, tuple(e.shape))].append(e)
     out = {}
     items = [(k, v) for k, v in groups.items() if len(v) >= 2]

@@ -49,4 +49,6 @@ def mlp_row(b, up: torch.Tensor, down: torch.Tensor, gate: Optional[torch.Tensor
            "dead": nd, "weak": nw, "dead_frac": nd / c.numel(), "weak_frac": nw / c.numel(),
            "up_norm_mean": float(up.mean()), "down_norm_mean": float(down.mean()),
            "importance_cv": float(c.std() / m) if m > 0 else float("nan")}
+    if getattr(b, "expert", None) is not None:  # mixture of experts: one row per expert, labelled
+        row["expert"] = b.expert
     return row, c.cpu().numpy()
