@@ -222,6 +222,8 @@ else:
 
 # %%
 cl = T.cross_layer_overview(summary, null)
+if lm.spec.shared_layers:  # ALBERT: one stored layer runs at every depth
+    print(lm.spec.shared_layers)
 if cl.empty:
     print(f"{MODEL}: fewer than two layers per role — cross-layer correlation skipped.")
 else:
