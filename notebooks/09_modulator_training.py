@@ -196,25 +196,17 @@ print(f"Base weights unchanged by training (SHA-256 {hash_after[:12]}…); check
 # so they are not comparable with the project's. Not checkpointed.
 
 # %%
-seed_mod, seed_mode_reason = None, None
-if not SEED_MODE_TRAINING:
-    seed_mode_reason = "SEED_MODE_TRAINING = False in this profile"
-elif not gm.seed_objective_available(lm):
-    seed_mode_reason = (f"seed §9's objective (the unshifted target fed to T5's decoder) does not exist for the "
-                        f"{lm.family} family: §9 trained T5 only")
-if seed_mode_reason is None:
-    seed_mod = initial_modulator
-    seed_trainer, seed_info = gm.train_modulator(
-        lm, matched, seed_mod, mode="seed", n_epochs=N_EPOCHS, batch_size=BATCH_SIZE, lr=LR, weight_decay=WEIGHT_DECAY,
-        gradient_clip=GRAD_CLIP, val_fraction=VAL_FRACTION, seed=SEED, max_input_len=MAX_INPUT_LEN,
-        max_target_len=MAX_TARGET_LEN)
-    assert gm.state_hash(lm.model) == hash_before, "base weights changed during seed-mode training"
-    metrics["seed_mode"] = {"ran": True, **seed_info, "loss_history": seed_trainer.loss_history,
-                            "val_history": seed_trainer.val_history}
-    job.table(pd.DataFrame(seed_info["epochs"]), caption="Seed-mode run (§9 as written; leaky objective): epochs",
-              index=False)
+seed_trainer, metrics["seed_mode"] = gm.seed_mode_training(
+    lm, matched, initial_modulator, enabled=SEED_MODE_TRAINING, n_epochs=N_EPOCHS, batch_size=BATCH_SIZE, lr=LR,
+    weight_decay=WEIGHT_DECAY, gradient_clip=GRAD_CLIP, val_fraction=VAL_FRACTION, seed=SEED,
+    max_input_len=MAX_INPUT_LEN, max_target_len=MAX_TARGET_LEN)
+seed_mod = initial_modulator if metrics["seed_mode"]["ran"] else None
+seed_mode_reason = metrics["seed_mode"].get("reason")
+assert gm.state_hash(lm.model) == hash_before, "base weights changed during seed-mode training"
+if seed_mod is not None:
+    job.table(pd.DataFrame(metrics["seed_mode"]["epochs"]),
+              caption="Seed-mode run (§9 as written; leaky objective): epochs", index=False)
 else:
-    metrics["seed_mode"] = {"ran": False, "reason": seed_mode_reason}
     print(f"Seed-mode training not run: {seed_mode_reason}. Only the project's run is measured.")
 
 
@@ -317,27 +309,23 @@ if generation:
 # %%
 si, sj, seed_subset = gm.seed_relational_pairs(n_used, SEED_N_REL, N_PAIRS, seed=SEED)
 pair_defs = {"project": (pi, pj, sim), "seed": (si, sj, gm.wordnet_pair_similarity(matched, si, sj, "path"))}
-runs = {"project": trained_reps}
-gens = {"project": generation}
+runs, gens = {"project": trained_reps}, {"project": generation}
 if seed_mod is not None:
     seed_mod.eval()
     with gm.attach(lm, seed_mod):
         runs["seed"] = encode()
         gens["seed"] = gm.compare_generations(
             gen_before, gm.greedy_generate(lm.model, lm.tokenizer, PROMPTS, MAX_NEW_TOKENS) if is_generative else [])
+    metrics["seed_mode"]["generation"] = gens["seed"]
+
+# %%
 lift = {run: {d: stats.modulator_lift(s_, R, enc_reps, i_, j_, seed=SEED) for d, (i_, j_, s_) in pair_defs.items()}
         for run, R in runs.items()}
 lift_table = stats.lift_frame(lift)
 metrics["lift"] = {"seed_subset_size": len(seed_subset), "runs": lift, "table": lift_table.to_dict("records")}
-metrics["claims"] = {
-    "modulator_lift": stats.lift_claims(lift, seed_mode_reason=seed_mode_reason),
-    "modulator_lift_cv": stats.lift_cv_claims({"original": enc_reps, **runs}, N_SIMPLICES, seed=SEED),
-    "modulator_lift_coherence": stats.coherence_claims(
-        {run: gm.per_token_cosines(enc_reps, R) for run, R in runs.items()}, gens, seed=SEED,
-        why_no_generation=None if is_generative else f"{lm.family} is encoder-only: it generates no text"),
-}
-if "seed" in gens:
-    metrics["seed_mode"]["generation"] = gens["seed"]
+metrics["claims"] = stats.modulator_claims(
+    lift, enc_reps, runs, gens, N_SIMPLICES, seed=SEED, seed_mode_reason=seed_mode_reason,
+    why_no_generation=None if is_generative else f"{lm.family} is encoder-only: it generates no text")
 
 
 # %%
@@ -386,11 +374,8 @@ job.finish(metrics, {
         nulls={"original": {"value": rel["Original"]["pearson"], "interval": rel_iv["Original"]["pearson"]}}),
     "per_token_preservation": results.headline(float(pres_cos.mean()), interval=pres_iv, fmt=".6f",
         label="per-token cos(orig, trained)", nulls={"original (identity)": 1.0}),
-    **{f"{k}_lift": {f: v for f, v in metrics["claims"]["modulator_lift"][k].items() if f != "variants"}
-       for k in ("pearson", "spearman")},
-    "encoder_cv_trained": metrics["claims"]["modulator_lift_cv"]["project"],
+    **stats.lift_headlines(metrics["claims"]),
 
-    **{f"{k}_lift_project": metrics["claims"]["modulator_lift"][k]["project"] for k in ("pearson", "spearman")},
 })
 
 # %% [markdown]

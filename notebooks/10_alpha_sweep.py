@@ -63,12 +63,9 @@ PHASE_NULL = "quadratic"  # [x in ("quadratic", "line")] no-change model of the 
 PHASE_N_BOOT = 1000  # [1 ≤ x ≤ 10**6] resamples of the change-point test and interval
 
 # %%
-import copy
-
 import numpy as np
 import pandas as pd
 
-from geolip_lib import metrics as M
 from geolip_lib import modulators as gm
 from geolip_lib import results, runtime
 from geolip_lib.lexical.matching import match_lemmas
@@ -114,22 +111,14 @@ print(f"{n_used} entries, {int(np.isfinite(sim).sum())} scored pairs over all en
 
 # %%
 modulators = {"procrustes": modulator}
-metrics["trained"] = {"requested": TRAINED, "ran": False}
-if TRAINED is not None:
-    mode = TRAINED
-    if TRAINED == "seed" and not gm.seed_objective_available(lm):
-        mode = "project"
-        metrics["trained"]["why_not_seed"] = (f"§9's objective feeds the target to T5's decoder; the {lm.family} family "
-                                              "has none, so the project's objective trained it")
-    trained_mod = copy.deepcopy(modulator)
-    trained_mod.set_alpha(0.01)  # §9: "Reset alpha to neutral starting point"
-    gm.freeze(lm.model)
-    t_trainer, t_info = gm.train_modulator(lm, matched, trained_mod, mode=mode, n_epochs=TRAIN_EPOCHS, seed=SEED)
+trained_mod, metrics["trained"] = gm.trained_copy(lm, matched, modulator, requested=TRAINED, n_epochs=TRAIN_EPOCHS,
+                                                  seed=SEED)  # alpha reset to 0.01 as §9 did; the base frozen
+if trained_mod is not None:
     modulators["trained"] = trained_mod
-    metrics["trained"].update(ran=True, **t_info, final_alpha=trained_mod.alphas.detach().double().numpy())
-    job.table(pd.DataFrame(t_info["epochs"]), caption=f"Trained modulator ({t_info['objective']}): epochs", index=False)
-    if "why_not_seed" in metrics["trained"]:
-        print(f"Not the seed's training: {metrics['trained']['why_not_seed']}.")
+    job.table(pd.DataFrame(metrics["trained"]["epochs"]),
+              caption=f"Trained modulator ({metrics['trained']['objective']}): epochs", index=False)
+if "why_not_seed" in metrics["trained"]:
+    print(f"Not the seed's training: {metrics['trained']['why_not_seed']}.")
 LABELS = {"procrustes": "Procrustes-initialised (§8)",
           "trained": f"trained ({metrics['trained'].get('mode', '–')} mode, §8 → §9 → §10)"}
 
@@ -147,30 +136,9 @@ LABELS = {"procrustes": "Procrustes-initialised (§8)",
 # `metrics.sweep_trained` the trained one's.
 
 # %%
-sweeps = {}
-for name, mod in modulators.items():
-    reps_at = {}
-    for a in alphas:
-        mod.set_alpha(a)
-        with gm.attach(lm, mod):
-            reps_at[a] = definition_representations(lm, matched.definitions, progress=False)
-    all_reps = {"Static": static_reps, "Original": enc_reps, **reps_at}
-    rel_all = gm.relational_comparison(sim, all_reps, pi, pj)
-    rel_iv = stats.relational_intervals(sim, all_reps, pi, pj, reference=None, seed=SEED)
-    rel_seed = gm.relational_comparison(sim_seed, all_reps, si, sj)
-    pres_cos = {a: gm.per_token_cosines(enc_reps, reps_at[a]) for a in alphas}
-    pres_iv = {a: M.intervals.bootstrap(c, seed=SEED, what="entries") for a, c in pres_cos.items()}
-    rows = [{"alpha": a, "pearson": rel_all[a]["pearson"], "pearson_lo": rel_iv[a]["pearson"].lo,
-             "pearson_hi": rel_iv[a]["pearson"].hi, "spearman": rel_all[a]["spearman"],
-             "gradient": rel_all[a]["gradient"], "pearson_seed_pairs": rel_seed[a]["pearson"],
-             "spearman_seed_pairs": rel_seed[a]["spearman"], "delta_pearson": rel_all[a]["delta_pearson"],
-             "delta_gradient": rel_all[a]["delta_gradient"], "preservation": float(pres_cos[a].mean()),
-             "preservation_lo": pres_iv[a].lo, "preservation_hi": pres_iv[a].hi,
-             "pentachoron_cv": M.pentachoron_cv(reps_at[a], N_SIMPLICES, seed=SEED).cv, "bands": rel_all[a]["bands"]}
-            for a in alphas]
-    sweeps[name] = {"reps": all_reps, "rel": rel_all, "rel_iv": rel_iv, "rel_seed": rel_seed, "pres_iv": pres_iv,
-                    "rows": rows, "frame": pd.DataFrame(rows).set_index("alpha"),
-                    "best_iv": stats.argmax_interval(sim, reps_at, pi, pj, seed=SEED)}
+pairs = {"project": (sim, pi, pj), "seed": (sim_seed, si, sj)}
+sweeps = {name: gm.phase.static_sweep(lm, mod, matched.definitions, alphas, enc_reps, static_reps, pairs,
+                                      n_simplices=N_SIMPLICES, seed=SEED) for name, mod in modulators.items()}
 # the Procrustes-initialised modulator's results under the names the rest of the notebook reads
 sweep, rel_all, rel_iv, rel_seed, pres_iv, best_iv, all_reps = (sweeps["procrustes"][k] for k in (
     "frame", "rel", "rel_iv", "rel_seed", "pres_iv", "best_iv", "reps"))
@@ -205,17 +173,9 @@ if "trained" in sweeps:
 # %%
 names = ["Static", "Original", gm.GOLDEN_ALPHA]
 for name, sw in sweeps.items():
-    tab_reps = {k: sw["reps"][k] for k in names}
-    tab_iv = {"project": stats.relational_intervals(sim, tab_reps, pi, pj, seed=SEED),
-              "seed": stats.relational_intervals(sim_seed, tab_reps, si, sj, seed=SEED)}
-    seed_table = pd.concat({
-        "project: pairs over all entries": stats.relational_frame(sw["rel"], tab_iv["project"], names),
-        "seed: pairs within the 3000-entry subset": stats.relational_frame(sw["rel_seed"], tab_iv["seed"], names)})
+    seed_table, metrics["seed_table" if name == "procrustes" else "seed_table_trained"] = gm.phase.section10_table(
+        sw, names, pairs, seed=SEED, label=LABELS[name])
     seed_table = seed_table.rename(index={gm.GOLDEN_ALPHA: f"α = {gm.GOLDEN_ALPHA}"})
-    metrics["seed_table" if name == "procrustes" else "seed_table_trained"] = {
-        "modulator": LABELS[name], "project": {str(k): sw["rel"][k] for k in names},
-        "seed": {str(k): sw["rel_seed"][k] for k in names},
-        "n_pairs": {"project": sw["rel"]["n_pairs"], "seed": sw["rel_seed"]["n_pairs"]}}
     job.table(seed_table.drop(columns=["pearson", "lo", "hi"]),
               caption=f"Correlation with WordNet path similarity: Static, Original and alpha = 0.29154 (seed §10), "
                       f"{LABELS[name]} modulator")
@@ -231,31 +191,18 @@ for name, sw in sweeps.items():
 # seed's).
 
 # %%
-generative = lm.is_generative
 metrics["generation"] = metrics["generation_trained"] = None
-if generative:
+if lm.is_generative:
     both = list(PROMPTS) + list(TALK_PROMPTS)
     original = gm.greedy_generate(lm.model, lm.tokenizer, both + [SWEEP_PROMPT], MAX_NEW_TOKENS)
     for name, mod in modulators.items():
-        mod.set_alpha(gm.GOLDEN_ALPHA)
-        with gm.attach(lm, mod):
-            golden = gm.greedy_generate(lm.model, lm.tokenizer, both, MAX_NEW_TOKENS)
-        side = gm.compare_generations(original[:len(both)], golden)
-        for r, sec in zip(side, ["§10"] * len(PROMPTS) + ["§11"] * len(TALK_PROMPTS)):
-            r["seed_section"] = sec
-        sensitivity = []
-        for a in alphas:
-            mod.set_alpha(a)
-            with gm.attach(lm, mod):
-                g = gm.greedy_generate(lm.model, lm.tokenizer, [SWEEP_PROMPT], MAX_NEW_TOKENS)
-            row = gm.compare_generations(original[-1:], g)[0]
-            sensitivity.append({"alpha": a, "text": row["modulated"], "token_diffs": row["token_diffs"],
-                                "identical": row["identical"]})
-        metrics["generation" if name == "procrustes" else "generation_trained"] = {
-            "modulator": LABELS[name], "side_by_side": side, "sensitivity": sensitivity}
-        job.table(pd.DataFrame(side), caption=f"Greedy generation ({MAX_NEW_TOKENS} new tokens at most), original vs "
-                  f"alpha = {gm.GOLDEN_ALPHA}, {LABELS[name]} modulator: seed §10's prompts, then §11's", index=False)
-        job.table(pd.DataFrame(sensitivity), caption=f"Alpha sensitivity ({LABELS[name]}) on: {SWEEP_PROMPT}",
+        gen = gm.golden_and_sensitivity(lm, mod, original, both, ["§10"] * len(PROMPTS) + ["§11"] * len(TALK_PROMPTS),
+                                        SWEEP_PROMPT, alphas, gm.GOLDEN_ALPHA, MAX_NEW_TOKENS)
+        metrics["generation" if name == "procrustes" else "generation_trained"] = {"modulator": LABELS[name], **gen}
+        job.table(pd.DataFrame(gen["side_by_side"]), caption=f"Greedy generation ({MAX_NEW_TOKENS} new tokens at most), "
+                  f"original vs alpha = {gm.GOLDEN_ALPHA}, {LABELS[name]} modulator: seed §10's prompts, then §11's",
+                  index=False)
+        job.table(pd.DataFrame(gen["sensitivity"]), caption=f"Alpha sensitivity ({LABELS[name]}) on: {SWEEP_PROMPT}",
                   index=False)
 else:
     print(f"Generation does not apply to {lm.family} (encoder-only); skipped.")
@@ -304,6 +251,14 @@ job.table(gm.phase.boundary_table(located, seed_value=gm.GOLDEN_ALPHA),
 
 # %%
 g = sweep.loc[gm.GOLDEN_ALPHA]
+trained_head = {} if "trained" not in sweeps else {"pearson_at_0.29154_trained": results.headline(
+    sweeps["trained"]["frame"].loc[gm.GOLDEN_ALPHA, "pearson"],
+    interval=sweeps["trained"]["rel_iv"][gm.GOLDEN_ALPHA]["pearson"], fmt=".4f",
+    label=f"Pearson @ 0.29154, {LABELS['trained']}", note="The seed's cell order: §10 set alpha on the modulator "
+    "§9 had trained.", nulls={"original (alpha=0)": {"value": rel_all["Original"]["pearson"],
+                                                     "interval": rel_iv["Original"]["pearson"]}})}
+
+# %%
 job.finish(metrics, {
     "pearson_at_0.29154": results.headline(g["pearson"], interval=rel_iv[gm.GOLDEN_ALPHA]["pearson"], fmt=".4f",
         label="Pearson @ 0.29154", nulls={"original (alpha=0)": {"value": rel_all["Original"]["pearson"],
@@ -314,13 +269,8 @@ job.finish(metrics, {
         label="alpha of max Pearson", note="The interval's bounds are grid alphas: where the arg-max lands on "
         "95 % of pair resamples."),
     "phase_boundary_alpha": claim,
-    **({} if "trained" not in sweeps else {"pearson_at_0.29154_trained": results.headline(
-        sweeps["trained"]["frame"].loc[gm.GOLDEN_ALPHA, "pearson"],
-        interval=sweeps["trained"]["rel_iv"][gm.GOLDEN_ALPHA]["pearson"], fmt=".4f",
-        label=f"Pearson @ 0.29154, {LABELS['trained']}",
-        nulls={"original (alpha=0)": {"value": rel_all["Original"]["pearson"],
-                                      "interval": rel_iv["Original"]["pearson"]}},
-        note="The seed's cell order: §10 set alpha on the modulator §9 had trained.")}),
+    **trained_head,
+
 })
 
 # %% [markdown]

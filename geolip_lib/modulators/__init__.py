@@ -30,6 +30,7 @@ from .pipeline import (  # noqa: F401
     embedding_regression_loss,
     encode_mean_pooled,
     encoder_module,
+    golden_and_sensitivity,
     greedy_generate,
     impact_statistics,
     init_modulator_from_pipeline,
@@ -56,7 +57,7 @@ from .pipeline import (  # noqa: F401
 from . import phase, stats  # noqa: F401  (phase: the 0.29154 boundary measured; stats: headline intervals)
 from .residual import GeometricResidualModulator, alpha_to_logit, eigen_embedding  # noqa: F401
 from .trainer import FieldModulatorTrainer, ModulatorTrainer, load_modulator_weights, run_epochs, train_with_cv_band  # noqa: F401,E501
-from .training_modes import train_modulator  # noqa: F401  (a modulator trained the seed's way or the project's)
+from .training_modes import seed_mode_training, train_modulator, trained_copy  # noqa: F401  (a modulator trained the seed's way or the project's)
 
 #: The seed's constant (seed 001 §10, "phase boundary 0.29154, multiple systems"): a labelled
 #: seed REFERENCE, drawn beside the measured boundary and tested as one static alpha; nothing

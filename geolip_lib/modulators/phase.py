@@ -32,6 +32,9 @@ from ..validation import fail
 from .hooks import attach
 from .pipeline import (SEED_N_REL, build_procrustes_modulator, pair_cosines, relational_pairs, seed_relational_pairs,
                        wordnet_pair_similarity)
+from . import stats
+from ..metrics import intervals, pentachoron_cv
+from .pipeline_relational import per_token_cosines, relational_comparison
 from .stats import pearson, spearman
 
 #: the quantities measured at every (seed, alpha); "pearson" is the one located by default
@@ -173,4 +176,63 @@ def boundary_table(located: dict, seed_value: float = 0.29154):
     return pd.DataFrame(rows)
 
 
-__all__ = ["PHASE_QUANTITIES", "boundary_claim", "boundary_table", "locate_boundary", "phase_sweep"]
+def static_sweep(lm, modulator, texts: Sequence[str], alphas: Sequence[float], encoder_reps, static_reps,
+                 pairs: dict, *, n_simplices: int, seed: int = 0) -> dict:
+    """Notebook 10's static-alpha sweep of one modulator (seed §10): the definitions encoded
+    at each alpha through ``modulator``, scored on the pair samples ``pairs = {"project":
+    (similarity, i, j), "seed": (similarity, i, j)}``.
+
+    Returns
+    -------
+    dict: ``reps`` (Static, Original and one array per alpha), ``rel`` / ``rel_seed``
+    (:func:`~geolip_lib.modulators.relational_comparison` on each sample), ``rel_iv``
+    (paired-bootstrap intervals on the project's pairs), ``pres_iv`` (preservation interval
+    per alpha, over the entries), ``best_iv`` (the arg-max alpha over pair resamples),
+    ``rows`` (one record per alpha) and ``frame`` (the rows indexed by alpha).
+    """
+    reps_at = {}
+    for a in alphas:
+        modulator.set_alpha(a)
+        with attach(lm, modulator):
+            reps_at[a] = definition_representations(lm, texts, progress=False)
+    all_reps = {"Static": static_reps, "Original": encoder_reps, **reps_at}
+    (sim, pi, pj), (sim_s, si, sj) = pairs["project"], pairs["seed"]
+    rel, rel_seed = relational_comparison(sim, all_reps, pi, pj), relational_comparison(sim_s, all_reps, si, sj)
+    rel_iv = stats.relational_intervals(sim, all_reps, pi, pj, reference=None, seed=seed)
+    pres = {a: per_token_cosines(encoder_reps, reps_at[a]) for a in alphas}
+    pres_iv = {a: intervals.bootstrap(c, seed=seed, what="entries") for a, c in pres.items()}
+    rows = [{"alpha": a, "pearson": rel[a]["pearson"], "pearson_lo": rel_iv[a]["pearson"].lo,
+             "pearson_hi": rel_iv[a]["pearson"].hi, "spearman": rel[a]["spearman"], "gradient": rel[a]["gradient"],
+             "pearson_seed_pairs": rel_seed[a]["pearson"], "spearman_seed_pairs": rel_seed[a]["spearman"],
+             "delta_pearson": rel[a]["delta_pearson"], "delta_gradient": rel[a]["delta_gradient"],
+             "preservation": float(pres[a].mean()), "preservation_lo": pres_iv[a].lo, "preservation_hi": pres_iv[a].hi,
+             "pentachoron_cv": pentachoron_cv(reps_at[a], n_simplices, seed=seed).cv, "bands": rel[a]["bands"]}
+            for a in alphas]
+    return {"reps": all_reps, "rel": rel, "rel_iv": rel_iv, "rel_seed": rel_seed, "pres_iv": pres_iv, "rows": rows,
+            "frame": pd.DataFrame(rows).set_index("alpha"),
+            "best_iv": stats.argmax_interval(sim, reps_at, pi, pj, seed=seed)}
+
+
+def section10_table(sweep: dict, names: Sequence, pairs: dict, *, seed: int = 0, label: str = ""):
+    """The seed's §10 table (Static / Original / one alpha, ΔPearson against Original) from a
+    :func:`static_sweep`, on both pair samples.
+
+    Returns
+    -------
+    frame : DataFrame (rows ``(pair sample, name)``), and the record
+    ``{"modulator", "project", "seed", "n_pairs"}`` for ``metrics.json``.
+    """
+    tab = {k: sweep["reps"][k] for k in names}
+    parts = {}
+    for key, title, rel in (("project", "project: pairs over all entries", sweep["rel"]),
+                            ("seed", "seed: pairs within the 3000-entry subset", sweep["rel_seed"])):
+        sim, i, j = pairs[key]
+        parts[title] = stats.relational_frame(rel, stats.relational_intervals(sim, tab, i, j, seed=seed), names)
+    record = {"modulator": label, "project": {str(k): sweep["rel"][k] for k in names},
+              "seed": {str(k): sweep["rel_seed"][k] for k in names},
+              "n_pairs": {"project": sweep["rel"]["n_pairs"], "seed": sweep["rel_seed"]["n_pairs"]}}
+    return pd.concat(parts), record
+
+
+__all__ = ["PHASE_QUANTITIES", "boundary_claim", "boundary_table", "locate_boundary", "phase_sweep", "section10_table",
+           "static_sweep"]

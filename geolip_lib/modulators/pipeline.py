@@ -22,8 +22,8 @@ from .objectives import (LOSSES, OBJECTIVES, SEED_LOSSES, causal_completion_loss
                          seq2seq_loss)
 from .pipeline_builder import build_procrustes_modulator, stack_size
 from .pipeline_encoding import encode_mean_pooled, encoder_module
-from .pipeline_generation import (SEED_QUICK_TEST_SENTENCES, compare_generations, greedy_generate, impact_statistics,
-                                  modulator_impact, token_differences)
+from .pipeline_generation import (SEED_QUICK_TEST_SENTENCES, compare_generations, golden_and_sensitivity,
+                                  greedy_generate, impact_statistics, modulator_impact, token_differences)
 from .pipeline_geometry import anchor_similarity, init_modulator_from_pipeline, knn_project, procrustes_projection
 from .pipeline_relational import (SEED_BANDS, pair_cosines, per_token_cosines, per_token_preservation,
                                   relational_comparison, relational_pairs, wordnet_pair_similarity)
@@ -34,7 +34,7 @@ __all__ = ["LOSSES", "OBJECTIVES", "SEED_LOSSES", "seed_objective_available", "s
            "seed_training_schedule", "SEED_BANDS", "SEED_N_REL", "SEED_QUICK_TEST_SENTENCES", "anchor_similarity",
            "batches", "build_procrustes_modulator", "causal_completion_loss", "compare_generations",
            "definition_lemma_loss", "embedding_regression_loss", "encode_mean_pooled", "encoder_module",
-           "greedy_generate", "impact_statistics", "init_modulator_from_pipeline", "knn_project", "modulator_impact",
+           "golden_and_sensitivity", "greedy_generate", "impact_statistics", "init_modulator_from_pipeline", "knn_project", "modulator_impact",
            "pair_cosines", "per_item_losses", "per_token_cosines", "per_token_preservation", "procrustes_projection",
            "relational_comparison", "relational_pairs", "sample_pairs", "seed_relational_pairs", "seq2seq_loss",
            "split_indices", "stack_size", "token_differences", "wordnet_pair_similarity"]

@@ -117,3 +117,33 @@ def compare_generations(original: list[dict], modulated: list[dict]) -> list[dic
                      "identical": o["ids"] == m["ids"], "token_diffs": token_differences(o["ids"], m["ids"]),
                      "n_tokens": max(len(o["ids"]), len(m["ids"]))})
     return rows
+
+
+def golden_and_sensitivity(lm, modulator, original: list[dict], prompts: Sequence[str], sections: Sequence[str],
+                           sweep_prompt: str, alphas: Sequence[float], alpha: float, max_new_tokens: int) -> dict:
+    """Seed §10/§11 with one modulator: greedy generation of ``prompts`` at ``alpha`` beside
+    ``original`` (the unmodulated generations of ``prompts`` then ``sweep_prompt``, from
+    :func:`greedy_generate`), each row labelled with its seed section; then ``sweep_prompt``
+    at every alpha of ``alphas`` (the §11 sensitivity sweep). Greedy, as the seed: its
+    helper's calls all pass ``temperature=0.0``.
+
+    Returns
+    -------
+    ``{"side_by_side": rows of :func:`compare_generations` + "seed_section", "sensitivity":
+    [{"alpha", "text", "token_diffs", "identical"}]}``
+    """
+    modulator.set_alpha(alpha)
+    with attach(lm, modulator):
+        golden = greedy_generate(lm.model, lm.tokenizer, list(prompts), max_new_tokens)
+    side = compare_generations(original[:len(prompts)], golden)
+    for r, sec in zip(side, sections):
+        r["seed_section"] = sec
+    sensitivity = []
+    for a in alphas:
+        modulator.set_alpha(a)
+        with attach(lm, modulator):
+            g = greedy_generate(lm.model, lm.tokenizer, [sweep_prompt], max_new_tokens)
+        row = compare_generations(original[-1:], g)[0]
+        sensitivity.append({"alpha": a, "text": row["modulated"], "token_diffs": row["token_diffs"],
+                            "identical": row["identical"]})
+    return {"side_by_side": side, "sensitivity": sensitivity}

@@ -29,10 +29,10 @@ from .correlation_stats import (CORRELATIONS, SEED_LIFT, argmax_interval, correl
                                 relative_lift, resample_ranks, spearman)
 from .matrix_stats import cv_interval, matrix_r, matrix_r_interval, reconstruction_null, weighted_matrix_r
 from .stats_tables import (LIFT_LABELS, SEED_CV_BAND, TRAINING_LABELS, coherence_claims, iv_text, lift_claims,
-                           lift_cv_claims, lift_frame, relational_frame)
+                           lift_cv_claims, lift_frame, lift_headlines, modulator_claims, relational_frame)
 
 __all__ = ["CORRELATIONS", "LIFT_LABELS", "SEED_CV_BAND", "SEED_LIFT", "TRAINING_LABELS", "coherence_claims",
-           "lift_cv_claims", "lift_claims", "lift_frame", "lift_interval",
+           "lift_cv_claims", "lift_claims", "lift_headlines", "modulator_claims", "lift_frame", "lift_interval",
            "modulator_lift", "relative_lift", "argmax_interval", "correlation_interval", "cv_interval", "iv_text", "matrix_r",
            "matrix_r_interval", "pair_bootstrap", "pearson", "reconstruction_null", "relational_frame", "relational_intervals",
            "spearman", "weighted_matrix_r", "dense_ranks", "resample_ranks"]

@@ -10,6 +10,7 @@ from ..metrics import intervals
 from ..results import headline
 from .correlation_stats import SEED_LIFT
 from .matrix_stats import cv_interval
+from .pipeline_relational import per_token_cosines
 
 
 LIFT_LABELS = {"project": "project: pairs over all entries", "seed": "seed: 3000-entry subset"}
@@ -176,3 +177,28 @@ def relational_frame(relational: Mapping[str, Any], ivs: Mapping[str, Any], name
 def iv_text(value: Any, interval: Any) -> str:
     """``value [lo, hi]`` at the precision the interval supports (for table cells)."""
     return intervals.format_value(value, interval)
+
+
+def modulator_claims(lift: Mapping[str, Mapping[str, Mapping]], original, runs: Mapping[str, Any],
+                     generations: Mapping[str, Sequence[Mapping]], n_simplices: int, *, seed: int = 0,
+                     seed_mode_reason: str | None = None, why_no_generation: str | None = None) -> dict:
+    """Notebook 09's ``metrics["claims"]``: the lift (:func:`lift_claims`) and the rest of
+    the seed's claim, ``modulator_lift_cv`` (:func:`lift_cv_claims` of ``original`` and each
+    run's representations) and ``modulator_lift_coherence`` (:func:`coherence_claims` of the
+    per-token cosines and ``generations``)."""
+    cos = {run: per_token_cosines(original, R) for run, R in runs.items()}
+    return {"modulator_lift": lift_claims(lift, seed_mode_reason=seed_mode_reason),
+            "modulator_lift_cv": lift_cv_claims({"original": original, **runs}, n_simplices, seed=seed),
+            "modulator_lift_coherence": coherence_claims(cos, generations, seed=seed,
+                                                         why_no_generation=why_no_generation)}
+
+
+def lift_headlines(claims: Mapping[str, Any]) -> dict:
+    """Notebook 09's headline entries from its claims: ``<kind>_lift`` (as the seed measured,
+    without the variants), ``<kind>_lift_project`` and ``encoder_cv_trained``."""
+    out = {}
+    for k, h in claims["modulator_lift"].items():
+        out[f"{k}_lift"] = {f: v for f, v in h.items() if f != "variants"}
+        out[f"{k}_lift_project"] = h["project"]
+    out["encoder_cv_trained"] = claims["modulator_lift_cv"]["project"]
+    return out

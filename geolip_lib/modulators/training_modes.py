@@ -14,10 +14,11 @@ notebook 09's seed-mode run.
 """
 from __future__ import annotations
 
+import copy
 from functools import partial
 
 from ..validation import fail
-from .hooks import attach
+from .hooks import attach, freeze
 from .objectives import definition_lemma_loss, seed_objective_available
 from .pipeline_sampling import batches, seed_training_schedule, split_indices
 from .trainer import ModulatorTrainer, run_epochs
@@ -73,3 +74,51 @@ def train_modulator(lm, matched, modulator, *, mode: str, n_epochs: int, batch_s
                             progress=progress, epoch_batches=epoch_batches)
     modulator.eval()
     return trainer, {"mode": mode, "objective": objective, "epochs": epochs, "n_train": len(tr), "n_val": len(va)}
+
+
+def seed_mode_training(lm, matched, modulator, *, enabled: bool, **train_kw) -> tuple[ModulatorTrainer | None, dict]:
+    """Notebook 09's seed-mode run: :func:`train_modulator` with ``mode="seed"`` on
+    ``modulator`` when ``enabled`` and the family has §9's objective.
+
+    Returns
+    -------
+    trainer or None, and the record ``metrics["seed_mode"]``: ``{"ran": True, mode, objective,
+    epochs, n_train, n_val, loss_history, val_history}``, or ``{"ran": False, "reason": ...}``
+    saying why it was not made (off in the profile; a family §9 did not train).
+    """
+    if not enabled:
+        return None, {"ran": False, "reason": "SEED_MODE_TRAINING = False in this profile"}
+    if not seed_objective_available(lm):
+        return None, {"ran": False, "reason": f"seed §9's objective (the unshifted target fed to T5's decoder) does "
+                                              f"not exist for the {lm.family} family: §9 trained T5 only"}
+    trainer, info = train_modulator(lm, matched, modulator, mode="seed", **train_kw)
+    return trainer, {"ran": True, **info, "loss_history": trainer.loss_history, "val_history": trainer.val_history}
+
+
+def trained_copy(lm, matched, modulator, *, requested: str | None, n_epochs: int, initial_alpha: float = 0.01,
+                 **train_kw):
+    """Notebook 10 in the seed's cell order (§8 -> §9 -> §10): a deep copy of the
+    Procrustes-initialised ``modulator``, alpha reset to ``initial_alpha`` (§9 reset it to
+    0.01), the base frozen, trained with :func:`train_modulator` in mode ``requested``.
+    ``"seed"`` on a family without §9's objective trains in ``"project"`` mode and says why
+    (``why_not_seed``); ``None`` trains nothing.
+
+    Returns
+    -------
+    the trained copy (or None), and the record ``metrics["trained"]``: ``requested``, ``ran``
+    and, when it ran, ``mode``, ``objective``, ``epochs``, ``n_train``, ``n_val``, ``final_alpha``.
+    """
+    rec: dict = {"requested": requested, "ran": False}
+    if requested is None:
+        return None, rec
+    mode = requested
+    if requested == "seed" and not seed_objective_available(lm):
+        mode = "project"
+        rec["why_not_seed"] = (f"§9's objective feeds the target to T5's decoder; the {lm.family} family has none, "
+                               "so the project's objective trained it")
+    mod = copy.deepcopy(modulator)
+    mod.set_alpha(initial_alpha)
+    freeze(lm.model)
+    _, info = train_modulator(lm, matched, mod, mode=mode, n_epochs=n_epochs, **train_kw)
+    rec.update(ran=True, **info, final_alpha=mod.alphas.detach().double().numpy())
+    return mod, rec
