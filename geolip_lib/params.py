@@ -375,18 +375,18 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
         raise ParamsError(f"{_rel(path)}: key 'id': required when source is '{mp.source}' (e.g. id: {example})")
     if mp.name != path.stem:
         raise ParamsError(f"{_rel(path)}: key 'name': '{mp.name}' must equal the file name '{path.stem}'")
-    if mp.checkpoints:  # relative to the params file's folder (a dict: to the checkout), absolute from here on
-        mp = mp.model_copy(update={"checkpoints": [str((path.parent / Path(c).expanduser()).resolve())
+    if mp.checkpoints:  # relative to the params file's folder (a dict: to the cwd), absolute from here on; links kept
+        mp = mp.model_copy(update={"checkpoints": [os.path.abspath(path.parent / Path(c).expanduser())
                                                    for c in mp.checkpoints]})
     return mp
 
 
-def checkpoint_problems(mp: ModelParams) -> list[str]:
+def checkpoint_problems(mp: ModelParams, where: Union[str, Path, None] = None) -> list[str]:
     """Why the ``checkpoints:`` of ``mp`` cannot be read, one line per folder (empty: they can):
     each must exist, be a ``save_pretrained`` folder (config.json and weights) and hold a model
     its declared family describes (:func:`directory_family_problem`). Read by preflight
     (``models.check``) and by ``geolip_lib.trajectory`` before the first checkpoint loads."""
-    where = _rel(MODELS_DIR / f"{mp.name}.yaml")
+    where = _rel(Path(where) if where else model_file(mp.name))  # the params file named in each line
     lines = []
     for i, c in enumerate(mp.checkpoints):
         d, key = Path(c), f"{where}: key 'checkpoints[{i}]'"

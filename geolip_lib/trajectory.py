@@ -67,7 +67,8 @@ def checkpoints(name_or_params: Union[str, dict, ModelParams]) -> list[Checkpoin
     another family). Each loads as ``source: local`` of that folder; each revision as the same
     hub id at that ``revision:`` (offline and uncached: the loader's one-line hub error)."""
     p = load_model_params(name_or_params)
-    problems = checkpoint_problems(p)
+    given = isinstance(name_or_params, (str, os.PathLike)) and str(name_or_params).endswith((".yaml", ".yml"))
+    problems = checkpoint_problems(p, name_or_params if given else None)
     if problems:
         raise ParamsError.of(problems)
     base = {"checkpoints": [], "revisions": []}

@@ -44,6 +44,10 @@ def hub_dir(p: ModelParams) -> Path:
 
 def hub_error(p: ModelParams, offline: bool, exc: BaseException) -> str:
     why = "HF_HUB_OFFLINE=1" if offline else f"hub unreachable: {type(exc).__name__}"
+    if p.revision:  # one checkpoint of a trajectory (revisions:): a folder per revision replaces them
+        return (f"model '{p.name}': '{p.id}' at revision '{p.revision}' is not in the Hugging Face cache and cannot "
+                f"be downloaded ({why}); download it elsewhere and list the folders under checkpoints: in "
+                f"params/models/{p.name}.yaml")
     return (f"model '{p.name}': '{p.id}' is not in the Hugging Face cache and cannot be downloaded ({why}); "
             f"download it elsewhere and set local_dir: /path/to/model in params/models/{p.name}.yaml")
 

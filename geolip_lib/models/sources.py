@@ -15,7 +15,7 @@ from transformers import AutoTokenizer
 
 from ..devices import pick_device
 from ..families import spec
-from ..params import ModelParams, directory_family_problem, load_model_params
+from ..params import ModelParams, ParamsError, checkpoint_problems, directory_family_problem, load_model_params
 from ..paths import resolve
 from . import tiny as _tiny
 from .common import (DTYPES, OPEN_CLIP_CONFIG, ModelLoadError, check_finite, has_safetensors, model_class,
@@ -154,6 +154,9 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
     """
     p = load_model_params(name_or_params)
     check_config(p.family, p.config, f"params/models/{p.name}.yaml")
+    given = isinstance(name_or_params, (str, Path)) and str(name_or_params).endswith((".yaml", ".yml"))
+    if checkpoint_problems(p, name_or_params if given else None):  # a trajectory's folders, one line each
+        raise ParamsError.of(checkpoint_problems(p, name_or_params if given else None))
     if p.source == "hub" and not p.local_dir:
         d = hub_dir(p)
         _check_family(p, d)
