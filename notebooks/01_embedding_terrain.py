@@ -46,6 +46,7 @@
 MODEL = "tiny-bert"  # a params/models/<name>.yaml name
 OUT_DIR = None  # job directory for metrics.json and PNGs; None -> reports/adhoc/<notebook>/<model>
 SEED = 0  # [0 ≤ x < 2**32] seed of every random draw in this notebook
+SEED_MODE = False  # True: every draw seeded with 42, as the seed's default_rng(42) (§1), in place of SEED
 N_COS_SAMPLE = 2000  # [2 ≤ x ≤ 100_000] rows sampled for the pairwise-cosine distribution (seed: 5000)
 N_SIMPLICES = 1000  # [2 ≤ x ≤ 10**6] pentachora drawn for the volume CV (seed: 1000)
 N_DIST_SAMPLE = 1000  # [2 ≤ x ≤ 100_000] rows sampled for Euclidean distances (seed: 2000)
@@ -54,6 +55,9 @@ RANDOM_INIT_BASELINE = True  # also measure the same architecture at random init
 N_IMAGES = 8  # [1 ≤ x ≤ 10_000] synthetic probe images for vision stacks
 MAX_LENGTH = 64  # [1 ≤ x ≤ 10**6] token truncation for the probe sentences
 N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples behind every 95 % interval
+
+# %%
+SEED = 42 if SEED_MODE else SEED  # seed mode: the seed's seed (the draws' order stays the project's)
 
 # %%
 from geolip_lib import metrics as M
