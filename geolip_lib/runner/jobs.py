@@ -119,13 +119,13 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
         specs += [(j.id or j.model or "all", j.model, j.parameters) for j in entry.jobs]
         if not entry.per_model and not entry.jobs:
             specs = [("all", None, {})]
-        seen: dict[str, int] = {}
-        for k, (job_id, _, _) in enumerate(specs):
+        seen: set[str] = set()
+        for job_id, _, _ in specs:  # one result directory per job id
             if job_id in seen:
                 problems.append(f"profile '{prof.name}': notebook {nb}: job id '{job_id}' twice (two jobs would "
                                 f"share {nb}/{job_id}/ and one would delete the other's result); give each job "
                                 f"its own id:")
-            seen.setdefault(job_id, k)
+            seen.add(job_id)
         if extra and entry.per_model and "MODEL" in notebook_parameters(nb):
             specs += [(m, m, {}) for m in extra if m not in seen]
         if notebooks and nb not in notebooks:
@@ -157,7 +157,8 @@ def is_params_path(model: str) -> bool:
     return str(model).endswith((".yaml", ".yml"))
 
 
-def check_problem(name: str, what: str):
+def check_problem(name: str, what: str) -> str | None:
+    """Why ``name`` (a command-line name) cannot name a directory, as one line (None: it can)."""
     try:
         check_name(name, f"{what} '{name}'")
     except ParamsError as exc:

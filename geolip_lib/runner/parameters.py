@@ -17,9 +17,10 @@ the parameter's valid range, a Python condition on ``x`` (the value)::
 ``=`` (it leaves it out of ``papermill --help-notebook``; ``tests/notebooks`` checks this).
 
 A condition may use the other parameters of the notebook by name (their value in the job),
-comparisons, ``and`` / ``or`` / ``not``, ``in``, ``is None``, numbers and
-strings, arithmetic (``10**7``), indexing (``x[:5]``), ``len``, ``all``, ``any`` and a generator over ``x`` — nothing
-else (checked on the parsed expression, then evaluated with no builtins). Beside the range:
+comparisons, ``and`` / ``or`` / ``not``, ``in``, ``is None``, numbers and strings, arithmetic
+(``10**7``), indexing (``x[:5]``), ``len``, ``all``, ``any`` and a generator over ``x`` —
+nothing else (checked on the parsed expression, then evaluated with no builtins). Beside the
+range:
 
 * the value has the type of the declared default (:func:`coerce_parameter`); a list's items
   have the type of the default's items;
@@ -58,7 +59,7 @@ class Declared:
 
     name: str
     default: Any  # the literal default, or EXPRESSION
-    range: Optional[str]  # the condition in the comment's leading bracket, e.g. "x >= 1"
+    range: Optional[str]  # the condition in the comment's leading bracket, e.g. "x ≥ 1"
     description: str
     line: int
 

@@ -183,8 +183,9 @@ def test_eval_size_is_named_not_batch_size(tmp_path, monkeypatch, capsys):
                     "    parameters: {EVAL_SIZE: 0}\n")
     assert run_all.main(["--profile", str(prof), "--out", str(tmp_path / "out"), "--no-pdf"]) == 2
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: profile 'p': notebook 14_triple_product_attention (job all): "
-                                                   "parameter EVAL_SIZE: 0 is outside its range [1 ≤ x ≤ 2**16]")
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: profile 'p': notebook 14_triple_product_attention (job all): parameter EVAL_SIZE: 0 is outside its "
+        "range [1 ≤ x ≤ 2**16]")
 
 
 def test_every_shipped_notebook_declares_a_range_its_defaults_satisfy():
@@ -275,7 +276,8 @@ def test_a_model_type_no_family_knows_says_add_a_family(box, capsys, models_dir,
     assert refused(box, capsys) == [
         f"error: params/models/my-mamba.yaml: key 'family': 'decoder_lm' cannot describe this model: "
         f"{w / 'config.json'} says model_type 'mamba-xyz', which no family knows; set family: any (embeddings, "
-        f"hidden states and weights; no attention analyses) or add a family (geolip_lib/README.md#adding-a-model-family)"]
+        f"hidden states and weights; no attention analyses) or add a family "
+        f"(geolip_lib/README.md#adding-a-model-family)"]
 
 
 def test_a_mistyped_local_dir_names_the_path(box, capsys, models_dir, tmp_path):
@@ -288,7 +290,8 @@ def test_a_mistyped_local_dir_names_the_path(box, capsys, models_dir, tmp_path):
 
 
 def test_a_model_no_profile_lists_runs_through_the_notebooks_that_take_a_model(box, capsys):
-    write_notebook(box.nbdir / "takes.ipynb", params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x ≥ 1] n")
+    write_notebook(box.nbdir / "takes.ipynb",
+                   params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x ≥ 1] n")
     box.write("  takes:\n    models: [tiny-t5]\n    parameters: {N: 3}\n  ok:\n    per_model: false\n")
     jobs = run_all.jobs_for_profile(str(box.profile), models=["tiny-bert"])
     assert [(j.notebook, j.job_id, j.model, j.parameters) for j in jobs] == [("takes", "tiny-bert", "tiny-bert",
@@ -354,7 +357,8 @@ def test_a_job_whose_loss_becomes_nan_fails_and_publishes_nothing(box, capsys):
 
 def test_a_params_file_given_by_path_runs_by_its_name(box, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv(params.MODEL_FILES_ENV, "")  # restored after the probe (the run sets it for its kernels)
-    write_notebook(box.nbdir / "takes.ipynb", params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x ≥ 1] n")
+    write_notebook(box.nbdir / "takes.ipynb",
+                   params="OUT_DIR = None\nMODEL = 'tiny-bert'  # a model\nN = 1  # [x ≥ 1] n")
     box.write("  takes:\n    models: [tiny-t5]\n")
     mine = tmp_path / "elsewhere" / "my-bert.yaml"
     mine.parent.mkdir()
