@@ -24,6 +24,8 @@ NOTEBOOKS = ("01_embedding_terrain", "02_weight_topology", "06_qk_operators")
 MODELS = families.tiny_type_models()
 CASES = [(d["family"], d["config"].get("model_type", d["family"]), name) for name, d in MODELS.items()]
 IDS = [name[len(families.TINY_TYPE_PREFIX):] for name in MODELS]
+CASES.append(("any", "gpt_neo", "tiny-any"))  # a model_type no family knows (§3): 01 and the matrix battery
+IDS.append("any-gpt_neo")
 
 
 @pytest.fixture(scope="session")
@@ -53,4 +55,10 @@ def test_notebooks_run(fam, mt, name, family_runs):
     assert m02["metrics"]["battery"]["unclassified_2d"] == [], "notebook 02: weights the adapter left unclassified"
     m06 = json.loads((runs["06_qk_operators"].job_dir / "metrics.json").read_text())
     groups = {g["group"] for g in m06["metrics"]["measure"]["groups"]}
-    assert groups, "notebook 06 measured no attention group"
+    if fam == "any":  # the attention sections are skipped, each naming the adapter that would enable it
+        assert not groups and m02["metrics"]["battery"]["n_params"] > 0
+        for nb in ("02_weight_topology", "06_qk_operators"):
+            text = (runs[nb].job_dir / "executed.ipynb").read_text(encoding="utf-8")
+            assert "would enable it" in text and "'gpt_neo'" in text, f"{nb}: no skip line naming the adapter"
+    else:
+        assert groups, "notebook 06 measured no attention group"
