@@ -310,6 +310,8 @@ def model_problems(name: str) -> list[str]:
         check_config(mp.family, mp.config, f)
     except ParamsError as exc:
         return exc.lines
+    if mp.checkpoints and _params.checkpoint_problems(mp, own):  # a trajectory's folders (issue 24 §4)
+        return _params.checkpoint_problems(mp, own)
     raw, key = (mp.local_dir, "local_dir") if mp.local_dir else ((mp.id, "id") if mp.source == "local" else (None, ""))
     if raw:
         d = resolve(raw)

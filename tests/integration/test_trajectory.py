@@ -155,3 +155,29 @@ def test_notebooks_give_the_trajectory_and_the_report_shows_it(tmp_path, ckpt_di
     index = (out / "index.html").read_text()
     for nb in ("01_embedding_terrain", "02_weight_topology"):
         assert f"{nb}/{NAME}/trajectory.png" in index, f"{nb}'s trajectory figure is not among the report's key figures"
+
+
+def test_report_picks_a_trajectory_beside_a_lead_model(tmp_path):
+    from geolip_lib.report.records import JobRecord
+    from geolip_lib.report.sections import key_figures
+
+    figs = lambda *names: {"figures": [{"file": f"{n}.png", "title": n, "key": True} for n in names]}  # noqa: E731
+    lead = JobRecord("01_embedding_terrain", "all-minilm-l6-v2", tmp_path, figs("terrain_map", "headline_nulls"))
+    ck = JobRecord("01_embedding_terrain", NAME, tmp_path, figs("terrain_map", "trajectory", "headline_nulls"))
+    picked = [(r.job_id, f["file"]) for r, f in key_figures([lead, ck])]
+    assert picked == [("all-minilm-l6-v2", "terrain_map.png"), ("all-minilm-l6-v2", "headline_nulls.png"),
+                      (NAME, "trajectory.png")]
+
+
+def test_run_all_refuses_a_bad_checkpoint_folder_before_any_kernel(tmp_path, capsys, ckpt_dirs):
+    import run_all
+
+    f = _write(tmp_path, f"family: gpt2\nsource: local\nlocal_dir: {ckpt_dirs[-1]}\ncheckpoints: [nowhere, {ckpt_dirs[0]}]\n")
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: p\nnotebooks:\n  02_weight_topology:\n    models: [tiny-bert]\n")
+    out = tmp_path / "out"
+    assert run_all.main(["--profile", str(prof), "--models", str(f), "--out", str(out), "--no-pdf"]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert lines == [f"error: {f}: key 'checkpoints[0]': folder {tmp_path / 'params' / 'nowhere'} does not exist "
+                     f"(a relative path is read from the params file's folder)"], lines
+    assert not out.exists()
