@@ -38,9 +38,17 @@ def test_notebook_clean_parametrized_and_paired(path):
     assert strip(paired.cells) == strip(nb.cells), f"{path.name} and {py.name} differ: run `make notebooks`"
 
 
+# Profiles that run a few notebooks on purpose (families: 01/02/06 on every model family, CI's
+# second step); every other profile makes a whole findings report and must cover every notebook.
+FOCUSED_PROFILES = {"families"}
+
+
 @pytest.mark.parametrize("profile", profile_names())
 def test_profiles_validate_and_cover_every_notebook(profile):
     prof = load_profile(profile)
+    if profile in FOCUSED_PROFILES:  # validated above; it runs a few notebooks on purpose
+        assert prof.notebooks
+        return
     missing = [p.stem for p in NOTEBOOKS if p.stem not in prof.notebooks]
     assert not missing, f"profile {profile} lacks {missing}"
 
