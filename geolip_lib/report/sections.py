@@ -61,6 +61,16 @@ def _cell(h: dict) -> str:
         parts.append(f"<span class='null' title='{html.escape(iv.get('method') or '', quote=True)}'>(no interval)</span>")
     elif isinstance(v, (int, float)) and lo is not None and hi is not None and not lo <= v <= hi:
         parts[0] = parts[0].replace("</span>", f" {BIAS_MARK}</span>", 1)
+    # what kind of number it is (issue 22 §1): an exact value says over what; a bias-corrected
+    # estimate names its plug-in; a value the weight shapes force is marked and kept out of verdicts
+    if (h.get("kind") or iv.get("kind")) == "exact" and v is not None:
+        parts.append(f"<span class='kind exact'>{html.escape(iv.get('method') or 'exact')}</span>")
+    if h.get("plug_in") is not None:
+        pv = format_value(h.get("plug_in"), None, h.get("fmt"))
+        parts.append(f"<span class='kind'>plug-in {html.escape(pv)}</span>")
+    if h.get("forced_by_shape"):
+        parts.append(f"<span class='kind forced' title='{html.escape(str(h['forced_by_shape']), quote=True)}'>"
+                     "forced by shape</span>")
     for kind, n in (h.get("nulls") or {}).items():
         if n is None or n.get("value") is None:
             continue

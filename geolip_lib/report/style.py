@@ -38,6 +38,7 @@ table.composite{border-collapse:collapse;font-size:.86em;margin:.6em 0 1em}
 table.composite th,table.composite td{border:1px solid #ccd;padding:.25em .5em;text-align:right;vertical-align:top}
 table.composite th{background:#eef;text-align:center}table.composite td.model{text-align:left;font-weight:600}
 span.null{display:block;color:#666;font-size:.85em}div.tablewrap{overflow-x:auto;max-width:100%}span.null.sep{color:#1a6b2a}
+span.kind{display:block;color:#555;font-size:.78em;font-style:italic}span.kind.forced{color:#6a3d9a;font-weight:700;font-style:normal}
 .fail{color:#b00}.problem{color:#8a5a00;font-size:.9em}.note{color:#555;font-size:.9em}.question{margin:.3em 0 .8em}
 a{color:#2a5db0}.figs{display:flex;flex-wrap:wrap;gap:12px;margin:.5em 0}
 figure.thumb{margin:0;width:370px}figure.thumb img{width:100%;border:1px solid #ccd}

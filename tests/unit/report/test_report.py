@@ -180,3 +180,19 @@ def test_stale_reasons_cover_model_params_and_library(built, monkeypatch):
     groups = report.collect(built["out"])  # the report names the broken file instead of crashing
     bad = [r for r in groups["fig"] if not r.ok]
     assert bad and "metrics.json" in bad[0].error and "unreadable" in bad[0].error
+
+
+def test_a_cell_says_what_kind_of_number_it_shows():
+    """Issue 22: an exact value says over what (no brackets), a bias-corrected estimate names its
+    plug-in, and a value the weight shapes force is marked, in the index's and the PDF's tables."""
+    from geolip_lib import results
+    from geolip_lib.report.sections import _cell
+
+    exact = results.headline(0.781, interval="exact", over="6 Q matrices", fmt=".3f")
+    html_exact = _cell(exact)
+    assert "exact (all 6 Q matrices)" in html_exact and "[" not in html_exact.split("</span>")[0]
+    sampled = results.headline(204.9, interval=(203.0, 207.0), plug_in=201.5, fmt=".1f")
+    assert "plug-in 201.5" in _cell(sampled) and "exact" not in _cell(sampled)
+    forced = results.headline(0.5, interval="exact", over="64 eigenvalues",
+                              forced_by_shape="2·n_kv·head_dim ≤ d (GQA)")
+    assert "forced by shape" in _cell(forced) and "GQA" in _cell(forced)
