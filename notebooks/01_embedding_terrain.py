@@ -97,12 +97,7 @@ print(f"{lm.name} ({lm.family}): {'token' if lm.is_text else 'position'} embeddi
 # of the null would land. The tables below show the first seed of each null.
 
 # %%
-def init_table(k):  # random-init table of init seed k (k = 0 is the twin above)
-    if twin is None:
-        return None
-    return E_init if k == 0 else lm.random_init(seed=lm.params.seed + 1 + k).input_embeddings()
-
-
+init_table = probes.uncertainty.random_init_tables(lm, twin)  # k -> random-init table of init seed k (0: twin)
 null_dist = probes.uncertainty.null_distributions(
     E, init_table, n_seeds=M.intervals.N_NULL_SEEDS, n_cos=N_COS_SAMPLE, n_simplices=N_SIMPLICES, pca_rows=PCA_ROWS,
     seed=SEED, tokenizer=lm.tokenizer if lm.is_text else None, n_boot=N_BOOT)
@@ -176,6 +171,12 @@ pr_iv = {k: probes.pr_interval(T, PCA_ROWS, SEED, n_boot=N_BOOT) for k, T in mat
 metrics.update({"eigenspectrum" + ("" if k == "embedding" else f"_{k}"): e for k, e in eig.items()})
 job.table(probes.tables.eigen_frame(eig, pr_iv), caption=f"Eigenspectrum of the centred covariance (D = {D_})",
           formats={"PR / D": "{:.3f}", "top share": "{:.1%}", "rows": "{:,}"})
+
+# %% [markdown]
+# The headline PR and PR / D: the table's own PR when every row is used (exact), else the
+# bias-corrected estimate with its interval and the plug-in beside it.
+
+# %%
 pr_est = probes.uncertainty.pr_estimate(E, PCA_ROWS, SEED, n_boot=N_BOOT)  # exact on every row, else bias-corrected
 if pr_est["interval"] == "exact":
     pr_est["value"] = eig["embedding"]["pr"]  # the table's own number (same rows), not a second route to it

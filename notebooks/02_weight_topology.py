@@ -174,7 +174,7 @@ job.table(by_stack, caption=f"Fraction |w| {thr} per (stack/attn, role), 95 % bo
 # %%
 qk = res.qk["layers"]
 if qk.empty:
-    print(families.attention_skipped(lm, "QK manifold"))  # family any: which adapter would enable it
+    print(f"{families.attention_skipped(lm, 'QK manifold')}")  # a sentence; family any: which adapter would enable it
 else:
     print(f"{QK_BALANCE_STATEMENT}")
     job.table(T.qk_layers(res, SHOW_LAYERS), caption=f"QK sign counts per layer (first {SHOW_LAYERS} per group): "
@@ -223,7 +223,7 @@ else:
 # %%
 cl = T.cross_layer_overview(summary, null)
 if lm.spec.shared_layers:  # ALBERT: one stored layer runs at every depth
-    print(lm.spec.shared_layers)
+    print(f"{lm.spec.shared_layers}")  # the family's sentence on its shared layer
 if cl.empty:
     print(f"{MODEL}: fewer than two layers per role — cross-layer correlation skipped.")
 else:

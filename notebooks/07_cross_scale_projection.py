@@ -326,10 +326,7 @@ if metrics["applicable"]:
     headline = {
         "variance_retained": results.headline(var_value, interval=var_iv, plug_in=var_plug,
             over=f"{len(pca_rows)} rows" if len(pca_rows) >= V else "components", label="PCA variance retained",
-            nulls={"isotropic": d_small / E_large.shape[1]}, fmt=".3f",
-            note="An isotropic table keeps d_small / d_large of its variance. On a row sample the value is the "
-                 "bias-corrected estimate (the centre of the basic interval) and the plug-in is recorded beside it: a "
-                 "PCA of a finite sample overstates its top components' share."),
+            nulls={"isotropic": d_small / E_large.shape[1]}, fmt=".3f", note=al.VARIANCE_RETAINED_NOTE),
         "cos_heldout": results.headline(float(cos_test.mean()), interval=cos_iv, label="held-out cosine", fmt=".4f",
             nulls={"shuffled": {"value": float(cos_null.mean()), "interval": cos_null_iv}}),
         "relational_r": results.headline(rel["r"], interval=rel_iv, label="relational r", fmt=".4f",

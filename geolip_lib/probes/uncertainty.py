@@ -84,6 +84,21 @@ def _pr_trace(X: torch.Tensor) -> float:
     return float(torch.trace(C) ** 2 / (C * C).sum())
 
 
+def random_init_tables(lm: Any, twin: Any = None):
+    """``init_table(k)`` for :func:`null_distributions`: the input-embedding table of ``lm``'s
+    architecture at random init with init seed ``lm.params.seed + 1 + k`` (``k = 0`` is
+    ``twin``, the notebook's ``lm.random_init()``, reused rather than built again). Returns
+    ``None`` when ``twin`` is ``None`` (no random-init null)."""
+    if twin is None:
+        return None
+    first = twin.input_embeddings()
+
+    def init_table(k: int):
+        return first if k == 0 else lm.random_init(seed=lm.params.seed + 1 + k).input_embeddings()
+
+    return init_table
+
+
 def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_SEEDS, n_cos: int | None = 2000,
                        n_simplices: int = 1000, pca_rows: int | None = None, seed: int = 0, tokenizer: Any = None,
                        n_boot: int = N_BOOT) -> dict:
@@ -296,7 +311,7 @@ def dimension_note(label: str, value: float | None, interval: Interval | Mapping
             f"({', '.join(close)}): the dimension, not training, sets it.")
 
 
-__all__ = ["pr_estimate", "null_distributions", "CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
+__all__ = ["pr_estimate", "null_distributions", "random_init_tables", "CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
            "pr_interval", "ratio_of_means", "scale_interval", "token_cosine_interval", "volume_ratio_interval",
            "weighted_digit_corr", "token_range_intervals", "encoder_decoder_intervals", "CLAIM_NULLS",
            "cv_definition_note"]

@@ -31,7 +31,7 @@ variance share (:mod:`geolip_lib.metrics.intervals` does the resampling).
 from __future__ import annotations
 
 from ..metrics.sampling import anchor_test_split
-from .agreement import (paired_pearson, paired_volumes, pairwise_cosine, percentiles, relational_correlation,
+from .agreement import (VARIANCE_RETAINED_NOTE, paired_pearson, paired_volumes, pairwise_cosine, percentiles, relational_correlation,
                         residual_spectrum, row_cosine, threshold_fractions, variance_retained_interval,
                         weighted_relational_r)
 from .fit import PCA, Procrustes, pca_fit, pca_transform, procrustes_apply, procrustes_fit, relative_residual
@@ -40,7 +40,7 @@ from .modes import PROCRUSTES_MODES, compare_procrustes_modes, procrustes_modes_
 #: the anchor / held-out split (:func:`geolip_lib.metrics.sampling.anchor_test_split`), by its old name
 split_indices = anchor_test_split
 
-__all__ = ["PCA", "pca_fit", "pca_transform", "Procrustes", "procrustes_fit", "procrustes_apply",
+__all__ = ["VARIANCE_RETAINED_NOTE", "PCA", "pca_fit", "pca_transform", "Procrustes", "procrustes_fit", "procrustes_apply",
            "row_cosine", "pairwise_cosine", "relational_correlation", "residual_spectrum",
            "threshold_fractions", "percentiles", "anchor_test_split", "split_indices", "paired_volumes",
            "paired_pearson", "weighted_relational_r", "variance_retained_interval", "relative_residual",

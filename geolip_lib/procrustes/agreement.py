@@ -18,7 +18,7 @@ from ..metrics.simplex import cayley_menger_volume_sq
 from ..validation import check_positive_int, fail
 from .fit import _np64
 
-__all__ = ["row_cosine", "pairwise_cosine", "relational_correlation", "residual_spectrum",
+__all__ = ["VARIANCE_RETAINED_NOTE", "row_cosine", "pairwise_cosine", "relational_correlation", "residual_spectrum",
            "threshold_fractions", "percentiles", "paired_volumes", "paired_pearson",
            "weighted_relational_r", "variance_retained_interval"]
 
@@ -171,6 +171,11 @@ def weighted_relational_r(A, B):
         return (sab - sa * sb) / np.sqrt((saa - sa * sa) * (sbb - sb * sb))
 
     return stat
+
+
+VARIANCE_RETAINED_NOTE = ("An isotropic table keeps d_small / d_large of its variance. On a row sample the value is the "
+                          "bias-corrected estimate (the centre of the basic interval) and the plug-in is recorded beside "
+                          "it: a PCA of a finite sample overstates its top components' share.")  # notebook 07's headline
 
 
 def variance_retained_interval(X, n_components: int, *, seed: int = 0, n_boot: int | None = None):
