@@ -89,14 +89,12 @@ with warnings.catch_warnings():
     ops = operators.measure_model(lm, top_k=TOP_K, groups=GROUPS, meta={"model": MODEL, "variant": "trained"})
     t_measure = time.perf_counter() - t0
     # the null is a distribution: the random-init twin with N_NULL_SEEDS init seeds (params.seed + 1 + k)
-    null_ops_seeds = [operators.measure_model(lm.random_init_weights(seed=lm.params.seed + 1 + k, max_params=TWIN_MAX_PARAMS),
-                                              config=lm.config, family=lm.family, top_k=TOP_K, groups=GROUPS,
-                                              meta={"model": MODEL, "variant": "random_init", "init_seed": k})
-                      for k in range(M.intervals.N_NULL_SEEDS if RANDOM_INIT_BASELINE else 0)]
+    null_ops_seeds = operators.measure_null_over_seeds(lm, M.intervals.N_NULL_SEEDS if RANDOM_INIT_BASELINE else 0,
+                                                       top_k=TOP_K, groups=GROUPS, max_params=TWIN_MAX_PARAMS, model=MODEL)
     null_ops = null_ops_seeds[0] if null_ops_seeds else {}  # the first seed is the one tables and figures show
 t_null = time.perf_counter() - t0 - t_measure
 if not ops:
-    print(families.attention_skipped(lm, "QK-operator probe", "no query/key weights found"))
+    print(f"{families.attention_skipped(lm, 'QK-operator probe', 'no query/key weights found')}")
 metrics["measure"] = {"groups": tables.group_rows(ops)}  # timings are printed, not recorded: metrics.json stays deterministic
 print(f"Measured in {t_measure:.2f} s (random init {t_null:.2f} s).")
 job.table(pd.DataFrame(metrics["measure"]["groups"]), caption="Attention groups measured", index=False)

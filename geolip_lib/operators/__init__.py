@@ -20,4 +20,4 @@ from .analyse import (analyse, depth_bands, fraction_positive, headline_samples,
 from .factored import (dense_layer_gram, dense_operators, dense_sym_eigvals, kv_head_index,
                        layer_gram, operator_fro_sq, split_heads, stack_layers, sym_eig)
 from .measure import QKOperators, load, measure_layers, save
-from .model import attention_groups, load_group_weights, measure_model
+from .model import attention_groups, load_group_weights, measure_model, measure_null_over_seeds

@@ -18,7 +18,7 @@ from ..models.adapters import catalog
 from ..weights import TensorStore
 from .measure import QKOperators, measure_layers
 
-__all__ = ["attention_groups", "measure_model", "load_group_weights"]
+__all__ = ["attention_groups", "measure_model", "measure_null_over_seeds", "load_group_weights"]
 
 
 def attention_groups(source: Any, config: Any = None, family: str | None = None) -> dict:
@@ -117,3 +117,20 @@ def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None =
                                    layers=[b.layer if b.layer is not None else i for i, b in enumerate(blocks)],
                                    group=name, meta=m, progress=progress)
     return out
+
+
+def measure_null_over_seeds(lm: Any, n_seeds: int, *, top_k: int = 8, groups: Sequence[str] | None = None,
+                            max_params: int | None = None, model: str | None = None) -> list[dict]:
+    """The random-init null as a distribution: :func:`measure_model` on ``lm``'s architecture
+    at random init, once per init seed ``lm.params.seed + 1 + k`` for ``k < n_seeds``
+    (``lm.random_init_weights``, generated tensor by tensor above ``max_params`` parameters).
+
+    Returns one ``{group: QKOperators}`` per seed, in seed order (``[]`` when ``n_seeds`` is 0);
+    each result's meta records ``model``, ``variant="random_init"`` and ``init_seed=k``.
+    """
+    kw = {} if max_params is None else {"max_params": max_params}
+    return [measure_model(lm.random_init_weights(seed=lm.params.seed + 1 + k, **kw), config=lm.config,
+                          family=lm.family, top_k=top_k, groups=groups,
+                          meta={"model": model if model is not None else lm.name, "variant": "random_init",
+                                "init_seed": k})
+            for k in range(n_seeds)]
