@@ -267,7 +267,10 @@ job.figure(plots.random_init_comparison(res, null_res, title=MODEL), "random_ini
 # notebook): Q sparsity per stack/attn (over every Q weight: exact); the QK balance of
 # cross- and self-attention groups in the seed's form (mean over every layer of n_pos /
 # inner: exact; marked "forced by shape" under grouped-query attention) with the project's
-# form beside it; the adjacent-layer cosine of attention weights; the
+# form beside it; the adjacent-layer cosine of attention weights (the project's pooling of
+# Q, K, V and O, scope `attention`) and, beside it, seed §5's pooling of self-attention Q
+# and K (or the fused QKV tensor whole) and the MLP up projection (scope
+# `seed:q,k,qkv,mlp_up`, `weights.tables.claims.seed_cross_layer`); the
 # number of mixed relative-position heads per stack (seed's raw-bucket rule; the project's
 # distance-class rule beside it). Each beside the random-init copy.
 

@@ -12,7 +12,12 @@ from ...models.store import TensorStore
 from ._common import progress_bar
 
 
-def cross_layer(store: TensorStore, cat: Catalog, roles: Sequence[str] = MATRIX_ROLES, *,
+# every matrix role, plus the fused QKV tensor whole (its q/k/v views are in MATRIX_ROLES): seed §5's
+# cross_layer_correlation pools self_attn_qkv, the fused tensor flattened (weights.tables.claims)
+CROSS_LAYER_ROLES = MATRIX_ROLES + ("qkv",)
+
+
+def cross_layer(store: TensorStore, cat: Catalog, roles: Sequence[str] = CROSS_LAYER_ROLES, *,
                 chunk_bytes: int = 64 << 20, progress: bool = False) -> dict:
     """Cosine similarity between layers of the flattened weights of each role.
 

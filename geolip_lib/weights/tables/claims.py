@@ -30,6 +30,36 @@ def _null(null, value_of, legacy_interval=None) -> Optional[dict]:
     return {RANDOM: {"value": value_of(null), "interval": legacy_interval() if legacy_interval else None}}
 
 
+#: seed §5's cross_layer_correlation weight types in the catalog's roles (mlp_up is mlp_in)
+SEED_CROSS_LAYER_ROLES = ("q", "k", "qkv", "mlp_in")
+SEED_CROSS_LAYER_SCOPE = "seed:q,k,qkv,mlp_up"
+
+
+def seed_cross_layer(summary: Optional[Mapping]) -> tuple[Optional[float], int, int]:
+    """Seed §5's pooling of the adjacent-layer cosine: ``(value, groups, adjacent pairs)``.
+
+    The seed printed ``adj_mean`` (the mean cosine of the flattened weights of adjacent layers)
+    for each of self_attn_q, self_attn_k, self_attn_qkv and mlp_up; pooled here as the mean of
+    those per-group means over every (stack, role) group the battery found (``summary
+    ["cross_layer"]``): self-attention ``q`` and ``k``, or — where a stack stores them fused —
+    the fused ``qkv`` tensor whole (the seed's catalog had either, never both), and every
+    ``mlp_in``. The seed's catalog ran each weight type over all stacks together, sorted by
+    layer; here each stack is its own group (adjacent layers of one stack), as for the
+    project's Q, K, V, O pooling (``cross_layer_attn_adj_mean``).
+    """
+    cl = (summary or {}).get("cross_layer") or {}
+    fused = {k.rsplit("/", 1)[0] for k in cl if k.endswith("/qkv")}
+    vals, pairs = [], 0
+    for key, d in cl.items():
+        stack, attn, role = key.split("/")
+        if role not in SEED_CROSS_LAYER_ROLES or (role != "mlp_in" and attn != "self") \
+                or (role in ("q", "k") and f"{stack}/{attn}" in fused):
+            continue
+        vals.append(d["adj_mean"])
+        pairs += len(d["layers"]) - 1
+    return _mean(vals), len(vals), pairs
+
+
 def _qk_claim(summary: Mapping, null, scope: str, *, seed: int, n_boot: int) -> dict:
     """The QK balance of one ``stack/attn`` group: the seed's form (value) and the project's ("project").
 
@@ -87,7 +117,8 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
           ``project``: the same for the balance of sym(W_Qᵀ W_K); ``forced_by_shape`` where the
           shapes force 0.5 (grouped-query attention);
         - ``cross_layer_corr`` scope ``attention``: mean adjacent-layer cosine of the attention
-          weights (the headline ``cross_layer_adj``), over every adjacent pair;
+          weights (the headline ``cross_layer_adj``), over every adjacent pair; scope
+          ``seed:q,k,qkv,mlp_up``: seed §5's pooling (:func:`seed_cross_layer`);
         - ``position_crystallization`` per stack with a relative position bias: the number of
           mixed heads by the seed's raw-bucket rule (a count), ``n_heads``; ``project``: by the
           distance-class rule.
@@ -135,6 +166,16 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
         claims["cross_layer_corr"] = {"attention": results.headline(
             summary["cross_layer_attn_adj_mean"], interval="exact", over=f"{n_pairs} adjacent layer pairs",
             nulls=nulls, label="adjacent-layer cos (attn)", fmt=".4f", note=NOTES["cross_layer_adj"])}
+    v, n_groups, n_pairs = seed_cross_layer(summary)
+    if v is not None:  # seed §5's pooling, beside the project's (scope "attention")
+        claims.setdefault("cross_layer_corr", {})[SEED_CROSS_LAYER_SCOPE] = results.headline(
+            v, interval="exact", over=f"{n_groups} weight groups, {n_pairs} adjacent layer pairs",
+            nulls={k: e for k, e in _null(null, lambda n: seed_cross_layer(n)[0]).items()
+                   if e is not None and e.get("value") is not None},
+            label="adjacent-layer cos (seed: q, k, qkv, mlp_up)", fmt=".4f",
+            note="Seed §5's pooling: the mean over groups of each group's mean adjacent-layer cosine of the "
+                 "flattened weights, for self-attention Q and K (or the fused QKV tensor whole) and the MLP up "
+                 "projection; every layer pair: exact. " + NOTES["cross_layer_adj"])
     pb = summary.get("position_bias") or {}
     if pb:
         claims["position_crystallization"] = {}

@@ -87,11 +87,29 @@ def test_battery_claims_record_the_seed_definition_with_the_project_beside_it(to
     den = it["encoder/self"]["q"]["den"] + it["decoder/self"]["q"]["den"]
     assert pooled["value"] == pytest.approx(sum(num) / sum(den)) and "6 self-attention Q matrices" in \
         pooled["interval"]["method"]
+    # seed §5's pooling beside the project's: mean over groups of adj_mean of self-attention q, k and mlp_in
+    sc = c["cross_layer_corr"]["seed:q,k,qkv,mlp_up"]
+    want = [d["adj_mean"] for (_, a, r), d in res.cross.items() if r == "mlp_in" or (a == "self" and r in "qk")]
+    assert len(want) == 2 * 2 + 2 and sc["value"] == pytest.approx(np.mean(want))  # 2 stacks × (q, k) + 2 mlp_in
+    assert sc["nulls"]["random init"]["value"] == pytest.approx(T.claims.seed_cross_layer(n)[0])
+    assert "6 weight groups, 12 adjacent layer pairs" in sc["interval"]["method"]
     tab = T.claims_table(c)
-    assert len(tab) == 4 + 1 + 2 + 1 + 2 and not tab["seed definition"].isna().any()
+    assert len(tab) == 4 + 1 + 2 + 2 + 2 and not tab["seed definition"].isna().any()
     # the claim is defined at |w| < 0.1: a battery without that threshold records no q_sparsity
     s2 = dict(s, qkv_sparsity_threshold="<0.01")
     assert "q_sparsity" not in T.battery_claims(s2, T.headline_items(res), T.stack_items(res))
+
+
+def test_seed_cross_layer_pools_q_k_or_the_fused_qkv_and_mlp_up():
+    layers3 = [0, 1, 2]
+    cl = {"vision/self/q": {"adj_mean": 0.1, "layers": layers3},  # a view of the fused tensor: the qkv group counts
+          "vision/self/qkv": {"adj_mean": 0.3, "layers": layers3},
+          "vision/-/mlp_in": {"adj_mean": 0.5, "layers": layers3}, "vision/-/mlp_out": {"adj_mean": 0.7, "layers": layers3},
+          "text/self/q": {"adj_mean": -0.2, "layers": [0, 1]}, "text/self/v": {"adj_mean": 0.8, "layers": [0, 1]},
+          "decoder/cross/k": {"adj_mean": 0.9, "layers": layers3}}
+    v, groups, pairs = T.claims.seed_cross_layer({"cross_layer": cl})
+    assert (groups, pairs) == (3, 2 + 2 + 1) and v == pytest.approx((0.3 + 0.5 - 0.2) / 3)
+    assert T.claims.seed_cross_layer({}) == (None, 0, 0)
 
 
 def test_cross_model_stack_rows_headlines_and_figure(toy):
@@ -140,3 +158,21 @@ def test_seed_values_beside_a_measurement_on_the_same_key(toy):
     assert rows[("t5-small", "decoder", "mixed position heads")]["measured"] == s["position_bias"]["decoder"]["mixed_seed"]
     assert T.seed_vs_measured({"tiny-t5": (s, None)}).empty
     assert pd.api.types.is_string_dtype(T.seed_reported_stacks()["stack/attn"])
+
+
+def test_seed_cross_layer_reads_the_fused_qkv_tensor_whole():
+    """A fused-QKV model (GPT-NeoX): the battery's cross-layer cosine of the whole fused tensor is
+    the seed's self_attn_qkv adjacent-layer cosine, recomputed here from the flattened weights."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    cfg = GPTNeoXConfig(vocab_size=64, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=32, max_position_embeddings=32)
+    torch.manual_seed(0)
+    sd = GPTNeoXForCausalLM(cfg).state_dict()
+    res = run_battery(TensorStore(sd), config=cfg.to_dict(), family="gpt_neox", device="cpu")
+    W = [sd[f"gpt_neox.layers.{i}.attention.query_key_value.weight"].double().flatten() for i in range(3)]
+    qkv = np.mean([float(W[i] @ W[i + 1] / W[i].norm() / W[i + 1].norm()) for i in range(2)])
+    assert res.cross[("decoder", "self", "qkv")]["adj_mean"] == pytest.approx(qkv, abs=1e-12)
+    v, groups, pairs = T.claims.seed_cross_layer(res.summary())  # the fused qkv and mlp_in, not the q/k views
+    assert (groups, pairs) == (2, 4)
+    assert v == pytest.approx((qkv + res.cross[("decoder", None, "mlp_in")]["adj_mean"]) / 2)
