@@ -152,6 +152,29 @@ def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_
             for key, by in vals.items()}
 
 
+def pentachoron_cv_nulls(X: Any, n_simplices: int = 1000, seed: int = 0, *,
+                         n_seeds: int = M.intervals.N_NULL_SEEDS) -> dict:
+    """The dimension-only nulls of the pentachoron CV of ``X`` as distributions over their seeds,
+    drawn as :func:`null_distributions` draws them (same seeds, same ``n_simplices`` and draw
+    ``seed``): an isotropic Gaussian of ``X``'s shape and total variance
+    (``gaussian_like(X, seed + 1 + 10k)``) and points uniform on the unit sphere of ``X``'s
+    dimension (``sphere_like(X, seed + 2 + 10k)``), for ``k < n_seeds``.
+
+    Returns ``{"gaussian": ..., "unit sphere": ...}`` (:data:`CLAIM_NULLS` names), each
+    ``null_over_seeds`` (mean and 95 % prediction interval over the seeds). For a table with
+    no model of its own to re-initialise (notebook 07's PCA-projected table).
+    """
+    t = X if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X))
+    scale = M.matched_scale(t)  # once, as null_distributions
+    vals: dict = {"gaussian": [], "sphere": []}
+    for k in range(n_seeds):
+        vals["gaussian"].append(M.pentachoron_cv(M.gaussian_like(t, seed=seed + 1 + 10 * k, scale=scale), n_simplices,
+                                                 seed=seed).cv)
+        vals["sphere"].append(M.pentachoron_cv(M.sphere_like(t, seed=seed + 2 + 10 * k), n_simplices, seed=seed).cv)
+    what = {"gaussian": "Gaussian seeds", "sphere": "sphere seeds"}
+    return {CLAIM_NULLS[kind]: M.intervals.null_over_seeds(v, what=f"{len(v)} {what[kind]}") for kind, v in vals.items()}
+
+
 def mean_cosine_interval(E: Any, n_sample: int | None = 2000, seed: int = 0, *,
                          n_boot: int = N_BOOT) -> Interval:
     """Interval of the mean pairwise cosine over the rows ``cosine_stats(E, n_sample, seed)`` drew.
@@ -311,7 +334,7 @@ def dimension_note(label: str, value: float | None, interval: Interval | Mapping
             f"({', '.join(close)}): the dimension, not training, sets it.")
 
 
-__all__ = ["pr_estimate", "null_distributions", "random_init_tables", "CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
+__all__ = ["pr_estimate", "null_distributions", "random_init_tables", "pentachoron_cv_nulls", "CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
            "pr_interval", "ratio_of_means", "scale_interval", "token_cosine_interval", "volume_ratio_interval",
            "weighted_digit_corr", "token_range_intervals", "encoder_decoder_intervals", "CLAIM_NULLS",
            "cv_definition_note"]

@@ -147,6 +147,23 @@ def test_02_claims_read_back_against_an_independent_computation(run_notebook):
     assert cl["value"] == m["headline"]["cross_layer_adj"]["value"]
     assert cl["interval"] == m["headline"]["cross_layer_adj"]["interval"]
     assert cl["nulls"]["random init"]["per_seed"][0] == n["cross_layer_attn_adj_mean"]
+    # the seed's pooling (§5 cross_layer_correlation): adjacent-layer cosine of the flattened self-attention Q, K
+    # and MLP up (wi) weights per stack, mean over those 6 groups; recomputed with numpy, read by claims.evaluate
+    def adj(fmt):
+        a, b = (P[fmt.format(i)].ravel() for i in range(2))
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+    groups = [f"{st}.block.{{}}.layer.0.SelfAttention.{r}.weight" for st in ("encoder", "decoder") for r in "qk"] + \
+        ["encoder.block.{}.layer.1.DenseReluDense.wi.weight", "decoder.block.{}.layer.2.DenseReluDense.wi.weight"]
+    sc = c["cross_layer_corr"]["seed:q,k,qkv,mlp_up"]
+    assert sc["value"] == pytest.approx(np.mean([adj(g) for g in groups]), abs=1e-9)
+    assert sc["kind"] == "exact" and sc["interval"]["method"] == "exact (all 6 weight groups, 6 adjacent layer pairs)"
+    assert len(sc["nulls"]["random init"]["per_seed"]) == 5
+    from geolip_lib import claims
+    from geolip_lib.claims import NOT_TESTED
+
+    rows = [r for r in claims.evaluate(Path(m["_job_dir"]).parents[1]) if r["claim"] == "cross_layer_corr"
+            and r["model"] == "tiny-t5" and r["scope"] == "seed:q,k,qkv,mlp_up"]
+    assert len(rows) == 1 and rows[0]["verdict"] != NOT_TESTED and rows[0]["value"] == pytest.approx(sc["value"])
     # position crystallization: mixed heads by the seed's raw-bucket rule, counted from the bias tables
     pc = c["position_crystallization"]
     assert set(pc) == {"encoder", "decoder"}

@@ -143,3 +143,23 @@ def test_seed_comparable_mode_is_labelled_and_agrees_with_the_project_sections(r
         for key, e in mode.items():
             assert e["interval"]["lo"] <= e["value"] <= e["interval"]["hi"], key
     assert h["cos_heldout_seed"]["label"] == "held-out cosine (seed: rotation only)"
+
+
+def test_pca_projected_pentachoron_cv_is_the_claims_record(run):
+    """metrics.claims.pentachoron_cv.pca_projected (seed §13b): the CV of the PCA projection equals
+    that of the aligned projection on the same simplices (a CV ignores rotation, scale and shift),
+    carries its dimension-only nulls, and claims.evaluate reads it as measured."""
+    from geolip_lib import claims
+    from geolip_lib.claims import NOT_TESTED
+
+    m, p = run["metrics"], run["parameters"]
+    h = m["claims"]["pentachoron_cv"]["pca_projected"]
+    assert m["pentachoron"]["n_valid"] == p["N_SIMPLICES"]  # every set valid: the two CVs use the same sets
+    assert h["value"] == pytest.approx(m["pentachoron"]["cv_b"], rel=1e-6)
+    assert h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"] and h["kind"] == "sampled"
+    assert set(h["nulls"]) == {"gaussian", "unit sphere"}
+    assert all(len(nl["per_seed"]) == 5 for nl in h["nulls"].values())
+    rows = [r for r in claims.evaluate(Path(run["_job_dir"]).parents[1])
+            if r["claim"] == "pentachoron_cv" and r["scope"] == "pca_projected"]
+    assert len(rows) == 1 and rows[0]["verdict"] != NOT_TESTED and rows[0]["value"] == pytest.approx(h["value"])
+
