@@ -47,3 +47,35 @@ def test_nulls_are_distributions_over_their_own_seeds():
     # an exact value against the nulls: separated from a null whose seeds never reach it
     h = results.headline(1.0, interval="exact", over="300 rows", nulls=nd["pr"])
     assert all(n["separated"] for n in h["nulls"].values())
+
+
+def test_pentachoron_cv_nulls_are_notebook_01s_dimension_nulls_and_scale_free():
+    """07's PCA-projected table: the same Gaussian and sphere seeds as null_distributions; a CV
+    null does not move when the table is rescaled (the Gaussian matches its scale)."""
+    E = _table(0)
+    nd = U.null_distributions(E, None, n_seeds=3, n_cos=100, n_simplices=60, seed=3)["pentachoron_cv"]
+    cv = U.pentachoron_cv_nulls(E, 60, seed=3, n_seeds=3)
+    assert set(cv) == {"gaussian", "unit sphere"}
+    assert cv["gaussian"]["per_seed"] == pytest.approx(nd["gaussian"]["per_seed"], rel=1e-12)
+    assert cv["unit sphere"]["per_seed"] == pytest.approx(nd["sphere"]["per_seed"], rel=1e-12)
+    scaled = U.pentachoron_cv_nulls(7.0 * E, 60, seed=3, n_seeds=3)
+    assert scaled["gaussian"]["per_seed"] == pytest.approx(cv["gaussian"]["per_seed"], rel=1e-6)  # float32 draws
+
+
+def test_random_init_tables_reuse_the_twin_and_seed_the_rest():
+    class LM:  # the two calls random_init_tables makes of a loaded model
+        params = type("P", (), {"seed": 10})()
+
+        def random_init(self, seed=None):
+            return Twin(seed)
+
+    class Twin:
+        def __init__(self, seed):
+            self.seed = seed
+
+        def input_embeddings(self):
+            return _table(self.seed)
+
+    assert U.random_init_tables(LM(), None) is None
+    f = U.random_init_tables(LM(), Twin(11))
+    assert torch.equal(f(0), _table(11)) and torch.equal(f(3), _table(10 + 1 + 3))
