@@ -248,6 +248,8 @@ def _load_yaml(path: Path) -> dict:
             data = yaml.safe_load(fh)
     except FileNotFoundError:
         raise ParamsError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise ParamsError(f"{path}: is a directory, not a YAML file; give the path of the .yaml file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
@@ -406,6 +408,9 @@ def load_profile(name_or_path: Union[str, Path], notebooks_dir: Optional[Path] =
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else ROOT / "notebooks"
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
+        if path.is_dir():
+            raise ParamsError(f"profile '{name_or_path}': is a directory; give a profile name "
+                              f"({', '.join(profile_names())}) or the path of a profile .yaml file")
         check_name(str(name_or_path), f"profile '{name_or_path}'")
         path = PROFILES_DIR / f"{name_or_path}.yaml"
         if not path.exists():

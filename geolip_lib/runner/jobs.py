@@ -179,7 +179,8 @@ def _extra_models(prof, models, problems) -> tuple[list[str], list[str] | None]:
     for m in models:
         if is_params_path(m):
             if not Path(m).is_file():
-                problems.append(f"--models: {m}: no such params file (give a params/models name or the path of "
+                what = "is a directory, not a params file" if Path(m).is_dir() else "no such params file"
+                problems.append(f"--models: {m}: {what} (give a params/models name or the path of "
                                 f"a model's .yaml)")
                 continue
             try:

@@ -377,3 +377,24 @@ def test_problems_of_several_kinds_are_all_shown(box, capsys):
     lines = refused(box, capsys)
     assert len(lines) == 3 and "job id 'a' twice" in lines[0] and "no Jupyter kernel 'python4'" in lines[1]
     assert lines[2].startswith("error: profile 'p': notebook rng (job all): parameter N: 0 is outside its range")
+
+
+# ------------------------------------------------------------------ a directory where a file belongs
+def test_a_directory_where_a_file_belongs_is_one_line(box, capsys):
+    """A profile path, a profile .yaml or a --models params file that is a directory: one line naming
+    it as a directory (not 'file not found', not 'not a safe name'), exit 2, nothing created."""
+    (box.tmp / "prof.yaml").mkdir()
+    (box.tmp / "model.yaml").mkdir()
+    box.write("  ok:\n    per_model: false\n    jobs:\n      - {id: a}\n")
+    code = run_all.main(["--profile", str(box.tmp), "--out", str(box.out), "--no-pdf"])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2 and err == [f"error: profile '{box.tmp}': is a directory; give a profile name "
+                                 f"({', '.join(params.profile_names())}) or the path of a profile .yaml file"]
+    code = run_all.main(["--profile", str(box.tmp / "prof.yaml"), "--out", str(box.out), "--no-pdf"])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2 and err == [f"error: {box.tmp / 'prof.yaml'}: is a directory, not a YAML file; give the path "
+                                 "of the .yaml file"]
+    assert refused(box, capsys, "--models", str(box.tmp / "model.yaml")) == [
+        f"error: --models: {box.tmp / 'model.yaml'}: is a directory, not a params file (give a params/models name "
+        "or the path of a model's .yaml)"]
+    assert not box.out.exists()
