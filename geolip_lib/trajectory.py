@@ -223,5 +223,19 @@ def table(traj: Mapping):
                          for p in traj["points"]])
 
 
+def section(job, lm, notebook: str, headline: Optional[Mapping], title: str, **kw) -> Optional[dict]:
+    """Notebooks 01 and 02's "Geometry over training" section: with checkpoints in ``lm``'s params
+    file, :func:`run` (``kw`` are the notebook's sample sizes), its table and its key figure
+    through ``job``; otherwise one line saying why it does not apply. The trajectory, or None."""
+    if not checkpoints(lm.params):
+        print("Geometry over training: not applicable — the params file lists no checkpoints "
+              "(checkpoints: or revisions:).")
+        return None
+    traj = run(lm.params, notebook, **kw)
+    job.table(table(traj), caption="Headlines per checkpoint (resident memory while each is held)", index=False)
+    job.figure(figure(traj, headline, claim_bands(notebook), title=title), "trajectory", key=True)
+    return traj
+
+
 __all__ = ["CLAIM_OF", "Checkpoint", "MEASURES", "battery_values", "checkpoints", "claim_bands",
-           "embedding_values", "figure", "peak_memory", "peak_rss_mib", "run", "table"]
+           "embedding_values", "figure", "peak_memory", "peak_rss_mib", "run", "section", "table"]

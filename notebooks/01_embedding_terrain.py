@@ -487,16 +487,10 @@ if lm.is_text:
 # `params/claims/seed-001.yaml`).
 
 # %%
-if trajectory.checkpoints(lm.params):
-    traj = trajectory.run(lm.params, "01_embedding_terrain", n_cos=N_COS_SAMPLE, n_simplices=N_SIMPLICES,
-                          pca_rows=PCA_ROWS, seed=SEED, n_boot=N_BOOT)
+traj = trajectory.section(job, lm, "01_embedding_terrain", headline, f"{lm.name}: embedding headlines over training",
+                          n_cos=N_COS_SAMPLE, n_simplices=N_SIMPLICES, pca_rows=PCA_ROWS, seed=SEED, n_boot=N_BOOT)
+if traj is not None:
     metrics["trajectory"] = traj
-    job.table(trajectory.table(traj), caption="Headlines per checkpoint (resident memory while each is held)",
-              index=False)
-    job.figure(trajectory.figure(traj, headline, trajectory.claim_bands("01_embedding_terrain"),
-                                 title=f"{lm.name}: embedding headlines over training"), "trajectory", key=True)
-else:
-    print("Geometry over training: not applicable — the params file lists no checkpoints (checkpoints: or revisions:).")
 
 # %%
 job.figure(plots.headline_nulls(headline, title=f"{lm.name}: headline numbers and null models (95 % intervals)"),

@@ -310,16 +310,10 @@ head = T.battery_headline(summary, items, null_seeds or None, seed=SEED, n_boot=
 # attention cross-layer correlation ~0.000; `params/claims/seed-001.yaml`).
 
 # %%
-if trajectory.checkpoints(lm.params):
-    traj = trajectory.run(lm.params, "02_weight_topology", device=DEVICE, thresholds=SPARSITY_THRESHOLDS, seed=SEED,
-                          n_boot=N_BOOT)
+traj = trajectory.section(job, lm, "02_weight_topology", head, f"{lm.name}: weight-battery headlines over training",
+                          device=DEVICE, thresholds=SPARSITY_THRESHOLDS, seed=SEED, n_boot=N_BOOT)
+if traj is not None:
     metrics["trajectory"] = traj
-    job.table(trajectory.table(traj), caption="Headlines per checkpoint (resident memory while each is held)",
-              index=False)
-    job.figure(trajectory.figure(traj, head, trajectory.claim_bands("02_weight_topology"),
-                                 title=f"{lm.name}: weight-battery headlines over training"), "trajectory", key=True)
-else:
-    print("Geometry over training: not applicable — the params file lists no checkpoints (checkpoints: or revisions:).")
 
 # %%
 job.finish(metrics, head)
