@@ -24,7 +24,8 @@ RULES = rules(
     (_L + r"self_attention\.dense\.", "o", "decoder", "self"),
     (_L + r"mlp\.dense_h_to_4h\.", "mlp_in", "decoder"),
     (_L + r"mlp\.dense_4h_to_h\.", "mlp_out", "decoder"),
-    (_L + r"(?:input|post_attention)_layernorm\.", "norm", "decoder"),
+    # Falcon (derived from BLOOM's code) shares these names and adds ln_attn / ln_mlp: adapters/falcon.py reuses RULES
+    (_L + r"(?:input_layernorm|post_attention_layernorm|ln_attn|ln_mlp)\.", "norm", "decoder"),
     (r"(?:^|\.)word_embeddings\.weight$", "embed", "decoder"),
     (r"(?:^|\.)(?:word_embeddings_layernorm|ln_f)\.", "norm", "decoder"),
     (r"(?:^|\.)lm_head\.weight$", "unembed", None),

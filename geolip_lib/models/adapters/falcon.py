@@ -17,21 +17,8 @@ Scores: ``q·k / sqrt(head_dim)`` after RoPE (``alibi: false``, the default) or 
 """
 from __future__ import annotations
 
-from .rules import Heads, build, need, rules
-
-_L = r"(?:^|\.)h\.(?P<layer>\d+)\."
-RULES = rules(
-    (_L + r"self_attention\.query_key_value\.", "qkv", "decoder", "self"),
-    (_L + r"self_attention\.dense\.", "o", "decoder", "self"),
-    (_L + r"mlp\.dense_h_to_4h\.", "mlp_in", "decoder"),
-    (_L + r"mlp\.dense_4h_to_h\.", "mlp_out", "decoder"),
-    (_L + r"(?:input_layernorm|post_attention_layernorm|ln_attn|ln_mlp)\.", "norm", "decoder"),
-    (r"(?:^|\.)word_embeddings\.weight$", "embed", "decoder"),
-    (r"(?:^|\.)ln_f\.", "norm", "decoder"),
-    (r"(?:^|\.)lm_head\.weight$", "unembed", None),
-    (r"(?:^|\.)(?:score|qa_outputs)\.", "other", None, None, "task head"),
-)
-FUSED = r"(?:^|\.)h\.\d+\.self_attention\.query_key_value\.(?:weight|bias)$"
+from .bloom import FUSED, RULES  # the same tensor names (Falcon was derived from BLOOM's code)
+from .rules import Heads, build, need
 
 
 def kv_heads(config: dict) -> int:
