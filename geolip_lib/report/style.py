@@ -70,7 +70,7 @@ table.composite{font-size:7pt;width:100%}table.composite td,table.composite th{p
 span.null{white-space:normal}
 table.claims{font-size:7pt;width:100%;table-layout:auto}table.claims td.reason{min-width:0}
 table.claims td,table.claims th{padding:1px 3px;overflow-wrap:break-word;hyphens:auto}
-table.claims td.title,table.claims td.seed-value,table.claims td.verdict,table.claims td.seed-models,table.claims td.reading{min-width:4.5em}table.claims td.reason,table.claims td.measured-as,table.claims td.nulls,table.claims td.stand-ins,table.claims td.null-explains{min-width:6em}
+table.claims td.title,table.claims td.seed-value,table.claims td.verdict,table.claims td.seed-models,table.claims td.reading,table.claims td.model,table.claims td.scope,table.claims td.measured,table.claims td.project-definition{min-width:4.5em}table.claims td.reason,table.claims td.measured-as,table.claims td.nulls,table.claims td.stand-ins,table.claims td.null-explains{min-width:6em}
 section.claims div.tablewrap{overflow:visible}table.claims td,table.claims th{word-break:break-word}
 table.claims td.nulls span.null{white-space:normal}section.claims{break-after:page}
 .figs{display:block}figure.thumb{display:inline-block;vertical-align:top;margin:0 .6% .4em 0}
