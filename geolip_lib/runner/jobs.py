@@ -366,12 +366,15 @@ def _other_profile(out_root: Path, profile: str) -> None:
                        f"pass --out <another directory> for profile '{profile}' (or --profile {other})")
 
 
-def claim_root(out_root: Path, profile: str) -> None:
+def claim_root(out_root: Path, profile: str, selection: dict | None = None) -> None:
     """Before a run writes into ``out_root``: refuse a root of another profile (one-line RunError),
-    else record ``profile`` in it (atomically)."""
+    else record ``profile`` in it (atomically), with the run's ``selection`` when given
+    (``{"models": [...] | None, "notebooks": [...] | None}``: ``--models`` / ``--notebooks``; the
+    report's header names it)."""
     _other_profile(out_root, profile)
-    if root_profile(out_root) is None:
-        atomic_write_text(Path(out_root) / ROOT_PROFILE, json.dumps({"profile": profile}) + "\n")
+    if root_profile(out_root) is None or selection is not None:
+        atomic_write_text(Path(out_root) / ROOT_PROFILE, json.dumps(
+            {"profile": profile, **({"selection": selection} if selection is not None else {})}) + "\n")
 
 
 def check_report_root(out_root: Path, profile: str) -> Path:

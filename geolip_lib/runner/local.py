@@ -196,15 +196,17 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
     out_root = prepare_root(Path(out_root) if out_root else REPORTS / Path(profile).stem).resolve()
     try:
         return _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan,
-                           executor_options)
+                           executor_options, {"models": list(models) if models else None,
+                                              "notebooks": list(notebooks) if notebooks else None})
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM before the first job started
         raise Interrupted([], None) from None
 
 
-def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan, executor_options):
+def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan, executor_options,
+                selection=None):
     with run_lock(out_root, console):
         if jobs:  # the root records its profile; another profile's root is refused (one line, exit 2)
-            claim_root(out_root, jobs[0].profile)
+            claim_root(out_root, jobs[0].profile, selection)  # and the --models / --notebooks of this run
         recover(out_root, console)
         for job in jobs:  # every result path inside the root, no link on the way (one line, exit 2)
             job_paths(job, out_root)
