@@ -20,6 +20,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -370,6 +371,7 @@ def record(
     parameters: dict | None = None,
     figures: list | None = None,
     provenance: dict | None = None,
+    not_run: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``<out_dir>/metrics.json`` atomically and return its path.
 
@@ -389,6 +391,12 @@ def record(
         ``[{"file", "title", "key"}]`` of the PNGs saved beside ``metrics.json``.
     provenance : dict, optional
         Commit, versions, model and weight digests, device (:mod:`geolip_lib.provenance`).
+    not_run : mapping, optional
+        ``{section title: one-line reason}`` for each section of the notebook that could not
+        run on this model (a model without attention in a QK section, ...): recorded as the
+        top-level ``"not_run"`` object, which the report shows where the section's figures
+        would be (shared convention, issue 30). Titles and reasons are non-empty one-line
+        strings (:func:`check_not_run`).
 
     Raises ``ValueError`` (naming the file and the key path) when any recorded
     ``{"value", "interval"}`` has its value outside its interval (:func:`containment_problems`).
@@ -399,6 +407,7 @@ def record(
     if bad:  # a point estimate always lies inside its interval (issue 22 §1)
         raise ValueError(f"{Path(out_dir) / METRICS_FILE}: {bad[0]}"
                          + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+    skipped = check_not_run(not_run)
     payload = {
         "notebook": notebook,
         "model": model,
@@ -408,8 +417,33 @@ def record(
         "figures": figures or [],
         "provenance": provenance or {},
     }
+    if skipped:
+        payload["not_run"] = skipped
     text = json.dumps(to_jsonable(payload), indent=1, sort_keys=False, allow_nan=False)
     return atomic_write_text(Path(out_dir) / METRICS_FILE, text + "\n")
+
+
+#: the longest section title / reason a ``not_run`` entry may carry (one line of the index)
+NOT_RUN_MAX_CHARS = 500
+
+
+def check_not_run(not_run: Any) -> dict:
+    """``not_run`` as a plain ``{section title: reason}`` dict (``{}`` for None); one-line
+    ``ValueError`` for anything else: a non-mapping, an empty or multi-line title or reason,
+    or one longer than :data:`NOT_RUN_MAX_CHARS` characters."""
+    if not_run is None:
+        return {}
+    if not isinstance(not_run, Mapping):
+        raise ValueError(f"not_run: expected a mapping {{section title: one-line reason}}, "
+                         f"got {type(not_run).__name__}")
+    out = {}
+    for title, reason in not_run.items():
+        for what, text in (("section title", title), (f"reason of {title!r}", reason)):
+            if not isinstance(text, str) or not text.strip() or "\n" in text or len(text) > NOT_RUN_MAX_CHARS:
+                raise ValueError(f"not_run: the {what} must be a non-empty one-line string of at most "
+                                 f"{NOT_RUN_MAX_CHARS} characters, got {text!r:.80}")
+        out[title.strip()] = reason.strip()
+    return out
 
 
 class MetricsFileError(ValueError):

@@ -136,13 +136,18 @@ class Job:
         _display(sty)
 
     # ------------------------------------------------------------------ the end
-    def finish(self, metrics: dict, headline: Mapping[str, dict] | None = None, *, show: bool = True) -> None:
+    def finish(self, metrics: dict, headline: Mapping[str, dict] | None = None, *, show: bool = True,
+               not_run: Mapping[str, str] | None = None) -> None:
         """Record ``metrics.json`` (metrics, headline, parameters, figures, provenance) and
         show the headline table: ``value [95 % interval]`` beside each null.
 
         Every headline number must carry an interval (``results.headline(..., interval=)``;
-        ``"exact"`` for a count or a closed form).
+        ``"exact"`` for a count or a closed form). ``not_run``: ``{section title: one-line
+        reason}`` for each section that could not run on this model, recorded as the
+        top-level ``"not_run"`` of ``metrics.json`` (the index shows each reason where the
+        section's figures would be); checked before anything is written.
         """
+        not_run = results.check_not_run(not_run)
         headline = dict(headline or {})
         missing = [k for k, h in headline.items() if h.get("value") is not None and h.get("interval") is None]
         if missing:
@@ -154,7 +159,7 @@ class Job:
                      "dtype": str(main.dtype).replace("torch.", "") if main is not None else None,
                      "model_device": str(main.device) if main is not None else None})
         results.record(self.out, metrics, headline=headline, notebook=self.notebook, model=self.model_name,
-                              parameters=self.params, figures=self.figures, provenance=prov)
+                              parameters=self.params, figures=self.figures, provenance=prov, not_run=not_run)
         if show and headline:
             self.table(headline_frame(headline), caption="Headline numbers: value [95 % interval] and the null "
                        "models (* = the interval excludes that null)", index=False)

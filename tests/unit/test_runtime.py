@@ -53,6 +53,22 @@ def test_finish_refuses_a_headline_without_interval(tmp_path):
     assert not (tmp_path / "metrics.json").exists()
 
 
+def test_finish_records_the_sections_that_did_not_run(tmp_path):
+    job = runtime.start("99_test", {"OUT_DIR": str(tmp_path / "a")}, load_model=False)
+    job.finish({"n": 1}, not_run={"QK operators ": " no attention weights in this model "})
+    m = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert m["not_run"] == {"QK operators": "no attention weights in this model"}  # top level, stripped
+    job = runtime.start("99_test", {"OUT_DIR": str(tmp_path / "b")}, load_model=False)
+    job.finish({"n": 1})
+    assert "not_run" not in json.loads((tmp_path / "b" / "metrics.json").read_text())  # nothing skipped: no key
+    for bad, msg in (({"s": "two\nlines"}, "one-line"), ({"": "why"}, "section title"), (["s"], "mapping"),
+                     ({"s": 3}, "reason of 's'"), ({"s": "x" * 501}, "at most 500")):
+        job = runtime.start("99_test", {"OUT_DIR": str(tmp_path / "c")}, load_model=False)
+        with pytest.raises(ValueError, match=msg):
+            job.finish({}, not_run=bad)
+        assert not (tmp_path / "c" / "metrics.json").exists()
+
+
 def test_headline_frame_prints_supported_precision_and_marks_separation():
     h = {"cv": results.headline(0.4245, interval=(0.39, 0.45), nulls={"gaussian": 0.2, "sphere": 0.41},
                                 label="pentachoron CV")}
