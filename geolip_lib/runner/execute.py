@@ -183,7 +183,12 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         (partial / TIMING).write_text(json.dumps({
             "preflight_s": round(t_kernel - t0, 3), "kernel_start_s": round(t_nb - t_kernel, 3),
             "notebook_s": round(time.perf_counter() - t_nb, 3), "warm": bool((env or {}).get(SOCKET_ENV)),
-            "device": device, "threads": (env or {}).get("OMP_NUM_THREADS")}, indent=1), encoding="utf-8")
+            "device": device, "threads": (env or {}).get("OMP_NUM_THREADS"),
+            # the plan's cost fit (runner/estimate.py) prefers CPU seconds to wall seconds on a shared machine;
+            # a cold kernel is the provisioner's process (a warm one is the zygote's child: not known here)
+            "kernel_cpu_s": None if (env or {}).get(SOCKET_ENV) else _cpu_seconds(getattr(km.provisioner, "pid", None)),
+            "peak_rss_kb": getattr(peak, "kb", None), "load_1m": round(os.getloadavg()[0], 2)}, indent=1),
+            encoding="utf-8")
         _repoint_injected(partial / "executed.ipynb", partial, final)
     except BaseException as exc:  # noqa: BLE001 - one failing job never takes the batch down
         if isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
@@ -237,6 +242,15 @@ def job_paths(job: Job, out_root: Path) -> tuple[Path, Path, Path]:
 def _open_log(path: Path):
     """The job's ``kernel.log`` for appending, never through a symbolic link (O_NOFOLLOW)."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644), "ab")
+
+
+def _cpu_seconds(pid: Optional[int]) -> Optional[float]:
+    """User + system CPU seconds of a live process and its reaped children (``/proc/<pid>/stat``), or None."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return round(sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK"), 2)
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
 
 
 def _kernel_died(exc: BaseException, km, log: Path, oom_before, peak=None) -> str:
