@@ -1,7 +1,9 @@
 """Sizing a model without loading it, for the run plan (:mod:`.plan`, whose docstring says
-where each number comes from): parameter count, largest tensor, width, download size and
-whether its files are on disk — from the config on the meta device when one is at hand,
-else from the params file's ``size_note``."""
+where each number comes from): parameter count, largest tensor, width, layers, vocabulary
+rows, download size, the stored dtype and format of its files and whether they are on disk —
+from the config on the meta device when one is at hand, else from ``stored_checkpoints.yaml``
+(the real checkpoint files of the paper models, as data with their source), else from the
+params file's ``size_note``."""
 from __future__ import annotations
 
 import functools
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import yaml
 from huggingface_hub import constants as hf_constants
 from huggingface_hub import try_to_load_from_cache
 
@@ -25,6 +28,7 @@ GB = 1e9
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 TWIN_TENSORS = 2  # tensors of a generated twin held at once (the one read + the one being drawn)
 LARGEST_SHARE, LARGEST_CAP = 0.3, 248_320 * 4096  # size_note bounds (plan's module docstring)
+STORED_FILE = Path(__file__).with_name("stored_checkpoints.yaml")
 
 
 class PlanError(RuntimeError):
@@ -45,8 +49,13 @@ class ModelInfo:
     files_dir: Optional[Path]  # where they are / will be
     has_safetensors: bool  # lm.weights_dir needs no copy
     open_clip_checkpoint: bool  # loaded through a CPU state dict (transient 2 M)
-    source: str  # "config on meta device" | "params file size_note"
-    download_source: str  # "measured" | "config x dtype" | "size_note" | "none"
+    source: str  # "config on meta device" | "stored_checkpoints.yaml" | "params file size_note"
+    download_source: str  # "measured" | "config x dtype" | "stored files" | "size_note" | "none"
+    layers: int = 0  # transformer blocks (encoder + decoder; vision + text)
+    vocab: int = 0  # rows of the token-embedding table (0: a vision model)
+    stored_dtype: str = "float32"  # dtype of the files a load reads
+    pickle: bool = False  # those files are a torch pickle (.bin): read whole into host memory to load
+    checkpoints: int = 0  # checkpoints of a trajectory (revisions: / checkpoints:), each loaded in turn
 
     @property
     def bytes(self) -> int:
@@ -102,6 +111,36 @@ def _open_clip_checkpoint(p) -> tuple[Optional[Path], bool]:
     return None, True
 
 
+@functools.lru_cache(maxsize=1)
+def stored_checkpoints(path: Path = STORED_FILE) -> dict:
+    """``stored_checkpoints.yaml``: id (open_clip: ``id:pretrained``) -> its stored files and shapes."""
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+
+
+def _stored_key(p) -> str:
+    return f"{p.id}:{p.pretrained}" if p.pretrained else str(p.id)
+
+
+def _layers_vocab(cfg: dict) -> tuple[int, int]:
+    """(blocks, vocabulary rows) of a config.json dict or an open_clip model_cfg."""
+    if "vision_cfg" in cfg or "text_cfg" in cfg:  # open_clip
+        v, t = cfg.get("vision_cfg") or {}, cfg.get("text_cfg") or {}
+        return int(v.get("layers") or 0) + int(t.get("layers") or 0), int(t.get("vocab_size") or 0)
+    text = cfg.get("text_config") or {}
+    enc = (cfg.get("num_hidden_layers") or cfg.get("num_layers") or cfg.get("n_layer") or cfg.get("n_layers")
+           or cfg.get("encoder_layers") or text.get("num_hidden_layers") or 0)
+    layers = int(enc) + int(cfg.get("num_decoder_layers") or cfg.get("decoder_layers") or 0)
+    vocab = cfg.get("vocab_size") or text.get("vocab_size") or 0
+    return int(layers or 0), int(vocab or 0)
+
+
+def _layers_vocab_or_zero(cfg: dict) -> tuple[int, int]:
+    try:  # a hand-written config: what is not a count is 0 (the cost model then leaves it out)
+        return _layers_vocab(cfg)
+    except (TypeError, ValueError, AttributeError):
+        return 0, 0
+
+
 @functools.lru_cache(maxsize=None)
 def model_info(name: str) -> ModelInfo:
     """Size a model without loading its weights (see the module docstring for the sources)."""
@@ -110,15 +149,28 @@ def model_info(name: str) -> ModelInfo:
     files_dir = found[2] if found else None
     if found is not None:
         cfg, kind, _ = found
-        model = preflight.meta_model(p, cfg, kind)
+        try:
+            model = preflight.meta_model(p, cfg, kind)
+        except Exception as exc:  # noqa: BLE001 - any config transformers cannot build is one line, not a traceback
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise PlanError(f"model '{p.name}': its config cannot be built without weights ({first}); fix its "
+                            f"config (params/models/{p.name}.yaml or its config.json)") from None
         params = sum(t.numel() for t in model.parameters())  # a shared Parameter is listed once
         largest = max(t.numel() for t in model.parameters())
         width = int(cfg.get("hidden_size") or cfg.get("d_model") or cfg.get("embed_dim")
                     or (cfg.get("text_config") or {}).get("hidden_size") or math.isqrt(largest))
         stored = str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32").replace("torch.", "")
+        stored = stored if stored in DTYPE_BYTES else "float32"
         source = "config on meta device"
         download, dl_source = params * DTYPE_BYTES.get(stored, 4), "config x dtype"
+        layers, vocab = _layers_vocab_or_zero(cfg)
         del model
+    elif _stored_key(p) in stored_checkpoints():
+        d = stored_checkpoints()[_stored_key(p)]
+        params, (rows, cols) = int(d["params"]), d["largest"]
+        largest, width, layers, vocab = int(rows) * int(cols), int(d["width"]), int(d["layers"]), int(d["vocab"])
+        stored, source = str(d["stored_dtype"]), "stored_checkpoints.yaml"
+        download, dl_source = int(sum(float(v) for v in d["files"].values())), "stored files"
     else:
         n, size = parse_size_note(p.size_note)
         if n is None and size is None:
@@ -128,6 +180,7 @@ def model_info(name: str) -> ModelInfo:
         params = n if n is not None else size // DTYPE_BYTES[p.dtype]
         largest = int(min(LARGEST_SHARE * params, LARGEST_CAP))
         width = math.isqrt(params // 100)
+        layers, vocab, stored = 0, 0, p.dtype
         source = "params file size_note"
         download, dl_source = (size, "size_note") if size is not None else (params * DTYPE_BYTES[p.dtype],
                                                                           "size_note x dtype")
@@ -142,22 +195,39 @@ def model_info(name: str) -> ModelInfo:
         if ckpt is not None:
             download, dl_source, present, files_dir = ckpt.stat().st_size, "measured", True, ckpt.parent
         elif from_hub:
-            download = params * 4 if dl_source == "config x dtype" else download  # open_clip checkpoints: float32
+            entry = stored_checkpoints().get(_stored_key(p))
+            if entry:  # the real checkpoint's files (stored_checkpoints.yaml)
+                download, dl_source, stored = int(sum(float(v) for v in entry["files"].values())), "stored files", \
+                    str(entry["stored_dtype"])
+            elif dl_source == "config x dtype":
+                download = params * 4  # open_clip checkpoints: float32
             files_dir = hf_cache_dir()
     elif files_dir is not None and _weight_files(files_dir):
         download = sum(f.stat().st_size for f in _weight_files(files_dir))  # follows the cache's symlinks
         dl_source, present = "measured", True
     elif p.source == "hub" and not p.local_dir:
         files_dir = hf_cache_dir()
-    has_st = (not is_oc and p.source != "tiny" and (files_dir is None or not present
-                                                    or any(files_dir.glob("*.safetensors"))))
+        entry = stored_checkpoints().get(_stored_key(p))
+        if entry and dl_source != "stored files":  # a config at hand but no weights: the real files' size
+            download, dl_source = int(sum(float(v) for v in entry["files"].values())), "stored files"
+            stored = str(entry["stored_dtype"])
+    entry = stored_checkpoints().get(_stored_key(p)) if p.source != "tiny" else None
+    if present and files_dir is not None:
+        pickle = not any(files_dir.glob("*.safetensors")) and any(files_dir.glob("*.bin"))
+    else:
+        pickle = bool(entry and entry.get("format") == "pickle")
+    has_st = (not is_oc and p.source != "tiny" and not pickle and (files_dir is None or not present
+                                                                   or any(files_dir.glob("*.safetensors"))))
     if p.source == "tiny":
         has_st = p.dtype == "float32"  # tiny files are float32; another dtype is written lazily
     elif is_oc and not oc_checkpoint:
         has_st = p.dtype == "float32" and files_dir is not None and any(files_dir.glob("*.safetensors"))
     return ModelInfo(name=p.name, params=int(params), largest=int(largest), width=int(width), dtype=p.dtype,
                      download=int(download), present=present, files_dir=files_dir, has_safetensors=has_st,
-                     open_clip_checkpoint=oc_checkpoint, source=source, download_source=dl_source)
+                     open_clip_checkpoint=oc_checkpoint, source=source, download_source=dl_source,
+                     layers=int(layers), vocab=int(vocab), stored_dtype=stored, pickle=pickle,
+                     checkpoints=len(p.revisions or p.checkpoints or ()))
 
 
-__all__ = ["DTYPE_BYTES", "GB", "ModelInfo", "PlanError", "TWIN_MAX_PARAMS", "hf_cache_dir", "model_info", "parse_size_note"]
+__all__ = ["DTYPE_BYTES", "GB", "ModelInfo", "PlanError", "STORED_FILE", "TWIN_MAX_PARAMS", "hf_cache_dir", "model_info",
+           "parse_size_note", "stored_checkpoints"]
