@@ -4,11 +4,11 @@ One spec per family (``geolip_lib/families/<family>.py``), collected by the regi
 ``geolip_lib/families/__init__.py``. Everything that used to branch on a family name reads
 a field of the spec instead: the loader (auto class, stacks, hidden-state forwards,
 embedding accessors, image preprocessing), the tiny builder (defaults, tokenizer), the
-weight catalog (adapter), the modulator hooks (block locator), the pooled encoder and the
-training objective (by key: the objective functions live in ``modulators/objectives.py``,
-a higher layer).
+weight catalog (the family's name rules, ``adapt``, in the family's own file), the modulator
+hooks (block locator), the pooled encoder and the training objective (by key: the objective
+functions live in ``modulators/objectives.py``, a higher layer).
 
-Layer: L2 (imports only the bottom layer and ``models/adapters``).
+Layer 2 (families): imports only the bottom layer and ``checkpoints/``.
 """
 from __future__ import annotations
 
@@ -98,8 +98,13 @@ class FamilySpec:
     detect : callable(config dict) -> bool, optional
         Structural test tried before ``model_type`` (open_clip: ``vision_cfg``/``text_cfg`` keys).
     sizes : callable(config dict) -> Sizes
-    adapter : callable(tensors, config) -> list[Entry]
-        The weight adapter (``models/adapters/<family>.py``).
+    adapt : callable(tensors, config) -> list[Entry]
+        The family's weight-name rules (its ``adapt`` function, in ``families/<family>.py``): every
+        tensor name of a checkpoint -> a catalog entry (:mod:`geolip_lib.checkpoints`).
+    attn_scale : float or callable(config, head_dim) -> float, optional
+        The q·k scale when it is not ``1/sqrt(head_dim)`` (T5: 1.0; DeBERTa: its scale factor).
+    qk_norm_offset : callable(config) -> float, optional
+        The q/k norm's gain offset (Gemma, Qwen3.5: ``1 + weight``); None: 0.
     input_embeddings : callable(model) -> Tensor
         The table ``LoadedModel.input_embeddings`` copies (not yet copied / cast).
     output_embeddings : callable(model) -> Tensor or None
@@ -158,8 +163,10 @@ class FamilySpec:
     is_text: bool
     is_generative: bool
     sizes: Callable[[dict], Sizes]
-    adapter: Callable
+    adapt: Callable
     hf: bool = True
+    attn_scale: Any = None
+    qk_norm_offset: Optional[Callable[[dict], float]] = None
     auto_class: Optional[str] = None
     model_types: tuple = ()
     matches: Optional[Callable[[dict], bool]] = None

@@ -1,19 +1,17 @@
 """Model loading: ``load(name)`` -> :class:`LoadedModel` (see ``loading.py`` and geolip_lib/README.md).
 
-Names are resolved on first access (so importing ``geolip_lib.models.adapters``, a lower
-layer, does not load the whole package). Importing this package imports the family
-registry (:mod:`geolip_lib.families`), which gives the weight catalog
-(``models.adapters.catalog``) its family detection.
+Names are resolved on first access (so importing one submodule does not load the whole
+package). ``models/`` reads the family registry (:mod:`geolip_lib.families`, a lower layer);
+the weight catalog is ``geolip_lib.families.catalog`` and its data model and tensor store
+``geolip_lib.checkpoints``.
 """
 from __future__ import annotations
 
 import importlib
 
-from .. import families  # noqa: F401 (installs the catalog's family detection)
-
 _LAZY = {"load": "sources", "check": "sources", "LoadedModel": "loaded", "HiddenStates": "loaded",
          "ModelLoadError": "common", "ParamsError": None, "model_names": None, "pick_device": None}
-_SUBMODULES = ("adapters", "tiny", "tokenizers", "loading", "twin", "preflight", "sources", "loaded", "locate",
+_SUBMODULES = ("tiny", "tokenizers", "loading", "twin", "preflight", "sources", "loaded", "locate",
                "common", "tokens")
 
 __all__ = ["load", "check", "LoadedModel", "HiddenStates", "ModelLoadError", "ParamsError", "model_names", "pick_device"]

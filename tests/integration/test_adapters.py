@@ -4,7 +4,8 @@ import warnings
 import pytest
 import torch
 
-from geolip_lib.models.adapters import UnclassifiedWeightsWarning, catalog
+from geolip_lib.checkpoints import UnclassifiedWeightsWarning
+from geolip_lib.families import catalog
 from geolip_lib.weights import TensorStore
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parents[3] / "geolip_lib"
 #: (layer, module prefixes) bottom to top; the longest matching prefix decides
 LAYERS = [
     (0, ["paths", "devices", "validation", "results", "provenance", "progress", "plotting"]),
-    (1, ["models.adapters", "models.store"]),
+    (1, ["checkpoints"]),
     (2, ["families"]),
     (3, ["metrics", "params", "models"]),
     (4, ["weights", "probes", "lexical", "operators", "procrustes"]),
@@ -171,6 +171,41 @@ def test_no_import_cycles():
         if m not in seen:
             visit(m)
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_families_never_import_models():
+    """Issue 31 §3: one arrow between the two packages, models -> families (the family files hold their
+    weight-name rules; the catalog's data model and store are ``checkpoints/``, below both)."""
+    bad = []
+    for path in FILES:
+        mod, targets, _ = imports(path)
+        if mod.split(".")[0] not in ("families", "checkpoints"):
+            continue
+        bad += [f"geolip_lib/{path.relative_to(PKG)}:{line}: {mod} imports {_known(t)}"
+                for t, line, _top in targets if (_known(t) or "").split(".")[0] == "models"]
+    assert not bad, "imports from families/ or checkpoints/ into models/:\n" + "\n".join(bad)
+
+
+def test_a_family_is_one_file():
+    """Every family of the registry is one module of ``families/`` holding its spec and its ``adapt`` rules
+    (family ``any``: the name guesses of ``checkpoints/guess.py``, it knows no names)."""
+    import importlib
+
+    from geolip_lib import families
+
+    home = {}  # spec name -> the families/ module that defines it (registry / __init__ only import them)
+    for path in sorted((PKG / "families").glob("*.py")):
+        if path.stem in ("__init__", "registry", "catalog"):
+            continue
+        mod = importlib.import_module(f"geolip_lib.families.{path.stem}")
+        for v in vars(mod).values():
+            if isinstance(v, families.FamilySpec):
+                home.setdefault(v.name, mod.__name__)
+    for name, s in families.REGISTRY.items():
+        rules_in = s.adapt.__module__
+        expected = "geolip_lib.checkpoints.guess" if name == "any" else home[name]
+        assert rules_in == expected, f"family {name}: spec in {home[name]}, weight-name rules in {rules_in}"
+    assert not (PKG / "models" / "adapters").exists(), "models/adapters/ is gone: family rules live in families/"
 
 
 @pytest.mark.parametrize("src, expected", [

@@ -1,4 +1,4 @@
-"""Canonical weight catalog: one adapter per architecture family, dispatched by a dict.
+"""What a stored checkpoint is, by name and shape: the weight catalog's data model, its rule tables, the tensor store.
 
 An adapter maps every tensor name of a checkpoint to a :class:`Entry` with a canonical
 *role*; the catalog is built from tensor names and shapes only (safetensors headers,
@@ -8,8 +8,8 @@ API
 ---
 ::
 
-    from geolip_lib.models.adapters import catalog
-    from geolip_lib.weights import TensorStore
+    from geolip_lib.families import catalog
+    from geolip_lib.checkpoints import TensorStore
 
     cat = catalog(weights_dir)            # or catalog(lm) for a LoadedModel,
                                           # or catalog(state_dict, config=cfg, family=lm.family)
@@ -56,23 +56,27 @@ role ``qkv`` and three times as views with roles ``q``/``k``/``v`` and row slice
 ``(0, D)``, ``(D, 2D)``, ``(2D, 3D)``; whole-model sums use :meth:`Catalog.stored`
 (entries that are not views) so nothing is counted twice.
 
-Dispatch (:mod:`.dispatch`): the family is the caller's (``catalog(lm)``: ``lm.family``)
-or the family registry's reading of the config (``geolip_lib.families.family_of_config``:
-``model_type``, open_clip's config keys); the family's spec names its adapter module, whose
-``adapt(tensors, config) -> list[Entry]`` builds the entries. An unknown family falls
-back to :mod:`.generic`, which warns; every adapter warns (``UnclassifiedWeightsWarning``)
-listing each 2-D tensor it could not classify (role ``other``) — never a silent skip.
-Modules: :mod:`.schema` (the data model: roles, Entry, Catalog, helpers for adapters),
-:mod:`.dispatch` (``catalog()``, config helpers), one adapter per family (``t5``, ``bert``,
-``dinov2``, ``open_clip``, ``decoder_lm``, ``generic``). This file only re-exports.
+Layout (issue 31 §3: one file per family, imports one way): this package (layer 1) knows no
+family. :mod:`.schema` is the data model (roles, :class:`Entry`, :class:`Catalog`, helpers for
+building entries), :mod:`.rules` the ``(regex, role, stack, attn)`` tables most families are
+written in, :mod:`.guess` the name guesses for a model no family knows, :mod:`.store`
+:class:`TensorStore`. A family's name rules live in its one file, ``geolip_lib/families/<family>.py``
+(``adapt(tensors, config) -> list[Entry]``, next to its :class:`~geolip_lib.families.FamilySpec`);
+:func:`geolip_lib.families.catalog` picks the family (the caller's, ``catalog(lm)``: ``lm.family``,
+or the registry's reading of the config) and builds the :class:`Catalog`. A config no family
+knows falls back to :func:`.guess.adapt`, which warns; every catalog warns
+(``UnclassifiedWeightsWarning``) listing each 2-D tensor it could not classify (role ``other``
+without a note) — never a silent skip. This file only re-exports.
 """
 from __future__ import annotations
 
-from .dispatch import GENERIC, catalog, config_to_dict, family_for
-from .schema import (ATTN_ROLES, MATRIX_ROLES, MLP_ROLES, ROLES, STACKS, AdapterFn, AttentionBlock, Catalog, Entry,
-                     MLPBlock, TensorInfo, UnclassifiedWeightsWarning, attn_entry, clean_weight, get_int, split_fused,
-                     strip_interleaved)
+from .rules import STACK_ALIASES, Heads, Rule, build, fused_views, need, rules
+from .schema import (ATTN_ROLES, MATRIX_ROLES, MIXER_NOTE, MLP_ROLES, ROLES, STACKS, AdapterFn, AttentionBlock,
+                     Catalog, Entry, MLPBlock, NotAnalysedWarning, TensorInfo, UnclassifiedWeightsWarning, attn_entry,
+                     clean_weight, get_int, split_fused, strip_interleaved)
+from .store import TensorStore
 
-__all__ = ["ATTN_ROLES", "GENERIC", "MATRIX_ROLES", "MLP_ROLES", "ROLES", "STACKS", "AdapterFn", "AttentionBlock",
-           "Catalog", "Entry", "MLPBlock", "TensorInfo", "UnclassifiedWeightsWarning", "attn_entry", "catalog",
-           "clean_weight", "config_to_dict", "family_for", "get_int", "split_fused", "strip_interleaved"]
+__all__ = ["ATTN_ROLES", "MATRIX_ROLES", "MIXER_NOTE", "MLP_ROLES", "ROLES", "STACKS", "STACK_ALIASES", "AdapterFn",
+           "AttentionBlock", "Catalog", "Entry", "Heads", "MLPBlock", "NotAnalysedWarning", "Rule", "TensorInfo",
+           "TensorStore", "UnclassifiedWeightsWarning", "attn_entry", "build", "clean_weight", "fused_views", "get_int",
+           "need", "rules", "split_fused", "strip_interleaved"]

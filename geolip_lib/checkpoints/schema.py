@@ -1,8 +1,8 @@
 """The catalog's data model: roles, :class:`Entry`, :class:`AttentionBlock`, :class:`MLPBlock`,
 :class:`Catalog` and the helpers the per-family adapters build entries with.
 
-Layer L1 (checkpoint types): imports nothing from ``geolip_lib`` above the bottom layer.
-See ``models/adapters/__init__.py`` for the API.
+Layer 1 (checkpoints): imports nothing from ``geolip_lib`` above the bottom layer.
+See ``checkpoints/__init__.py`` for the API.
 """
 from __future__ import annotations
 
@@ -20,8 +20,16 @@ MLP_ROLES = ("mlp_in", "mlp_gate", "mlp_out")
 MATRIX_ROLES = ATTN_ROLES + MLP_ROLES
 
 
+#: the note of a sequence mixer's tensors that is not attention (a Mamba ``mixer``): role ``other``, not analysed
+MIXER_NOTE = "sequence mixer, not attention"
+
+
 class UnclassifiedWeightsWarning(UserWarning):
     """Some 2-D tensors could not be given a role (they are listed in the message)."""
+
+
+class NotAnalysedWarning(UserWarning):
+    """Recognised tensors that no analysis reads beyond sparsity and totals (:meth:`Catalog.not_analysed`)."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +209,28 @@ class Catalog:
         return [e for e in self.entries if e.role == "other" and len(e.shape) == 2 and not e.note
                 and "float" in str(e.dtype)]
 
+    @property
+    def has_attention(self) -> bool:
+        """Whether any attention block (separate or fused Q/K with a head layout) is catalogued."""
+        return bool(self.attention_blocks())
+
+    def mixers(self) -> list:
+        """Stored tensors of a sequence mixer that is not attention (note :data:`MIXER_NOTE`), sorted."""
+        return [e for e in self.select(role="other", views=False) if e.note == MIXER_NOTE]
+
+    def not_analysed(self) -> str:
+        """One line saying what is catalogued but not analysed (a sequence mixer no family knows); "" when nothing."""
+        mix = self.mixers()
+        if not mix:
+            return ""
+        parts = sorted({_leaf(e.name) for e in mix})
+        layers = sorted({e.layer for e in mix if e.layer is not None})
+        mt = self.config.get("model_type") if isinstance(self.config, Mapping) else None
+        return (f"family {self.family}: model_type {mt!r} mixes positions with a sequence mixer that is not attention "
+                f"({', '.join(parts)}; {len(mix)} tensors in {len(layers)} layers); they are catalogued as role 'other' "
+                "and counted in sparsity and the model's totals only: no spectrum by role, cross-layer correlation, "
+                "QK or attention section reads them.")
+
     def attention_blocks(self) -> list:
         """One :class:`AttentionBlock` per (stack, attn, layer), sorted."""
         groups: dict = {}
@@ -336,6 +366,12 @@ def _check(ok: bool, name: str, shape, expected: str) -> None:
                          "(config and checkpoint disagree; pass the right config or family)")
 
 
+def _leaf(name: str) -> str:
+    """The module (or parameter) a tensor name ends in: ``a.mixer.in_proj.weight`` -> ``in_proj``, ``a.mixer.D`` -> ``D``."""
+    parts = name.split(".")
+    return parts[-2] if len(parts) > 1 and parts[-1] in ("weight", "bias") else parts[-1]
+
+
 def get_int(cfg: Mapping, *keys, default=None):
     """First integer found under ``keys`` in ``cfg`` (or nested ``text_config``)."""
     for src in (cfg, cfg.get("text_config") or {}):
@@ -349,6 +385,6 @@ def get_int(cfg: Mapping, *keys, default=None):
 AdapterFn = Callable[[Mapping[str, TensorInfo], dict], list]
 
 
-__all__ = ["ATTN_ROLES", "MATRIX_ROLES", "MLP_ROLES", "ROLES", "STACKS", "AdapterFn", "AttentionBlock", "Catalog",
-           "Entry", "MLPBlock", "TensorInfo", "UnclassifiedWeightsWarning", "attn_entry", "clean_weight", "get_int",
-           "split_fused", "strip_interleaved"]
+__all__ = ["ATTN_ROLES", "MATRIX_ROLES", "MIXER_NOTE", "MLP_ROLES", "ROLES", "STACKS", "AdapterFn", "AttentionBlock",
+           "Catalog", "Entry", "MLPBlock", "NotAnalysedWarning", "TensorInfo", "UnclassifiedWeightsWarning", "attn_entry",
+           "clean_weight", "get_int", "split_fused", "strip_interleaved"]

@@ -1,4 +1,4 @@
-"""Table-driven adapters: a family lists ``(regex, role, stack, attn)`` rules; :func:`build` makes the entries.
+"""Table-driven name rules: a family lists ``(regex, role, stack, attn)`` rules; :func:`build` makes the entries.
 
 Most architectures differ only in their tensor names, so an adapter is a list of rules and a
 function giving the head layout of an attention (stack, kind). A rule's regex is searched in
@@ -13,7 +13,7 @@ checkpoint whose stored layout differs in that layout first: GPT-2's transposed 
 GPT-NeoX / BLOOM / Falcon's per-head interleaving; see ``FamilySpec.canonical_tensor``): it is
 kept once as ``qkv`` and viewed as ``q``/``k``/``v`` with row slices, its bias likewise.
 
-Layer L1.
+Layer 1 (checkpoints): knows no family; each family file (``families/<family>.py``) lists its rules.
 """
 from __future__ import annotations
 

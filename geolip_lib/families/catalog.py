@@ -1,50 +1,45 @@
-"""Build a :class:`~.schema.Catalog` from a checkpoint: :func:`catalog`, config helpers, family dispatch.
+"""Build the weight catalog of a checkpoint: :func:`catalog` (names and shapes only), family dispatch, config helpers.
 
-Which adapter reads a checkpoint is the family registry's knowledge (``geolip_lib.families``,
-a higher layer, which this module cannot import). The registry hands its resolver over on
-import (:func:`install`); ``geolip_lib/models/__init__.py`` imports the registry, so every
-import of ``geolip_lib.models.adapters`` has it. A caller that knows the family passes it
-down (``catalog(lm)`` uses ``lm.family``).
+The family is the caller's (``catalog(lm)``: ``lm.family``) or the registry's reading of the
+config (:func:`~.registry.family_of_config`: ``model_type``, open_clip's config keys); the
+family's spec gives the name rules (``FamilySpec.adapt``, in ``families/<family>.py``), the
+attention scale and the q/k norm offset. A config no family knows gets the name guesses of
+:mod:`geolip_lib.checkpoints.guess` (``"generic"``; warns). Every catalog warns
+(``UnclassifiedWeightsWarning``) listing each 2-D tensor it could not classify, and says once per
+process (``NotAnalysedWarning``) what it catalogues but no analysis reads
+(:meth:`~geolip_lib.checkpoints.Catalog.not_analysed`: a sequence mixer that is not attention).
 
-Layer L1.
+Layer 2 (families): reads the registry directly; the data model and the store are
+:mod:`geolip_lib.checkpoints` (layer 1).
 """
 from __future__ import annotations
 
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
-from ..store import TensorStore
-from . import generic
+from ..checkpoints import guess
+from ..checkpoints.schema import Catalog, NotAnalysedWarning, UnclassifiedWeightsWarning, _order
+from ..checkpoints.store import TensorStore
 from . import open_clip as _open_clip
-from .schema import Catalog, UnclassifiedWeightsWarning, _order
+from .registry import FAMILIES, family_of_config, spec
 
-#: the fallback adapter's name (name patterns only; warns)
+#: the fallback's name (name guesses only; warns)
 GENERIC = "generic"
-
-_resolver: Optional[Callable[[Optional[str], Mapping], tuple]] = None
-_known: tuple = ()
-
-
-def install(resolver: Callable[[Optional[str], Mapping], tuple], known: tuple) -> None:
-    """Called by ``geolip_lib.families``: ``resolver(family or None, config) -> (name, adapter module)``."""
-    global _resolver, _known
-    _resolver, _known = resolver, tuple(known)
-
-
-def generic_adapter():
-    """The generic name-pattern adapter module (for families the registry does not know)."""
-    return generic
+#: the not-analysed lines said so far in this process (each is said once, however many catalogs a notebook builds)
+_SAID: set = set()
 
 
 def _resolve(family: Optional[str], cfg: Mapping) -> tuple:
-    if _resolver is None:  # only when this module is imported outside the package (never through geolip_lib.models)
-        raise RuntimeError("models.adapters: no family registry installed (import geolip_lib.families)")
+    """``(family name, spec or None for the generic guesses)``: the given family, else the config's, else generic."""
+    fam = family or family_of_config(cfg) or GENERIC
+    if fam == GENERIC:
+        return fam, None
     try:
-        return _resolver(family, cfg)
+        return fam, spec(fam)
     except ValueError:
-        raise ValueError(f"family: unknown family {family!r} (known: {', '.join(_known + (GENERIC,))})") from None
+        raise ValueError(f"family: unknown family {family!r} (known: {', '.join(FAMILIES + (GENERIC,))})") from None
 
 
 def family_for(config: Mapping | None) -> str:
@@ -88,6 +83,8 @@ def catalog(source: Any, config: Any = None, family: str | None = None) -> Catal
         Model config; read from ``config.json`` next to the weights when omitted.
     family : str, optional
         Force a family (a name of the registry, or ``"generic"``); inferred from the config otherwise.
+        Family ``any`` reads names only: an attention role only inside a module path that says attention,
+        a sequence mixer kept as role ``other`` (:mod:`geolip_lib.checkpoints.guess`).
 
     Returns
     -------
@@ -108,9 +105,9 @@ def catalog(source: Any, config: Any = None, family: str | None = None) -> Catal
         cfg = _read_config(store.root if store.root.is_dir() else store.root.parent)
     if "model_cfg" in cfg and isinstance(cfg["model_cfg"], Mapping):  # open_clip as saved by models.load
         cfg = {**cfg["model_cfg"], "model_type": _open_clip.MODEL_TYPE}
-    fam, adapter = _resolve(fam, cfg)
+    fam, fs = _resolve(fam, cfg)
     infos = store.infos()
-    entries = adapter.adapt(infos, cfg)
+    entries = (fs.adapt if fs is not None else guess.adapt)(infos, cfg)
     if fam == GENERIC:
         warnings.warn(f"no adapter for model_type={cfg.get('model_type')!r}: using the generic "
                       "name-pattern catalog (heads and stacks are guesses)", UnclassifiedWeightsWarning,
@@ -121,10 +118,15 @@ def catalog(source: Any, config: Any = None, family: str | None = None) -> Catal
         warnings.warn(f"{fam} adapter could not classify {len(other)} 2-D tensor(s): "
                       + ", ".join(other), UnclassifiedWeightsWarning, stacklevel=2)
     d_model = _d_model(cfg, entries)
-    return Catalog(entries=sorted(entries, key=_order), family=fam, config=cfg, d_model=d_model,
-                   source=str(store.root) if store.root is not None else None,
-                   attn_scale=getattr(adapter, "ATTN_SCALE", None),
-                   qk_norm_offset=float(adapter.qk_norm_offset(cfg)) if hasattr(adapter, "qk_norm_offset") else 0.0)
+    cat = Catalog(entries=sorted(entries, key=_order), family=fam, config=cfg, d_model=d_model,
+                  source=str(store.root) if store.root is not None else None,
+                  attn_scale=fs.attn_scale if fs is not None else None,
+                  qk_norm_offset=float(fs.qk_norm_offset(cfg)) if fs is not None and fs.qk_norm_offset else 0.0)
+    line = cat.not_analysed()
+    if line and line not in _SAID:
+        _SAID.add(line)
+        warnings.warn(line, NotAnalysedWarning, stacklevel=2)
+    return cat
 
 
 def _d_model(cfg: dict, entries: list) -> Optional[int]:
@@ -137,4 +139,4 @@ def _d_model(cfg: dict, entries: list) -> Optional[int]:
     return None
 
 
-__all__ = ["GENERIC", "catalog", "config_to_dict", "family_for", "generic_adapter", "install"]
+__all__ = ["GENERIC", "catalog", "config_to_dict", "family_for"]

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, Optional
 import torch
 from safetensors import safe_open
 
-from .adapters.schema import TensorInfo
+from .schema import TensorInfo
 
 _ST_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
               "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8",
