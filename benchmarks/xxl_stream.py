@@ -214,7 +214,7 @@ def child(d: str, layers: int, threads: int) -> None:
     if threads:
         torch.set_num_threads(threads)
 
-    from geolip_lib.models.adapters import catalog
+    from geolip_lib.families import catalog
     from geolip_lib.weights import TensorStore
     from geolip_lib.weights.battery import run_battery
 

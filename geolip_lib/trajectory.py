@@ -32,7 +32,7 @@ import psutil
 from . import metrics as M
 from . import models, probes
 from .claims import registry as claims_registry
-from .models.adapters import catalog
+from .families import catalog
 from .params import ModelParams, ParamsError, checkpoint_problems, load_model_params
 from .paths import ROOT
 from .weights import TensorStore, run_battery

@@ -48,7 +48,7 @@ N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples of the headline interva
 import warnings
 
 from geolip_lib import families, runtime, trajectory
-from geolip_lib.models.adapters import catalog
+from geolip_lib.families import catalog
 from geolip_lib.weights import TensorStore, plots, run_battery
 from geolip_lib.weights import tables as T
 from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT

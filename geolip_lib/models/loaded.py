@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from ..families import FamilySpec, spec
 from ..paths import cache_root
 from ..params import ModelParams
-from .store import TensorStore
+from ..checkpoints.store import TensorStore
 from . import twin
 from .common import (DTYPES, ModelLoadError, checkpoint_state, has_safetensors, quiet_transformers, safetensors_problems,
                      saver, untie_output, weights_hash)

@@ -59,7 +59,7 @@ import torch
 from transformers import PreTrainedModel
 
 from ..families import spec
-from .store import TensorStore
+from ..checkpoints.store import TensorStore
 from .common import model_class, quiet_transformers, untie_output
 
 TWIN_MAX_PARAMS = 1_000_000_000  # above this many parameters the random-init twin is generated tensor by tensor

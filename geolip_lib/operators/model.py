@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..models.adapters import catalog
+from ..families import catalog
 from ..weights import TensorStore
 from .measure import QKOperators, measure_layers
 

@@ -4,7 +4,7 @@
 seed's "inactive weight topology" (SVD ranks, sparsity, QK manifold, dead neurons,
 cross-layer correlation, norm scales, position bias) from a catalog and a store.
 """
-from ..models.store import TensorStore
+from ..checkpoints.store import TensorStore
 
 __all__ = ["TensorStore"]
 from .battery import BatteryResult, run_battery  # noqa: E402

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from geolip_lib import models
-from geolip_lib.models.adapters import catalog
+from geolip_lib.families import catalog
 from geolip_lib.weights import TensorStore, run_battery
 from geolip_lib.weights.battery import qk_tables, sparsity_tables, svd_table
 
@@ -56,7 +56,7 @@ def test_minilm_per_stack_sparsity_rank90_and_claims_independent(minilm):
     """What reviewers recompute on the MiniLM weights with numpy: per-(stack, attn) sparsity,
     rank_90 in both definitions (the seed-form QK balance: tests/unit/weights/test_qk_balance_statement.py),
     and the claims notebook 02 records from them."""
-    from geolip_lib.models.adapters import MATRIX_ROLES
+    from geolip_lib.checkpoints import MATRIX_ROLES
     from geolip_lib.weights import tables as T
 
     lm, store, cat = minilm
@@ -153,7 +153,7 @@ def test_fused_engine_equals_reference_engine(name):
 def test_fused_engine_equals_reference_on_fused_qkv_bf16_and_f64(tmp_path):
     from safetensors.torch import save_file
 
-    from geolip_lib.models.adapters import Catalog, Entry, split_fused
+    from geolip_lib.checkpoints import Catalog, Entry, split_fused
 
     g = torch.Generator().manual_seed(3)
     t = {"in_proj": torch.randn(24, 8, generator=g).to(torch.bfloat16), "out": torch.randn(8, 8, generator=g),

@@ -71,7 +71,7 @@ def test_families_and_cross_attention_match_dense(name, groups):
         warnings.simplefilter("ignore")
         res = op.measure_model(lm, top_k=2)
     assert set(res) == groups
-    from geolip_lib.models.adapters import catalog
+    from geolip_lib.families import catalog
     from geolip_lib.weights import TensorStore
 
     store = TensorStore(lm)
@@ -104,7 +104,7 @@ def test_tiny_qwen3_every_layer_is_measured_and_matches_dense():
     """Qwen3 (seed 004's Qwen3-4B family): every layer is full attention, q_proj is not gated
     (n_heads·head_dim rows), q/k are RMS-normed per head; the factored results equal the
     operators built densely from the HF module."""
-    from geolip_lib.models.adapters import family_for
+    from geolip_lib.families import family_for
     from geolip_lib.params import load_model_params
 
     p = load_model_params("qwen3-4b")

@@ -7,8 +7,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ...models.adapters import MATRIX_ROLES, Catalog
-from ...models.store import TensorStore
+from ...checkpoints import MATRIX_ROLES, Catalog
+from ...checkpoints.store import TensorStore
 from ._common import progress_bar
 
 

@@ -18,9 +18,10 @@ import pandas as pd
 import torch
 
 from ...devices import pick_device
-from ...models.adapters import Catalog, catalog as build_catalog, strip_interleaved
+from ...checkpoints import Catalog, strip_interleaved
+from ...families import catalog as build_catalog
 from ..spectral import svdvals
-from ...models.store import TensorStore
+from ...checkpoints.store import TensorStore
 from ._common import is_float, progress_bar
 from .cross_layer import cross_layer
 from .mlp import mlp_row, mlp_tables

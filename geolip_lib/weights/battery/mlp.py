@@ -6,8 +6,8 @@ from typing import Optional
 import pandas as pd
 import torch
 
-from ...models.adapters import Catalog, clean_weight
-from ...models.store import TensorStore
+from ...checkpoints import Catalog, clean_weight
+from ...checkpoints.store import TensorStore
 from ._common import progress_bar
 
 

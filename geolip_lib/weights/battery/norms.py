@@ -4,8 +4,8 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from ...models.adapters import Catalog
-from ...models.store import TensorStore
+from ...checkpoints import Catalog
+from ...checkpoints.store import TensorStore
 from ._common import entry_row
 
 

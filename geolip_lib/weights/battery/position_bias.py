@@ -6,8 +6,8 @@ import pandas as pd
 import torch
 
 from ...metrics.position_bias import head_topology
-from ...models.adapters import Catalog
-from ...models.store import TensorStore
+from ...checkpoints import Catalog
+from ...checkpoints.store import TensorStore
 
 
 def position_bias_table(store: TensorStore, cat: Catalog, *, local_buckets: int = 3) -> tuple:

@@ -10,9 +10,9 @@ import torch
 
 from ...devices import pick_device
 from ...metrics.factored_qk import FactoredQK, inertia, qk_balance_forced
-from ...models.adapters import Catalog
+from ...checkpoints import Catalog
 from ..spectral import qk_seed_form, spectrum_stats
-from ...models.store import TensorStore
+from ...checkpoints.store import TensorStore
 from ._common import progress_bar
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...models.adapters import Catalog
+from ...checkpoints import Catalog
 from .. import _kernels
-from ...models.store import TensorStore
+from ...checkpoints.store import TensorStore
 from ._common import entry_row, is_float, progress_bar
 
 THRESHOLDS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1)

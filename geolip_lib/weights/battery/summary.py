@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...models.adapters import ATTN_ROLES
+from ...checkpoints import ATTN_ROLES
 
 
 def _mean(x) -> Optional[float]:

@@ -8,9 +8,9 @@ import pandas as pd
 import torch
 
 from ...devices import pick_device
-from ...models.adapters import MATRIX_ROLES, Catalog, clean_weight
+from ...checkpoints import MATRIX_ROLES, Catalog, clean_weight
 from ..spectral import spectrum_stats, svdvals
-from ...models.store import TensorStore
+from ...checkpoints.store import TensorStore
 from ._common import entry_row, is_float, progress_bar
 
 #: roles whose 2-D matrices get singular-value statistics (embeddings too: WeightWatcher

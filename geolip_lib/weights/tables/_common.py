@@ -6,7 +6,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from ...metrics import intervals as iv
-from ...models.adapters import STACKS
+from ...checkpoints import STACKS
 
 
 NAN = float("nan")

@@ -7,7 +7,7 @@ import numpy as np
 
 from ... import results
 from ...metrics import intervals as iv
-from ...models.adapters import ATTN_ROLES
+from ...checkpoints import ATTN_ROLES
 from ._common import _ratio, first_qk_group, get
 
 

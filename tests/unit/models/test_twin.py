@@ -173,7 +173,7 @@ def test_battery_and_operators_equal_on_the_saved_twin(lms, tmp_path):
 
 def test_row_chunks_generate_each_tensor_once_within_the_cache(lms):
     lm = lms["tiny-t5-v1_1"]
-    from geolip_lib.models.adapters import catalog
+    from geolip_lib.families import catalog
 
     res = {}
     for cache in (None, 0):

@@ -4,7 +4,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from geolip_lib.models.adapters import Catalog, Entry, split_fused
+from geolip_lib.checkpoints import Catalog, Entry, split_fused
 from geolip_lib.weights import TensorStore
 from geolip_lib.weights.battery import cross_layer, mlp_tables, sparsity_tables, svdvals
 from geolip_lib.weights.spectral import spectrum_stats

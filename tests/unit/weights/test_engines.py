@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from geolip_lib.models.adapters import Catalog, Entry
+from geolip_lib.checkpoints import Catalog, Entry
 from geolip_lib.weights import TensorStore, run_battery
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from geolip_lib.models.adapters import Catalog, Entry
+from geolip_lib.checkpoints import Catalog, Entry
 from tests.figure_checks import check_figure
 from geolip_lib.weights import TensorStore, plots, run_battery
 from geolip_lib.weights import tables as T

@@ -12,7 +12,7 @@ import torch
 
 from geolip_lib import models
 from geolip_lib.metrics.factored_qk import FactoredQK, inertia as sign_counts
-from geolip_lib.models.adapters import Catalog, Entry
+from geolip_lib.checkpoints import Catalog, Entry
 from geolip_lib.weights import TensorStore, run_battery
 from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT, qk_seed_form
 
