@@ -17,13 +17,13 @@ PKG = Path(__file__).resolve().parents[3] / "geolip_lib"
 
 #: (layer, module prefixes) bottom to top; the longest matching prefix decides
 LAYERS = [
-    (0, ["paths", "devices", "validation", "results", "provenance", "progress", "plotting"]),
+    (0, ["paths", "devices", "validation", "results", "provenance", "progress", "plotting", "roots", "nullcache"]),
     (1, ["checkpoints"]),
     (2, ["families"]),
     (3, ["metrics", "params", "models"]),
     (4, ["weights", "probes", "lexical", "operators", "procrustes"]),
     (5, ["modulators", "attention"]),
-    (6, ["claims", "report", "runtime", "runner", "trajectory"]),
+    (6, ["claims", "report", "runtime", "runner", "trajectory", "quantization_effect"]),
 ]
 #: heavy optional dependencies: imported where used, so that the package imports without them
 OPTIONAL = ("open_clip", "ray", "weightwatcher")

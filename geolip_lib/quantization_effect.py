@@ -1,0 +1,136 @@
+"""How far quantization moves the headlines (issue 27 §1): a model's fp32 jobs beside the jobs of
+its simulated-quantized twin (``quantize: q4_1`` in a params file, :mod:`geolip_lib.models.quantize`).
+
+The pairs are found in the output root from the jobs' own provenance, not from names: a job whose
+model provenance says ``weights.simulated`` was rounded from the weight files in
+``weights.rounded_from`` (name and sha256); its reference is the job of the same notebook whose
+model was read from exactly those files.
+
+The report calls ``quantization_effect.table(root)``: one row per headline of each pair, with the
+fp32 value and interval, the quantized value and interval, their difference, and the difference in
+units of the fp32 interval's half-width (|ratio| < 1: the rounding moves the headline less than
+its own sampling uncertainty).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from . import roots
+from .metrics.intervals import format_value
+
+#: the notebooks whose headlines the issue asks about (01 embedding terrain, 02 weight battery, 06 QK operators)
+NOTEBOOKS = ("01_embedding_terrain", "02_weight_topology", "06_qk_operators")
+
+COLUMNS = ["notebook", "headline", "fp32 model", "quantized model", "scheme", "fp32", "quantized", "difference",
+           "difference / half-width", "fp32 value", "fp32 lo", "fp32 hi", "quantized value", "quantized lo",
+           "quantized hi"]
+
+
+def _model_prov(m: dict) -> dict:
+    models = (m.get("provenance") or {}).get("models") or []
+    return models[0] if models and isinstance(models[0], dict) else {}
+
+
+def _file_digests(weights: dict) -> Optional[frozenset]:
+    """``{(file name, sha256)}`` of a provenance ``weights`` block that lists files, else None."""
+    if not isinstance(weights, dict) or weights.get("dequantized"):
+        return None
+    out = {(k, v.get("sha256")) for k, v in weights.items() if isinstance(v, dict) and v.get("sha256")}
+    return frozenset(out) or None
+
+
+def _jobs(root: Path, notebook: str) -> list[dict]:
+    out = []
+    for d in roots.job_dirs(root, notebook):
+        if d.name.endswith(".failed") or not (d / "metrics.json").is_file():
+            continue
+        try:
+            m = roots.read_json(root, d / "metrics.json")
+        except (roots.RootReadError, ValueError, FileNotFoundError):
+            continue
+        if isinstance(m, dict) and isinstance(m.get("headline"), dict):
+            out.append({"job": d.name, "metrics": m, "prov": _model_prov(m)})
+    return out
+
+
+def pairs(root, notebooks: Sequence[str] = NOTEBOOKS) -> list[tuple[str, dict, dict]]:
+    """``(notebook, fp32 job, quantized job)`` for every simulated-quantized job under ``root``
+    whose fp32 source job is there too (each job: ``{"job", "metrics", "prov"}``)."""
+    root = Path(root)
+    found = []
+    for nb in notebooks:
+        jobs = _jobs(root, nb)
+        by_files = {}
+        for j in jobs:
+            key = _file_digests(j["prov"].get("weights"))
+            if key is not None:
+                by_files.setdefault(key, j)
+        for j in jobs:
+            w = j["prov"].get("weights")
+            if isinstance(w, dict) and w.get("simulated"):
+                src = frozenset((k, v.get("sha256")) for k, v in (w.get("rounded_from") or {}).items()
+                                if isinstance(v, dict))
+                ref = by_files.get(src)
+                if ref is not None:
+                    found.append((nb, ref, j))
+    return found
+
+
+def _bounds(h: dict) -> tuple[Optional[float], Optional[float]]:
+    iv = h.get("interval") if isinstance(h, dict) else None
+    if isinstance(iv, dict) and isinstance(iv.get("lo"), (int, float)) and isinstance(iv.get("hi"), (int, float)):
+        return float(iv["lo"]), float(iv["hi"])
+    return None, None
+
+
+def _number(x) -> Optional[float]:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def table(root, notebooks: Sequence[str] = NOTEBOOKS) -> pd.DataFrame:
+    """One row per (pair, headline) of :func:`pairs`: the quantization effect on each headline.
+
+    ``difference`` is quantized − fp32; ``difference / half-width`` divides it by half the width
+    of the fp32 value's 95 % interval (NaN when that interval is exact and the difference is 0;
+    ±inf when an exact value moved). Headlines that are not numbers on both sides (a section that
+    did not apply) are left out. The formatted columns (``fp32``, ``quantized``) print each value
+    at its interval's precision; the numeric columns keep the full values. Empty (with the
+    columns) when the root holds no pair.
+    """
+    rows = []
+    for nb, ref, q in pairs(root, notebooks):
+        scheme = (q["prov"].get("weights") or {}).get("quantization_summary") or {}
+        for key, h in ref["metrics"]["headline"].items():
+            hq = q["metrics"]["headline"].get(key)
+            if not isinstance(h, dict) or not isinstance(hq, dict):
+                continue
+            v, vq = _number(h.get("value")), _number(hq.get("value"))
+            if v is None or vq is None:
+                continue
+            lo, hi = _bounds(h)
+            qlo, qhi = _bounds(hq)
+            diff = vq - v
+            half = None if lo is None else (hi - lo) / 2
+            if half is None:
+                ratio = math.nan
+            elif half > 0:
+                ratio = diff / half
+            else:
+                ratio = math.nan if diff == 0 else math.copysign(math.inf, diff)
+            rows.append({
+                "notebook": nb, "headline": h.get("label") or key, "fp32 model": ref["job"], "quantized model": q["job"],
+                "scheme": ", ".join(scheme) or "?",
+                "fp32": format_value(v, None if lo is None else (lo, hi), h.get("fmt")),
+                "quantized": format_value(vq, None if qlo is None else (qlo, qhi), hq.get("fmt")),
+                "difference": diff, "difference / half-width": ratio,
+                "fp32 value": v, "fp32 lo": lo, "fp32 hi": hi, "quantized value": vq, "quantized lo": qlo,
+                "quantized hi": qhi,
+            })
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+__all__ = ["COLUMNS", "NOTEBOOKS", "pairs", "table"]
