@@ -64,6 +64,11 @@ STOP = _StopSignal()
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+#: seconds a started kernel may take to answer (papermill's default, 60 s, fails jobs on a loaded box: seen at
+#: load 21 on 2 cores, 'Kernel didn't respond in 60 seconds')
+KERNEL_READY_S = 600
+
+
 def on_stop_signal(signum, frame):
     """Ctrl-C, SIGTERM, SIGHUP: remember which and that it came (some library may swallow the
     KeyboardInterrupt while a kernel starts), and raise KeyboardInterrupt as Ctrl-C does."""
@@ -171,6 +176,7 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
             str(notebook_path(job.notebook)), str(partial / "executed.ipynb"),
             parameters=params, kernel_name=job.kernel, km=km,
             progress_bar=progress, execution_timeout=job.timeout_s, log_output=False,
+            start_timeout=KERNEL_READY_S,
             report_mode=False,
         )
         if INTERRUPTED.is_set():  # a Ctrl-C that a library swallowed while the job ran
