@@ -11,6 +11,15 @@
   compared with the model built from the directory's config on the meta device
   (:func:`meta_model`: no memory), naming the tensor, the file, the expected and the found
   shape, instead of transformers' "look at the above report" inside a kernel.
+* :func:`config_problem` bounds what a config may ask before anything is built from it: a
+  ``model_type`` transformers knows (unless the model runs its own code) and at most
+  :data:`MAX_LAYERS` layers (a ``num_hidden_layers: 1000000`` builds for minutes even on the
+  meta device); :func:`meta_model` refuses the same with one line.
+* :func:`bin_headers` reads a ``pytorch_model*.bin`` with ``torch.load(weights_only=True)``
+  memory-mapped: a pickle that needs more than tensors is refused here, before any kernel,
+  and its tensors' dtypes and shapes get the same checks as a safetensors file's.
+* :func:`trajectory_problems`: a trajectory's checkpoint folders each get every check a
+  ``local_dir`` gets, name distinct folders (by resolved path) and share one architecture.
 * :func:`check_config` checks the keys of a params file's ``config:`` against the fields
   of the family's own config class (the HF ``PretrainedConfig`` subclass, or open_clip's
   vision/text config dataclasses) and each value's type against the field's default.
@@ -22,6 +31,7 @@ import difflib
 import inspect
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -41,6 +51,48 @@ from .tokenizers import load_tokenizer
 
 #: ``kind`` of :func:`model_config`: a transformers ``config.json`` or an open_clip ``model_cfg``
 HF_KIND, OPEN_CLIP_KIND = "hf", OPEN_CLIP_SOURCE
+
+
+#: layers a config may declare (the deepest published models have under 200)
+MAX_LAYERS = 1024
+#: config keys that count layers, across families (``Sizes.n_layers`` needs a known family)
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers", "encoder_layers",
+              "decoder_layers", "layers")
+
+
+def _layer_counts(cfg: Any, where: str = "") -> list[tuple[str, Any]]:
+    """``(key path, value)`` of every layer count in a config dict and its nested configs."""
+    out = []
+    if isinstance(cfg, dict):
+        for k, v in cfg.items():
+            if k in LAYER_KEYS and not isinstance(v, (dict, list)):
+                out.append((f"{where}{k}", v))
+            elif isinstance(v, dict):
+                out += _layer_counts(v, f"{where}{k}.")
+    return out
+
+
+def config_problem(p, config: dict, kind: str, src: str = "its config") -> Optional[str]:
+    """Why a model cannot be built from ``config`` (None: it can): a layer count over
+    :data:`MAX_LAYERS` or not a whole number, or a ``model_type`` transformers does not know
+    (a model with ``trust_remote_code`` brings its own). One line naming ``src``."""
+    for key, v in _layer_counts(config):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_LAYERS:
+            return (f"{src}: {key} is {v!r}; a model may have 0 to {MAX_LAYERS} layers (the limit on what a config "
+                    "may ask); fix the config")
+    if kind != HF_KIND or getattr(p, "trust_remote_code", False):
+        return None
+    if "model_type" not in config:  # a params file's config: (the family's default type) or no type to check
+        return None
+    mt = config.get("model_type")
+    if not isinstance(mt, str):
+        return f"{src}: model_type is {mt!r}, not a name; re-save the model with save_pretrained"
+    try:
+        AutoConfig.for_model(mt)
+    except (KeyError, ValueError):
+        return (f"{src}: model_type '{mt}' is not one this transformers knows; use a model whose model_type "
+                "transformers lists (or upgrade transformers)")
+    return None
 
 
 def check_weights(model: str, directory: Optional[Path], remedy: str, params=None) -> None:
@@ -130,6 +182,8 @@ def check_stored(p, directory: Path) -> None:
     directory = Path(directory)
     files = sorted(directory.glob("*.safetensors"))
     if not files:
+        files = sorted(directory.glob("pytorch_model*.bin"))
+    if not files:
         return
     key = (p.name, p.family, _signature(directory, files))
     if key in _STORED_OK:
@@ -145,7 +199,13 @@ def check_stored(p, directory: Path) -> None:
         raise ModelLoadError(f"model '{p.name}': {cfg_file} declares quantization_config (quant_method {method}): "
                              "a quantised checkpoint would be measured as if it were the float model; give the "
                              f"float16 / float32 checkpoint in local_dir: of params/models/{p.name}.yaml")
-    heads = tensor_headers(files)
+    bad = safetensors_problems(directory)
+    if bad:
+        f, why = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise ModelLoadError(f"model '{p.name}': corrupt weight file {f}{more}: {why}; replace it (re-save the model "
+                             "with save_pretrained)")
+    heads = tensor_headers(files) if files[0].suffix == ".safetensors" else bin_headers(p.name, files)
     expected, prefix, cfg_used = _expected_tensors(p, directory)
     stored_as, misshapen = [], []
     for name, (code, shape, f) in heads.items():
@@ -170,6 +230,101 @@ def check_stored(p, directory: Path) -> None:
             f"model '{p.name}': tensor {name} in {f} has shape {list(shape)}, but {cfg_used} makes it "
             f"{list(exp[1])}{more}: the config and the weights disagree; use the config the weights were saved with")
     _STORED_OK[key] = True
+
+
+#: torch dtypes -> safetensors codes (what :func:`check_stored` compares)
+_TORCH_CODES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+                torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+                torch.bool: "BOOL", torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2"}
+
+
+def bin_headers(model: str, files: list) -> dict[str, tuple[str, tuple, Path]]:
+    """``name -> (safetensors dtype code, shape, file)`` of the tensors in ``pytorch_model*.bin``
+    files, read with ``torch.load(weights_only=True, mmap=True)`` (the tensor data stays on disk).
+    A pickle that needs anything but tensors is refused with one ModelLoadError line."""
+    out: dict[str, tuple[str, tuple, Path]] = {}
+    for f in files:
+        try:
+            try:
+                state = torch.load(str(f), map_location="cpu", weights_only=True, mmap=True)
+            except RuntimeError as exc:
+                if "mmap" not in str(exc):
+                    raise
+                state = torch.load(str(f), map_location="cpu", weights_only=True)  # the legacy (non-zip) format
+        except Exception as exc:  # noqa: BLE001 - the unpickler raises many types; each is one line here
+            text = str(exc)
+            glob_ = re.search(r"Unsupported global: (?:GLOBAL )?([\w.]+)", text)
+            why = f"it needs {glob_.group(1)}, which weights_only refuses" if glob_ else \
+                (text.splitlines() or [type(exc).__name__])[0][:200]
+            raise ModelLoadError(f"model '{model}': {f} is not a plain tensor file ({type(exc).__name__}: {why}): a "
+                                 "pickle that runs code is never loaded; convert it to safetensors from a trusted "
+                                 "copy") from None
+        if not isinstance(state, dict):
+            raise ModelLoadError(f"model '{model}': {f} holds a {type(state).__name__}, not a state dict of tensors; "
+                                 "re-save it with save_pretrained")
+        for k, t in state.items():
+            if isinstance(t, torch.Tensor):
+                out[str(k)] = (_TORCH_CODES.get(t.dtype, str(t.dtype)), tuple(t.shape), Path(f))
+        del state
+    return out
+
+
+def trajectory_problems(p, where: str) -> list[str]:
+    """A trajectory's ``checkpoints:`` folders (each already a ``save_pretrained`` folder of the
+    declared family: ``params.checkpoint_problems``) checked like a ``local_dir``: corrupt,
+    quantised or misshapen weights (:func:`check_weights`), a config past :func:`config_problem`;
+    each folder once (``step-10``, ``step-10/`` and ``./step-10`` are one folder, by resolved
+    path); and one architecture across them (widths or depths that differ are not one model's
+    trajectory). One line per problem, naming ``checkpoints[i]``."""
+    lines: list[str] = []
+    seen: dict[str, int] = {}
+    arch: Optional[tuple] = None
+    for i, c in enumerate(p.checkpoints):
+        d, key = Path(c), f"{where}: key 'checkpoints[{i}]'"
+        real = os.path.realpath(d)
+        if real in seen:
+            lines.append(f"{key}: {d} is the folder of checkpoints[{seen[real]}] ({real}) again; list each "
+                         "checkpoint once")
+            continue
+        seen[real] = i
+        try:
+            cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            lines.append(f"{key}: {d / 'config.json'} cannot be read ({exc}); re-save the checkpoint")
+            continue
+        if not isinstance(cfg, dict):
+            lines.append(f"{key}: {d / 'config.json'} is not a JSON object; re-save the checkpoint")
+            continue
+        why = config_problem(p, cfg, HF_KIND, str(d / "config.json"))
+        if why:
+            lines.append(f"{key}: {why}")
+            continue
+        try:
+            check_weights(p.name, d, f"re-save checkpoints[{i}] with save_pretrained", params=p)
+        except ModelLoadError as exc:
+            lines.append(f"{key}: {exc}")
+            continue
+        shape = _architecture(p, cfg)
+        if arch is None:
+            arch = (i, d, shape)
+        elif shape != arch[2]:
+            lines.append(f"{key}: {d} is {_show(shape)}, but checkpoints[{arch[0]}] ({arch[1]}) is {_show(arch[2])}: "
+                         "one trajectory is one architecture; give the checkpoints of one model")
+    return lines
+
+
+def _architecture(p, cfg: dict) -> tuple:
+    """What makes checkpoints one model: model_type, width, depth, heads, vocabulary."""
+    try:
+        s = spec(p.family).sizes_of(cfg)
+        sizes = (s.d_model, s.n_layers, s.n_heads)
+    except Exception:  # noqa: BLE001 - a family that cannot size this config: its keys as written
+        sizes = tuple(cfg.get(k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads"))
+    return (cfg.get("model_type"), *sizes, cfg.get("vocab_size"))
+
+
+def _show(a: tuple) -> str:
+    return f"{a[0]} of width {a[1]}, {a[2]} layers, {a[3]} heads, vocabulary {a[4]}"
 
 
 def _fields(obj: Any) -> dict[str, Any]:
@@ -305,12 +460,22 @@ def meta_model(p, config: dict, kind: str):
     if kind == OPEN_CLIP_KIND:
         import open_clip  # heavy optional dependency
 
+        why = config_problem(p, config, kind, f"model '{getattr(p, 'name', '?')}': its config")
+        if why:
+            raise ModelLoadError(why)
         cfg = {k: v for k, v in config.items() if k != "custom_text"}
         cls = open_clip.CustomTextCLIP if config.get("custom_text") else open_clip.CLIP
         with torch.device("meta"):
             return cls(**cfg)
+    why = config_problem(p, config, kind, f"model '{getattr(p, 'name', '?')}': its config")
+    if why:
+        raise ModelLoadError(why)
     cfg = dict(config)
-    hf_config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+    try:
+        hf_config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ModelLoadError(f"model '{getattr(p, 'name', '?')}': its config cannot be read by transformers "
+                             f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}); fix the config") from None
     kw = {"trust_remote_code": True} if p.trust_remote_code else {}
     with torch.device("meta"), quiet_transformers():
         model = model_class(p.family).from_config(hf_config, **kw)

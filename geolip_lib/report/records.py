@@ -5,14 +5,22 @@ against :data:`METRICS_SCHEMA` (``jsonschema``), and every figure entry against 
 directory. An entry of the wrong shape, a figure outside the job's folder or missing, a figure
 without a title: each becomes one line in :attr:`JobRecord.problems` naming the file and the
 field, the entry is left out (or captioned with its file name), and the rest is reported.
+Then what the shape cannot say (:func:`check_values`): a headline's ``fmt`` must be a format
+spec of :data:`FMT` (no width: a ``fmt`` of ``>300000000`` would make a 300 MB cell), and a
+value must lie inside its own interval (``results.outside``, the rule ``results.headline``
+writes by). The root is read through :mod:`geolip_lib.roots` (no link followed, a file at most
+``roots.MAX_JSON_BYTES`` long and ``roots.MAX_JSON_DEPTH`` deep).
 """
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
+
+from .. import roots
+from ..results import outside
 
 OK, FAILED, INCOMPLETE = "ok", "failed", "incomplete"
 
@@ -20,7 +28,7 @@ OK, FAILED, INCOMPLETE = "ok", "failed", "incomplete"
 FIGURE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".svg": "image/svg+xml"}
 
 _NUM = {"type": ["number", "null"]}
-_STR = {"type": ["string", "null"]}
+_STR = {"type": ["string", "null"], "maxLength": 20000}  # a label or note, not a page
 _INTERVAL = {"type": ["object", "null"], "properties": {"lo": _NUM, "hi": _NUM, "method": _STR, "level": _NUM}}
 _HEADLINE = {"type": ["object", "null"], "properties": {
     "value": {"type": ["number", "string", "boolean", "null"]}, "interval": _INTERVAL, "label": _STR,
@@ -123,6 +131,40 @@ def check_shape(data: dict, where: Path) -> list[str]:
     return problems
 
 
+#: the format specs a headline's ``fmt`` may be: an optional sign, ``,``, ``.N`` (N ≤ 12) and a
+#: type; no fill, alignment or width (a width is the size of the cell the report writes)
+FMT = re.compile(r"[+\- ]?,?(\.(1[0-2]|[0-9]))?[deEfFgGos%]?")
+
+
+def check_values(data: dict, where: Path) -> list[str]:
+    """Leave out every headline number whose ``fmt`` is not a spec of :data:`FMT` or whose value
+    (or a null's) lies outside its own interval; one line each."""
+    problems = []
+    heads = data.get("headline") or {}
+    for key in list(heads):
+        h = heads[key]
+        if not h:
+            continue
+        fmt = h.get("fmt")
+        if fmt is not None and not FMT.fullmatch(fmt):
+            shown = fmt if len(fmt) <= 20 else fmt[:20] + "..."
+            problems.append(f"{where}: field 'headline.{key}.fmt': {shown!r} is not a number format the report "
+                            "accepts (a sign, ',', '.N' with N ≤ 12 and one of d e f g o s %; no width); left out "
+                            "of the report (rerun the job to rewrite its metrics.json)")
+            heads.pop(key)
+            continue
+        bad = [("value", h.get("value"), h.get("interval"))]
+        bad += [(f"nulls.{k}.value", n.get("value"), n.get("interval")) for k, n in (h.get("nulls") or {}).items() if n]
+        for what, v, iv in bad:
+            if outside(v, iv):
+                problems.append(f"{where}: field 'headline.{key}.{what}': {v!r} lies outside its own interval "
+                                f"[{iv.get('lo')!r}, {iv.get('hi')!r}]; left out of the report (metrics.json was "
+                                "edited or damaged: rerun the job)")
+                heads.pop(key)
+                break
+    return problems
+
+
 def check_figures(data: dict, job: Path, where: Path) -> list[str]:
     """Keep the figure entries whose file lies inside ``job`` (no absolute path, no ``..``, no
     symlink out) and exists, with a known image type; caption an untitled one with its file name.
@@ -156,35 +198,47 @@ def check_figures(data: dict, job: Path, where: Path) -> list[str]:
     return problems
 
 
-def read_record(notebook: str, job: Path) -> JobRecord:
-    """One finished job's record: ``metrics.json`` read, its shape and figures checked."""
+def read_record(notebook: str, job: Path, root: Path | None = None) -> JobRecord:
+    """One finished job's record: ``metrics.json`` read (:func:`geolip_lib.roots.read_json`,
+    inside ``root``: by default the job's output root), its shape, values and figures checked."""
     where = job / "metrics.json"
     try:
-        data = json.loads(where.read_text(encoding="utf-8"))
+        data = roots.read_json(root if root is not None else job.parent.parent, where)
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
-        return JobRecord(notebook, job.name, job, error=f"{where}: unreadable ({exc}); rerun with --resume")
+        why = str(exc) if isinstance(exc, roots.RootReadError) else f"{where}: unreadable ({exc})"
+        return JobRecord(notebook, job.name, job, error=f"{why}; rerun with --resume")
     problems = check_shape(data, where)
+    problems += check_values(data, where)
     problems += check_figures(data, job, where)
     return JobRecord(notebook, job.name, job, data, problems=problems)
+
+
+def _first_line(path: Path) -> str:
+    """The first line of a failed job's ``error.txt`` (read as at most 4 kB), or a placeholder."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4096).decode("utf-8", errors="replace").split("\n", 1)[0] or "failed"
+    except OSError:
+        return "failed (no error.txt)"
 
 
 def collect(out_root: Path) -> dict[str, list[JobRecord]]:
     """Every completed, failed and incomplete job under ``out_root``, grouped by notebook (sorted).
 
-    An unreadable ``metrics.json`` makes its job a failed record naming the file (the rest
-    of the report still builds). A job folder without ``metrics.json``, or a ``.<job>.partial``
-    left by a killed run with no result beside it, is an *incomplete* record: listed, not dropped.
+    The job folders are :func:`geolip_lib.roots.job_dirs`: a notebook or job folder that is a
+    link is never read. An unreadable ``metrics.json`` makes its job a failed record naming the
+    file (the rest of the report still builds). A job folder without ``metrics.json``, or a
+    ``.<job>.partial`` left by a killed run with no result beside it, is an *incomplete* record:
+    listed, not dropped.
     """
     groups: dict[str, list[JobRecord]] = {}
-    for nb_dir in sorted(p for p in out_root.iterdir()
-                         if p.is_dir() and not p.is_symlink() and not p.name.startswith(("_", "."))):
+    out_root = Path(out_root)
+    for nb_dir in roots.notebook_dirs(out_root):
         recs = []
         names = {p.name for p in nb_dir.iterdir()}
-        for job in sorted(nb_dir.iterdir(), key=lambda p: p.name.lstrip(".")):
-            if job.is_symlink() or not job.is_dir():
-                continue  # a symlink is never followed: what it points at is outside this root's jobs
+        for job in sorted(roots.job_dirs(out_root, nb_dir.name, hidden=True), key=lambda p: p.name.lstrip(".")):
             if job.name.startswith("."):
                 jid = job.name[1:-len(".partial")] if job.name.endswith(".partial") else ""
                 if jid and jid not in names and f"{jid}.failed" not in names:
@@ -193,13 +247,15 @@ def collect(out_root: Path) -> dict[str, list[JobRecord]]:
                                                 f"rerun with --resume"))
                 continue  # .partial (running or killed) and .old directories never count as results
             if job.name.endswith(".failed"):
-                err = (job / "error.txt").read_text(encoding="utf-8", errors="replace").split("\n", 1)[0] \
-                    if (job / "error.txt").is_file() else "failed (no error.txt)"
+                failed_txt = job / "error.txt"
+                err = _first_line(failed_txt) if failed_txt.is_file() and not failed_txt.is_symlink() \
+                    else "failed (no error.txt)"
                 recs.append(JobRecord(nb_dir.name, job.name[:-7], job, error=err or "failed"))
-            elif (job / "metrics.json").exists():
-                rec = read_record(nb_dir.name, job)
+            elif (job / "metrics.json").exists() or (job / "metrics.json").is_symlink():
+                rec = read_record(nb_dir.name, job, out_root)
                 failed = nb_dir / f"{job.name}.failed"
-                if rec.ok and failed.is_dir() and failed.stat().st_mtime > (job / "metrics.json").stat().st_mtime:
+                if rec.ok and failed.is_dir() and not failed.is_symlink() and \
+                        failed.stat().st_mtime > (job / "metrics.json").stat().st_mtime:
                     continue  # a rerun failed after this result: the failure is what is current
                 recs.append(rec)
             elif f"{job.name}.failed" not in names:

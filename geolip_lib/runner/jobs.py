@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 
-from ..models.preflight import HF_KIND, check_config, model_config
+from ..models.preflight import HF_KIND, check_config, config_problem, model_config, trajectory_problems
 from .. import params as _params
 from ..params import (ROOT, ModelParams, ParamsError, add_model_file, check_name, family_problem, load_model_params,
                       load_profile, model_file, model_names)
@@ -37,6 +37,11 @@ from .lock import RunError
 from .parameters import (ANY, EXPRESSION, Declared, RangeSyntaxError, check_value, compile_range, declared,
                          range_names, range_problem)
 from .parameters import coerce_parameter  # noqa: F401 - re-exported (run_all, tests)
+
+
+#: the longest job id: it is a folder name, and ``.<id>.partial`` must stay under the 255 bytes a
+#: file name may have on every file system the runner writes to
+MAX_JOB_ID = 100
 
 
 def notebooks_dir() -> Path:
@@ -121,6 +126,10 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
             specs = [("all", None, {})]
         seen: set[str] = set()
         for job_id, _, _ in specs:  # one result directory per job id
+            if isinstance(job_id, str) and len(job_id) > MAX_JOB_ID:
+                problems.append(f"profile '{prof.name}': notebook {nb}: job id '{job_id[:40]}...' is {len(job_id)} "
+                                f"characters; a job id (a folder name, also as .<id>.partial) may have at most "
+                                f"{MAX_JOB_ID}: give it a shorter id:")
             if job_id in seen:
                 problems.append(f"profile '{prof.name}': notebook {nb}: job id '{job_id}' twice (two jobs would "
                                 f"share {nb}/{job_id}/ and one would delete the other's result); give each job "
@@ -311,16 +320,24 @@ def model_problems(name: str) -> list[str]:
         check_config(mp.family, mp.config, f)
     except ParamsError as exc:
         return exc.lines
-    if mp.checkpoints and _params.checkpoint_problems(mp, own):  # a trajectory's folders (issue 24 §4)
-        return _params.checkpoint_problems(mp, own)
+    if mp.checkpoints:  # a trajectory's folders (issue 24 §4), each checked like a local_dir (issue 30)
+        lines = _params.checkpoint_problems(mp, own)
+        if lines:
+            return lines
+        lines = trajectory_problems(mp, f)
+        if lines:
+            return lines
     raw, key = (mp.local_dir, "local_dir") if mp.local_dir else ((mp.id, "id") if mp.source == "local" else (None, ""))
     if raw:
         d = resolve(raw)
         if not d.is_dir():
             rel = "" if Path(raw).is_absolute() else f"; a relative path is read from the checkout root {ROOT}"
-            return [f"{f}: key '{key}': directory {d} does not exist{rel}; fix the path"]
+            what = "is a file, not a folder" if d.exists() else "does not exist"
+            return [f"{f}: key '{key}': directory {d} {what}{rel}; fix the path"]
     if mp.source == "tiny":
         why = family_problem(mp.family, mp.config.get("model_type"), "its config:")
+        if not why:
+            why = config_problem(mp, mp.config, HF_KIND, "its config:")
         return [f"{f}: {why}"] if why else []
     return _config_family_problems(mp, f)
 
@@ -343,7 +360,7 @@ def _config_family_problems(mp: ModelParams, f: str) -> list[str]:
         mt = cfg.get("model_type")
         if mt is None:
             return [f"{f}: {src} has no model_type; re-save the model with save_pretrained"]
-    why = family_problem(mp.family, mt, src)
+    why = family_problem(mp.family, mt, src) or config_problem(mp, cfg, kind, src)
     return [f"{f}: {why}"] if why else []
 
 

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..roots import path_problem
+
 
 class RunError(Exception):
     """A run that cannot start or go on (output root, lock): one line, exit code 2."""
@@ -61,35 +63,11 @@ def inside_root(root: Path, path: Path) -> Path:
     no ``..`` in it and no symbolic link between ``root`` and it; the leaf itself may be a link
     (it is then moved or unlinked, never followed: :func:`remove_entry`). One-line
     :class:`UnsafePathError` otherwise. ``root`` itself may be a link (the user's ``--out``).
-
-    Hand-written: pathlib and os.path resolve or normalise ``..`` lexically, neither says
-    whether a path passes through a link; this walks the components with ``lstat``."""
-    root = Path(os.path.abspath(root))
-    path = Path(path) if Path(path).is_absolute() else root / path
-    parts = path.parts
-    if parts[: len(root.parts)] != root.parts or len(parts) == len(root.parts):
-        raise UnsafePathError(f"{path} is not inside the output root {root}; nothing is written outside it")
-    rel = parts[len(root.parts):]
-    bad = next((c for c in rel if c in ("..", ".", "") or "\0" in c), None)
-    if bad is not None:
-        raise UnsafePathError(f"{path}: the component {bad!r} would leave the output root {root}; "
-                              "nothing is written outside it")
-    here = root
-    for comp in rel[:-1]:
-        here = here / comp
-        try:
-            st = os.lstat(here)
-        except FileNotFoundError:
-            break  # created by the runner itself, below the last existing component
-        except OSError as exc:
-            raise UnsafePathError(f"{here} cannot be read ({exc.strerror or exc})") from None
-        if stat.S_ISLNK(st.st_mode):
-            raise UnsafePathError(f"{here} is a symbolic link (to {os.readlink(here)}); results are never written "
-                                  f"through links: remove it from the output root {root}")
-        if not stat.S_ISDIR(st.st_mode):
-            raise UnsafePathError(f"{here} is a file where a directory of results belongs; move it out of the "
-                                  f"output root {root}")
-    return path
+    The walk is :func:`geolip_lib.roots.path_problem` (its one home, shared with every reader)."""
+    why = path_problem(root, path, leaf_link_ok=True, action="written")
+    if why:
+        raise UnsafePathError(why)
+    return Path(path) if Path(path).is_absolute() else Path(os.path.abspath(root)) / path
 
 
 def remove_entry(path: Path, ignore_errors: bool = False) -> None:
