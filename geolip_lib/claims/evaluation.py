@@ -17,11 +17,11 @@ The verdict of one value (:mod:`geolip_lib.claims.rules`) is reached in three st
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Union
 
+from .. import roots
 from ..metrics.intervals import format_value
 from ..results import kind_of, separates
 from .power import MAX_DOUBLINGS, MAX_SEEDS, kink_power
@@ -32,20 +32,19 @@ __all__ = ["evaluate", "summarize", "readings", "required_jobs", "missing_jobs"]
 
 
 def _read_jobs(root: Path, notebook: str) -> dict[str, dict]:
-    """model name -> metrics.json payload of every finished job of ``notebook`` under ``root``."""
+    """model name -> metrics.json payload of every finished job of ``notebook`` under ``root``
+    (read through :mod:`geolip_lib.roots`: a job folder that is a link, or a file too large or
+    too deep, is never read)."""
     out: dict[str, dict] = {}
-    nb_dir = Path(root) / notebook
-    if not nb_dir.is_dir():
-        return out
-    for job in sorted(nb_dir.iterdir()):
-        f = job / "metrics.json"
-        if job.name.startswith(".") or job.name.endswith(".failed") or not f.is_file():
+    for job in roots.job_dirs(root, notebook):
+        if job.name.endswith(".failed"):
             continue
         try:
-            data = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = roots.read_json(root, job / "metrics.json")
+        except (OSError, roots.RootReadError):
             continue  # the report lists unreadable jobs as failed
-        out[data.get("model") or job.name] = data
+        if isinstance(data, dict):
+            out[data.get("model") if isinstance(data.get("model"), str) else job.name] = data
     return out
 
 
