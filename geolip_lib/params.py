@@ -242,14 +242,65 @@ class ProfileParams(_Strict):
         return v
 
 
+#: what a params, profile or claims file may be: its size, and the nodes of its tree once every
+#: YAML alias is expanded (an alias bomb -- nine anchors each listing the last nine times -- is a
+#: few hundred bytes that expand to 10^9 nodes)
+YAML_MAX_BYTES = 1024 * 1024
+YAML_MAX_NODES = 100_000
+
+
+def _expanded_nodes(root: yaml.Node, path: Path) -> int:
+    """Nodes of the tree a composed YAML document makes once every alias is expanded, counted
+    without expanding it (a shared node is sized once); stops past :data:`YAML_MAX_NODES`.
+    Hand-written: PyYAML has no limit on alias expansion."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        kids = [c for kv in node.value for c in kv] if isinstance(node, yaml.MappingNode) else \
+            list(node.value) if isinstance(node, yaml.SequenceNode) else []
+        if done:
+            size[id(node)] = 1 + sum(size[id(c)] for c in kids)
+            open_.discard(id(node))
+            if size[id(node)] > YAML_MAX_NODES:
+                return size[id(node)]
+            continue
+        if id(node) in open_:
+            raise ParamsError(f"{_rel(path)}: a YAML alias refers to a node that contains it (a recursive "
+                              "structure); write the values out")
+        open_.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in kids if id(c) not in size)
+    return size[id(root)]
+
+
 def _load_yaml(path: Path) -> dict:
+    """A YAML mapping from ``path``, bounded: at most :data:`YAML_MAX_BYTES` bytes and
+    :data:`YAML_MAX_NODES` nodes after alias expansion (one-line ParamsError naming the limit)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+        with open(path, "rb") as fh:
+            raw = fh.read(YAML_MAX_BYTES + 1)
+        if len(raw) > YAML_MAX_BYTES:
+            raise ParamsError(f"{_rel(path)}: larger than {YAML_MAX_BYTES} bytes, the limit for a params, profile "
+                              "or claims file; split it or remove what is not parameters")
+        node = yaml.compose(raw.decode("utf-8"), Loader=yaml.SafeLoader)
+        if node is not None and (n := _expanded_nodes(node, path)) > YAML_MAX_NODES:
+            raise ParamsError(f"{_rel(path)}: its YAML aliases expand to more than {YAML_MAX_NODES} nodes (the limit "
+                              f"for a params, profile or claims file; {n} counted so far); write the values out "
+                              "instead of nesting aliases")
+        data = yaml.SafeLoader("").construct_document(node) if node is not None else None
     except FileNotFoundError:
         raise ParamsError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise ParamsError(f"{path}: is a directory, not a YAML file; give the path of the .yaml file") from None
+    except RecursionError:
+        raise ParamsError(f"{_rel(path)}: nested too deeply to read (Python's recursion limit); "
+                          "flatten it") from None
+    except UnicodeDecodeError as exc:
+        raise ParamsError(f"{_rel(path)}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
@@ -393,7 +444,8 @@ def checkpoint_problems(mp: ModelParams, where: Union[str, Path, None] = None) -
     for i, c in enumerate(mp.checkpoints):
         d, key = Path(c), f"{where}: key 'checkpoints[{i}]'"
         if not d.is_dir():
-            lines.append(f"{key}: folder {d} does not exist (a relative path is read from the params file's folder)")
+            what = "is a file, not a folder" if d.exists() else "does not exist"
+            lines.append(f"{key}: folder {d} {what} (a relative path is read from the params file's folder)")
         elif not (d / "config.json").is_file() or not (any(d.glob("*.safetensors")) or any(d.glob("pytorch_model*.bin"))):
             lines.append(f"{key}: {d} is not a save_pretrained folder (it needs config.json and *.safetensors or "
                          f"pytorch_model*.bin: save it with model.save_pretrained(folder))")
