@@ -25,7 +25,7 @@ LAB_PORT ?= 8888
 
 .PHONY: setup report test test-families lab notebooks bench clean help
 help:
-	@sed -n '2,9p' Makefile
+	@sed -n '2,8p' Makefile
 
 setup:
 	@bash scripts/setup.sh
