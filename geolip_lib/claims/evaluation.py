@@ -23,12 +23,18 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 from .. import roots
 from ..metrics.intervals import format_value
+from ..params import ParamsError, load_model_params
 from ..results import kind_of, separates
-from .power import MAX_DOUBLINGS, MAX_SEEDS, kink_power
+from .power import MAX_DOUBLINGS, MAX_SEEDS, kink_power, observed_curves
 from .registry import Claim, ClaimSet, Form, load
+from .schema import PATH_FIELDS, render_sentence
 from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null)
 
-__all__ = ["evaluate", "summarize", "readings", "required_jobs", "missing_jobs"]
+__all__ = ["evaluate", "summarize", "readings", "required_jobs", "missing_jobs", "trained", "dequantized",
+           "pipeline_checks", "READING_DISAGREES"]
+
+#: the verdict over a claim's readings when they disagree (a reading of the seed's words decides it)
+READING_DISAGREES = "undecided (reading)"
 
 
 def _read_jobs(root: Path, notebook: str) -> dict[str, dict]:
@@ -94,27 +100,40 @@ def _show(h: Optional[Mapping], scale: float = 1.0, unit: str = "") -> str:
 
 
 def _power_verdict(c: Claim, form: Form, h: Mapping, data: Mapping) -> tuple[str, str, Optional[dict]]:
-    """A change-point test that found nothing: not held only when its power is shown."""
+    """A change-point test that found nothing: not held only when its power, computed from the
+    job's own observed seed curves (:func:`geolip_lib.claims.power.kink_power`), is shown."""
     p, bp = h.get("p_value"), h.get("best_breakpoint")
-    base = "no change point found" + (f" (p = {p:.2g}" if isinstance(p, (int, float)) else " (") + \
-           (f"; best breakpoint {bp:.3g})" if isinstance(bp, (int, float)) else ")")
+    base = "no change point found" + (f" (p = {p:.2g}" if _is_num(p) else " (") + \
+           (f"; best breakpoint {bp:.3g})" if _is_num(bp) else ")")
     spec = form.power
     if spec is None:
         return UNDECIDED, base + "; the test's power is not known, so non-detection decides nothing", None
-    try:
-        fit_path = spec.fit_path.format(**{k: v for k, v in h.items() if isinstance(v, (str, int, float))})
-    except (KeyError, IndexError):
-        fit_path = spec.fit_path
-    fit = _dig(data.get("metrics") or {}, fit_path.split("."))
-    n_seeds = len(h.get("seeds") or []) or max((fit or {}).get("n") or [1])
-    pw = kink_power(fit, n_seeds, at=spec.at, slope_change=spec.slope_change, reps=spec.reps, n_boot=spec.n_boot,
-                    target=spec.target) if isinstance(fit, Mapping) else None
-    if pw is None:
-        return UNDECIDED, (base + f"; its power could not be computed (no fit recorded at metrics.{fit_path}), so "
-                           "non-detection decides nothing"), None
-    kink = f"a kink of the seed's size (slope change {spec.slope_change:g} at {spec.at:g}; {spec.basis})"
-    sim = (f"{pw['reps']} simulated curves, {pw['n_seeds']} seeds x {len(pw['grid'])} grid points, noise sd "
-           f"{pw['noise_sd']:.3g} per point")
+    fields = {k: str(h.get(k)) for k in PATH_FIELDS if isinstance(h.get(k), str)}
+    fit_path = render_sentence(spec.fit_path, **fields)
+    metrics = data.get("metrics") or {}
+    fit = _dig(metrics, fit_path.split("."))
+    fit = fit if isinstance(fit, Mapping) else {}
+    quantity = h.get("quantity") if isinstance(h.get("quantity"), str) else "pearson"
+    curves = observed_curves(_dig(metrics, render_sentence(spec.sweep_path, **fields).split(".")), quantity)
+    null = fit.get("null") if fit.get("null") in ("line", "quadratic") else \
+        (h.get("null") if h.get("null") in ("line", "quadratic") else "line")
+    method = fit.get("model") if fit.get("model") in ("segmented", "step") else "segmented"
+    pw = kink_power(curves[0], curves[1], at=spec.at, slope_change=spec.slope_change, method=method, null=null,
+                    reps=spec.reps, n_boot=spec.n_boot, target=spec.target) if curves is not None else None
+    if pw is None or pw["power"] is None:
+        why = ("no per-seed curves recorded at metrics." + spec.sweep_path) if curves is None else \
+            "one seed: no seed-to-seed spread to draw experiments from"
+        return UNDECIDED, (base + f"; its power could not be computed ({why}), so non-detection decides nothing"), pw
+    kink = (f"a kink of slope change {spec.slope_change:g} at {spec.at:g} (the project's construction of the seed's "
+            f"size: {spec.basis})")
+    grid = (f"on this {len(pw['grid'])}-point grid the {null} no-change model absorbs {pw['absorbed']:.0%} of a "
+            f"hinge's energy at {spec.at:g} (a line {pw['absorbed_line']:.0%})")
+    sim = (f"{pw['reps']} simulated experiments of {pw['n_seeds']} seeds drawn around the observed no-change fit "
+           f"with the observed seeds' covariance along the grid; observed sd of the per-seed hinge coefficient "
+           f"{pw['hinge_sd']:.3g}; {grid}")
+    inj = ", ".join(f"{i['multiple']:g}x: {'found' if i['found'] else 'not found'} (p = {i['p_value']:.2g})"
+                    for i in pw["injected"])
+    sim += f"; the kink added to the observed curves: {inj}"
     if pw["power"] >= spec.target:
         return NOT_HELD, (f"{base}, although the test finds {kink} {pw['power']:.0%} of the time ({sim}): the "
                           "absence of a change contradicts the claim"), pw
@@ -135,15 +154,22 @@ def _power_verdict(c: Claim, form: Form, h: Mapping, data: Mapping) -> tuple[str
                        f"non-detection as absence. What would decide it: {'; '.join(decide)}"), pw
 
 
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _fold_nulls(c: Claim, form: Form, rule: Rule, verdict: str, reason: str, value: float, lo, hi, exact: bool,
                 nulls: Mapping[str, dict], fmt: Optional[str]) -> tuple[str, str, str]:
-    """(verdict, reason, null sentence) once the nulls that bear on the claim are folded in."""
+    """(verdict, reason, null sentence) once the nulls are folded in: every null that bears on the
+    claim (the claims file's) and every null the record lists beside the value, by the same
+    rule — a null shown beside a reading that satisfies its rule makes it at most "held, but the
+    null gives it too" (a modulator that does nothing must not pass)."""
     if verdict != HELD:
         return verdict, reason, ""
     iv = (value, value) if exact or lo is None else (lo, hi)
     bearing = [display_null(n) for n in (c.nulls if form.nulls is None else form.nulls)]
     missing, gives, apart = [], [], []
-    for name in bearing:
+    for name in dict.fromkeys(bearing + list(nulls)):
         n = nulls.get(name)
         if n is None:
             missing.append(name)
@@ -159,7 +185,7 @@ def _fold_nulls(c: Claim, form: Form, rule: Rule, verdict: str, reason: str, val
             apart.append(f"{name} {shown}")
     if gives:
         name, shown, why = gives[0]
-        sentence = c.null_sentence.format(null=name, value=shown) if c.null_sentence else ""
+        sentence = render_sentence(c.null_sentence, null=name, value=shown) if c.null_sentence else ""
         return HELD_NULL, reason + "; but " + "; ".join(f"the {n} gives {s} ({w})" for n, s, w in gives), sentence
     if missing:
         return UNDECIDED, (reason + f"; whether training produced it is open: the {', '.join(missing)} null that "
@@ -190,6 +216,7 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
     exact = kind_of(h.get("interval")) == "exact"
     nulls = _nulls(h)
     pw = None
+    deq = dequantized(data)
     if h.get("forced_by_shape"):
         verdict, reason, sentence = FORCED, (f"forced by shape: {h['forced_by_shape']}; kept out of the verdict"), ""
     elif h.get("found") is False:
@@ -200,6 +227,10 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
                                      unit=c.unit)
         verdict, reason, sentence = _fold_nulls(c, form, rule, verdict, reason, value, lo, hi, exact, nulls,
                                                 h.get("fmt"))
+    if deq is not None and c.quantization and verdict in VERDICTS:
+        verdict, reason = UNDECIDED, (f"measured on dequantized weights ({deq}), and the quantization step could "
+                                      f"decide this rule ({c.quantization}); the rule alone would say "
+                                      f"'{verdict}': {reason}. What would decide it: the unquantized weights")
     if ref is not None and lo is not None and not exact and isinstance(value, (int, float)):
         reason += (f"; the interval {'contains' if lo <= ref <= hi else 'excludes'} the seed's "
                    f"{_num(ref, c.scale, c.unit)}")
@@ -211,7 +242,7 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
         isinstance(h.get("project"), Mapping) else "",
         "nulls": "; ".join(f"{k}: {_show(n, c.scale, c.unit)}" for k, n in nulls.items()),
         "null values": {k: n.get("value") for k, n in nulls.items()},
-        "verdict": verdict, "reason": reason, "null explains": sentence, "power": pw,
+        "verdict": verdict, "reason": reason, "null explains": sentence, "power": pw, "dequantized": deq,
     })
     return row
 
@@ -219,10 +250,61 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
 def _base(c: Claim, fi: int, form: Form, model: str, job: str, seed_model: bool, rule: Optional[Rule] = None,
           reason: str = "") -> dict:
     return {"claim": c.id, "title": c.title, "form": fi, "reading": form.name, "measured as": form.measured_as,
+            "by": form.whose(model), "extrapolation": form.extrapolated.get(model, ""),
             "model": model, "job": job, "scope": "", "seed model": seed_model, "seed value": c.seed_value,
             "measured": "–", "value": None, "lo": None, "hi": None, "kind": None, "project definition": "",
             "nulls": "", "null values": {}, "verdict": NOT_TESTED, "reason": reason,
-            "rule": (rule or form.rule).text, "null explains": "", "power": None, "note": form.note}
+            "rule": (rule or form.rule).text, "null explains": "", "power": None, "dequantized": None,
+            "note": form.note}
+
+
+def _provenance_models(data: Mapping) -> list[Mapping]:
+    prov = data.get("provenance") if isinstance(data.get("provenance"), Mapping) else {}
+    out = [prov.get("model")] + list(prov.get("models") or [])
+    return [m for m in out if isinstance(m, Mapping)]
+
+
+def dequantized(data: Mapping) -> Optional[str]:
+    """"dequantized <types>" when a job's model was loaded from quantized weights (GGUF:
+    ``provenance.model.dequantized`` or its weights' ``dequantized`` flag), else None."""
+    for m in _provenance_models(data):
+        w = m.get("weights") if isinstance(m.get("weights"), Mapping) else {}
+        if m.get("dequantized") is True or w.get("dequantized") is True:
+            q = w.get("quantization") if isinstance(w.get("quantization"), Mapping) else {}
+            types = sorted({str(t) for t in q.values()})[:4]
+            return "dequantized" + (f" {', '.join(types)}" if types else "")
+    return None
+
+
+def trained(model: str, data: Mapping) -> bool:
+    """Whether a job's model has trained weights (a stand-in may be listed beside the claims):
+    not a tiny random model (params source ``tiny``) and not a random-init twin. Read from the
+    job's provenance, else from the model's params file; a model with neither is taken as
+    trained (a user's own folder)."""
+    for m in _provenance_models(data):
+        if m.get("name") in (None, model):
+            if m.get("source") == "tiny" or m.get("random_init") is True:
+                return False
+            if m.get("source") is not None:
+                return True
+    try:
+        mp = load_model_params(model)
+    except (ParamsError, OSError, ValueError):
+        return True
+    tw = getattr(mp, "trained_weights", None)
+    return bool(tw) if tw is not None else mp.source != "tiny"
+
+
+def pipeline_checks(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = None) -> list[str]:
+    """The models under ``root`` that ran a notebook the claims read but have no trained weights
+    (tiny random models): pipeline checks, never given a verdict nor listed beside the claims
+    ("the pipeline also ran on N tiny models")."""
+    out: list[str] = []
+    for nb in required_jobs(claims):
+        for model, data in _read_jobs(Path(root), nb).items():
+            if not trained(model, data) and model not in out:
+                out.append(model)
+    return sorted(out)
 
 
 def _records(c: Claim, form: Form, data: Mapping, seed_model: bool) -> tuple[Optional[dict], bool]:
@@ -263,6 +345,8 @@ def evaluate(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = 
                 seed_model = model in form.models
                 if seed_models_only and not seed_model:
                     continue
+                if not seed_model and not trained(model, data):
+                    continue  # a tiny random model is a pipeline check (pipeline_checks), never a stand-in
                 job = f"{form.notebook}/{model}"
                 rec, standin = _records(c, form, data, seed_model)
                 where = "/".join(form.path) if form.path else f"claims.{form.record}"
@@ -347,13 +431,17 @@ def summarize(rows: Iterable[dict], claims: Union[str, Path, ClaimSet, None] = N
                 verdict, reason = HELD, "held on " + _tested_reason(tested, [])
             if forced and verdict != FORCED:
                 reason += "; kept out (forced by shape): " + ", ".join(f"{r['model']} {r['scope']}" for r in forced)
+            extra = [m for m in form.models if m in form.extrapolated]
+            if extra:
+                reason += ("; extrapolations (the seed never measured them so): "
+                           + "; ".join(f"{m}: {form.extrapolated[m]}" for m in extra))
             stand = [r for r in mine if not r["seed model"] and r["verdict"] != NOT_TESTED]
             tally = ", ".join(f"{r['model']}{' ' + r['scope'] if r['scope'] not in ('', 'embedding') else ''}: "
                               f"{r['verdict']}" for r in stand)
             ex = sorted((r for r in mine if r["null explains"]), key=lambda r: not r["seed model"])
             explains = f"{ex[0]['model']} {ex[0]['scope']}: {ex[0]['null explains']}".replace("  ", " ") if ex else ""
-            out.append({"claim": c.id, "title": c.title, "form": fi, "reading": form.name,
-                        "measured as": form.measured_as, "seed value": c.seed_value,
+            out.append({"claim": c.id, "title": c.title, "form": fi, "reading": form.name, "by": form.by,
+                        "extrapolated": sorted(form.extrapolated), "measured as": form.measured_as, "seed value": c.seed_value,
                         "seed models": c.seed_models_text, "verdict": verdict, "reason": reason,
                         "stand-ins": tally or "–", "null explains": explains, "definition": c.definition,
                         "rule": form.rule.text, "note": form.note})
@@ -362,20 +450,37 @@ def summarize(rows: Iterable[dict], claims: Union[str, Path, ClaimSet, None] = N
 
 def readings(summary: list[dict]) -> list[dict]:
     """One row per claim with each reading's verdict side by side: "as the table says" beside
-    "as the seed measured" (and the project's own reading where the file adds one)."""
+    "as the seed measured" (and the project's own reading where the file adds one), each labelled
+    by whose reading it is; ``over the readings``: the verdict they share, or
+    ``"undecided (reading): ..."`` when defensible readings of the seed's words disagree (a
+    reading of the words then decides the verdict, and the page says so)."""
     out: dict[str, dict] = {}
+    tested: dict[str, list[tuple[str, str]]] = {}
     for s in summary:
         r = out.setdefault(s["claim"], {"claim": s["claim"], "title": s["title"], "seed value": s["seed value"],
                                         "as the table says": [], "as the seed measured": [],
-                                        "the project's own reading": []})
+                                        "the project's own reading": [], "over the readings": ""})
         name = s["reading"]
         cols = (["as the table says", "as the seed measured"] if name.startswith("as the table says = ") else
                 ["as the table says"] if name.startswith("as the table says") else
                 ["as the seed measured"] if name.startswith("as the seed measured") else
                 ["the project's own reading"])
         label = name.partition(" (")[2].rstrip(")")
+        by = s.get("by") or "seed"
+        whose = "" if (by == "project") == (cols == ["the project's own reading"]) else f"[{by}'s] "
         for col in cols:
-            r[col].append(f"{s['verdict']}" + (f" ({label})" if label else ""))
+            r[col].append(f"{s['verdict']}" + (f" ({whose}{label})" if label or whose else ""))
+        if s["verdict"] in VERDICTS:
+            tested.setdefault(s["claim"], []).append((name, s["verdict"]))
+    for cid, r in out.items():
+        got = tested.get(cid, [])
+        verdicts = list(dict.fromkeys(v for _, v in got))
+        if not got:
+            r["over the readings"] = "–"
+        elif len(verdicts) == 1:
+            r["over the readings"] = verdicts[0]
+        else:
+            r["over the readings"] = (f"{READING_DISAGREES}: " + "; ".join(f"{n}: {v}" for n, v in got))
     return [{k: ("; ".join(v) or "–") if isinstance(v, list) else v for k, v in r.items()} for r in out.values()]
 
 

@@ -12,13 +12,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Optional, Union
 
-from ..params import ParamsError, _load_yaml, _rel, _validate
+from ..params import ParamsError, _load_yaml, _rel, _validate, name_problem
 from ..paths import PARAMS, ROOT
+from .recorded import recorded_quantities
 from .rules import Rule
 from .schema import READINGS, ClaimFile, FormSpec, PowerSpec
 
-__all__ = ["Claim", "Form", "ClaimSet", "load", "claim_files", "CLAIMS_DIR", "DEFAULT", "CLAIMS", "CLAIM_IDS",
-           "claim"]
+__all__ = ["Claim", "Form", "ClaimSet", "load", "claim_files", "check_name", "CLAIMS_DIR", "DEFAULT", "CLAIMS",
+           "CLAIM_IDS", "claim"]
 
 CLAIMS_DIR = PARAMS / "claims"
 NOTEBOOKS = ROOT / "notebooks"
@@ -31,6 +32,8 @@ class Form:
 
     reading: str
     label: str
+    by: str
+    extrapolated: Mapping[str, str]
     models: tuple
     notebook: str
     record: Optional[str]
@@ -56,6 +59,11 @@ class Form:
     def name(self) -> str:
         """The reading's display name, e.g. "as the seed measured (Q, K, fused QKV, mlp_up)"."""
         return READINGS[self.reading] + (f" ({self.label})" if self.label else "")
+
+    def whose(self, model: str) -> str:
+        """Whose reading this is for ``model``: "seed", "project" or "extrapolation" (the seed
+        never measured that model so; :attr:`extrapolated` says why)."""
+        return "extrapolation" if model in self.extrapolated else self.by
 
     @property
     def measured_as(self) -> str:
@@ -86,6 +94,7 @@ class Claim:
     definition: str
     nulls: tuple
     null_sentence: str
+    quantization: str
     scale: float
     unit: str
     forms: tuple
@@ -129,7 +138,9 @@ class ClaimSet:
 
 def _form(spec: FormSpec, claim_id: str, scale: float, unit: str) -> Form:
     path = None if spec.path is None else tuple(spec.path.split(".") if isinstance(spec.path, str) else spec.path)
-    return Form(reading=spec.reading, label=spec.label, models=tuple(spec.models), notebook=spec.notebook,
+    return Form(reading=spec.reading, label=spec.label,
+                by=spec.by or ("project" if spec.reading == "project" else "seed"),
+                extrapolated=dict(spec.extrapolated), models=tuple(spec.models), notebook=spec.notebook,
                 record=None if path else (spec.record or claim_id), path=path,
                 scope=spec.scope or (path[-1] if path else None),
                 scopes=None if spec.scopes is None else tuple(spec.scopes),
@@ -147,6 +158,27 @@ def claim_files() -> list[str]:
     return sorted(p.stem for p in CLAIMS_DIR.glob("*.yaml"))
 
 
+def check_name(name: Union[str, Path], what: str = "CLAIMS") -> Path:
+    """The claims file a notebook parameter names (notebook 15's ``CLAIMS``), or a one-line
+    :class:`~geolip_lib.params.ParamsError` (``CLAIMS: unknown claims file 'seed-0001' (known:
+    example-grounding, seed-001)``). A name is a safe name of a file under params/claims/; a path
+    ends in .yaml and exists. For the runner's pre-kernel check of parameters: the file itself is
+    then validated by :func:`load`."""
+    if isinstance(name, Path) or str(name).endswith((".yaml", ".yml")):
+        path = Path(name)
+        if not path.is_file():
+            raise ParamsError(f"{what}: claims file {str(name)!r} does not exist (give a name under params/claims/ "
+                              f"or the path of a .yaml file; known: {', '.join(claim_files())})")
+        return path
+    why = name_problem(name)
+    if why:
+        raise ParamsError(f"{what}: {why}")
+    path = CLAIMS_DIR / f"{name}.yaml"
+    if name not in claim_files():
+        raise ParamsError(f"{what}: unknown claims file {name!r}: no {_rel(path)} (known: {', '.join(claim_files())})")
+    return path
+
+
 def load(name_or_path: Union[str, Path, ClaimSet, None] = None) -> ClaimSet:
     """Load and validate a claims file: a name under params/claims/ (default ``seed-001``), a
     path to a ``.yaml``, or a :class:`ClaimSet` (returned as it is). A bad file is one
@@ -155,10 +187,11 @@ def load(name_or_path: Union[str, Path, ClaimSet, None] = None) -> ClaimSet:
         return name_or_path
     path = Path(name_or_path or DEFAULT)
     if path.suffix not in (".yaml", ".yml"):
+        why = name_problem(str(name_or_path or DEFAULT))
         path = CLAIMS_DIR / f"{path}.yaml"
-        if not path.exists():
-            raise ParamsError(f"unknown claims file '{name_or_path}': no {_rel(path)} "
-                              f"(known: {', '.join(claim_files())})")
+        if why or not path.exists():
+            raise ParamsError(f"unknown claims file '{name_or_path}': "
+                              f"{why or 'no ' + _rel(path)} (known: {', '.join(claim_files())})")
     return _load_cached(str(path.resolve()), path.stat().st_mtime_ns if path.exists() else 0)
 
 
@@ -168,14 +201,27 @@ def _load_cached(path_s: str, _mtime: int) -> ClaimSet:
     spec = _validate(ClaimFile, _load_yaml(path), path)
     if spec.name != path.stem:
         raise ParamsError(f"{_rel(path)}: key 'name': '{spec.name}' must equal the file name '{path.stem}'")
+    notebooks = {p.name[:-len(".ipynb")] for p in NOTEBOOKS.iterdir() if p.name.endswith(".ipynb")}
+    problems = []
     for i, c in enumerate(spec.claims):
         for j, f in enumerate(c.forms):
-            if not (NOTEBOOKS / f"{f.notebook}.ipynb").exists():
-                known = ", ".join(sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")))
-                raise ParamsError(f"{_rel(path)}: key 'claims.{i}.forms.{j}.notebook': no notebook "
-                                  f"'{f.notebook}' (known: {known})")
+            if f.notebook not in notebooks:  # by exact name (a case-insensitive file system would match others)
+                problems.append(f"{_rel(path)}: key 'claims.{i}.forms.{j}.notebook': no notebook '{f.notebook}' "
+                                f"(known: {', '.join(sorted(notebooks))})")
+            stray = sorted(set(f.extrapolated) - set(f.models))
+            if stray:
+                problems.append(f"{_rel(path)}: key 'claims.{i}.forms.{j}.extrapolated': {', '.join(stray)} not among "
+                                f"the reading's models ({', '.join(f.models)})")
+            for key, rec in (("record", f.record or (None if f.path else c.id)), ("standin_record", f.standin_record)):
+                if rec is not None and rec not in recorded_quantities():
+                    problems.append(f"{_rel(path)}: key 'claims.{i}.forms.{j}.{key}': no notebook records "
+                                    f"metrics.claims.{rec} (recorded: {', '.join(sorted(recorded_quantities()))}); "
+                                    "fix the name, or point at a headline with path:")
+    if problems:
+        raise ParamsError.of(problems)
     claims = tuple(Claim(id=c.id, title=c.title, seed_value=c.seed_value, seed_models_text=c.seed_models_text,
                          definition=c.definition, nulls=tuple(c.nulls), null_sentence=c.null_sentence,
+                         quantization=c.quantization,
                          scale=c.scale, unit=c.unit,
                          forms=tuple(_form(f, c.id, c.scale, c.unit) for f in c.forms)) for c in spec.claims)
     return ClaimSet(spec.name, spec.title, spec.source, _rel(path), claims)

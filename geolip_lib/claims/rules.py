@@ -76,6 +76,8 @@ class Printed:
         if isinstance(x, bool) or not isinstance(x, (int, float, str)):
             raise ValueError(f"expected a number or a printed number such as '93.7 %', got {x!r}")
         if not isinstance(x, str):
+            if not math.isfinite(float(x)):
+                raise ValueError(f"not a finite number: {x!r}")
             return cls(f"{x:g}", float(x), 0.0, lo=float(x), hi=float(x))
         s = x.strip()
         approx = s.startswith("~")

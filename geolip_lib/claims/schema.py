@@ -7,24 +7,80 @@ malformed rule is one :class:`~geolip_lib.params.ParamsError` line naming the fi
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+import math
+import string
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from ..params import _Strict
+from ..params import _safe, _Strict
 from .rules import RULE_KINDS, Rule
 
-__all__ = ["RuleSpec", "PowerSpec", "FormSpec", "ClaimSpec", "ClaimFile", "READINGS"]
+__all__ = ["RuleSpec", "PowerSpec", "FormSpec", "ClaimSpec", "ClaimFile", "READINGS", "SENTENCE_FIELDS",
+           "sentence_problem", "render_sentence"]
+
+#: the fields a ``null_sentence`` may name: the null's display name and its value as printed
+SENTENCE_FIELDS = ("null", "value")
+#: the fields a power spec's paths may name (filled from the change-point record)
+PATH_FIELDS = ("quantity", "null")
+
+
+def sentence_problem(text: str, fields: tuple = SENTENCE_FIELDS) -> Optional[str]:
+    """Why ``text`` is not a null-sentence template (None: it is one).
+
+    A template is plain text with ``{null}`` and ``{value}`` (``{{`` / ``}}`` for braces): no
+    format spec (``{value:>100000000}`` would pad to 100 MB), no conversion, no attribute or
+    index access (``{null.__class__.__mro__}``), no other field. Parsed with
+    :meth:`string.Formatter.parse`, the grammar ``str.format`` itself uses."""
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        return (f"not a template ({exc}); write {' and '.join('{' + f + '}' for f in fields)}, and {{{{ }}}} for a "
+                "literal brace")
+    for _lit, name, spec, conv in parts:
+        if name is None:
+            continue
+        if name not in fields:
+            return (f"field {{{name}}} is not allowed: name only {', '.join('{' + f + '}' for f in fields)}"
+                    " (no attribute or index access, no positional field)")
+        if spec or conv:
+            return (f"field {{{name}{'!' + conv if conv else ''}{':' + spec if spec else ''}}} has a "
+                    f"{'format spec' if spec else 'conversion'}: write {{{name}}} alone")
+    return None
+
+
+def render_sentence(text: str, **values: str) -> str:
+    """A checked template (:func:`sentence_problem`) with its fields replaced by ``values``
+    (``str`` of each); nothing is formatted, so nothing in the template can run or pad."""
+    out = []
+    for lit, name, _spec, _conv in string.Formatter().parse(text):
+        out.append(lit)
+        if name is not None:
+            out.append(str(values.get(name, "")))
+    return "".join(out)
+
+
+class _Data(_Strict):
+    """A claims file is data: every number finite (``.nan`` / ``.inf`` refused by name)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, allow_inf_nan=False)
 
 #: what a form of a claim reads: the seed's summary table, the seed's own cells, both (they
 #: agree), or a reading the project adds (its own test where the seed defines none)
 READINGS = {"table": "as the table says", "seed": "as the seed measured",
             "both": "as the table says = as the seed measured", "project": "the project's own reading"}
 
-Number = Union[float, int, str]
+def _finite(v: Any) -> Any:
+    """A number in a claims file is finite: one message before the union's three branches."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"expected a finite number, got {v} (.nan and .inf are not numbers a rule can compare)")
+    return v
 
 
-class RuleSpec(_Strict):
+Number = Annotated[Union[float, int, str], BeforeValidator(_finite)]
+
+
+class RuleSpec(_Data):
     """Exactly one of the kinds, with its argument; ``text`` replaces the rule's wording."""
 
     band: Optional[list[Number]] = Field(None, description="[lo, hi]; printed strings widen by half a digit")
@@ -52,26 +108,43 @@ class RuleSpec(_Strict):
         return Rule.from_spec(kind, getattr(self, kind), text=self.text, scale=scale, unit=unit)
 
 
-class PowerSpec(_Strict):
+class PowerSpec(_Data):
     """How to compute the power of a change-point test that found nothing (the phase boundary)."""
 
     at: float = Field(description="where the simulated kink sits (the seed's location)")
     slope_change: float = Field(gt=0, description="the kink's slope change, in the quantity's units per unit x")
     basis: str = Field(description="where that size comes from (the seed's own numbers)")
-    fit_path: str = Field(description="dotted path in the job's metrics to the change-point fit; {field} is "
-                                      "filled from the claim record (e.g. phase.located.{quantity}|{null}.fit)")
+    fit_path: str = Field(description="dotted path in the job's metrics to the change-point fit; {quantity} and "
+                                      "{null} are filled from the claim record (e.g. phase.located.{quantity}|{null}.fit)")
+    sweep_path: str = Field("phase.sweep", description="dotted path in the job's metrics to the measured sweep: "
+                            "'alphas' (the grid) and one row per seed of each quantity; the power is computed from "
+                            "these observed curves")
     reps: int = Field(60, ge=10, le=2000, description="simulated curves per effect size")
     n_boot: int = Field(49, ge=19, le=2000, description="resamples of each simulated test")
     target: float = Field(0.8, gt=0, lt=1, description="power that counts as enough")
 
+    @field_validator("fit_path", "sweep_path")
+    @classmethod
+    def _paths(cls, v: str) -> str:
+        why = sentence_problem(v, PATH_FIELDS)
+        if why:
+            raise ValueError(why)
+        return v
 
-class FormSpec(_Strict):
+
+class FormSpec(_Data):
     """One reading of a claim: which models, which record, which rule."""
 
     reading: Literal["table", "seed", "both", "project"]
     label: str = Field("", description="added to the reading's name, e.g. 'the project's own test'")
+    by: Optional[Literal["seed", "project"]] = Field(None, description="whose reading this is: the seed's (its "
+                                                     "table or its cells) or the project's (a pooling, threshold or "
+                                                     "test the seed did not use); default: project for reading "
+                                                     "'project', else seed")
+    extrapolated: dict[str, str] = Field(default_factory=dict, description="per model: why this reading of that "
+                                         "model is an extrapolation (the seed never measured it so)")
     models: list[str] = Field(description="the models this reading is about (the seed's own models)")
-    notebook: str = Field(description="the notebook whose jobs record it")
+    notebook: str = Field(description="the notebook whose jobs record it (a safe name: notebooks/<name>.ipynb)")
     record: Optional[str] = Field(None, description="key under metrics.claims (default: the claim id)")
     path: Optional[Union[str, list[str]]] = Field(None, description="instead of record: a headline dict at this "
                                                   "path of metrics.json (dotted string, or a list of keys)")
@@ -95,6 +168,11 @@ class FormSpec(_Strict):
                                      "for the record to be this reading (e.g. as_seed_measured: true)")
     power: Optional[PowerSpec] = None
 
+    @field_validator("notebook")
+    @classmethod
+    def _notebook(cls, v: str) -> str:
+        return _safe(v)  # it becomes a folder under the output root: one safe path component
+
     @model_validator(mode="after")
     def _where(self) -> "FormSpec":
         if self.record and self.path:
@@ -102,7 +180,7 @@ class FormSpec(_Strict):
         return self
 
 
-class ClaimSpec(_Strict):
+class ClaimSpec(_Data):
     id: str = Field(pattern=r"^[a-z0-9_]+$")
     title: str
     seed_value: str = Field(description="the claim's value as the table prints it")
@@ -110,7 +188,10 @@ class ClaimSpec(_Strict):
     definition: str = ""
     nulls: list[str] = Field(default_factory=list, description="the nulls that bear on the claim")
     null_sentence: str = Field("", description="said when a null gives it too ({null}, {value} filled in)")
-    scale: float = Field(1.0, description="display: 100 for percentages")
+    scale: float = Field(1.0, gt=0, description="display: 100 for percentages")
+    quantization: str = Field("", description="why a quantization step could decide the rule (a threshold on "
+                              "weights within its reach, signs of small eigenvalues, ...): values from dequantized "
+                              "weights (GGUF) are then kept out of the verdict; empty: it cannot")
     unit: str = ""
     forms: list[FormSpec] = Field(min_length=1)
 
@@ -119,8 +200,16 @@ class ClaimSpec(_Strict):
     def _nulls(cls, v: list[str]) -> list[str]:
         return [str(n) for n in v]
 
+    @field_validator("null_sentence")
+    @classmethod
+    def _sentence(cls, v: str) -> str:
+        why = sentence_problem(v)
+        if why:
+            raise ValueError(why)
+        return v
 
-class ClaimFile(_Strict):
+
+class ClaimFile(_Data):
     """Schema of ``params/claims/<name>.yaml``."""
 
     name: str = Field(description="must equal the file name without .yaml")

@@ -2,6 +2,8 @@
 jobs, the profile's coverage of the claims, and the figure."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from geolip_lib import claims
@@ -48,7 +50,7 @@ def test_both_readings_are_tested_and_labelled(tmp_path, write_job, h):
     rinit = {"random init": {"value": 0.01, "interval": (0.008, 0.012)}}
     write_job(tmp_path, "02_weight_topology", "bert-large-uncased", {"cross_layer_corr": {
         "attention": h(0.0001, exact=True, nulls=rinit), "seed:q,k,qkv,mlp_up": h(0.02, exact=True, nulls=rinit)}})
-    lift = {**h(1.2, 1.0, 1.4, nulls={"no lift": 0.0}), "as_seed_measured": True,
+    lift = {**h(1.2, 1.0, 1.4, nulls={"no lift": 0.0}), "as_seed_measured": True,  # excludes the seed's +152 %
             "project": h(0.1, 0.02, 0.2, nulls={"no lift": 0.0})}
     write_job(tmp_path, "09_modulator_training", "t5-small", {
         "modulator_lift": {"pearson": lift, "spearman": {**lift, "as_seed_measured": False, "note": "seed mode off"}},
@@ -59,22 +61,25 @@ def test_both_readings_are_tested_and_labelled(tmp_path, write_job, h):
     table, seed = verdicts(tmp_path, "cross_layer_corr", 0), verdicts(tmp_path, "cross_layer_corr", 1)
     assert table[("bert-large-uncased", "attention")]["verdict"] == HELD
     assert seed[("bert-large-uncased", "seed:q,k,qkv,mlp_up")]["verdict"] == NOT_HELD
-    assert table[("bert-large-uncased", "attention")]["reading"].startswith("as the table says (the project's pooling")
+    assert table[("bert-large-uncased", "attention")]["reading"].startswith("the project's own reading (the project's "
+                                                                           "pooling")
+    assert table[("bert-large-uncased", "attention")]["by"] == "project"
     assert seed[("bert-large-uncased", "seed:q,k,qkv,mlp_up")]["reading"].startswith("as the seed measured")
     assert len(claims.claim("cross_layer_corr").forms[1].models) == 7  # the seed's cells: 7 weight batteries
     lifts = verdicts(tmp_path, "modulator_lift", 0)
     p = lifts[("t5-small", "pearson")]
-    assert p["verdict"] == HELD and "excludes the seed's 152 %" in p["reason"]  # large, merely misses +152 %
+    assert p["verdict"] == NOT_HELD and "excludes 152 %" in p["reason"]  # the seed's number as printed
     s = lifts[("t5-small", "spearman")]
     assert s["verdict"] == NOT_TESTED and "as_seed_measured" in s["reason"] and "seed mode off" in s["reason"]
     assert verdicts(tmp_path, "modulator_lift", 1)[("t5-small", "pearson")]["verdict"] == NOT_HELD  # the project's
     cv = verdicts(tmp_path, "modulator_cv_band", 0)[("t5-small", "seed")]
     assert cv["verdict"] == HELD_NULL and "unmodulated" in cv["null explains"]  # it was in the band before
     assert verdicts(tmp_path, "modulator_cv_band", 1)[("t5-small", "project")]["verdict"] == NOT_HELD
-    assert verdicts(tmp_path, "modulator_coherence", 0)[("t5-small", "seed_preservation")]["verdict"] == HELD
+    coh = verdicts(tmp_path, "modulator_coherence", 0)[("t5-small", "seed_preservation")]
+    assert coh["verdict"] == UNDECIDED and "unmodulated (identity) null" in coh["reason"]  # the null not recorded
     side = {r["title"]: r for r in claims.readings(claims.summarize(claims.evaluate(tmp_path)))}
     row = side["attention cross-layer correlation"]
-    assert row["as the table says"].startswith(UNDECIDED) and row["as the seed measured"].startswith(NOT_HELD)
+    assert row["the project's own reading"].startswith(UNDECIDED) and row["as the seed measured"].startswith(NOT_HELD)
 
 
 def test_stand_ins_do_not_decide_the_claim(tmp_path, write_job, h):
@@ -83,14 +88,14 @@ def test_stand_ins_do_not_decide_the_claim(tmp_path, write_job, h):
               {"pentachoron_cv": {"embedding": h(0.215, 0.21, 0.22, nulls=nulls)}})
     write_job(tmp_path, "02_weight_topology", "all-minilm-l6-v2",
               {"q_sparsity": {"encoder/self": h(0.5, 0.45, 0.55)}})  # no cross attention: no qk_cross_balance
-    write_job(tmp_path, "02_weight_topology", "tiny-bert", {"qk_self_balance": {"encoder/self": h(
+    write_job(tmp_path, "02_weight_topology", "bert-large-uncased", {"qk_self_balance": {"encoder/self": h(
         0.468, 0.449, 0.485, per_layer=[0.4245, 0.4531, 0.4818, 0.4688, 0.4870, 0.4922])}})
     rows = verdicts(tmp_path, "pentachoron_cv")
     mini = rows[("all-minilm-l6-v2", "embedding")]
     assert mini["verdict"] == HELD_NULL and not mini["seed model"]
     assert mini["null explains"].startswith("The gaussian at the same dimension gives 0.213")
     assert ("all-minilm-l6-v2", "") not in verdicts(tmp_path, "qk_cross_balance")  # a stand-in without it: no row
-    selfqk = verdicts(tmp_path, "qk_cross_balance")[("tiny-bert", "encoder/self (self-attention)")]
+    selfqk = verdicts(tmp_path, "qk_cross_balance")[("bert-large-uncased", "encoder/self (self-attention)")]
     assert selfqk["verdict"] == NOT_HELD and "6 of 6 layers outside" in selfqk["reason"]  # MiniLM-like: not 0.5
     summary = {(s["claim"], s["form"]): s for s in claims.summarize(claims.evaluate(tmp_path))}
     assert summary[("pentachoron_cv", 0)]["verdict"] == NOT_TESTED
@@ -128,3 +133,32 @@ def test_forest_figure(tmp_path, write_job, h):
     fig = claims_forest(claims.evaluate(tmp_path))
     assert sum(ax.get_visible() for ax in fig.axes) == len(claims.CLAIMS)
     check_figure(fig)
+
+
+def test_tiny_random_models_are_pipeline_checks_never_stand_ins(tmp_path, write_job, h):
+    """Issue 27 §5: a tiny random model gets no verdict and no row beside the claims; the page
+    may say the pipeline also ran on it (claims.pipeline_checks)."""
+    rec = {"pentachoron_cv": {"embedding": h(0.215, 0.21, 0.22, nulls={"gaussian": {"value": 0.4}})}}
+    write_job(tmp_path, "01_embedding_terrain", "tiny-bert", rec)
+    write_job(tmp_path, "01_embedding_terrain", "all-minilm-l6-v2", rec)
+    models = {r["model"] for r in claims.evaluate(tmp_path)}
+    assert "tiny-bert" not in models and "all-minilm-l6-v2" in models
+    assert claims.pipeline_checks(tmp_path) == ["tiny-bert"]
+    assert claims.trained("my-own", {"provenance": {"models": [{"name": "my-own", "source": "tiny"}]}}) is False
+    assert claims.trained("my-own", {"provenance": {"models": [{"name": "my-own", "source": "local"}]}}) is True
+
+
+def test_dequantized_values_are_kept_out_of_verdicts_the_quantization_step_could_decide(tmp_path, write_job, h):
+    """Issue 27 §1: Q sparsity at |w| < 0.1 from dequantized Q4_1 weights gives no verdict; a CV
+    (no quantization note in the claims file) keeps its verdict."""
+    prov = {"model": {"name": "all-minilm-l6-v2", "dequantized": True,
+                      "weights": {"dequantized": True, "quantization": {"q.weight": "Q4_1"}}}}
+    d = tmp_path / "02_weight_topology" / "t5-small"
+    write_job(tmp_path, "02_weight_topology", "t5-small", {"q_sparsity": {"encoder+decoder/self": h(
+        0.937, exact=True, nulls={"random init": {"value": 0.5}})}})
+    data = json.loads((d / "metrics.json").read_text())
+    (d / "metrics.json").write_text(json.dumps({**data, "provenance": prov}))
+    row = verdicts(tmp_path, "q_sparsity")[("t5-small", "encoder+decoder/self")]
+    assert row["verdict"] == UNDECIDED and "dequantized Q4_1" in row["reason"] and "'held'" in row["reason"]
+    assert claims.dequantized({"provenance": prov}) == "dequantized Q4_1"
+    assert claims.dequantized({"provenance": {"models": [{"weights": {}}]}}) is None

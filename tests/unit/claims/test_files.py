@@ -43,7 +43,13 @@ def test_seed_001_transcribes_the_table_and_the_cells():
     assert "project's own" in claims.claim("phase_boundary").forms[0].name
     assert claims.claim("phase_boundary").forms[0].power is not None
     lift = claims.claim("modulator_lift").forms[0]
-    assert lift.rule.kind == "at_least" and lift.requires == {"as_seed_measured": True}  # not "contains" +152 %
+    assert lift.rule.kind == "contains" and lift.requires == {"as_seed_measured": True}  # the seed's +152 % as printed
+    assert lift.rule_for("t5-small", "pearson").target == pytest.approx(1.52)
+    assert "project's rule" in claims.claim("modulator_lift").forms[1].note  # the half-of-seed rule, justified
+    assert corr.forms[0].by == "project" and corr.forms[1].by == "seed"  # whose reading each is
+    assert corr.forms[0].whose("qwen3.5-4b") == "extrapolation" and corr.forms[1].whose("t5-small") == "extrapolation"
+    assert cv.forms[0].whose("t5-base") == "extrapolation" and cv.forms[0].whose("t5-small") == "seed"
+    assert "lift AND coherence" in claims.claim("modulator_coherence").forms[0].rule.text
     assert {"modulator_cv_band", "modulator_coherence"} <= set(claims.CLAIM_IDS)  # the rest of the best result
     q = claims.claim("q_sparsity").forms[0]
     assert q.rule_for("t5-small").inside(0.9365) and not q.rule_for("t5-small").inside(0.9375)
@@ -60,6 +66,27 @@ def test_seed_001_transcribes_the_table_and_the_cells():
     (lambda d: d["claims"][0].pop("forms"), "claims.0.forms", "required key is missing"),
     (lambda d: d["claims"].append(dict(d["claims"][0])), "<root>", "unique"),
     (lambda d: d.update(name="paper-y"), "name", "must equal the file name"),
+    # issue 30: a claims file is data
+    (lambda d: d["claims"][0]["forms"][0].update(notebook="../../../../tmp/x/evil/nb"), "claims.0.forms.0.notebook",
+     "not a safe name"),
+    (lambda d: d["claims"][0]["forms"][0].update(notebook="01_EMBEDDING_TERRAIN"), "claims.0.forms.0.notebook",
+     "no notebook"),
+    (lambda d: d["claims"][0].update(null_sentence="{value:>100000000}"), "claims.0.null_sentence", "format spec"),
+    (lambda d: d["claims"][0].update(null_sentence="{null.__class__.__mro__}"), "claims.0.null_sentence",
+     "not allowed"),
+    (lambda d: d["claims"][0].update(null_sentence="{nope}"), "claims.0.null_sentence", "not allowed"),
+    (lambda d: d["claims"][0].update(null_sentence="{0}"), "claims.0.null_sentence", "not allowed"),
+    (lambda d: d["claims"][0].update(null_sentence="{null!r}"), "claims.0.null_sentence", "conversion"),
+    (lambda d: d["claims"][0].update(null_sentence="{null"), "claims.0.null_sentence", "not a template"),
+    (lambda d: d["claims"][0].update(scale=float("nan")), "claims.0.scale", "finite"),
+    (lambda d: d["claims"][0]["forms"][0].update(reference={"m": float("nan")}), "claims.0.forms.0.reference.m",
+     "finite"),
+    (lambda d: d["claims"][0]["forms"][0].update(rule={"at_least": float("inf")}), "claims.0.forms.0.rule.at_least",
+     "finite"),
+    (lambda d: d["claims"][0]["forms"][0].update(record="pentachoron_vc"), "claims.0.forms.0.record",
+     "no notebook records metrics.claims.pentachoron_vc"),
+    (lambda d: d["claims"][0]["forms"][0].update(extrapolated={"t5-xxl": "x"}), "claims.0.forms.0.extrapolated",
+     "not among the reading's models"),
 ])
 def test_a_bad_claims_file_is_one_line_naming_the_file_and_the_key(tmp_path, edit, key, words):
     data = yaml.safe_load(yaml.safe_dump(MINIMAL))
@@ -68,6 +95,36 @@ def test_a_bad_claims_file_is_one_line_naming_the_file_and_the_key(tmp_path, edi
         claims.load(write(tmp_path, data))
     msg = str(exc.value)
     assert "\n" not in msg and "paper-x.yaml" in msg and f"key '{key}'" in msg and words in msg, msg
+
+
+def test_every_record_a_shipped_claims_file_names_is_recorded_by_some_notebook():
+    """The known records are derived from the producers' code (claims/recorded.py), so a name
+    the notebooks stop writing fails here and at load, before any kernel."""
+    from geolip_lib.claims.recorded import recorded_quantities
+    known = recorded_quantities()
+    assert {"pentachoron_cv", "q_sparsity", "qk_cross_balance", "qk_self_balance", "cross_layer_corr",
+            "position_crystallization", "phase_boundary", "modulator_lift", "modulator_lift_cv",
+            "modulator_lift_coherence"} <= known
+    for name in claims.claim_files():
+        for c in claims.load(name).claims:
+            for f in c.forms:
+                assert f.record is None or f.record in known, (name, c.id, f.record)
+
+
+def test_the_null_sentence_is_rendered_without_formatting():
+    from geolip_lib.claims.schema import render_sentence, sentence_problem
+    assert render_sentence("The {null} gives {value} {{too}}.", null="{value}", value="0.2") == \
+        "The {value} gives 0.2 {too}."
+    assert sentence_problem("The {null} gives {value}.") is None
+
+
+@pytest.mark.parametrize("name,words", [("seed-0001", "unknown claims file 'seed-0001'"),
+                                        ("../seed-001", "not a safe name"), ("nope.yaml", "does not exist")])
+def test_notebook_15s_claims_parameter_is_checked_by_name_before_a_kernel(name, words):
+    with pytest.raises(ParamsError) as exc:
+        claims.check_name(name)
+    assert "\n" not in str(exc.value) and words in str(exc.value) and str(exc.value).startswith("CLAIMS: ")
+    assert claims.check_name("seed-001").name == "seed-001.yaml"
 
 
 def test_an_unknown_name_and_broken_yaml_are_one_line(tmp_path):
