@@ -180,47 +180,86 @@ def claim_bands(notebook: str, claims: Any = None) -> dict[str, dict]:
     return out
 
 
+#: readable names of the headline keys, where a notebook's own headline (its ``label``) is not at hand
+NAMES = {"cosine_mean": "mean cosine", "pr": "participation ratio", "pr_over_dim": "PR / D",
+         "pentachoron_cv": "pentachoron CV", "volume_ratio": "volume ratio", "digit_corr": "digit |i − j| correlation",
+         "q_sparsity": "Q sparsity", "cross_layer_adj": "cross-layer correlation"}
+#: what the trajectory table's values are
+TABLE_NOTE = ("One row per checkpoint: each headline by the notebook's own calls, a point value (the notebook's "
+              "intervals are for its final model; the kind says how each was computed). The random-init row is the "
+              "notebook's null, value [95 % prediction interval over 5 seeds].")
+
+
+def _label(key: str, headline: Optional[Mapping]) -> str:
+    return ((headline or {}).get(key) or {}).get("label") or NAMES.get(key) or key.replace("_", " ")
+
+
+def _kind(key: str, headline: Optional[Mapping]) -> str:
+    h = (headline or {}).get(key) or {}
+    iv = h.get("interval")
+    kind = h.get("kind") or (iv.get("kind") if isinstance(iv, Mapping) else None)
+    if kind is None and isinstance(iv, Mapping):
+        kind = "exact" if iv.get("lo") is not None and iv.get("lo") == iv.get("hi") == h.get("value") else "sampled"
+    return str(kind).replace("_", " ") if kind else ""
+
+
 def figure(traj: Mapping, headline: Optional[Mapping] = None, bands: Optional[Mapping] = None, title: str = ""):
-    """The trajectory: one panel per headline key, value against training step, the random-init
-    null of the notebook's headline (``headline[key]["nulls"]["random_init"]``: its value and 95 %
-    prediction interval) at step 0, and each claim's band shaded."""
+    """The trajectory: one panel per headline key (its readable name), value against training step,
+    the random-init null of the notebook's headline (``headline[key]["nulls"]["random_init"]``: its
+    value and 95 % prediction interval) at step 0, and each claim's band shaded. One legend for the
+    figure, below the panels, so that it covers no data."""
     pts = traj["points"]
     steps = np.array([p["step"] for p in pts], dtype=float)
     keys = [k for k in pts[0]["values"] if any(p["values"].get(k) is not None for p in pts)]
     ncol = min(3, len(keys))
     nrow = -(-len(keys) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.0 * nrow), squeeze=False)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.0 * nrow + 0.6), squeeze=False)
+    legend: dict[str, Any] = {}
     for ax, key in zip(axes.flat, keys):
         y = np.array([np.nan if p["values"].get(key) is None else p["values"][key] for p in pts], dtype=float)
-        ax.plot(steps, y, "o-", color="C0", label="checkpoint")
+        (line,) = ax.plot(steps, y, "o-", color="C0")
+        legend.setdefault("checkpoint", line)
         null = ((headline or {}).get(key) or {}).get("nulls", {}).get("random_init")
         if null and null.get("value") is not None:
             iv = null.get("interval")
             lo, hi = (iv.get("lo"), iv.get("hi")) if isinstance(iv, Mapping) else (None, None)
             err = None if lo is None else [[null["value"] - lo], [hi - null["value"]]]
-            ax.errorbar([0], [null["value"]], yerr=err, fmt="s", color="C3", capsize=4, label="random-init null")
+            legend.setdefault("random-init null (step 0)",
+                              ax.errorbar([0], [null["value"]], yerr=err, fmt="s", color="C3", capsize=4))
         band = (bands or {}).get(key)
         if band:
             lo = band["lo"] if band["lo"] is not None else min(np.nanmin(y), band["hi"])
             hi = band["hi"] if band["hi"] is not None else max(np.nanmax(y), band["lo"])
-            ax.axhspan(lo, hi, color="C2", alpha=0.18, label=f"claim: {band['title']}")
-        label = ((headline or {}).get(key) or {}).get("label") or key
-        ax.set_title(label, fontsize=10)
+            legend.setdefault(f"claim: {band['title']}", ax.axhspan(lo, hi, color="C2", alpha=0.18))
+        ax.set_title(_label(key, headline), fontsize=10)
         ax.set_xlabel("training step")
         if steps.max() > 0 and steps[steps > 0].min() * 50 < steps.max():
             ax.set_xscale("symlog", linthresh=steps[steps > 0].min())
-        ax.legend(fontsize=7, loc="best")
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
     fig.suptitle(title or f"{traj['notebook']}: headlines over training ({len(pts)} checkpoints)")
-    fig.tight_layout()
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=min(3, len(legend)), fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.6 / (3.0 * nrow + 0.6) + 0.02, 1, 1))
     return fig
 
 
-def table(traj: Mapping):
-    """The trajectory as a frame: one row per checkpoint (label, step, resident MiB, each headline)."""
-    return pd.DataFrame([{"checkpoint": p["label"], "step": p["step"], **p["values"], "RSS MiB": p["rss_mib"]}
-                         for p in traj["points"]])
+def table(traj: Mapping, headline: Optional[Mapping] = None):
+    """The trajectory as a frame: one row per checkpoint (its label, training step, each headline
+    under its readable name and kind, the resident memory while it was held), then the
+    random-init null of each headline (``value [95 % interval]``) where the notebook recorded one."""
+    pts = traj["points"]
+    keys = list(dict.fromkeys(k for p in pts for k in p["values"]))
+    col = {k: _label(k, headline) + (f" ({_kind(k, headline)})" if _kind(k, headline) else "") for k in keys}
+    rows = [{"checkpoint": p["label"], "training step": p["step"], **{col[k]: p["values"].get(k) for k in keys},
+             "resident memory (MiB)": round(p["rss_mib"], 1) if p.get("rss_mib") is not None else None} for p in pts]
+    nulls = {k: ((headline or {}).get(k) or {}).get("nulls", {}).get("random_init") for k in keys}
+    if any(n and n.get("value") is not None for n in nulls.values()):
+        rows.append({"checkpoint": "random init (null)", "training step": None,
+                     **{col[k]: (M.intervals.format_value(n["value"], n.get("interval")) if n and n.get("value")
+                                 is not None else None) for k, n in nulls.items()},
+                     "resident memory (MiB)": None})
+    return pd.DataFrame(rows, columns=["checkpoint", "training step", *col.values(), "resident memory (MiB)"])
 
 
 def section(job, lm, notebook: str, headline: Optional[Mapping], title: str, **kw) -> Optional[dict]:
@@ -232,10 +271,11 @@ def section(job, lm, notebook: str, headline: Optional[Mapping], title: str, **k
               "(checkpoints: or revisions:).")
         return None
     traj = run(lm.params, notebook, **kw)
-    job.table(table(traj), caption="Headlines per checkpoint (resident memory while each is held)", index=False)
+    job.table(table(traj, headline), caption="Headlines per checkpoint (resident memory while each is held); "
+              + TABLE_NOTE, index=False)
     job.figure(figure(traj, headline, claim_bands(notebook), title=title), "trajectory", key=True)
     return traj
 
 
-__all__ = ["CLAIM_OF", "Checkpoint", "MEASURES", "battery_values", "checkpoints", "claim_bands",
+__all__ = ["CLAIM_OF", "NAMES", "TABLE_NOTE", "Checkpoint", "MEASURES", "battery_values", "checkpoints", "claim_bands",
            "embedding_values", "figure", "peak_memory", "peak_rss_mib", "run", "section", "table"]

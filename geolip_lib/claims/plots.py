@@ -11,13 +11,13 @@ from matplotlib.ticker import MaxNLocator
 from .registry import ClaimSet, load
 from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED
 
-__all__ = ["claims_forest", "VERDICT_COLORS", "VERDICT_MARKERS"]
+__all__ = ["claims_forest", "claims_matrix", "VERDICT_COLORS", "VERDICT_MARKERS"]
 
 #: one colour per status; the four verdicts first
 VERDICT_COLORS = {HELD: "#1a7f37", HELD_NULL: "#d18f00", NOT_HELD: "#c62828", UNDECIDED: "#6b6bb3",
                   NOT_TESTED: "#9a9a9a", FORCED: "#9a9a9a"}
 #: and one marker, so that the verdict reads without colour
-VERDICT_MARKERS = {HELD: "o", HELD_NULL: "s", NOT_HELD: "X", UNDECIDED: "d", NOT_TESTED: ".", FORCED: "P"}
+VERDICT_MARKERS = {HELD: "o", HELD_NULL: "s", NOT_HELD: "X", UNDECIDED: "D", NOT_TESTED: "o", FORCED: "P"}
 NULL_MARKERS = {"gaussian": "s", "random init": "D", "unit sphere": "^", "unmodulated": "v", "no lift": "|"}
 _SHORT = {"as the table says = as the seed measured": "table = seed", "as the table says": "table",
           "as the seed measured": "seed", "the project's own reading": "project"}
@@ -128,3 +128,52 @@ def _reference(ax, c) -> None:
                 ax.axvline(mr.target * s, color="#b8860b", ls=":", lw=1)
         for v in f.reference.values():
             ax.axvline(v * s, color="#b8860b", ls=":", lw=1)
+
+
+def claims_matrix(m: dict, title: str = ""):
+    """The verdict matrix (:func:`geolip_lib.claims.tables.matrix`): claims down, models across
+    (the seed's models, a dashed line, then the trained stand-ins); each cell a marker whose
+    colour and shape give the status (readable in greyscale) and the value under it."""
+    cols = m["seed"] + m["stand-ins"]
+    rows = m["claims"]
+    ncol = max(len(cols), 1)
+    fig, ax = plt.subplots(figsize=(3.2 + 1.25 * ncol, 1.0 + 0.62 * len(rows)))
+    ax.set_xlim(-0.5, ncol - 0.5)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    for i, c in enumerate(rows):
+        for j, x in enumerate(cols):
+            cell = m["cells"][(c.id, x)]
+            v = cell["verdict"]
+            ax.plot(j, i - 0.12, VERDICT_MARKERS.get(v, "o"), color=VERDICT_COLORS.get(v, "#9a9a9a"), ms=11,
+                    mec="black" if v != NOT_TESTED else VERDICT_COLORS[v], mew=0.6,
+                    mfc="none" if v == NOT_TESTED else VERDICT_COLORS.get(v, "#9a9a9a"))
+            text = cell["text"] if len(cell["text"]) <= 22 else cell["text"].split(" [")[0]
+            ax.text(j, i + 0.26, text + (" (deq.)" if cell["dequantized"] else ""), ha="center", va="center",
+                    fontsize=6.5, color="0.15")
+        if i:
+            ax.axhline(i - 0.5, color="0.85", lw=0.6)
+    if m["seed"] and m["stand-ins"]:
+        ax.axvline(len(m["seed"]) - 0.5, color="0.3", ls="--", lw=1)
+    ax.set_yticks(range(len(rows)), [f"{c.title}\nseed: {c.seed_value}" for c in rows], fontsize=7)
+    ax.set_xticks(range(len(cols)), cols, fontsize=7, rotation=25, ha="left")
+    ax.xaxis.tick_top()
+    ax.tick_params(length=0)
+    for s in ax.spines.values():
+        s.set_visible(False)
+    if not cols:
+        ax.text(0, (len(rows) - 1) / 2, "no model of the seed's and no trained stand-in ran here", ha="center",
+                va="center", fontsize=8, color="0.3")
+        ax.set_xticks([])
+    groups = []
+    if m["seed"]:
+        groups.append("left of the dashed line: the seed's models")
+    if m["stand-ins"]:
+        groups.append(("right: " if m["seed"] else "") + "trained stand-ins (not the seed's models)")
+    key = [Line2D([], [], color=VERDICT_COLORS[v], marker=VERDICT_MARKERS[v], ls="", ms=8, mec="black", mew=0.6,
+                  label=v) for v in (HELD, HELD_NULL, NOT_HELD, UNDECIDED, FORCED)]
+    key.append(Line2D([], [], color=VERDICT_COLORS[NOT_TESTED], marker=VERDICT_MARKERS[NOT_TESTED], ls="", ms=8,
+                      mfc="none", label="not tested"))
+    fig.legend(handles=key, loc="lower center", ncol=3, fontsize=7, frameon=False)
+    fig.suptitle(title or ("Do the seed's claims hold? " + "; ".join(groups)), fontsize=8.5, y=0.995)
+    fig.tight_layout(rect=(0, 0.09, 1, 0.97))
+    return fig

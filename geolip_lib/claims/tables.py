@@ -1,16 +1,20 @@
 """The claims as display tables and notebook 15's headline counts."""
 from __future__ import annotations
 
-from typing import Optional
+import math
+from typing import Any, Iterable, Optional, Sequence
 
 import pandas as pd
 
+from ..metrics.intervals import format_value
 from ..results import headline as _headline
-from .evaluation import readings
-from .rules import STATUSES
+from .evaluation import readings, summarize
+from .registry import Claim, load
+from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, STATUSES, UNDECIDED, VERDICTS, display_null
 
 __all__ = ["SUMMARY_COLUMNS", "DETAIL_COLUMNS", "READINGS_COLUMNS", "summary_frame", "detail_frame", "readings_frame",
-           "headline", "HEADLINE_KEYS"]
+           "headline", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
+           "matrix_frame"]
 
 #: one row per (claim, reading): the report's lead table
 SUMMARY_COLUMNS = ["title", "reading", "seed value", "seed models", "measured as", "verdict", "reason", "stand-ins",
@@ -50,3 +54,173 @@ def headline(summary: list[dict]) -> dict:
                                         note="Counted over (claim, reading) rows, on each reading's own models "
                                              "(stand-ins excluded).")
             for v in STATUSES}
+
+
+# ------------------------------------------------------------------------------ the verdict matrix
+#: one glyph per status, the same shapes as the figure's markers (plots.VERDICT_MARKERS), so a
+#: cell reads in greyscale: held ●, held but the null gives it too ■, not held ✖, undecided ◆,
+#: not tested ○, forced by shape ✚
+VERDICT_GLYPHS = {HELD: "●", HELD_NULL: "■", NOT_HELD: "✖", UNDECIDED: "◆", NOT_TESTED: "○", FORCED: "✚"}
+#: what each status means, in one line (the report's tooltips, legend and glossary)
+VERDICT_MEANING = {
+    HELD: "the rule is satisfied and the value is separated from every null that bears on it",
+    HELD_NULL: "the rule is satisfied, but a null (random init, a Gaussian, the unmodulated encoder) satisfies it "
+               "too: training did not produce it",
+    NOT_HELD: "the exact value, or the whole 95 % interval, contradicts the rule",
+    UNDECIDED: "the interval straddles the rule, a bearing null is missing, the readings disagree or the test "
+               "lacks power; the reason says what would decide it",
+    NOT_TESTED: "no job of this model measured this quantity here",
+    FORCED: "the weight shapes fix the value (grouped-query attention): kept out of every verdict",
+}
+
+
+def fold_verdicts(verdicts: Iterable[str]) -> str:
+    """One status for several scopes of one model (the rule of :func:`summarize` over scopes):
+    not held if any is, else undecided if any is, else held-but-null if any is, else held if
+    any is; forced by shape when only forced values were measured; else not tested."""
+    vs = [v for v in verdicts if v in VERDICTS]
+    for v in (NOT_HELD, UNDECIDED, HELD_NULL, HELD):
+        if v in vs:
+            return v
+    return FORCED if FORCED in set(verdicts) else NOT_TESTED
+
+
+def _g(x: float) -> str:
+    """A number at 3 significant digits, no exponent for the magnitudes the claims use."""
+    return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2g}"
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _cell(c: Claim, mine: list[dict]) -> dict:
+    """One (claim, model) cell: the first reading measured on the model (the others are named),
+    its status folded over scopes, and its value (one scope: value [interval]; several: the range)."""
+    forms = sorted({r["form"] for r in mine})
+    measured = [f for f in forms if any(r["verdict"] != NOT_TESTED for r in mine if r["form"] == f)]
+    fi = (measured or forms or [None])[0]
+    rows = [r for r in mine if r["form"] == fi]
+    verdict = fold_verdicts(r["verdict"] for r in rows)
+    nums = [r for r in rows if _is_num(r.get("value")) and r["verdict"] != NOT_TESTED]
+    unit = f" {c.unit}" if c.unit else ""
+    if len(nums) == 1:
+        r = nums[0]
+        iv = None if r.get("lo") is None or r.get("kind") == "exact" else (r["lo"] * c.scale, r["hi"] * c.scale)
+        text = format_value(r["value"] * c.scale, iv) + unit
+    elif nums:
+        vals = [r["value"] * c.scale for r in nums]
+        text = f"{_g(min(vals))}–{_g(max(vals))}{unit} ({len(nums)} scopes)"
+    else:
+        text = "–"
+    deq = next((r.get("dequantized") for r in rows if r.get("dequantized")), None)
+    reading = rows[0]["reading"] if rows else ""
+    others = sorted({r["reading"] for r in mine if r["form"] in measured and r["form"] != fi})
+    why = "; ".join(dict.fromkeys(f"{r['scope'] + ': ' if r['scope'] else ''}{r['reason']}" for r in rows
+                                  if r.get("reason")))
+    return {"verdict": verdict, "text": text, "values": [r["value"] * c.scale for r in nums],
+            "dequantized": deq, "reading": reading, "other readings": others, "reason": why,
+            "null values": [(k, v * c.scale) for r in nums for k, v in (r.get("null values") or {}).items()
+                            if _is_num(v)]}
+
+
+def matrix(rows: list[dict], summary: Optional[list[dict]] = None, claims: Any = None,
+           pipeline_checks: Sequence[str] = ()) -> dict:
+    """The claims as a matrix: claims down, models across — the seed's models that ran here (in
+    the claims file's order), then the trained stand-ins — each cell a status and a value
+    (:func:`_cell`), and one bottom-line sentence per claim (:func:`bottom_line`).
+
+    ``rows``: :func:`geolip_lib.claims.evaluate`; ``summary``: :func:`~geolip_lib.claims.summarize`
+    of them (computed when not given); ``pipeline_checks``: the tiny random models that also ran
+    (never columns: :func:`geolip_lib.claims.evaluation.pipeline_checks`).
+    Returns ``{"claims": [...], "seed": [model, ...], "stand-ins": [...], "cells": {(claim, model): cell},
+    "verdict": {claim: status over the seed's models}, "bottom line": {claim: sentence},
+    "pipeline checks": [...]}``.
+    """
+    cs = load(claims)
+    summary = summary if summary is not None else summarize(rows, claims)
+    tiny = set(pipeline_checks)
+    seed_names = list(dict.fromkeys(m for c in cs.claims for f in c.forms for m in f.models))
+    ran = {r["model"] for r in rows
+           if not (r["verdict"] == NOT_TESTED and str(r.get("reason", "")).startswith("no finished"))}
+    seed = [m for m in seed_names if m in ran]
+    stand = sorted({r["model"] for r in rows if r["model"] not in seed_names and r["model"] not in tiny})
+    cells = {(c.id, m): _cell(c, [r for r in rows if r["claim"] == c.id and r["model"] == m])
+             for c in cs.claims for m in seed + stand}
+    verdict = {}
+    for c in cs.claims:
+        mine = [s for s in summary if s["claim"] == c.id]
+        tested = list(dict.fromkeys(s["verdict"] for s in mine if s["verdict"] in VERDICTS))
+        verdict[c.id] = (tested[0] if len(tested) == 1 else UNDECIDED if tested else
+                         fold_verdicts(s["verdict"] for s in mine))
+    out = {"claims": list(cs.claims), "seed": seed, "stand-ins": stand, "cells": cells, "verdict": verdict,
+           "summary": summary, "pipeline checks": sorted(tiny)}
+    out["bottom line"] = {c.id: bottom_line(c, out) for c in cs.claims}
+    return out
+
+
+def _where(c: Claim, vals: list[float]) -> str:
+    """Where values lie against the claim's (first reading's) rule: below, above, inside or around it."""
+    r = c.forms[0].rule
+    lo = None if r.lo is None else r.lo * c.scale
+    hi = None if r.hi is None else r.hi * c.scale
+    if r.kind == "contains" and r.target is not None:
+        lo = hi = r.target * c.scale
+    if lo is None and hi is None:
+        return ""
+    if lo is not None and max(vals) < lo:
+        return f", below the seed's {c.seed_value}"
+    if hi is not None and min(vals) > hi:
+        return f", above the seed's {c.seed_value}"
+    if (lo is None or min(vals) >= lo) and (hi is None or max(vals) <= hi):
+        return f", inside the seed's {c.seed_value}"
+    return f", around the seed's {c.seed_value}"
+
+
+def _span(vals: list[float], unit: str) -> str:
+    u = f" {unit}" if unit else ""
+    return f"{_g(vals[0])}{u}" if len(vals) == 1 or _g(min(vals)) == _g(max(vals)) else f"{_g(min(vals))}–{_g(max(vals))}{u}"
+
+
+def _tally(cells: list[dict]) -> str:
+    counts = {v: sum(cl["verdict"] == v for cl in cells) for v in STATUSES}
+    parts = [f"{n} {v}" for v, n in counts.items() if n and v != NOT_TESTED]
+    if len(parts) == 1 and len(cells) > 1:
+        return f"{parts[0].split(' ', 1)[1]} on all {len(cells)}"
+    return ", ".join(parts)
+
+
+def bottom_line(c: Claim, m: dict) -> str:
+    """One sentence from the data: the verdict on the seed's models (or that none ran), what the
+    trained stand-ins measure against the seed's value, and what the bearing nulls give."""
+    seed_cells = [m["cells"][(c.id, x)] for x in m["seed"] if m["cells"][(c.id, x)]["verdict"] != NOT_TESTED]
+    v = m["verdict"][c.id]
+    if v == NOT_TESTED or not seed_cells:
+        first = "not tested on the seed's models here"
+    else:
+        vals = [x for cl in seed_cells for x in cl["values"]]
+        first = f"{v} on the seed's models" + (f" ({_span(vals, c.unit)}{_where(c, vals)})" if vals else "")
+    stand = [m["cells"][(c.id, x)] for x in m["stand-ins"]]
+    stand = [cl for cl in stand if cl["verdict"] != NOT_TESTED]
+    if stand:
+        vals = [x for cl in stand for x in cl["values"]]
+        n = len(stand)
+        second = (f"on {n} trained stand-in{'s' if n > 1 else ''} it is "
+                  + (_span(vals, c.unit) + _where(c, vals) if vals else "measured")
+                  + f" ({_tally(stand)})")
+    else:
+        second = "no trained stand-in measured it"
+    bearing = [display_null(n) for n in c.nulls]
+    nulls = [(k, x) for cl in seed_cells + stand for k, x in cl["null values"] if k in bearing]
+    third = "; ".join(f"{k} gives {_span([x for kk, x in nulls if kk == k], c.unit)}"
+                      for k in dict.fromkeys(k for k, _ in nulls))
+    return f"{c.title}: {first}; {second}" + (f", and {third}" if third else "") + "."
+
+
+def matrix_frame(m: dict):
+    """The matrix as a DataFrame (claims down, models across; each cell "glyph value")."""
+    cols = m["seed"] + m["stand-ins"]
+    data = [{"claim": c.title, "seed value": c.seed_value, "seed's models": m["verdict"][c.id],
+             **{x: f"{VERDICT_GLYPHS[m['cells'][(c.id, x)]['verdict']]} {m['cells'][(c.id, x)]['text']}"
+                for x in cols}} for c in m["claims"]]
+    return pd.DataFrame(data, columns=["claim", "seed value", "seed's models", *cols])

@@ -1,15 +1,23 @@
 """Checks of a built report, as a reader would meet it: every relative link resolves, nothing
-is loaded from the network, no element carries an event handler or a ``javascript:`` link.
-
-Read with the standard library's HTML parser (no rendering); used by the tests and usable on
-any built root (``report.checks.problems(Path("reports/demo"))``).
+is loaded from the network, no element carries an event handler or a ``javascript:`` link
+(:func:`problems`: the standard library's HTML parser, no rendering); and what a person sees
+(:func:`reader_view_problems`: the index laid out in a 1280 px headless Chromium window is no
+wider than it, no section is empty, no word of the PDF is split by a line break). Used by the
+tests and usable on any built root (``report.checks.problems(Path("reports/demo"))``).
 """
 from __future__ import annotations
 
+import html
+import json
 import re
+import shutil
+import subprocess
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from .printing import chromium_cmd, find_chromium
 
 #: elements whose ``src``/``href`` the browser fetches by itself when the page loads
 LOADING_TAGS = ("script", "link", "img", "style", "iframe", "source", "video", "audio", "embed", "object")
@@ -97,3 +105,168 @@ def live_markup(root: Path) -> list[str]:
 def problems(root: Path) -> list[str]:
     """Everything :func:`broken_links`, :func:`remote_loads` and :func:`live_markup` find."""
     return broken_links(root) + remote_loads(root) + live_markup(root)
+
+
+# ------------------------------------------------------------------------------ what a person sees
+#: the window a reader opens the index in
+WINDOW_PX = 1280
+
+#: run in the page once it has loaded: every <details> opened (a reader opens them), then the widest
+#: extent of any element (a table inside a scrolling box counts with its full width) and the five
+#: widest elements, written into the DOM for --dump-dom to carry out
+_MEASURE = """<script>window.addEventListener('load',function(){setTimeout(function(){
+document.querySelectorAll('details').forEach(function(d){d.open=true;});
+var w=document.documentElement.scrollWidth,items=[];
+document.querySelectorAll('body *').forEach(function(e){var r=e.getBoundingClientRect();
+if(r.width>0){var right=Math.ceil(r.right+window.scrollX);
+if(right>window.innerWidth){items.push([right,e.tagName.toLowerCase()+(e.className&&e.className.baseVal===undefined?'.'+
+String(e.className).split(' ').join('.'):'')+' '+(e.textContent||'').trim().slice(0,40)]);}w=Math.max(w,right);}});
+items.sort(function(a,b){return b[0]-a[0];});
+var o=document.createElement('pre');o.id='geolip-measure';o.textContent=JSON.stringify({width:w,
+inner:window.innerWidth,wide:items.slice(0,5)});document.body.appendChild(o);},500);});</script>"""
+
+
+def page_width(page: Path, window: int = WINDOW_PX, timeout: int = 180) -> dict:
+    """``{"width", "inner", "wide"}``: how wide ``page`` lays out in a ``window``-pixel headless
+    Chromium window (the widest element's right edge, details opened), and the widest elements
+    that pass the window's edge. The page is measured from a hidden copy beside it (its
+    relative links resolve), removed afterwards."""
+    chromium = find_chromium()
+    if chromium is None:
+        raise RuntimeError("page_width needs Chromium (Debian package 'chromium')")
+    page = Path(page)
+    copy = page.with_name(f".{page.stem}.measure.html")
+    text = page.read_text(encoding="utf-8")
+    copy.write_text(text.replace("</body>", _MEASURE + "</body>", 1) if "</body>" in text else text + _MEASURE,
+                    encoding="utf-8")
+    try:
+        with tempfile.TemporaryDirectory() as profile_dir:
+            cmd = chromium_cmd(chromium, profile_dir, f"--window-size={window},900", "--hide-scrollbars",
+                               "--virtual-time-budget=20000", "--dump-dom", copy.resolve().as_uri())
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    finally:
+        copy.unlink(missing_ok=True)
+    m = re.search(r"<pre id=\"geolip-measure\">(.*?)</pre>", r.stdout, flags=re.S)
+    if not m:
+        raise RuntimeError(f"chromium did not measure {page.name} (exit {r.returncode})")
+    return json.loads(html.unescape(m.group(1)))
+
+
+def too_wide(root: Path, window: int = WINDOW_PX) -> list[str]:
+    """One line when ``index.html`` lays out wider than a ``window``-pixel window, naming the
+    widest elements."""
+    got = page_width(Path(root) / "index.html", window)
+    if got["width"] <= window:
+        return []
+    return [f"index.html: {got['width']} px wide in a {window} px window; widest: "
+            + "; ".join(f"{w} px <{what}>" for w, what in got["wide"])]
+
+
+_WORD = re.compile(r"[^\W\d_](?:[\w'’-]*\w)?", re.U)
+#: characters after which a line may break inside a token (identifiers, paths, hyphenated words)
+_SOFT = "-/._,:=("
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def broken_words(pdf_text: str, source_text: str) -> list[str]:
+    """Words split by a line break inside them: the last token of a line and the first of the next
+    make a word of ``source_text`` (the HTML's text) although the first part alone is none
+    (``"pentacho" + "ron"``). A break after a hyphen, slash, dot, underscore, comma, colon or
+    ``=`` is a break between parts, not inside a word."""
+    words = _words(source_text)
+    found = []
+    lines = [ln.split() for ln in pdf_text.splitlines()]
+    for a, b in zip(lines, lines[1:]):
+        if not a or not b:
+            continue
+        head, tail = a[-1], b[0]
+        if head[-1] in _SOFT:
+            continue
+        h = _WORD.findall(head)
+        t = _WORD.findall(tail)
+        if not h or not t or not head.endswith(h[-1]) or not tail.startswith(t[0]):
+            continue
+        joined = (h[-1] + t[0]).lower()
+        if joined in words and h[-1].lower() not in words:
+            found.append(f"{h[-1]}|{t[0]} ({h[-1]}{t[0]})")
+    return sorted(set(found))
+
+
+def html_text(page: Path) -> str:
+    """The visible text of an HTML page (scripts and styles left out)."""
+    class _Text(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.out, self.skip = [], 0
+
+        def handle_starttag(self, tag, attrs):
+            self.skip += tag in ("script", "style")
+            if tag in ("br", "p", "td", "th", "li", "div", "tr"):
+                self.out.append(" ")
+
+        def handle_endtag(self, tag):
+            self.skip -= tag in ("script", "style") and self.skip > 0
+
+        def handle_data(self, data):
+            if not self.skip:
+                self.out.append(data)
+
+    p = _Text()
+    p.feed(Path(page).read_text(encoding="utf-8"))
+    return "".join(p.out)
+
+
+def empty_sections(page: Path) -> list[str]:
+    """One line per ``<h2>`` section of ``page`` with nothing under it (no text, image or table)
+    before the next ``<h2>``."""
+    class _Sections(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.sections: list[list] = []  # [title, content chars]
+            self.in_h2, self.skip = False, 0
+
+        def handle_starttag(self, tag, attrs):
+            self.skip += tag in ("script", "style")
+            if tag == "h2":
+                self.in_h2 = True
+                self.sections.append(["", 0])
+            elif tag in ("img", "table", "svg") and self.sections:
+                self.sections[-1][1] += 1
+
+        def handle_endtag(self, tag):
+            if tag == "h2":
+                self.in_h2 = False
+            self.skip -= tag in ("script", "style") and self.skip > 0
+
+        def handle_data(self, data):
+            if self.skip or not self.sections:
+                return
+            if self.in_h2:
+                self.sections[-1][0] += data
+            else:
+                self.sections[-1][1] += len(data.strip())
+
+    p = _Sections()
+    p.feed(Path(page).read_text(encoding="utf-8"))
+    return [f"{Path(page).name}: section '{t.strip()}' is empty" for t, n in p.sections if not n]
+
+
+def reader_view_problems(root: Path, window: int = WINDOW_PX) -> list[str]:
+    """What a person sees, beyond :func:`problems`: ``index.html`` no wider than the window, no
+    empty section in the index or the PDF's document, and no word of the PDF split by a line
+    break (``pdftotext`` of ``report.pdf`` against the words of the document it was printed from)."""
+    root = Path(root)
+    out = too_wide(root, window) + empty_sections(root / "index.html")
+    doc = root / "_static" / "report_document.html"
+    pdf = root / "report.pdf"
+    if doc.is_file():
+        out += empty_sections(doc)
+    if pdf.is_file() and doc.is_file():
+        if shutil.which("pdftotext") is None:
+            raise RuntimeError("reader_view_problems needs pdftotext (Debian package 'poppler-utils')")
+        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, timeout=120).stdout
+        out += [f"report.pdf: a word split by a line break: {w}" for w in broken_words(text, html_text(doc))]
+    return out

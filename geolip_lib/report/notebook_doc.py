@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -15,6 +16,8 @@ from jinja2 import DictLoader
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 
+from ..claims import tables as claims_tables
+from . import glossary
 from .records import JobRecord
 from .sections import CLAIMS_NOTEBOOK, _img_src, figure_title, lead_record
 from .style import FALLBACK_FONT_CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG
@@ -133,26 +136,95 @@ def _is_headline_table(out: dict) -> bool:
         "text/markdown" in data and out.get("metadata", {}).get("geolip") == "headline-notes")
 
 
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+
+
+def _heading(cell) -> tuple[int, str] | None:
+    """(level, text) of a markdown cell that opens with a heading, else None."""
+    if cell.cell_type != "markdown":
+        return None
+    m = _HEADING.match(cell.source.lstrip().split("\n", 1)[0])
+    return (len(m.group(1)), m.group(2).strip()) if m else None
+
+
+def _norm(title: str) -> str:
+    """A section title without its number and punctuation, lower case (``"13. Vision-tower
+    tables"`` -> ``"vision tower tables"``): how a heading and a ``not_run`` key are matched."""
+    return " ".join(re.sub(r"[^\w]+", " ", re.sub(r"^\s*[\d.()a-z]*\d[\d.()a-z]*\s+", "", title.lower())).split())
+
+
+def _printed_line(cells: list) -> str:
+    """The first printed line of a section's code cells (its "not applicable: ..." line), if short."""
+    for c in cells:
+        for o in c.get("outputs", []) if c.cell_type == "code" else []:
+            if o.get("output_type") == "stream" and o.get("name") == "stdout":
+                line = "".join(o.get("text", "")).strip().split("\n", 1)[0]
+                if line and len(line) <= 300:
+                    return line
+    return ""
+
+
+def _reason(title: str, not_run: dict, cells: list) -> str:
+    want = _norm(title)
+    for k, why in (not_run or {}).items():
+        got = _norm(str(k))
+        if got and (got == want or got in want or want in got):
+            return str(why)
+    return _printed_line(cells) or "nothing was measured on this model"
+
+
 def narrative_cells(rec: JobRecord) -> list:
     """The executed notebook's markdown cells and its displayed figures/tables (no code,
-    no printed streams, no plain-text dumps; the references section is left to the HTML)."""
+    no printed streams, no plain-text dumps; the references section is left to the HTML).
+
+    A numbered section (a ``##``/``###`` heading) under which nothing was displayed is left out,
+    with one line saying why: the job's ``not_run`` reason for it, else the line its cells
+    printed, else "nothing was measured" (a GPT-2 report's "13. Vision-tower embedding tables").
+    """
     nb = nbformat.read(str(rec.path / "executed.ipynb"), as_version=4)
-    cells = []
+    not_run = rec.data.get("not_run") if isinstance(rec.data.get("not_run"), dict) else {}
+    kept: list = []
     for c in nb.cells:
         tags = c.get("metadata", {}).get("tags", [])
         if "parameters" in tags or "injected-parameters" in tags:
             continue
         if c.cell_type == "markdown":
             if not c.source.lstrip().startswith("## References"):
-                cells.append(c)
+                kept.append((c, c))
             continue
         if c.cell_type != "code":
             continue
         outs = [o for o in c.get("outputs", []) if _is_displayed_result(o) and not _is_headline_table(o)]
+        cc = None
         if outs:
             cc = nbformat.v4.new_code_cell("")
             cc.outputs = outs
-            cells.append(cc)
+        kept.append((cc, c))
+    # group into sections by heading; a section (level >= 2) with no displayed output -> one line
+    cells: list = []
+    i = 0
+    while i < len(kept):
+        shown, orig = kept[i]
+        h = _heading(orig)
+        if h is None or h[0] < 2:
+            if shown is not None:
+                cells.append(shown)
+            i += 1
+            continue
+        j = i + 1
+        while j < len(kept) and not ((hh := _heading(kept[j][1])) and hh[0] <= h[0]):
+            j += 1
+        body = kept[i + 1:j]
+        has_code = any(o.cell_type == "code" for _, o in body)
+        shows = any(s is not None and s.cell_type == "code" for s, _ in body)
+        if has_code and not shows:
+            why = _reason(h[1], not_run, [o for _, o in body])
+            cells.append(nbformat.v4.new_markdown_cell(
+                f"<p class='notrun-line'><b>{html.escape(h[1])}</b> — left out: {html.escape(why)}</p>"))
+            i = j
+            continue
+        cells.append(shown)
+        i += 1
     return cells
 
 
@@ -168,10 +240,21 @@ def key_figure_grid(records: list[JobRecord]) -> str:
     return f"<div class='figs'>{''.join(items)}</div>"
 
 
-def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings: str):
+def glossary_html() -> str:
+    """The PDF's glossary (the HTML shows the same lines as tooltips): verdicts, then terms."""
+    verdicts = "".join(f"<dt>{glyph} {html.escape(v)}</dt><dd>{html.escape(claims_tables.VERDICT_MEANING[v])}</dd>"
+                       for v, glyph in claims_tables.VERDICT_GLYPHS.items())
+    terms = "".join(f"<dt>{html.escape(t)}</dt><dd>{html.escape(x)}</dd>" for t, x in glossary.TERMS.items()
+                    if t != "random_init")
+    return (f"<h2 class='appendix' id='glossary'>Appendix · glossary</h2><dl class='glossary'>{verdicts}{terms}</dl>")
+
+
+def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings: str,
+                      appendix: list[str] | None = None):
     """One notebook for the PDF: the findings, then per notebook the lead job's narrative,
     figures and tables, then the other jobs' key figures (their numbers are in the findings'
-    composite tables; everything else is in their executed HTML).
+    composite tables; everything else is in their executed HTML), then ``appendix`` (the
+    claims in detail, the glossary).
 
     Returns ``(notebook, own)``: the report's own HTML (findings, headings, figure grids, built
     from escaped text) stands in the notebook as placeholder paragraphs, so that nbconvert's
@@ -198,6 +281,8 @@ def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings
         others = [r for r in ok if r is not lead]
         if others:
             nb.cells.append(mine(f"<h3>{html.escape(name)} — the other models' key figures</h3>{key_figure_grid(others)}"))
+    for part in appendix or []:
+        nb.cells.append(mine(part))
     for i, cell in enumerate(nb.cells):  # cells of different notebooks may share ids
         cell["id"] = f"cell-{i}"
     return nb, own

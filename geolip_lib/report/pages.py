@@ -7,21 +7,66 @@ from pathlib import Path
 
 from .records import FAILED, INCOMPLETE, JobRecord
 from .sections import (CLAIMS_NOTEBOOK, _md_inline, anchor, composite_table, figures_html, fragment, href,
-                       provenance_footer, seed_claims_section, title_and_question)
+                       not_run_html, provenance_footer, seed_claims_section, title_and_question, trajectory_html,
+                       what_this_tests)
 from .style import BIAS_MARK, CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG, SEPARATED
 
 
 # ------------------------------------------------------------------------------ pages
+def run_description(profile: str, groups: dict[str, list[JobRecord]], run: dict | None = None) -> str:
+    """The header's account of this root's run: the profile, the notebooks and models that ran
+    (trained models apart from tiny random ones), and the ``--models`` / ``--notebooks`` selection
+    that narrowed it (``run["selection"]``, from the root's ``.profile.json``). The profile's own
+    description is printed only where the run was not narrowed to other models: a ``--models
+    my-phi3`` report is not headed with the demo's description."""
+    run = run or {}
+    sel = run.get("selection") or {}
+    notebooks = list(groups)
+    models = sorted({m.get("name") for rs in groups.values() for r in rs if r.ok
+                     for m in (r.provenance.get("models") or []) if isinstance(m, dict) and m.get("name")})
+    tiny = sorted(m for m in models if _is_tiny(m, groups))
+    trained = [m for m in models if m not in tiny]
+    narrowed = [f"--{k} {' '.join(map(str, v))}" for k, v in sel.items() if v and k in ("models", "notebooks")]
+    outside = sorted(set(models) - set(run.get("profile models") or models))
+    lines = [f"Profile <code>{html.escape(profile)}</code>"
+             + (f", narrowed by <code>{html.escape(' '.join(narrowed))}</code>" if narrowed else "") + ": "
+             f"{len(notebooks)} notebook(s) ({html.escape(', '.join(notebooks))})."]
+    if trained:
+        lines.append(f"Trained models: {html.escape(', '.join(trained))}.")
+    if tiny:
+        lines.append(f"Tiny random models (pipeline checks only): {html.escape(', '.join(tiny))}.")
+    if not models:
+        lines.append("No job recorded a model.")
+    desc = run.get("description") or ""
+    if desc and not narrowed and not outside:
+        lines.append(f"The profile: {html.escape(desc)}")
+    return f"<p class='run'>{' '.join(lines)}</p>"
+
+
+def _is_tiny(model: str, groups: dict[str, list[JobRecord]]) -> bool:
+    """Whether a model is a tiny random one, by its jobs' provenance (``source: tiny``)."""
+    for rs in groups.values():
+        for r in rs:
+            for m in (r.provenance.get("models") or []) if r.ok else []:
+                if isinstance(m, dict) and m.get("name") == model and m.get("source") is not None:
+                    return m.get("source") == "tiny"
+    return model.startswith("tiny")
+
+
 def findings_body(profile: str, groups: dict[str, list[JobRecord]], description: str = "", *,
-                  embed: bool = False, prefix: str = "", out_root: Path | None = None) -> str:
-    """The findings: header, the seed claims with verdicts (when ``out_root`` is given), table
-    of contents, one section per notebook, failures, provenance."""
+                  embed: bool = False, prefix: str = "", out_root: Path | None = None, run: dict | None = None,
+                  details: list[str] | None = None) -> str:
+    """The findings: header (what ran, :func:`run_description`), what this report tests, the
+    seed claims' matrix (when ``out_root`` is given), table of contents, one section per notebook
+    (question, key figures, sections not run, trajectories, the composite table), failures,
+    provenance. ``details`` (the PDF): a list that receives the claims' details for an appendix."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     n_ok = sum(r.ok for rs in groups.values() for r in rs)
     n_fail = sum(r.status == FAILED for rs in groups.values() for r in rs)
     n_incomplete = sum(r.status == INCOMPLETE for rs in groups.values() for r in rs)
+    run = {"description": description, **(run or {})}
     parts = [f"<h1>geolip findings report — profile <code>{html.escape(profile)}</code></h1>",
-             f"<p>{html.escape(description)}</p>",
+             run_description(profile, groups, run),
              f"<p class='note'>Generated {now}. {n_ok} completed job(s), {n_fail} failed"
              + (f", {n_incomplete} incomplete" if n_incomplete else "") + ". Each headline number "
              "is printed as <b>value [95 % interval]</b> to the decimal its interval supports; the null models "
@@ -30,22 +75,24 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
              f"destroyed). <span style='color:#1a6b2a'>{SEPARATED}</span> marks a null that the interval excludes; "
              f"{BIAS_MARK} marks a bias-corrected interval that the sample value lies outside (the table's notes say "
              "why: a participation ratio of sampled rows is biased low, and its interval is centred on the "
-             "corrected value).</p>"]
+             "corrected value). Hover a column header for what it measures.</p>",
+             what_this_tests()]
     if out_root is not None:
-        parts.append(seed_claims_section(out_root, groups, embed=embed, prefix=prefix))
+        parts.append(seed_claims_section(out_root, groups, embed=embed, prefix=prefix, details=details))
     sections = {nb: recs for nb, recs in groups.items()
                 if not (out_root is not None and nb == CLAIMS_NOTEBOOK and all(r.ok for r in recs))}
     titles = {nb: title_and_question(recs, nb) for nb, recs in sections.items()}
     toc = "".join(f"<li><a href='{fragment(nb)}'>{html.escape(titles[nb][0])}</a></li>" for nb in sections)
-    parts.append(f"<ol>{toc}</ol>")
-    for i, (nb, recs) in enumerate(sections.items()):
+    parts.append(f"<h2 class='toc'>Findings per notebook</h2><ol>{toc}</ol>")
+    for nb, recs in sections.items():
         title, question = titles[nb]
-        parts.append(f"<h2 id='{anchor(nb)}' class='{'first' if i == 0 and out_root is None else ''}'>"
-                     f"{html.escape(title)}</h2>")
+        parts.append(f"<h2 id='{anchor(nb)}'>{html.escape(title)}</h2>")
         if question:
             parts.append(f"<div class='question'>{_md_inline(question)}</div>")
         parts.append(figures_html(recs, embed=embed, prefix=prefix))
+        parts.append(not_run_html(recs))
         parts.append(composite_table(recs, link_prefix=prefix))
+        parts.append(trajectory_html(recs))
         parts += [job_status_line(r, prefix) for r in recs if not r.ok]
         parts += [f"<p class='problem'>{html.escape(line)}</p>" for r in recs for line in r.problems]
     parts.append(provenance_footer(groups))
@@ -70,5 +117,6 @@ def page(title: str, body: str, mathjax: str, extra_css: str = "") -> str:
 
 
 def index_html(profile: str, groups: dict[str, list[JobRecord]], description: str = "",
-               mathjax: str = "_static/mathjax", out_root: Path | None = None) -> str:
-    return page(f"geolip — {profile}", findings_body(profile, groups, description, out_root=out_root), mathjax)
+               mathjax: str = "_static/mathjax", out_root: Path | None = None, run: dict | None = None) -> str:
+    return page(f"geolip — {profile}", findings_body(profile, groups, description, out_root=out_root, run=run),
+                mathjax)

@@ -8,12 +8,16 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+import matplotlib.pyplot as plt
 import mistune
 import nbformat
 
-from .. import claims
+from .. import claims, plotting, trajectory
+from ..claims import plots as claims_plots
+from ..claims import tables as claims_tables
 from ..metrics.intervals import format_value
 from ..results import nonempty_columns  # one rule for every table (job.table too)
+from . import glossary
 from .records import FIGURE_TYPES, JobRecord
 from .style import BIAS_MARK, MAX_KEY_FIGURES, SEPARATED
 
@@ -44,6 +48,11 @@ def executed_link(rec: JobRecord, prefix: str = "") -> str | None:
     if not rec.ok or not (rec.path / "executed.html").is_file():
         return None
     return href(rec.notebook, rec.job_id, "executed.html", prefix=prefix)
+
+
+def linked_html(inner: str, link: str | None) -> str:
+    """Markup ``inner`` (already safe) as a link to ``link`` (already safe), or as it is."""
+    return f"<a href='{link}'>{inner}</a>" if link else inner
 
 
 def linked(text: str, link: str | None) -> str:
@@ -81,11 +90,49 @@ def _cell(h: dict) -> str:
     return "".join(parts)
 
 
+#: at most this many value columns in one table (about 130 px each: a 1280 px window holds them);
+#: a composite table with more is transposed or split into several
+MAX_TABLE_COLUMNS = 7
+
+
+def duplicate_columns(records: list[JobRecord], keys: list[str]) -> dict[str, str]:
+    """``{dropped: kept}``: a headline column whose value and interval equal an earlier column's in
+    every job, and whose nulls that earlier column shows too, repeats it (notebook 01 recorded
+    "pentachoron CV vs init" as the CV again with only its random-init null, which "pentachoron
+    CV" already shows)."""
+    def same(a: dict | None, b: dict | None) -> bool:
+        if not a or not b:
+            return not a and not b
+        ia, ib = a.get("interval") or {}, b.get("interval") or {}
+        if (a.get("value"), ia.get("lo"), ia.get("hi")) != (b.get("value"), ib.get("lo"), ib.get("hi")):
+            return False
+        na, nb = a.get("nulls") or {}, b.get("nulls") or {}
+        return all(k in na and (na[k] or {}).get("value") == (n or {}).get("value") for k, n in nb.items())
+    out: dict[str, str] = {}
+    for i, k in enumerate(keys):
+        for j in keys[:i]:
+            if j not in out and all(same(r.headline.get(j), r.headline.get(k)) for r in records) and \
+                    any(r.headline.get(k) for r in records):
+                out[k] = j
+                break
+    return out
+
+
+def _chunks(items: list, n: int) -> list[list]:
+    k = -(-len(items) // n)  # as few tables as fit, of even widths
+    size = -(-len(items) // k) if items else 1
+    return [items[i:i + size] for i in range(0, len(items), size)] or [[]]
+
+
 def composite_table(records: list[JobRecord], link_prefix: str = "") -> str:
-    """HTML table: one row per job, one column per headline metric.
+    """HTML table of the headline numbers: one row per job, one column per metric — or, when the
+    metrics outnumber the jobs and are too many for a 1280 px window, transposed (a row per
+    metric); still too many columns and it is split into several tables of at most
+    :data:`MAX_TABLE_COLUMNS`.
 
     Each cell holds ``value [lo, hi]`` and, below it, each null model's value; ``✱`` marks
-    a null that the interval excludes.
+    a null that the interval excludes. Each header's tooltip says what the metric is (its note,
+    the glossary's terms); a column that repeats another is left out, with a line saying so.
     """
     ok = [r for r in records if r.ok]
     keys: list[str] = []
@@ -101,18 +148,43 @@ def composite_table(records: list[JobRecord], link_prefix: str = "") -> str:
     keys = nonempty_columns([{k: (r.headline.get(k) or {}).get("value") for k in keys} for r in ok], keys)
     if not ok or not keys:
         return "<p class='note'>No headline metrics recorded.</p>"
-    head = "".join(f"<th>{html.escape(labels[k])}</th>" for k in keys)
-    rows = []
-    for r in ok:
-        cells = "".join(f"<td>{_cell(r.headline[k])}</td>" if r.headline.get(k) else "<td>n/a</td>" for k in keys)
-        rows.append(f"<tr><td class='model'>{linked(r.job_id, executed_link(r, link_prefix))}</td>{cells}</tr>")
+    dup = duplicate_columns(ok, keys)
+    keys = [k for k in keys if k not in dup]
+
+    def head(k: str, cls: bool = False) -> str:
+        words = "; ".join(x for x in (glossary.explain(labels[k]), notes.get(k, "")) if x)
+        klass = " class='metric'" if cls else ""
+        return f"<th{klass}{tip(words)}>{html.escape(labels[k])}</th>"
+
+    def cell(r: JobRecord, k: str) -> str:
+        return f"<td>{_cell(r.headline[k])}</td>" if r.headline.get(k) else "<td>n/a</td>"
+
+    def job(r: JobRecord) -> str:
+        return linked(r.job_id, executed_link(r, link_prefix))
+
+    transpose = len(keys) > MAX_TABLE_COLUMNS and len(ok) < len(keys)
+    tables = []
+    if transpose:
+        for part in _chunks(ok, MAX_TABLE_COLUMNS):
+            hrow = "".join(f"<th class='model'>{job(r)}</th>" for r in part)
+            rows = "".join(f"<tr>{head(k, True)}"
+                           + "".join(cell(r, k) for r in part) + "</tr>" for k in keys)
+            tables.append(f"<table class='composite transposed'><thead><tr><th>metric</th>{hrow}</tr></thead>"
+                          f"<tbody>{rows}</tbody></table>")
+    else:
+        for part in _chunks(keys, MAX_TABLE_COLUMNS):
+            rows = "".join(f"<tr><td class='model'>{job(r)}</td>{''.join(cell(r, k) for k in part)}</tr>" for r in ok)
+            tables.append(f"<table class='composite'><thead><tr><th>job</th>{''.join(head(k) for k in part)}</tr>"
+                          f"</thead><tbody>{rows}</tbody></table>")
     methods = sorted({(r.headline[k].get("interval") or {}).get("method") or "" for r in ok for k in keys
                       if r.headline.get(k) and r.headline[k].get("value") is not None} - {""})
     note_items = "".join(f"<li><b>{html.escape(labels[k])}</b>: {html.escape(v)}</li>" for k, v in notes.items()
                          if k in keys)
     foot = ("<p class='note'>Intervals: " + html.escape("; ".join(_shorten_methods(methods))) + ".</p>") if methods else ""
-    return (f"<div class='tablewrap'><table class='composite'><thead><tr><th>job</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></div>{foot}"
+    if dup:
+        foot += ("<p class='note'>Left out, as they repeat another column in every job: "
+                 + html.escape("; ".join(f"{labels[d]} (= {labels[k]})" for d, k in dup.items())) + ".</p>")
+    return (f"<div class='tablewrap'>{''.join(tables)}</div>{foot}"
             + (f"<ul class='note'>{note_items}</ul>" if note_items else ""))
 
 
@@ -208,15 +280,73 @@ def figure_title(fig: dict) -> str:
 
 
 def figures_html(records: list[JobRecord], embed: bool = False, prefix: str = "") -> str:
+    """The notebook's key figures at a readable size: the first across the page, the others two
+    to a row; each image links to its file at full size (the caption links the executed notebook)."""
     items = []
-    for rec, fig in key_figures(records):
+    for i, (rec, fig) in enumerate(key_figures(records)):
         link = executed_link(rec, prefix)
         title = html.escape(figure_title(fig))
-        img = f"<img src='{_img_src(rec, fig, embed, prefix)}' alt='{title}'>"
-        cap = f"{title} — {linked(rec.job_id, link)}"
-        body = f"<a href='{link}'>{img}</a>" if link else img
-        items.append(f"<figure class='thumb'>{body}<figcaption>{cap}</figcaption></figure>")
+        src = _img_src(rec, fig, embed, prefix)
+        img = f"<img src='{src}' alt='{title}'>"
+        full = None if embed else href(rec.notebook, rec.job_id, *fig["file"].split("/"), prefix=prefix)
+        cap = f"{title} — {linked(rec.job_id, link)}" + (" (click the figure for full size)" if full and not i else "")
+        items.append(f"<figure class='thumb{' lead' if i == 0 else ''}'>{linked_html(img, full)}"
+                     f"<figcaption>{cap}</figcaption></figure>")
     return f"<div class='figs'>{''.join(items)}</div>" if items else ""
+
+
+# ------------------------------------------------------------------------------ sections not run
+def not_run(records: list[JobRecord]) -> list[tuple[str, str, list[str]]]:
+    """``[(section, reason, [job, ...])]``: the sections a notebook could not run on some jobs, as
+    each job's ``metrics.json`` records them (``"not_run": {section: reason}``), jobs with the
+    same reason together."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for r in records:
+        nr = r.data.get("not_run") if r.ok else None
+        if isinstance(nr, dict):
+            for section, reason in nr.items():
+                out.setdefault((str(section), str(reason)), []).append(r.job_id)
+    return [(s, why, jobs) for (s, why), jobs in out.items()]
+
+
+def not_run_html(records: list[JobRecord]) -> str:
+    """One line per section not run, with its reason, where the section's figures would be."""
+    items = "".join(f"<li><b>{html.escape(s)}</b> — not run on {html.escape(', '.join(jobs))}: {html.escape(why)}</li>"
+                    for s, why, jobs in not_run(records))
+    return f"<ul class='notrun'>{items}</ul>" if items else ""
+
+
+# ------------------------------------------------------------------------------ trajectories
+def trajectory_html(records: list[JobRecord]) -> str:
+    """Each job's geometry over training (``metrics.trajectory``, notebooks 01 and 02) as a table
+    of readable names, each value's kind and the random-init null (:func:`geolip_lib.trajectory.table`)."""
+    parts = []
+    for r in records:
+        traj = ((r.data.get("metrics") or {}).get("trajectory") if r.ok else None)
+        if not isinstance(traj, dict) or not traj.get("points"):
+            continue
+        try:
+            frame = trajectory.table(traj, r.headline)
+        except (KeyError, TypeError, ValueError) as exc:
+            parts.append(f"<p class='problem'>{html.escape(r.job_id)}: the trajectory could not be tabled "
+                         f"({html.escape(str(exc))}).</p>")
+            continue
+        heads = "".join(_th(str(c)) for c in frame.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_traj_cell(v))}</td>" for v in row) + "</tr>"
+                       for row in frame.itertuples(index=False))
+        parts.append(f"<h3>Geometry over training — {html.escape(r.job_id)}</h3>"
+                     f"<div class='tablewrap'><table class='composite traj'><thead><tr>{heads}</tr></thead>"
+                     f"<tbody>{body}</tbody></table></div>"
+                     f"<p class='note'>{html.escape(trajectory.TABLE_NOTE)}</p>")
+    return "".join(parts)
+
+
+def _traj_cell(v) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
 
 
 # ------------------------------------------------------------------------------ provenance
@@ -267,15 +397,41 @@ CLAIMS_NOTEBOOK = "15_seed_claims"
 
 
 def _verdict(v: str) -> str:
+    """A verdict word, coloured, with its glyph and its meaning as a tooltip."""
     cls = claims.VERDICT_CLASS.get(v, "v-not-testable")
-    return f"<span class='{cls}'>{html.escape(v)}</span>"
+    base = next((k for k in claims_tables.VERDICT_GLYPHS if v.startswith(k)), v)
+    glyph = claims_tables.VERDICT_GLYPHS.get(base, "")
+    return f"<span class='{cls}'{tip(claims_tables.VERDICT_MEANING.get(base, ''))}>{glyph + ' ' if glyph else ''}{html.escape(v)}</span>"
+
+
+def tip(text: str) -> str:
+    """`` title='...'`` (escaped) for an element's tooltip, or nothing."""
+    return f" title='{html.escape(text, quote=True)}'" if text else ""
+
+
+def _th(label: str, cls: str = "", attrs: str = "") -> str:
+    """A column header with its explanation as a tooltip (:func:`.glossary.explain`)."""
+    klass = f" class='{html.escape(cls, quote=True)}'" if cls else ""
+    return f"<th{klass}{tip(glossary.explain(label))}{attrs}>{html.escape(label)}</th>"
+
+
+def breakable(text: str) -> str:
+    """Escaped ``text`` whose long identifiers (paths, ``metrics.claims.x['y']``) may wrap after
+    ``/ . _ , :`` (``<wbr>``): a narrow column breaks them there, never inside a word."""
+    out = []
+    for tok in re.split(r"(\s+)", str(text)):
+        if len(tok) > 18 and not tok.isspace():
+            out.append("<wbr>".join(html.escape(p) for p in re.split(r"(?<=[/._,:])", tok)))
+        else:
+            out.append(html.escape(tok))
+    return "".join(out)
 
 
 def _claims_table(rows: list[dict], columns: list[str]) -> str:
     columns = nonempty_columns(rows, columns)
-    head = "".join(f"<th class='{c.replace(' ', '-')}'>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td class='{c.replace(' ', '-')}'>"
-                                    f"{_verdict(str(r[c])) if c == 'verdict' else html.escape(str(r.get(c) or ''))}</td>"
+    head = "".join(_th(c, c.replace(' ', '-')) for c in columns)
+    body = "".join("<tr>" + "".join(f"<td class='{html.escape(c.replace(' ', '-'), quote=True)}'>"
+                                    f"{_verdict(str(r[c])) if c == 'verdict' else breakable(str(r.get(c) or ''))}</td>"
                                     for c in columns) + "</tr>" for r in rows)
     return f"<div class='tablewrap'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
@@ -285,11 +441,114 @@ def claims_record(groups: dict[str, list[JobRecord]]) -> JobRecord | None:
     return next((r for r in groups.get(CLAIMS_NOTEBOOK) or [] if r.ok), None)
 
 
+SEEDS_MODELS = "seed's models"
+#: at most this many model columns; more and the matrix is transposed (models down, claims across)
+MATRIX_MAX_COLUMNS = 8
+
+
+def _mx_cell(cell: dict, model: str, claim_title: str) -> str:
+    v = cell["verdict"]
+    words = f"{model} · {claim_title}: {v} ({claims_tables.VERDICT_MEANING.get(v, '')})"
+    if cell["reading"]:
+        words += f". Reading: {cell['reading']}"
+    if cell["reason"]:
+        words += f". {cell['reason']}"
+    if cell["other readings"]:
+        words += f". Also measured: {', '.join(cell['other readings'])} (details below)"
+    deq = f"<span class='kind'>({html.escape(cell['dequantized'])})</span>" if cell["dequantized"] else ""
+    return (f"<td class='mx {claims.VERDICT_CLASS.get(v, 'v-not-testable')}'{tip(words)}>"
+            f"<span class='glyph'>{claims_tables.VERDICT_GLYPHS.get(v, '')}</span>"
+            f"<span class='mv'>{html.escape(cell['text'])}</span>{deq}</td>")
+
+
+def matrix_table(m: dict) -> str:
+    """The verdict matrix as HTML: claims down and models across (the seed's models, then the
+    trained stand-ins); transposed when there are more than :data:`MATRIX_MAX_COLUMNS` models."""
+    cols = m["seed"] + m["stand-ins"]
+    if not cols:
+        return ("<p class='note'>No model of the seed's and no trained stand-in ran a notebook the claims read: "
+                "the matrix is empty.</p>")
+    group = {x: ("the seed's model" if x in m["seed"] else "trained stand-in") for x in cols}
+    if len(cols) <= MATRIX_MAX_COLUMNS:
+        spans = ""
+        if m["seed"]:
+            spans += (f"<th colspan='{len(m['seed'])}' class='grp'{tip(glossary.TERMS[SEEDS_MODELS])}>"
+                      "the seed's models</th>")
+        if m["stand-ins"]:
+            spans += (f"<th colspan='{len(m['stand-ins'])}' class='grp'{tip(glossary.TERMS['stand-in'])}>"
+                      "trained stand-ins</th>")
+        head = ("<tr>" + _th("claim", attrs=" rowspan='2'") + _th("seed value", attrs=" rowspan='2'")
+                + _th("verdict on the seed's models", attrs=" rowspan='2'") + spans + "</tr><tr>"
+                + "".join(f"<th class='model'{tip(group[x])}>{html.escape(x)}</th>" for x in cols) + "</tr>")
+        body = "".join(
+            f"<tr><td class='claim'{tip(c.definition)}>{html.escape(c.title)}</td>"
+            f"<td class='seedv'>{html.escape(c.seed_value)}</td><td>{_verdict(m['verdict'][c.id])}</td>"
+            + "".join(_mx_cell(m["cells"][(c.id, x)], x, c.title) for x in cols) + "</tr>" for c in m["claims"])
+    else:  # transposed: one row per model
+        head = ("<tr><th>model</th>" + "".join(
+            f"<th class='claimh'{tip(c.definition)}>{html.escape(c.title)}"
+            f"<br><span class='kind'>seed: {html.escape(c.seed_value)}</span></th>" for c in m["claims"]) + "</tr>")
+        body = (f"<tr><td class='model'>verdict on the seed's models</td>"
+                + "".join(f"<td>{_verdict(m['verdict'][c.id])}</td>" for c in m["claims"]) + "</tr>")
+        body += "".join(f"<tr><td class='model'{tip(group[x])}>{html.escape(x)}"
+                        f"<span class='kind'>{html.escape(group[x])}</span></td>"
+                        + "".join(_mx_cell(m["cells"][(c.id, x)], x, c.title) for c in m["claims"]) + "</tr>"
+                        for x in cols)
+    return f"<div class='tablewrap'><table class='matrix'><thead>{head}</thead><tbody>{body}</tbody></table></div>"
+
+
+def verdict_legend() -> str:
+    items = "".join(f"<li>{_verdict(v)}: {html.escape(claims_tables.VERDICT_MEANING[v])}</li>" for v in claims_tables.VERDICT_GLYPHS)
+    return f"<ul class='legend'>{items}</ul>"
+
+
+def what_this_tests(m: dict | None = None) -> str:
+    """The "What this report tests" paragraph: the seed documents, the claims table, stand-ins."""
+    seeds = "".join(f"<li>{html.escape(line)}</li>" for line in glossary.seed_lines())
+    return ("<div class='about'><h3>What this report tests</h3>"
+            "<p>geolip measures the geometry of neural networks (embedding spectra, simplex volumes, weight "
+            "statistics, attention operators) to test the claims of five <b>seed documents</b>, the research notebooks "
+            f"the project was created from:</p><ul class='seeds'>{seeds}</ul>"
+            "<p>The claims tested below are seed 001's summary table of \"universal constants\" and its best "
+            "modulator result (<code>params/claims/seed-001.yaml</code>). Only the models the seed measured (T5, "
+            "BERT-large, CLIP, DINOv2, Qwen) decide a claim's verdict. A <b>trained stand-in</b> is a pretrained model "
+            "the seed did not measure: it shows whether the property holds there, not whether the seed's claim does. "
+            "Tiny random models only check that the pipeline runs; they are never given a verdict. Every number is "
+            "<b>value [95 % interval]</b> (an exact value has none) beside its <b>nulls</b>, what the same "
+            "measurement gives without training.</p></div>")
+
+
+def _claims_data(out_root: Path):
+    """(rows, summary, matrix) of the claims under ``out_root`` (:mod:`geolip_lib.claims`)."""
+    rows = claims.evaluate(out_root)
+    summary = claims.summarize(rows)
+    pipeline = getattr(claims.evaluation, "pipeline_checks", None)
+    tiny = pipeline(out_root) if pipeline else []
+    return rows, summary, claims_tables.matrix(rows, summary, pipeline_checks=tiny)
+
+
+def claims_matrix_figure(m: dict, out_root: Path, embed: bool, prefix: str) -> str:
+    """The matrix figure (:func:`geolip_lib.claims.plots.claims_matrix`), written to
+    ``_static/claims_matrix.png`` under the root; a link to it at full size."""
+    fig = claims_plots.claims_matrix(m)
+    data = plotting.png_bytes(fig)
+    plt.close(fig)
+    path = Path(out_root) / "_static" / "claims_matrix.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    src = ("data:image/png;base64," + base64.b64encode(data).decode()) if embed else href("_static", "claims_matrix.png",
+                                                                                            prefix=prefix)
+    img = f"<img src='{src}' alt='the claims matrix: verdict and value per claim and model'>"
+    return f"<figure class='matrixfig'>{img if embed else linked_html(img, src)}</figure>"
+
+
 def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, embed: bool = False,
-                        prefix: str = "") -> str:
-    """The findings' lead: seed 001's summary table with a verdict and reason per claim
-    (:mod:`geolip_lib.claims`, read from every job under ``out_root``), notebook 15's
-    figure, and every model's measured value beside the seed's.
+                        prefix: str = "", details: list[str] | None = None) -> str:
+    """The findings' lead: the claims matrix (claims down, models across, a status and value per
+    cell: :func:`geolip_lib.claims.matrix`), its figure, one bottom-line sentence per claim; then
+    the details (readings side by side, the verdict and reason per reading, every measured value
+    with its nulls, notebook 15's figure) in a ``<details>`` block — or, when ``details`` is a
+    list (the PDF), appended there for an appendix.
 
     Shown only where notebook 15 ran on this root; otherwise one line says where to see it.
     """
@@ -301,33 +560,56 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
                 "it is in the tiny, demo, shapes and paper profiles) and its verdicts lead this "
                 "page.</p>")
     try:
-        rows = claims.evaluate(out_root)
-        summary = claims.summarize(rows)
+        rows, summary, m = _claims_data(out_root)
     except (AttributeError, KeyError, TypeError, ValueError, OSError) as exc:  # a job's record of the wrong shape
         return (f"<p class='problem' id='seed-claims'>The seed's claims could not be evaluated from {html.escape(str(out_root))} "
                 f"({html.escape(type(exc).__name__)}: {html.escape(str(exc))}); the rest of the report is built. "
                 "Rerun the job whose metrics.json is named, then --report-only.</p>")
-    measured = [r for r in rows if r["value"] is not None]
-    details = linked("notebook 15", executed_link(rec15, prefix))
+    link = linked("notebook 15", executed_link(rec15, prefix))
+    bottom = "".join(f"<li>{_verdict_glyph(m['verdict'][c.id])}{html.escape(m['bottom line'][c.id])}</li>"
+                     for c in m["claims"])
+    tiny = m["pipeline checks"]
     parts = ["<section class='claims' id='seed-claims'><h2 class='first'>Do the seed's claims hold?</h2>",
-             "<p class='note'>Seed 001's summary table of \"universal constants\" and its best modulator result, "
-             "each read as the table says and as the seed's cells measured it, on this profile's jobs. "
-             "<b>held</b>: the rule is satisfied and the value is separated from every null that bears on it; "
-             "<b>held, but the null gives it too</b>: a null (random init, a Gaussian, the unmodulated encoder) "
-             "satisfies it as well, so training did not produce it; <b>not held</b>: the exact value or the whole "
-             "interval contradicts it; <b>undecided</b>: the interval straddles the rule, a bearing null is "
-             "missing or the test lacks power (the reason says what would decide it); <b>not tested on this "
-             "profile</b>: no job of the reading's models ran; <b>forced by shape</b>: fixed by the weight "
-             "shapes, kept out. Exact values are compared at the seed's printed precision. Stand-ins are the "
-             "models the seed did not measure (the demo's MiniLM and tiny random models): whether the property "
-             f"holds there, not a verdict on the seed's claim. Details: {details}.</p>",
-             _claims_table(claims.readings(summary), claims.READINGS_COLUMNS),
-             _claims_table(summary, claims.SUMMARY_COLUMNS)]
+             "<p class='note'>Each row is a claim of seed 001's table; each column a model that ran here: first the "
+             "seed's own models, then trained stand-ins. A cell's mark gives the verdict (colour and shape), the "
+             "number under it the measured value [95 % interval]; hover a cell for its reading and reason. Exact values "
+             "are compared at the seed's printed precision.</p>",
+             matrix_table(m), verdict_legend(),
+             "<h3>The bottom line, claim by claim</h3>", f"<ul class='bottom'>{bottom}</ul>"]
+    if tiny:
+        parts.append(f"<p class='note'>The pipeline also ran on {len(tiny)} tiny random model(s) "
+                     f"({html.escape(', '.join(tiny))}): pipeline checks, never given a verdict.</p>")
+    try:
+        parts.append(claims_matrix_figure(m, out_root, embed, prefix))
+    except (OSError, ValueError) as exc:
+        parts.append(f"<p class='problem'>The matrix figure could not be drawn ({html.escape(str(exc))}).</p>")
+    measured = [r for r in rows if r["value"] is not None]
+    more = [f"<p class='note'>Each claim read as the table says and as the seed's cells measured it, with the rule, "
+            f"the verdict and its reason; then every measured value beside its nulls. Computed by {link}.</p>",
+            _claims_table(claims.readings(summary), claims.READINGS_COLUMNS),
+            _claims_table(summary, [c for c in claims.SUMMARY_COLUMNS if c != "stand-ins"])]
     for rec, fig in key_figures([rec15])[:1]:
-        parts.append(f"<figure class='wide'><img src='{_img_src(rec, fig, embed, prefix)}' "
-                     f"alt='{html.escape(figure_title(fig))}'></figure>")
+        more.append(f"<figure class='wide'><img src='{_img_src(rec, fig, embed, prefix)}' "
+                    f"alt='{html.escape(figure_title(fig))}'></figure>")
     if measured:
-        parts.append("<h3>Measured values, per model and scope</h3>")
-        parts.append(_claims_table(measured, [c for c in claims.DETAIL_COLUMNS if c != "null explains"]))
+        more.append("<h3>Measured values, per claim</h3>")
+        cols = [c for c in claims.DETAIL_COLUMNS if c not in ("title", "null explains", "seed value")]
+        for c in m["claims"]:
+            mine = [r for r in measured if r["claim"] == c.id]
+            if mine:
+                more.append(f"<h4>{html.escape(c.title)} <span class='kind'>seed: {html.escape(c.seed_value)}</span></h4>")
+                more.append(_claims_table(mine, cols))
+    if details is None:
+        parts.append("<details class='claims-details'><summary>Details: readings, rules, reasons and nulls, per "
+                     "claim and model</summary>" + "".join(more) + "</details>")
+    else:
+        details.append("<h2 class='appendix' id='claims-details'>Appendix · the claims in detail</h2>" + "".join(more))
+        parts.append("<p class='note'>The readings, rules, reasons and nulls per claim and model are in the "
+                     "appendix \"the claims in detail\".</p>")
     parts.append("</section>")
     return "\n".join(p for p in parts if p)
+
+
+def _verdict_glyph(v: str) -> str:
+    cls = claims.VERDICT_CLASS.get(v, "v-not-testable")
+    return f"<span class='{cls} glyph'{tip(v + ': ' + claims_tables.VERDICT_MEANING.get(v, ''))}>{claims_tables.VERDICT_GLYPHS.get(v, '')}</span> "

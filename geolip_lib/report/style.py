@@ -41,12 +41,30 @@ span.null{display:block;color:#666;font-size:.85em}div.tablewrap{overflow-x:auto
 span.kind{display:block;color:#555;font-size:.78em;font-style:italic}span.kind.forced{color:#6a3d9a;font-weight:700;font-style:normal}
 .fail{color:#b00}.problem{color:#8a5a00;font-size:.9em}.note{color:#555;font-size:.9em}.question{margin:.3em 0 .8em}
 a{color:#2a5db0}.figs{display:flex;flex-wrap:wrap;gap:12px;margin:.5em 0}
-figure.thumb{margin:0;width:370px}figure.thumb img{width:100%;border:1px solid #ccd}
+figure.thumb{margin:0;width:calc(50% - 6px)}figure.thumb.lead{width:100%;max-width:1000px}
+figure.thumb img{width:100%;border:1px solid #ccd}figure.thumb.small{width:calc(33% - 8px)}
 figure.thumb figcaption{font-size:.8em;color:#555}
+table.composite.transposed th.metric{text-align:left;max-width:16em}table.composite th{max-width:14em}
+div.about{font-size:.92em;margin:.5em 0 1em}div.about h3{margin:.2em 0}div.about ul.seeds{margin:.2em 0 .4em}
+p.run{font-size:.95em;margin:.3em 0}ul.notrun{color:#6a4b00;font-size:.88em;margin:.3em 0 .6em}
+p.notrun-line{color:#6a4b00;font-size:.9em}
+table.matrix{border-collapse:collapse;font-size:.86em;margin:.5em 0}
+table.matrix th,table.matrix td{border:1px solid #ccd;padding:.25em .45em;vertical-align:middle}
+table.matrix th{background:#eef;text-align:center}table.matrix th.model{max-width:9em}
+table.matrix td.claim{font-weight:600;max-width:13em}table.matrix td.seedv{max-width:11em;color:#444}
+table.matrix td.mx{text-align:center;min-width:6.5em;max-width:11em}
+table.matrix td.mx .glyph{display:block;font-size:1.35em;line-height:1.1}
+table.matrix td.mx .mv{display:block;color:#222;font-weight:400;font-size:.92em}
+ul.legend{display:flex;flex-wrap:wrap;gap:.2em 1.4em;list-style:none;padding:0;font-size:.8em;color:#444;margin:.3em 0}
+ul.legend li{max-width:36em}ul.bottom{padding-left:1.2em}ul.bottom li{margin:.2em 0}
+figure.matrixfig{margin:.6em 0;max-width:900px}figure.matrixfig img{width:100%}
+details.claims-details{margin:.8em 0}details.claims-details>summary{cursor:pointer;font-weight:600;color:#335}
+dl.glossary dt{font-weight:700;margin-top:.3em}dl.glossary dd{margin:0 0 0 1.5em}
 section.claims{border:2px solid #446;border-radius:6px;padding:.3em 1em 1em;margin:1em 0 2em;background:#fbfbfe}
 table.claims{border-collapse:collapse;font-size:.86em;margin:.5em 0}table.claims th,table.claims td{border:1px solid #ccd;
 padding:.25em .5em;text-align:left;vertical-align:top}table.claims th{background:#eef}
-table.claims td.reason{min-width:22em}figure.wide{margin:.5em 0;max-width:900px}figure.wide img{width:100%}
+table.claims{width:100%}table.claims td.reason{min-width:14em}
+figure.wide{margin:.5em 0;max-width:900px}figure.wide img{width:100%}
 .v-held{color:#1a7f37;font-weight:700}.v-not-held{color:#c62828;font-weight:700}.v-not-testable{color:#666;font-weight:700}
 .v-held-null{color:#8a6d00;font-weight:700}.v-undecided{color:#1f5fa8;font-weight:700}.v-forced{color:#6a3d9a;font-weight:700}
 footer{margin-top:3em;border-top:2px solid #446;padding-top:.5em;font-size:.85em;color:#444}
@@ -58,7 +76,8 @@ text-align:left}
 PRINT_CSS = """
 @page{size:A4;margin:12mm 11mm}
 body{max-width:none;margin:0;padding:0;font-size:9pt;line-height:1.25}
-figure.thumb{width:31.5%}figure.thumb.small{width:19%}h2.appendix{margin-top:1.2em;border-top:2px solid #446;padding-top:.3em}
+figure.thumb{width:31.5%}figure.thumb.lead{width:62%}figure.thumb.small{width:19%}
+h2.appendix{margin-top:1.2em;border-top:2px solid #446;padding-top:.3em}
 .jp-RenderedHTMLCommon tbody tr:nth-child(n+11){display:none}
 .jp-RenderedHTMLCommon table:has(tbody tr:nth-child(11)) caption::after{content:" (first 10 rows here; all in the executed notebook)"}h2,h3{break-after:avoid}
 .jp-OutputArea-output img{max-width:60%;max-height:7.5cm;break-inside:avoid}
@@ -69,9 +88,11 @@ figure,tr{break-inside:avoid}
 table.composite{font-size:7pt;width:100%}table.composite td,table.composite th{padding:1px 3px}
 span.null{white-space:normal}
 table.claims{font-size:7pt;width:100%;table-layout:auto}table.claims td.reason{min-width:0}
-table.claims td,table.claims th{padding:1px 3px;overflow-wrap:break-word;hyphens:auto}
-table.claims td.title,table.claims td.seed-value,table.claims td.verdict,table.claims td.seed-models,table.claims td.reading,table.claims td.model,table.claims td.scope,table.claims td.measured,table.claims td.project-definition{min-width:4.5em}table.claims td.reason,table.claims td.measured-as,table.claims td.nulls,table.claims td.stand-ins,table.claims td.null-explains{min-width:6em}
-section.claims div.tablewrap{overflow:visible}table.claims td,table.claims th{word-break:break-word}
-table.claims td.nulls span.null{white-space:normal}section.claims{break-after:page}
+table.claims td,table.claims th{padding:1px 3px}
+table.matrix{font-size:7.5pt;width:100%}table.matrix td.mx{min-width:0}table.matrix th,table.matrix td{padding:1px 3px}
+section.claims div.tablewrap,div.tablewrap{overflow:visible}table.claims td.nulls span.null{white-space:normal}
+section.claims{padding:.2em .6em .5em;margin:.5em 0 1em}div.about{font-size:8.5pt}
+figure.matrixfig{max-width:78%;margin:.3em auto}details.claims-details{display:none}
+ul.legend{font-size:7pt}h1{font-size:16pt;margin:.2em 0}
 .figs{display:block}figure.thumb{display:inline-block;vertical-align:top;margin:0 .6% .4em 0}
 """
