@@ -66,7 +66,7 @@ def adapt(tensors, config) -> list:
         role = _role(name)
         mixer = MIXER_PATH.search(name) is not None and not ATTENTION_PATH.search(name)
         if name.endswith(".bias"):
-            out.append(Entry(name, "bias", stack, None, layer, shape, info.dtype))
+            out.append(Entry(name, "bias", stack, None, layer, shape, info.dtype, note=MIXER_NOTE if mixer else None))
             continue
         if mixer and role != "norm":
             out.append(Entry(name, "other", stack, None, layer, shape, info.dtype, note=MIXER_NOTE))

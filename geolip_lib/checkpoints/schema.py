@@ -215,21 +215,21 @@ class Catalog:
         return bool(self.attention_blocks())
 
     def mixers(self) -> list:
-        """Stored tensors of a sequence mixer that is not attention (note :data:`MIXER_NOTE`), sorted."""
-        return [e for e in self.select(role="other", views=False) if e.note == MIXER_NOTE]
+        """Stored tensors (weights and biases) of a sequence mixer that is not attention (note :data:`MIXER_NOTE`)."""
+        return [e for e in self.select(views=False) if e.note == MIXER_NOTE]
 
     def not_analysed(self) -> str:
         """One line saying what is catalogued but not analysed (a sequence mixer no family knows); "" when nothing."""
         mix = self.mixers()
         if not mix:
             return ""
-        parts = sorted({_leaf(e.name) for e in mix})
+        parts = sorted({tensor_leaf(e.name) for e in mix})
         layers = sorted({e.layer for e in mix if e.layer is not None})
         mt = self.config.get("model_type") if isinstance(self.config, Mapping) else None
         return (f"family {self.family}: model_type {mt!r} mixes positions with a sequence mixer that is not attention "
-                f"({', '.join(parts)}; {len(mix)} tensors in {len(layers)} layers); they are catalogued as role 'other' "
-                "and counted in sparsity and the model's totals only: no spectrum by role, cross-layer correlation, "
-                "QK or attention section reads them.")
+                f"({', '.join(parts)}; {len(mix)} tensors in {len(layers)} layers); they are catalogued with their "
+                f"layer (note '{MIXER_NOTE}') and counted in sparsity and the model's totals only: no spectrum by "
+                "role, cross-layer correlation, QK or attention section reads them.")
 
     def attention_blocks(self) -> list:
         """One :class:`AttentionBlock` per (stack, attn, layer), sorted."""
@@ -366,8 +366,8 @@ def _check(ok: bool, name: str, shape, expected: str) -> None:
                          "(config and checkpoint disagree; pass the right config or family)")
 
 
-def _leaf(name: str) -> str:
-    """The module (or parameter) a tensor name ends in: ``a.mixer.in_proj.weight`` -> ``in_proj``, ``a.mixer.D`` -> ``D``."""
+def tensor_leaf(name: str) -> str:
+    """The module (or parameter) a tensor name ends in: ``a.mixer.in_proj.weight`` -> ``in_proj``, ``a.D`` -> ``D``."""
     parts = name.split(".")
     return parts[-2] if len(parts) > 1 and parts[-1] in ("weight", "bias") else parts[-1]
 
@@ -386,5 +386,5 @@ AdapterFn = Callable[[Mapping[str, TensorInfo], dict], list]
 
 
 __all__ = ["ATTN_ROLES", "MATRIX_ROLES", "MIXER_NOTE", "MLP_ROLES", "ROLES", "STACKS", "AdapterFn", "AttentionBlock",
-           "Catalog", "Entry", "MLPBlock", "NotAnalysedWarning", "TensorInfo", "UnclassifiedWeightsWarning", "attn_entry",
-           "clean_weight", "get_int", "split_fused", "strip_interleaved"]
+           "Catalog", "Entry", "MLPBlock", "NotAnalysedWarning", "TensorInfo", "UnclassifiedWeightsWarning",
+           "attn_entry", "clean_weight", "get_int", "split_fused", "strip_interleaved", "tensor_leaf"]

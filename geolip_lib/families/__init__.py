@@ -21,9 +21,9 @@ family" in geolip_lib/README.md).
 """
 from __future__ import annotations
 
-from .catalog import GENERIC, catalog, config_to_dict, family_for
-from .registry import (FAMILIES, FAMILY_SOURCES, REGISTRY, TINY_TYPE_PREFIX, attention_skipped, family_of_config,
-                       family_of_model, family_of_model_type, spec, tiny_type_models)
+from .catalog import GENERIC, attention_skipped, catalog, config_to_dict, family_for
+from .registry import (FAMILIES, FAMILY_SOURCES, REGISTRY, TINY_TYPE_PREFIX, family_of_config, family_of_model,
+                       family_of_model_type, spec, tiny_type_models)
 from .spec import DEFAULT_PROMPT, FamilySpec, Sizes, config_dict
 
 __all__ = ["DEFAULT_PROMPT", "FAMILIES", "FAMILY_SOURCES", "GENERIC", "REGISTRY", "TINY_TYPE_PREFIX", "FamilySpec",

@@ -67,6 +67,9 @@ ANY = FamilySpec(
                        embed_dropout=0.0, attention_dropout=0.0, resid_dropout=0.0, bos_token_id=101, eos_token_id=102,
                        pad_token_id=0),
     tiny_tokenizer="minilm",
+    # a model without attention (params/models/tiny-mamba.yaml): its sequence mixer is catalogued, not analysed
+    tiny_model_types={"mamba": dict(hidden_size=32, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4,
+                                    use_cache=False, bos_token_id=101, eos_token_id=102, pad_token_id=0)},
     qk_statement="any: no family knows this model's attention; the QK sections are skipped.",
 )
 

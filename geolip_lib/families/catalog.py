@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ..checkpoints import guess
-from ..checkpoints.schema import Catalog, NotAnalysedWarning, UnclassifiedWeightsWarning, _order
+from ..checkpoints.schema import Catalog, NotAnalysedWarning, UnclassifiedWeightsWarning, _order, tensor_leaf
 from ..checkpoints.store import TensorStore
 from . import open_clip as _open_clip
+from .any import ANY, missing_adapter
 from .registry import FAMILIES, family_of_config, spec
+from .spec import config_dict
 
 #: the fallback's name (name guesses only; warns)
 GENERIC = "generic"
@@ -139,4 +141,23 @@ def _d_model(cfg: dict, entries: list) -> Optional[int]:
     return None
 
 
-__all__ = ["GENERIC", "catalog", "config_to_dict", "family_for"]
+def attention_skipped(lm: Any, section: str, reason: str = "no attention block with separate or fused Q/K in "
+                      "the catalog") -> str:
+    """The one line a notebook prints for an attention section that does not apply to ``lm``.
+
+    Family ``any`` (a model_type no family knows): a model without attention (its catalog holds a
+    sequence mixer, :meth:`Catalog.mixers`) says so; otherwise the line names the family file that
+    would enable the section. Any other family: ``reason``.
+    """
+    if getattr(lm, "family", None) != ANY.name:
+        return f"{lm.name}: {reason} — {section} skipped."
+    mt = config_dict(lm.config).get("model_type")
+    mixers = catalog(lm).mixers() if getattr(lm, "weights_dir", None) is not None else []
+    if mixers:
+        parts = sorted({tensor_leaf(e.name) for e in mixers})
+        return (f"{lm.name}: {section} skipped: model_type {mt!r} has no attention; a sequence mixer "
+                f"({', '.join(parts)}) mixes its positions, and no analysis here reads it.")
+    return missing_adapter(mt, f"{lm.name}: {section}")
+
+
+__all__ = ["GENERIC", "attention_skipped", "catalog", "config_to_dict", "family_for"]

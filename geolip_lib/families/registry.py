@@ -1,8 +1,7 @@
 """The model-family registry: one :class:`FamilySpec` per family, each in its own file (see ``spec.py``).
 
 ``REGISTRY`` (name -> spec), ``spec(name)``, the detection of a family from a ``model_type``
-or a config, the tiny model of every model_type, and the line an attention section prints
-when it does not apply. Re-exported by ``geolip_lib/families/__init__.py``.
+or a config, and the tiny model of every model_type. Re-exported by ``geolip_lib/families/__init__.py``.
 
 Adding a family: one module ``families/<family>.py`` with its spec and its weight-name rules
 (``adapt``), and an entry in :data:`REGISTRY` (see "Adding a model family" in geolip_lib/README.md).
@@ -12,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .albert import ALBERT
-from .any import ANY, missing_adapter
+from .any import ANY
 from .bart import BART
 from .bert import BERT
 from .bloom import BLOOM
@@ -110,23 +109,5 @@ def tiny_type_models() -> dict:
     return out
 
 
-def attention_skipped(lm: Any, section: str, reason: str = "no attention block with separate or fused Q/K in "
-                      "the catalog", cat: Any = None) -> str:
-    """The one line a notebook prints for an attention section that does not apply to ``lm``.
-
-    Family ``any`` (a model_type no family knows): a model without attention (its catalog ``cat``
-    holds a sequence mixer, :meth:`Catalog.mixers`) says so; otherwise which family file would
-    enable the section. Any other family: ``reason``.
-    """
-    if getattr(lm, "family", None) == ANY.name:
-        mt = config_dict(lm.config).get("model_type")
-        if cat is not None and cat.mixers():
-            return (f"{lm.name}: {section} skipped: model_type {mt!r} has no attention (a sequence mixer, "
-                    f"{len(cat.mixers())} tensors, mixes its positions); see the catalog's line on what is not "
-                    "analysed.")
-        return missing_adapter(mt, f"{lm.name}: {section}")
-    return f"{lm.name}: {reason} — {section} skipped."
-
-
-__all__ = ["FAMILIES", "FAMILY_SOURCES", "REGISTRY", "TINY_TYPE_PREFIX", "attention_skipped", "family_of_config",
+__all__ = ["FAMILIES", "FAMILY_SOURCES", "REGISTRY", "TINY_TYPE_PREFIX", "family_of_config",
            "family_of_model", "family_of_model_type", "spec", "tiny_type_models"]
