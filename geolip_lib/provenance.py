@@ -160,10 +160,18 @@ def weight_files(directory: Path | None) -> list[Path]:
 def model_provenance(lm: Any) -> dict:
     """Source, id, revision and weight digests of a :class:`~geolip_lib.models.LoadedModel`.
 
-    Weight files are the safetensors the model was loaded from (hub snapshot, local or
-    package directory, or the tiny model's cache). A model built in memory from a config
-    (tiny models before their first ``weights_dir`` use, random-init twins) has none; its
-    identity is its params (config and seed), which ``--resume`` fingerprints.
+    Weight files are the files the model was read from (``lm.source_files``: the safetensors or
+    ``pytorch_model.bin`` of a hub snapshot, local, package or tiny-cache folder, a GGUF file),
+    else those of its ``weights_dir``. When the weight battery reads another folder (the
+    canonical-layout copy of GPT-2 / GPT-NeoX / BLOOM / Falcon, the safetensors copy of a
+    ``.bin`` checkpoint or of a dequantized GGUF), ``weights_copy`` names it.
+
+    A model read from a GGUF file has ``dequantized: true`` and ``weights`` = ``{"dequantized":
+    true, "quantization": {tensor: stored type}, "quantization_summary": {type: count},
+    "gguf_file": {"name", "sha256", "bytes"}}``: its values are measured on dequantized weights.
+
+    A model built in memory from a config (random-init twins) has no file; its identity is its
+    params (config and seed), which ``--resume`` fingerprints.
     """
     p = lm.params
     wdir = getattr(lm, "_weights_dir", None)
@@ -171,12 +179,33 @@ def model_provenance(lm: Any) -> dict:
     commit = getattr(getattr(lm, "config", None), "_commit_hash", None)
     if commit is None and wdir is not None and Path(wdir).parent.name == "snapshots":
         commit = Path(wdir).name
-    files = weight_files(wdir)
+    sources = [Path(f) for f in (getattr(lm, "source_files", None) or ()) if Path(f).is_file()]
+    files = sources or weight_files(wdir)
+    quant = getattr(lm, "quantization", None)
+    if quant:
+        counts: dict[str, int] = {}
+        for t in quant["types"].values():
+            counts[t] = counts.get(t, 0) + 1
+        weights: dict = {"dequantized": True, "quantization": dict(quant["types"]),
+                         "quantization_summary": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+                         "gguf_file": {"name": quant["gguf_file"], "sha256": quant["sha256"], "bytes": quant["bytes"]}}
+        stored = "dequantized from GGUF (" + ", ".join(f"{k} ({v})" for k, v in weights["quantization_summary"].items()) + ")"
+        if quant.get("simulated"):  # quantize: in the params (geolip_lib.models.quantize): no GGUF file, fp32 rounded
+            weights = {**weights, "simulated": True, "gguf_file": None,
+                       "rounded_from": {f.name: {"sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files}}
+            stored = f"{stored_dtype(files)} rounded to {quant['scheme']} and back (simulated quantization)"
+    else:
+        weights = {f.name: {"sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files}
+        stored = stored_dtype(files)
+    copy = wdir if wdir is not None and sources and Path(wdir).resolve() not in {f.resolve().parent for f in sources} \
+        else None
     return {
         "name": lm.name, "family": lm.family, "source": p.source, "id": getattr(p, "id", None),
         "local_dir": getattr(p, "local_dir", None), "revision": revision, "commit_hash": commit,
-        "dtype": str(lm.dtype).replace("torch.", ""), "stored_dtype": stored_dtype(files), "device": str(lm.device),
-        "weights": {f.name: {"sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files},
+        "dtype": str(lm.dtype).replace("torch.", ""), "stored_dtype": stored, "device": str(lm.device),
+        "dequantized": bool(quant), "trained_weights": bool(getattr(p, "trained_weights", True))
+        and "@random" not in str(lm.name),
+        "weights": weights, "weights_copy": None if copy is None else str(copy),
         "weights_note": None if files else "built in memory from its params (config + seed); no weight file",
     }
 

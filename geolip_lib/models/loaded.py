@@ -57,6 +57,11 @@ class LoadedModel:
     _weights_dir: Optional[Path] = None
     _save_weights: Optional[Callable[[Path], None]] = field(default=None, repr=False)
     _weights_key: str = ""
+    #: the weight files the model was read from (a GGUF file, ``pytorch_model.bin``, safetensors),
+    #: recorded by the provenance even when the weight battery reads a copy (:attr:`weights_dir`)
+    source_files: tuple = ()
+    #: a GGUF model's stored types: ``{"gguf_file", "sha256", "bytes", "types": {tensor: type}}``; None otherwise
+    quantization: Optional[dict] = None
 
     # ------------------------------------------------------------------ basics
     @property

