@@ -161,6 +161,18 @@ class RandomInitStore(TensorStore):
         self._init_fn[prefix] = fn
 
     # ------------------------------------------------------------------ reading
+    @property
+    def skeleton(self) -> torch.nn.Module:
+        """The model on the meta device (no tensor memory): where a family's accessors find a tensor."""
+        return self._model
+
+    def name_of(self, tensor: Any) -> Optional[str]:
+        """The state-dict name of a skeleton tensor (found by identity; tied: the stored name), or None."""
+        for k, v in self._model.state_dict(keep_vars=True).items():
+            if v is tensor:
+                return self._alias.get(k, k)
+        return None
+
     def __contains__(self, name: str) -> bool:
         return name in self._info or name in self._alias
 

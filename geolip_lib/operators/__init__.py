@@ -21,3 +21,4 @@ from .factored import (dense_layer_gram, dense_operators, dense_sym_eigvals, kv_
                        layer_gram, operator_fro_sq, split_heads, stack_layers, sym_eig)
 from .measure import QKOperators, load, measure_layers, save
 from .model import attention_groups, load_group_weights, measure_model, measure_null_over_seeds
+from . import nulls  # noqa: E402 - the random-init null from sampled layers (operators.nulls.operator_null)

@@ -70,7 +70,7 @@ def load_group_weights(store, blocks: Sequence) -> tuple[torch.Tensor, torch.Ten
 
 def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None = None,
                   meta: dict | None = None, progress: bool = False, config: Any = None,
-                  family: str | None = None) -> dict:
+                  family: str | None = None, positions: dict | None = None) -> dict:
     """Measure the QK operators of every attention group of a model.
 
     Parameters
@@ -88,6 +88,9 @@ def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None =
         tqdm bars.
     config, family : optional
         See :func:`attention_groups`.
+    positions : dict, optional
+        ``{group: [positions of its layers]}``: measure only those layers of a group (the
+        random-init null's sampled layers, :mod:`geolip_lib.operators.nulls`).
 
     Returns
     -------
@@ -103,6 +106,8 @@ def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None =
     for name, blocks in all_groups.items():
         if groups is not None and name not in groups:
             continue
+        if positions is not None and name in positions:
+            blocks = [blocks[i] for i in positions[name]]
         b0 = blocks[0]
         Wq, Wk = load_group_weights(store, blocks)
         m = dict(meta or {})

@@ -14,9 +14,11 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.intervals import format_value, null_over_seeds
+from ..metrics.sampled_null import SampledNull
 from ..results import headline
 
 from .measure import QKOperators
+from .nulls import ITEM_KIND
 
 __all__ = ["group_rows", "cosine_table", "rescale_table", "sign_table", "principal_angle_table", "verdict_rows",
            "SPECTRAL_KEYS", "spectral_records", "spectral_table", "FIRST_GROUP", "first_group_headline",
@@ -131,8 +133,12 @@ def _over(samples: Mapping, item: str) -> str:
 
 def null_over_init_seeds(null_samples, item: str):
     """The random-init null of a mean over layer pairs and heads, as a distribution over the init
-    seeds: each seed's mean of its ``headline_samples`` items (equal to its analysis value)."""
+    seeds: each seed's mean of its ``headline_samples`` items (equal to its analysis value). A
+    :class:`~geolip_lib.metrics.sampled_null.SampledNull` (each seed a sample of the group's
+    layers, :mod:`geolip_lib.operators.nulls`) gives the prediction interval of one whole model."""
     vals = [float(np.mean(ns[item]["values"])) for ns in null_samples or [] if item in ns]
+    if vals and isinstance(null_samples, SampledNull):
+        return null_samples.distribution(vals, ITEM_KIND.get(item, "pairs"))
     return null_over_seeds(vals, what=f"{len(vals)} random-init seeds") if vals else None
 
 

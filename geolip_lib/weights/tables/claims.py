@@ -8,6 +8,7 @@ import pandas as pd
 
 from ... import results
 from ...metrics import intervals as iv
+from ...metrics.sampled_null import SampledNull
 from ._common import RANDOM, _layer_items, _mean, _qk_scopes, get
 from .headlines import NOTES, items_interval, null_entry
 from .by_stack import CLAIM_THRESHOLD, _pooled_self_q
@@ -20,13 +21,14 @@ def _seeds(null) -> list:
     return list(null) if isinstance(null, (list, tuple)) else [null]
 
 
-def _null(null, value_of, legacy_interval=None) -> Optional[dict]:
-    """``{"random init": entry}``: the null over its seeds (:func:`headlines.null_entry`) or, for a
-    single summary, its value with ``legacy_interval()`` (a bootstrap over its items)."""
+def _null(null, value_of, legacy_interval=None, kind: str = "layers") -> Optional[dict]:
+    """``{"random init": entry}``: the null over its seeds (:func:`headlines.null_entry`; ``kind``:
+    what the quantity averages, for a null of sampled layers) or, for a single summary, its value
+    with ``legacy_interval()`` (a bootstrap over its items)."""
     if null is None:
         return {}
     if isinstance(null, (list, tuple)):
-        return {RANDOM: null_entry(null, value_of)}
+        return {RANDOM: null_entry(null, value_of, kind=kind)}
     return {RANDOM: {"value": value_of(null), "interval": legacy_interval() if legacy_interval else None}}
 
 
@@ -146,7 +148,9 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
         npools = [_pooled_self_q(ns) for ns in null_stacks]
         if npools and all(npool is not None for npool in npools):
             vals = [float(np.sum(npool["num"]) / np.sum(npool["den"])) for npool in npools]
-            if isinstance(null, (list, tuple)):
+            if isinstance(null, SampledNull):
+                nulls[RANDOM] = null.distribution(vals, "layers")
+            elif isinstance(null, (list, tuple)):
                 nulls[RANDOM] = iv.null_over_seeds(vals, what=f"{len(vals)} random-init seeds")
             else:
                 nulls[RANDOM] = {"value": vals[0], "interval": items_interval(npools[0], seed=seed, n_boot=n_boot)}
@@ -160,7 +164,7 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
         kind = "qk_cross_balance" if scope.endswith("/cross") else "qk_self_balance"
         claims[kind][scope] = _qk_claim(summary, null, scope, seed=seed, n_boot=n_boot)
     nulls = _null(null, lambda n: (n or {}).get("cross_layer_attn_adj_mean"),
-                  lambda: items_interval((null_items or {}).get("cross_layer_adj"), seed=seed, n_boot=n_boot))
+                  lambda: items_interval((null_items or {}).get("cross_layer_adj"), seed=seed, n_boot=n_boot), "pairs")
     if summary.get("cross_layer_attn_adj_mean") is not None:
         n_pairs = len(((items or {}).get("cross_layer_adj") or {}).get("num") or [])
         claims["cross_layer_corr"] = {"attention": results.headline(
@@ -170,7 +174,7 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
     if v is not None:  # seed §5's pooling, beside the project's (scope "attention")
         claims.setdefault("cross_layer_corr", {})[SEED_CROSS_LAYER_SCOPE] = results.headline(
             v, interval="exact", over=f"{n_groups} weight groups, {n_pairs} adjacent layer pairs",
-            nulls={k: e for k, e in _null(null, lambda n: seed_cross_layer(n)[0]).items()
+            nulls={k: e for k, e in _null(null, lambda n: seed_cross_layer(n)[0], kind="pairs").items()
                    if e is not None and e.get("value") is not None},
             label="adjacent-layer cos (seed: q, k, qkv, mlp_up)", fmt=".4f",
             note="Seed §5's pooling: the mean over groups of each group's mean adjacent-layer cosine of the "
@@ -185,13 +189,13 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
             return None if v is None else int(v)
         h = results.headline(int(p["mixed_seed"]), interval="exact", over=f"{int(p['n_heads'])} heads", fmt="d",
                              label=f"mixed position heads ({stack_name})",
-                             nulls={k: v for k, v in _null(null, lambda n: mixed(n, "mixed_seed")).items()
+                             nulls={k: v for k, v in _null(null, lambda n: mixed(n, "mixed_seed"), kind="first").items()
                                     if v is not None and v.get("value") is not None},
                              note="Seed's rule: a head is local if its peak bucket is <= 2, global if >= n_buckets - 3 "
                                   "(raw bucket index), mixed otherwise. A count: exact.")
         h["n_heads"] = int(p["n_heads"])
         h["project"] = results.headline(int(p["mixed"]), interval="exact", over=f"{int(p['n_heads'])} heads", fmt="d",
-                                        nulls={k: v for k, v in _null(null, lambda n: mixed(n, "mixed")).items()
+                                        nulls={k: v for k, v in _null(null, lambda n: mixed(n, "mixed"), kind="first").items()
                                                if v is not None and v.get("value") is not None},
                                         label=f"mixed position heads, distance classes ({stack_name})",
                                         note="Buckets mapped to distances per direction first (bidirectional "

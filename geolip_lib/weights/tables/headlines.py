@@ -7,6 +7,7 @@ import numpy as np
 
 from ... import results
 from ...metrics import intervals as iv
+from ...metrics.sampled_null import SampledNull
 from ...checkpoints import ATTN_ROLES
 from ._common import _ratio, first_qk_group, get
 
@@ -75,13 +76,26 @@ def _n_items(items: Optional[Mapping], key: str) -> int:
     return len(((items or {}).get(key) or {}).get("num") or [])
 
 
+#: what each headline of notebook 02 averages, for a null drawn from sampled layers
+#: (:class:`~geolip_lib.metrics.sampled_null.SampledNull`): every layer, adjacent pairs, or layer 0
+NULL_KIND = {"q_sparsity": "layers", "k_sparsity": "layers", "q_stable_rank": "layers", "mlp_dead_frac": "layers",
+             "cross_layer_adj": "pairs", "qk_pos_frac_first": "first"}
+
+
 def null_entry(null, value_of, *, items: Optional[Mapping] = None, seed: int = 0, n_boot: int = iv.N_BOOT,
-               key: Optional[str] = None) -> Optional[dict]:
+               key: Optional[str] = None, kind: Optional[str] = None) -> Optional[dict]:
     """The random-init null of one number: ``null`` a list of summaries (one per init seed) gives
     the distribution over those seeds (:func:`~geolip_lib.metrics.intervals.null_over_seeds`);
-    a single summary (older callers) its value with the bootstrap over its ``items[key]``."""
+    a :class:`~geolip_lib.metrics.sampled_null.SampledNull` (each seed a sample of the layers)
+    the prediction interval of one whole model, for a quantity that averages ``kind``
+    (``"layers"``, ``"pairs"``, ``"first"``; default from :data:`NULL_KIND` of ``key``, else
+    ``"layers"``); a single summary (older callers) its value with the bootstrap over its
+    ``items[key]``."""
     if null is None:
         return None
+    if isinstance(null, SampledNull):
+        vals = [value_of(n) for n in null]
+        return null.distribution([np.nan if v is None else v for v in vals], kind or NULL_KIND.get(key, "layers"))
     if isinstance(null, (list, tuple)):
         vals = [value_of(n) for n in null]
         return iv.null_over_seeds([np.nan if v is None else v for v in vals], what=f"{len(null)} random-init seeds")
@@ -131,7 +145,7 @@ def battery_headline(summary: Mapping, items: Mapping, null=None, null_items: Op
     over["qk_pos_frac_first"] = f"{d} eigenvalues of the layer-0 form" if d else None
     out = {}
     for key, val in values.items():
-        n = null_entry(null, val, items=null_items, seed=seed, n_boot=n_boot, key=key)
+        n = null_entry(null, val, items=null_items, seed=seed, n_boot=n_boot, key=key, kind=NULL_KIND[key])
         forced = get(summary, "qk", first, "forced_by_shape") if key == "qk_pos_frac_first" and first else None
         out[key] = results.headline(val(summary), interval="exact", over=over[key],
                                     nulls={} if n is None else {"random_init": n}, label=labels[key],

@@ -1,0 +1,77 @@
+"""A cache of random-init nulls, shared by the notebooks and runs on one checkout (issue 31 §2).
+
+A random-init null depends only on the architecture (the model's config, family and dtype),
+its init seeds, what is computed (the notebook's quantity, its parameters, the layers sampled)
+and the library's code — never on the trained weights. :func:`cached` keys a JSON record by
+all of these (sha256 of the canonical JSON of the key plus
+:func:`geolip_lib.provenance.library_hash`), so a second job that asks for the same null (a
+re-run, ``--resume``, another output root, ``--jobs 2`` running the same model twice) reads it
+instead of building 5 random models again.
+
+Results are identical whether or not the cache was hit: on a miss the computed value is
+passed through the same JSON round trip as a hit (``to_jsonable`` then ``json.loads``), so
+the caller always sees the stored form. Writes are atomic (temporary file + ``os.replace``,
+:func:`geolip_lib.results.atomic_write_text`): two jobs computing the same null at once both
+write the same bytes and a reader sees either nothing or a whole record. A record that cannot
+be read, or whose stored key differs (a hash collision, a hand edit), is recomputed and
+replaced. Location: ``<project cache>/nulls/<what>/<sha256>.json`` (``$GEOLIP_CACHE``, else
+``<checkout>/.cache``); ``GEOLIP_NULL_CACHE=off`` switches the cache off (benchmarks time the
+computation itself).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .paths import cache_root
+from .provenance import library_hash
+from .results import atomic_write_text, to_jsonable
+
+__all__ = ["cached", "cache_key", "cache_path", "enabled", "ENV"]
+
+#: environment switch: "off" / "0" / "no" disables the cache
+ENV = "GEOLIP_NULL_CACHE"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "on").strip().lower() not in ("off", "0", "no", "false")
+
+
+def cache_key(what: str, key: Mapping[str, Any]) -> dict:
+    """The full key of a record: ``what``, the caller's ``key`` (JSON-able) and the library hash."""
+    if not what or not all(c.isalnum() or c in "._-" for c in what):
+        raise ValueError(f"what: expected a safe name (letters, digits, ._-), got {what!r}")
+    return {"what": what, "key": to_jsonable(dict(key)), "library": library_hash()}
+
+
+def cache_path(full_key: Mapping[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(full_key, sort_keys=True, allow_nan=False).encode()).hexdigest()
+    return cache_root() / "nulls" / full_key["what"] / f"{digest}.json"
+
+
+def cached(what: str, key: Mapping[str, Any], compute: Callable[[], Any]) -> tuple[Any, bool]:
+    """``(value, hit)``: the stored value of ``(what, key)`` or ``compute()``'s, stored.
+
+    The value is returned in its JSON form either way (NaN -> None, tuples -> lists, numpy
+    -> Python), so a hit and a miss give the same object.
+    """
+    full = cache_key(what, key)
+    if not enabled():
+        return json.loads(json.dumps(to_jsonable(compute()), allow_nan=False)), False
+    path = cache_path(full)
+    try:
+        if path.is_file() and not path.is_symlink():
+            rec = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(rec, dict) and rec.get("key") == full and "value" in rec:
+                return rec["value"], True
+    except (OSError, ValueError):
+        pass  # unreadable or half-foreign record: recompute and replace it
+    text = json.dumps({"key": full, "value": to_jsonable(compute())}, allow_nan=False)
+    try:
+        atomic_write_text(path, text)
+    except OSError:
+        pass  # a read-only or full cache costs time, never the result
+    return json.loads(text)["value"], False
