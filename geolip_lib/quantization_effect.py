@@ -14,6 +14,7 @@ its own sampling uncertainty).
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -26,7 +27,7 @@ from .metrics.intervals import format_value
 NOTEBOOKS = ("01_embedding_terrain", "02_weight_topology", "06_qk_operators")
 
 COLUMNS = ["notebook", "headline", "fp32 model", "quantized model", "scheme", "fp32", "quantized", "difference",
-           "difference / half-width", "fp32 value", "fp32 lo", "fp32 hi", "quantized value", "quantized lo",
+           "difference / half-width", "relative difference", "fp32 value", "fp32 lo", "fp32 hi", "quantized value", "quantized lo",
            "quantized hi"]
 
 
@@ -60,7 +61,7 @@ def _jobs(root: Path, notebook: str) -> list[dict]:
 def pairs(root, notebooks: Sequence[str] = NOTEBOOKS) -> list[tuple[str, dict, dict]]:
     """``(notebook, fp32 job, quantized job)`` for every simulated-quantized job under ``root``
     whose fp32 source job is there too (each job: ``{"job", "metrics", "prov"}``)."""
-    root = Path(root)
+    root = Path(os.path.abspath(root))  # absolute: roots.read_json reads a relative path inside the root
     found = []
     for nb in notebooks:
         jobs = _jobs(root, nb)
@@ -96,7 +97,9 @@ def table(root, notebooks: Sequence[str] = NOTEBOOKS) -> pd.DataFrame:
 
     ``difference`` is quantized − fp32; ``difference / half-width`` divides it by half the width
     of the fp32 value's 95 % interval (NaN when that interval is exact and the difference is 0;
-    ±inf when an exact value moved). Headlines that are not numbers on both sides (a section that
+    ±inf when an exact value moved: 02's and 06's headlines are computed on every weight, so any
+    move is beyond their interval, and ``relative difference`` = difference / |fp32| says by how
+    much; NaN for a moved value of 0). Headlines that are not numbers on both sides (a section that
     did not apply) are left out. The formatted columns (``fp32``, ``quantized``) print each value
     at its interval's precision; the numeric columns keep the full values. Empty (with the
     columns) when the root holds no pair.
@@ -127,6 +130,7 @@ def table(root, notebooks: Sequence[str] = NOTEBOOKS) -> pd.DataFrame:
                 "fp32": format_value(v, None if lo is None else (lo, hi), h.get("fmt")),
                 "quantized": format_value(vq, None if qlo is None else (qlo, qhi), hq.get("fmt")),
                 "difference": diff, "difference / half-width": ratio,
+                "relative difference": diff / abs(v) if v else (0.0 if diff == 0 else math.nan),
                 "fp32 value": v, "fp32 lo": lo, "fp32 hi": hi, "quantized value": vq, "quantized lo": qlo,
                 "quantized hi": qhi,
             })

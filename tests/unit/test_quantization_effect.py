@@ -49,6 +49,8 @@ def test_rows_and_differences(root):
     assert (t["fp32 model"] == "fp").all() and (t["quantized model"] == "zz-rounded").all()
     assert t.loc["pr", "difference"] == pytest.approx(0.5)
     assert t.loc["pr", "difference / half-width"] == pytest.approx(0.5)  # half-width of [9, 11] is 1
+    assert t.loc["pr", "relative difference"] == pytest.approx(0.05)
+    assert t.loc["same", "relative difference"] == 0.0
     assert t.loc["cv", "difference / half-width"] == pytest.approx(-1.0)
     assert t.loc["n", "difference / half-width"] == math.inf  # an exact count that moved
     assert math.isnan(t.loc["same", "difference / half-width"])  # exact and unmoved
@@ -77,3 +79,8 @@ def test_failed_and_linked_jobs_are_not_read(root, tmp_path_factory):
 def test_other_notebooks_ignored_unless_asked(root):
     assert QE.table(root, notebooks=("02_weight_topology",)).empty
     assert len(QE.pairs(root)) == 1
+
+
+def test_relative_root(root, monkeypatch):
+    monkeypatch.chdir(root.parent)
+    assert len(QE.table(root.name)) == 4
