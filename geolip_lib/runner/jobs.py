@@ -26,8 +26,11 @@ from pathlib import Path
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 
-from ..models.preflight import HF_KIND, check_config, config_problem, model_config, trajectory_problems
+from ..models.common import ModelLoadError
+from ..models.preflight import (HF_KIND, check_config, check_stored_model, config_problem, model_config,
+                                trajectory_problems)
 from .. import params as _params
+from .. import roots
 from ..params import (ROOT, ModelParams, ParamsError, add_model_file, check_name, family_problem, load_model_params,
                       load_profile, model_file, model_names)
 from ..paths import resolve
@@ -361,7 +364,13 @@ def _config_family_problems(mp: ModelParams, f: str) -> list[str]:
         if mt is None:
             return [f"{f}: {src} has no model_type; re-save the model with save_pretrained"]
     why = family_problem(mp.family, mt, src) or config_problem(mp, cfg, kind, src)
-    return [f"{f}: {why}"] if why else []
+    if why:
+        return [f"{f}: {why}"]
+    try:  # the weight files at hand: corrupt or lying headers, pickles, integer / quantised / misshapen tensors
+        check_stored_model(mp)
+    except ModelLoadError as exc:
+        return [f"{f}: {exc}"]
+    return []
 
 
 #: the file in an output root naming the profile that writes it
@@ -371,9 +380,10 @@ ROOT_PROFILE = ".profile.json"
 def root_profile(out_root: Path) -> str | None:
     """The profile an output root holds (None: none recorded)."""
     try:
-        return json.loads((Path(out_root) / ROOT_PROFILE).read_text(encoding="utf-8")).get("profile")
+        got = roots.read_json(out_root, Path(out_root) / ROOT_PROFILE, max_bytes=64 * 1024).get("profile")
     except (OSError, ValueError, AttributeError):
         return None
+    return got if isinstance(got, str) else None
 
 
 def _other_profile(out_root: Path, profile: str) -> None:
@@ -404,8 +414,8 @@ def check_report_root(out_root: Path, profile: str) -> Path:
     if not out_root.is_dir():
         raise RunError(f"output root {out_root} is a file, not a directory; pass --out <directory>")
     _other_profile(out_root, profile)
-    found = any(p.is_dir() for pat in ("*/*/metrics.json", "*/*.failed", "*/.*.partial") for p in
-                [q.parent if q.name == "metrics.json" else q for q in out_root.glob(pat)])
+    found = any((j / "metrics.json").is_file() or j.name.endswith((".failed", ".partial"))
+                for j in roots.job_dirs(out_root, hidden=True))
     if not found:
         raise RunError(f"output root {out_root} holds no results (no <notebook>/<job>/ directory); run without "
                        f"--report-only first, or pass the --out of an earlier run")
@@ -455,13 +465,18 @@ def stale_reasons(job: Job, out_root: Path) -> list[str]:
     d = job_dir(job, out_root)
     if not ((d / "metrics.json").exists() and (d / "executed.ipynb").exists()):
         return ["not run yet"]
+    linked = roots.path_problem(out_root, d / "metrics.json", leaf_link_ok=False)
+    if linked:  # a result reached through a link is not this root's: run the job again
+        return [linked]
     try:
-        json.loads((d / "metrics.json").read_text(encoding="utf-8"))
-        old = json.loads((d / FINGERPRINT).read_text(encoding="utf-8"))
+        roots.read_json(out_root, d / "metrics.json")
+        old = roots.read_json(out_root, d / FINGERPRINT, max_bytes=4 * 1024 * 1024)
     except FileNotFoundError:
         return ["no fingerprint.json (made before fingerprints)"]
-    except ValueError:
+    except (OSError, ValueError):
         return ["metrics.json or fingerprint.json is unreadable"]
+    if not isinstance(old, dict):
+        return ["fingerprint.json is not a JSON object"]
     new = fingerprint(job)
     why = []
     if old.get("notebook") != new["notebook"]:
@@ -478,8 +493,9 @@ def stale_reasons(job: Job, out_root: Path) -> list[str]:
         why.append("geolip_lib code changed")
     if reads_other_jobs(job.notebook):
         mine = (d / "metrics.json").stat().st_mtime
-        newer = sorted(f"{p.parent.parent.name}/{p.parent.name}" for p in out_root.glob("*/*/metrics.json")
-                       if p.parent != d and not p.parent.name.startswith(".") and p.stat().st_mtime > mine)
+        newer = sorted(f"{j.parent.name}/{j.name}" for j in roots.job_dirs(out_root)
+                       if j != d and not j.name.endswith(".failed") and (j / "metrics.json").is_file()
+                       and not (j / "metrics.json").is_symlink() and (j / "metrics.json").stat().st_mtime > mine)
         if newer:
             why.append(f"it reads other jobs' results, and {len(newer)} are newer: {', '.join(newer[:3])}"
                        + (" ..." if len(newer) > 3 else ""))

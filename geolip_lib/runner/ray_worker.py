@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from .. import roots
 from ..paths import ROOT
 from ..provenance import library_hash
 from .execute import execute_job
@@ -78,9 +79,9 @@ def _finished_metrics(out_root: Path) -> bytes:
     """Every finished job's ``metrics.json`` under ``out_root`` (what 03 and 15 read)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for f in sorted(out_root.glob("*/*/metrics.json")):
-            if any(p.is_symlink() for p in (f, f.parent, f.parent.parent)):
-                continue  # a link in the root: never followed out of it
-            if not f.parent.name.startswith(".") and not f.parent.name.endswith(".failed"):
+        for job in roots.job_dirs(out_root):  # real folders only: a link in the root is never followed out of it
+            f = job / "metrics.json"
+            if not job.name.endswith(".failed") and roots.path_problem(out_root, f, leaf_link_ok=False) is None \
+                    and f.is_file():
                 tar.add(str(f), arcname=str(f.relative_to(out_root)))
     return buf.getvalue()
