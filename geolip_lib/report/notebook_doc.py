@@ -93,7 +93,11 @@ def install_mathjax(out_root: Path) -> Path:
     if not (dest / "MathJax.js").exists():
         tmp = out_root / "_static" / ".mathjax.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(src, tmp)
+        try:
+            shutil.copytree(src, tmp)
+        except BaseException:  # a full disk or a stop: leave no half copy behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(tmp, dest)
     return dest
