@@ -41,7 +41,7 @@ import torch
 from ..validation import as_tensor, check_positive_int, fail
 from .threads import one_torch_thread
 
-__all__ = ["FactoredQK", "inertia", "kv_head_index", "qk_balance_forced"]
+__all__ = ["FactoredQK", "inertia", "kv_head_index", "qk_balance_forced", "qk_rank_bound"]
 
 
 def kv_head_index(n_heads: int, n_kv_heads: int) -> torch.Tensor:
@@ -88,41 +88,73 @@ def inertia(eig: torch.Tensor, d: int, rtol: float | None = None) -> dict:
             "balance": n_pos.to(eig.dtype) / nz}
 
 
-def qk_balance_forced(d: int, n_heads: int, head_dim: int, n_kv_heads: int | None = None,
-                      form: str = "layer") -> str | None:
-    """Why the weight shapes alone force a QK sign balance of 0.5, or ``None`` when they do not.
-
-    The symmetric part of a QK form is ``Cᵀ J C`` with ``J`` of inertia (r, r); when ``C``
-    (2r rows) has full rank 2r — true for all but a measure-zero set of weights, aligned or
-    not — Sylvester's law of inertia gives exactly r positive and r negative nonzero
-    eigenvalues, so the balance is 0.5 whatever the weights hold. The rank r and the room
-    the form lives in, by ``form``:
-
-    - ``"head"``: one head's ``W_Q^hᵀ W_K^h`` (d × d), r = head_dim: forced when 2·head_dim ≤ d;
-    - ``"layer"``: the layer's ``W_Qᵀ W_K`` (d × d) with keys shared per group (GQA),
-      r = n_kv_heads·head_dim (``W_Qᵀ W_K = Pᵀ K`` with P the per-group sums of the query
-      heads): forced when 2·n_kv_heads·head_dim ≤ d — never for full multi-head attention
-      with n_heads·head_dim = d;
-    - ``"seed"``: the seed's ``sym(W_q W_kᵀ)`` (inner × inner, inner = n_heads·head_dim),
-      r = n_kv_heads·head_dim: forced when 2·n_kv_heads·head_dim ≤ inner; its n_pos / inner
-      then lands near 0.5 only through the signs of the round-off zeros it counts.
-    """
+def qk_rank_bound(d: int, n_heads: int, head_dim: int, n_kv_heads: int | None = None, form: str = "layer",
+                  rank: int | None = None) -> tuple[int, int]:
+    """(r, room): the largest rank each factor of the QK form can have, and the side of the
+    square form it lives in, by ``form`` (see :func:`qk_balance_forced`). ``rank``: the actual
+    rank of the projections where they are factorised (a low-rank W_Q = U V), else None."""
     n_kv = n_heads if n_kv_heads is None else int(n_kv_heads)
     d, n_heads, head_dim = int(d), int(n_heads), int(head_dim)
+    inner = n_heads * head_dim
     if form == "head":
-        r, room, where = head_dim, d, f"per head: 2·head_dim = {2 * head_dim} ≤ d = {d}"
+        r, room = min(head_dim, d), d
     elif form == "layer":
-        r, room, where = n_kv * head_dim, d, f"2·n_kv_heads·head_dim = 2·{n_kv}·{head_dim} = {2 * n_kv * head_dim} ≤ d = {d}"
+        r, room = min(n_kv * head_dim, d), d  # W_Qᵀ W_K = Pᵀ K: K has n_kv·head_dim rows of length d
     elif form == "seed":
-        room = n_heads * head_dim
-        r, where = n_kv * head_dim, (f"2·n_kv_heads·head_dim = {2 * n_kv * head_dim} ≤ inner = n_heads·head_dim "
-                                     f"= {room}")
+        r, room = min(n_kv * head_dim, d, inner), inner  # W_q W_kᵀ: both factors have d columns
     else:
         fail("form", f"expected 'head', 'layer' or 'seed', got {form!r}")
+    if rank is not None:
+        r = min(r, int(check_positive_int(rank, "rank")))
+    return r, room
+
+
+def qk_balance_forced(d: int, n_heads: int, head_dim: int, n_kv_heads: int | None = None,
+                      form: str = "layer", rank: int | None = None) -> str | None:
+    """Why the weight shapes alone force the QK form's sign count, or ``None`` when they do not.
+
+    The symmetric part of a QK form is ``Cᵀ J C`` with ``J`` of inertia (r, r) and ``C`` of
+    2r rows, r the rank bound of each factor; for weights of full rank (all but a measure-zero
+    set, aligned or not) Sylvester's law of inertia gives exactly r positive and r negative
+    nonzero eigenvalues whatever the weights hold, and ``room - 2r`` zero ones. So the form is
+    forced whenever ``2·r ≤ room``. By ``form``:
+
+    - ``"head"``: one head's ``W_Q^hᵀ W_K^h`` (d × d), r = min(head_dim, d): forced when
+      2·head_dim ≤ d (every head of every model here: the per-head balance is exactly 0.5);
+    - ``"layer"``: the layer's ``W_Qᵀ W_K`` (d × d) with keys shared per group (GQA),
+      r = min(n_kv_heads·head_dim, d) (``W_Qᵀ W_K = Pᵀ K`` with P the per-group sums of the
+      query heads): forced when 2·n_kv_heads·head_dim ≤ d — never for full multi-head attention
+      with n_heads·head_dim ≥ d;
+    - ``"seed"``: the seed's ``sym(W_q W_kᵀ)`` (inner × inner, inner = n_heads·head_dim), whose
+      factors have d columns: r = min(n_kv_heads·head_dim, d), forced when 2·r ≤ inner — under
+      GQA, and also whenever inner ≥ 2·d (T5-3B: d 1024, 32 heads × 128, inner 4096: 1024
+      positive, 1024 negative, 2048 zero eigenvalues; T5-11B; d 512 with 8 × 128 heads).
+
+    ``rank``: the actual rank of the projections where they are factorised (it lowers r).
+    What is forced: the balance of the nonzero eigenvalues, n_pos / (n_pos + n_neg) = 0.5
+    exactly; the fraction over the whole form, n_pos / room, is r / room plus the round-off
+    zeros that happen to fall positive — a number set by the shapes and the arithmetic, not
+    "0.5" and not learned.
+    """
+    r, room = qk_rank_bound(d, n_heads, head_dim, n_kv_heads, form, rank)
     if 2 * r > room:
         return None
-    return (f"forced by shape ({where}): rank {r} on each side of an inertia-(r, r) form, so exactly {r} positive "
-            f"and {r} negative nonzero eigenvalues (Sylvester's law of inertia) for any weights of full rank")
+    n_kv = n_heads if n_kv_heads is None else int(n_kv_heads)
+    if form == "head":
+        where = f"per head: 2·head_dim = {2 * r} ≤ d = {room}"
+    elif form == "layer":
+        where = f"2·n_kv_heads·head_dim = 2·{n_kv}·{head_dim} = {2 * n_kv * head_dim} ≤ d = {room}"
+    else:
+        bound = (f"rank ≤ min(n_kv_heads·head_dim = {n_kv * int(head_dim)}, d = {int(d)}"
+                 + (f", factorised rank {int(rank)}" if rank is not None else "") + f") = {r}")
+        where = f"seed form, {bound}: 2·{r} = {2 * r} ≤ inner = n_heads·head_dim = {room}"
+    if rank is not None and form != "seed":
+        where += f"; factorised rank {int(rank)}"
+    tail = ("" if 2 * r == room else f" and {room - 2 * r} zero ones")
+    frac = f"; its n_pos / {room} is {r}/{room} = {r / room:.4g} plus the round-off zeros that fall positive"
+    return (f"forced by shape ({where}): each factor has rank at most {r}, so an inertia-(r, r) form gives exactly "
+            f"{r} positive and {r} negative nonzero eigenvalues{tail} for any weights of full rank (Sylvester's law "
+            f"of inertia): the balance of the nonzero eigenvalues is exactly 0.5{frac}")
 
 
 def _check_method(method: str) -> None:

@@ -74,6 +74,7 @@ def qk_block(b, A: torch.Tensor, K: torch.Tensor, top: int = 5) -> tuple:
             "balance": float(sc["balance"]), "top_eig": full[:top].tolist(),
             "bottom_eig": full[::-1][:top].tolist(),
             "head_balance_mean": float(sh["balance"].mean()),
+            "head_forced_by_shape": qk_balance_forced(d, b.n_heads, b.head_dim, b.n_kv_heads, "head"),
             "qk_norm": bool(b.qk_norm),
             "forced_by_shape": qk_balance_forced(d, b.n_heads, b.head_dim, b.n_kv_heads, "layer"),
             "seed_forced_by_shape": qk_balance_forced(d, b.n_heads, b.head_dim, b.n_kv_heads, "seed")}

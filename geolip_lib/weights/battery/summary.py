@@ -68,7 +68,8 @@ def battery_summary(res: Any) -> dict:
                 "seed_dim": int(g["seed_dim"].iloc[0]), "seed_pos_frac_mean": float(g["seed_pos_frac"].mean()),
                 # shapes that force a balance of 0.5 (GQA; metrics.factored_qk.qk_balance_forced): reason or None
                 "forced_by_shape": g["forced_by_shape"].iloc[0] if "forced_by_shape" in g else None,
-                "seed_forced_by_shape": g["seed_forced_by_shape"].iloc[0] if "seed_forced_by_shape" in g else None}
+                "seed_forced_by_shape": g["seed_forced_by_shape"].iloc[0] if "seed_forced_by_shape" in g else None,
+                "head_forced_by_shape": g["head_forced_by_shape"].iloc[0] if "head_forced_by_shape" in g else None}
     out["qk"] = qk
     # MLP
     ml = res.mlp["layers"]

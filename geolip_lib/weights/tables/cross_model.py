@@ -194,8 +194,8 @@ def cross_stack_headline(stacks: pd.DataFrame, column: str, *, label: str, batte
         excluded = sorted({f"{r['model']} · {r['stack/attn']}" for _, r in stacks[forced].iterrows()})
         stacks = stacks[~forced]
         if excluded:
-            note = ((note + " ") if note else "") + (f"Left out, forced to 0.5 by their shapes (grouped-query "
-                                                     f"attention): {', '.join(excluded)}.")
+            note = ((note + " ") if note else "") + (f"Left out, forced by their shapes (the rank bound: grouped-"
+                                                     f"query attention, or inner ≥ 2·d): {', '.join(excluded)}.")
 
     def row_items(r, ikind):
         if column == "Q sparsity":

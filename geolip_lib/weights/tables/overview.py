@@ -67,7 +67,8 @@ QK_COLUMNS = {"stack": "stack", "attn": "attn", "layer": "layer", "d_model": "d_
               "n_pos": "project: n_pos", "n_neg": "project: n_neg", "n_zero": "project: n_zero",
               "balance": "project: balance", "pos_frac": "project: n_pos/d", "head_balance_mean":
               "project: per-head balance", "stable_rank": "stable_rank", "pr": "pr", "sym_dev": "sym_dev",
-              "seed_forced_by_shape": "seed: forced by shape", "forced_by_shape": "project: forced by shape"}
+              "seed_forced_by_shape": "seed: forced by shape", "forced_by_shape": "project: forced by shape",
+              "head_forced_by_shape": "per head: forced by shape"}
 
 
 def qk_layers(res, show_layers: int) -> pd.DataFrame:
@@ -81,9 +82,9 @@ def qk_layers(res, show_layers: int) -> pd.DataFrame:
     ql = ql.assign(_o=order.map(_scope_order)).sort_values(["_o", "layer"], kind="stable")
     ql = ql.groupby(["stack", "attn"], sort=False).head(show_layers)[[c for c in QK_COLUMNS if c in ql]]
     ql = ql.reset_index(drop=True)
-    for c in ("seed_forced_by_shape", "forced_by_shape"):  # the reason is long: the table says yes / no
+    for c in ("seed_forced_by_shape", "forced_by_shape", "head_forced_by_shape"):  # the reason is long: yes / no
         if c in ql:
-            ql[c] = ql[c].map(lambda r: "yes (GQA)" if r else "no")
+            ql[c] = ql[c].map(lambda r: "yes" if r else "no")
     return ql.rename(columns=QK_COLUMNS)
 
 

@@ -165,3 +165,62 @@ def test_inertia_follows_sylvester():
     A = torch.randn(16, 16, dtype=torch.float64)
     sc = inertia(FactoredQK(A, A).spectrum()["eig"], 16)
     assert int(sc["n_pos"]) == 16
+
+
+# ------------------------------------------------------------------ forced by shape (issue 28 §3)
+from geolip_lib.metrics.factored_qk import qk_balance_forced, qk_rank_bound  # noqa: E402
+
+
+@pytest.mark.parametrize("name,d,n_heads,head_dim,forced", [
+    ("T5-3B", 1024, 32, 128, True), ("d 512, 8 x 128", 512, 8, 128, True), ("T5-11B", 1024, 128, 128, True),
+    ("T5-XXL (inner = d)", 4096, 64, 64, False), ("MiniLM", 384, 12, 32, False), ("T5-small", 512, 8, 64, False)])
+def test_the_seed_form_is_forced_by_the_true_rank_bound(name, d, n_heads, head_dim, forced):
+    """rank(W_q W_kᵀ) ≤ min(n_kv·head_dim, d): the seed's inner × inner form is forced when 2·d ≤ inner."""
+    why = qk_balance_forced(d, n_heads, head_dim, form="seed")
+    assert (why is not None) == forced, name
+    if forced:
+        r, inner = min(d, n_heads * head_dim), n_heads * head_dim
+        assert f"{r}/{inner} = {r / inner:.4g}" in why and "round-off zeros" in why and "forced to 0.5" not in why
+
+
+def _signs(ev):
+    tol = 1e-9 * ev.abs().max()
+    return int((ev > tol).sum()), int((ev < -tol).sum()), int((ev.abs() <= tol).sum())
+
+
+def test_t5_3b_shaped_random_weights_count_1024_positive_1024_negative_2048_zero():
+    """By construction: random Q and K of T5-3B's shapes (d 1024, 32 heads x 128). The seed's
+    form sym(W_q W_kᵀ) is 4096 x 4096 of rank 2048: counted from its factors (FactoredQK of
+    W_qᵀ, W_kᵀ, the same eigenvalues without the 4096² matrix)."""
+    g = torch.Generator().manual_seed(0)
+    Wq, Wk = (torch.randn(4096, 1024, generator=g, dtype=torch.float64) for _ in range(2))
+    inn = FactoredQK(Wq.T, Wk.T).inertia()
+    assert (int(inn["n_pos"]), int(inn["n_neg"]), int(inn["n_zero"])) == (1024, 1024, 2048)
+    assert qk_rank_bound(1024, 32, 128, form="seed") == (1024, 4096)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dense_eigenvalue_signs_match_the_bound_and_the_per_head_form_is_forced(seed):
+    g = torch.Generator().manual_seed(seed)
+    d, n_heads, hd = 48, 8, 16                                           # inner 128 ≥ 2·48: forced, 32 zeros
+    Wq, Wk = (torch.randn(n_heads * hd, d, generator=g, dtype=torch.float64) for _ in range(2))
+    ev = torch.linalg.eigvalsh(0.5 * (Wq @ Wk.T + Wk @ Wq.T))
+    assert _signs(ev) == (48, 48, 32) and qk_balance_forced(d, n_heads, hd, form="seed") is not None
+    # per head (d x d, rank head_dim): exactly head_dim of each sign, whatever the weights
+    for h in range(n_heads):
+        A, B = Wq[h * hd:(h + 1) * hd], Wk[h * hd:(h + 1) * hd]
+        assert _signs(torch.linalg.eigvalsh(0.5 * (A.T @ B + B.T @ A))) == (hd, hd, d - 2 * hd)
+    assert qk_balance_forced(384, 12, 32, form="head") is not None  # MiniLM's per-head balance 0.5: forced
+    # full multi-head attention at layer level (inner = d): not forced, and aligned weights show it
+    assert qk_balance_forced(64, 4, 16) is None and qk_balance_forced(64, 4, 16, form="seed") is None
+
+
+def test_a_factorised_projection_lowers_the_rank_bound():
+    assert qk_balance_forced(64, 4, 16) is None
+    why = qk_balance_forced(64, 4, 16, rank=16)  # W_Q = U V with rank 16: 2·16 ≤ 64
+    assert why is not None and "factorised rank 16" in why
+    g = torch.Generator().manual_seed(3)
+    U, V = torch.randn(64, 16, generator=g, dtype=torch.float64), torch.randn(16, 64, generator=g, dtype=torch.float64)
+    Wk = torch.randn(64, 64, generator=g, dtype=torch.float64)
+    inn = FactoredQK.from_layer(U @ V, Wk, 4).inertia()
+    assert (int(inn["n_pos"]), int(inn["n_neg"])) == (16, 16)
