@@ -39,6 +39,7 @@ import torch
 from scipy import stats
 
 from ..results import KINDS, LEVEL, Interval, _bounds, exact, kind_of, outside, separates  # noqa: F401 - the interval record lives at the bottom layer
+from ..validation import fail
 
 N_BOOT = 1000
 #: seeds of every Gaussian / random-init null (its interval is over them; issue 22 §1)
@@ -134,17 +135,33 @@ def over_seeds(values: Any, *, level: float = LEVEL, prediction: bool = False) -
     return Interval(m - h, m + h, label, level, "over_seeds")
 
 
-def null_over_seeds(values: Any, *, level: float = LEVEL, what: str = "") -> dict:
+def null_over_seeds(values: Any, *, level: float = LEVEL, what: str = "", proportion: bool = False) -> dict:
     """A null model as a distribution: ``{"value": mean, "interval", "per_seed"}`` over its own seeds.
 
     The interval is the 95 % prediction interval of one draw of the null
     (:func:`over_seeds` with ``prediction=True``): where a network (or a Gaussian) of this
     shape lands, not how well its mean is known, so a value outside it is one the null
     rarely gives. ``what`` names the seeds ("random-init seeds") in the method string.
+
+    ``proportion=True`` (a fraction in [0, 1], e.g. random-init Q sparsity): the prediction
+    interval is taken on the logit scale and mapped back, so it stays inside [0, 1] (a t interval
+    on the raw scale printed [0.9999977, 1.0000014]); values of exactly 0 or 1 are moved in by
+    half a unit in the 15th decimal before the logit. The value stays the plain mean.
     """
     v = np.asarray(values, dtype=np.float64).ravel()
     fin = v[np.isfinite(v)]
-    iv = over_seeds(fin, level=level, prediction=True)
+    if proportion:
+        if ((fin < 0) | (fin > 1)).any():
+            fail("values", f"proportion=True needs values in [0, 1], got {fin.min():g}..{fin.max():g}")
+        eps = 5e-16
+        z = np.log(np.clip(fin, eps, 1 - eps)) - np.log1p(-np.clip(fin, eps, 1 - eps))
+        iz = over_seeds(z, level=level, prediction=True)
+        lo, hi = (float(1 / (1 + np.exp(-t))) if math.isfinite(t) else float("nan") for t in (iz.lo, iz.hi))
+        if len(fin) and math.isfinite(lo):  # the plain mean lies between the seeds' values, so inside; by round-off
+            lo, hi = min(lo, float(fin.mean())), max(hi, float(fin.mean()))
+        iv = Interval(lo, hi, iz.method.replace("t over", "t on the logit scale over"), iz.level, iz.kind)
+    else:
+        iv = over_seeds(fin, level=level, prediction=True)
     if what:
         iv = Interval(iv.lo, iv.hi, f"{iv.method} ({what})", iv.level, iv.kind)
     return {"value": float(fin.mean()) if len(fin) else None, "interval": iv,

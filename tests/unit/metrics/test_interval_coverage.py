@@ -107,3 +107,24 @@ def test_every_interval_helper_says_its_kind():
     assert I.exact(3.0, "10 rows") == {"lo": 3.0, "hi": 3.0, "method": "exact (all 10 rows)", "level": 1.0,
                                        "kind": "exact"}
     assert math.isnan(I.over_seeds([1.0]).lo)
+
+
+def test_a_proportions_null_interval_stays_in_0_1_and_covers_the_next_draw():
+    """Issue 28 §5: random-init Q sparsity over its seeds printed [0.9999977, 1.0000014]. With
+    ``proportion=True`` the prediction interval is taken on the logit scale: inside [0, 1], and
+    it covers the null's next draw at the nominal rate (logit-normal draws near 1)."""
+    seen = [0.999998, 1.0, 0.9999995, 1.0, 0.999999]
+    assert I.null_over_seeds(seen)["interval"].hi > 1  # the raw t interval leaves [0, 1]
+    bounded = I.null_over_seeds(seen, proportion=True)
+    assert 0 <= bounded["interval"].lo <= bounded["value"] <= bounded["interval"].hi <= 1
+    hits = 0
+    for s in range(REPS):
+        z = np.random.default_rng(s).normal(np.log(0.999998 / 0.000002), 0.8, size=I.N_NULL_SEEDS + 1)
+        v = 1 / (1 + np.exp(-z))
+        null = I.null_over_seeds(v[:-1], proportion=True)
+        iv = null["interval"]
+        assert 0 <= iv.lo <= null["value"] <= iv.hi <= 1 and "logit" in iv.method
+        hits += iv.contains(v[-1])
+    _assert_nominal(hits)
+    with pytest.raises(ValueError, match="values"):
+        I.null_over_seeds([0.5, 1.2], proportion=True)
