@@ -163,3 +163,14 @@ def test_pca_projected_pentachoron_cv_is_the_claims_record(run):
             if r["claim"] == "pentachoron_cv" and r["scope"] == "pca_projected"]
     assert len(rows) == 1 and rows[0]["verdict"] != NOT_TESTED and rows[0]["value"] == pytest.approx(h["value"])
 
+
+
+def test_the_digit_correlation_is_exact_as_in_notebook_01(run):
+    """One quantity, one kind (issue 28 §5): computed on all ten digits, like 01's digit_corr."""
+    h, digits = run["headline"], run["metrics"]["digits"]
+    assert ("digit_r" in h) == (digits is not None)
+    if digits is not None:
+        assert h["digit_r"]["kind"] == "exact" and h["digit_r"]["interval"]["lo"] == h["digit_r"]["value"]
+        assert "45 pairs" in h["digit_r"]["interval"]["method"]
+        b = digits["r_bootstrap_over_digits"]
+        assert {"lo", "hi", "method"} <= set(b) and "digits" in b["method"]
