@@ -186,7 +186,7 @@ def _tally(cells: list[dict]) -> str:
     counts = {v: sum(cl["verdict"] == v for cl in cells) for v in STATUSES}
     parts = [f"{n} {v}" for v, n in counts.items() if n and v != NOT_TESTED]
     if len(parts) == 1 and len(cells) > 1:
-        return f"{parts[0].split(' ', 1)[1]} on all {len(cells)}"
+        return f"{parts[0].split(' ', 1)[1]} on {'both' if len(cells) == 2 else f'all {len(cells)}'}"
     return ", ".join(parts)
 
 

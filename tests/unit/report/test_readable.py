@@ -1,0 +1,215 @@
+"""Issue 29: a findings report read at a glance — the claims matrix and its bottom lines, tables
+that fit a 1280 px window, no word split in the PDF, no empty section, a header that names the
+run, trajectories as tables, sections not run said where their figures would be."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from geolip_lib import claims, results, trajectory
+from geolip_lib.claims import tables as claims_tables
+from geolip_lib.claims.plots import claims_matrix
+from geolip_lib.metrics.intervals import format_value
+from geolip_lib.report import checks, glossary, notebook_doc, pages, sections
+from geolip_lib.report.records import JobRecord
+from tests.figure_checks import check_figure
+from tests.unit.claims.conftest import _h, _write_job
+
+pytestmark = pytest.mark.unit
+
+RI = {"random_init": {"value": 0.999, "interval": (0.995, 1.0)}}
+
+
+def _provenance(root: Path) -> None:
+    """Each job's provenance names its model and source (tiny for the tiny models)."""
+    for f in root.glob("*/*/metrics.json"):
+        m = json.loads(f.read_text())
+        name = f.parent.name
+        m["provenance"] = {"models": [{"name": name, "source": "tiny" if name.startswith("tiny") else "hub"}]}
+        f.write_text(json.dumps(m))
+
+
+@pytest.fixture
+def claims_root(tmp_path):
+    """A seed model (t5-small), two trained stand-ins and a tiny random model."""
+    for m, q in (("t5-small", 0.80), ("all-minilm-l6-v2", 0.43), ("my-model", 0.78), ("tiny-t5", 0.99)):
+        _write_job(tmp_path, "02_weight_topology", m, {
+            "q_sparsity": {"encoder+decoder/self": _h(q, q - .01, q + .01, nulls=RI),
+                           "encoder/self": _h(q, exact=True, nulls=RI), "decoder/self": _h(q + .05, exact=True, nulls=RI)}})
+    _provenance(tmp_path)
+    return tmp_path
+
+
+def test_the_matrix_has_the_seeds_models_then_trained_stand_ins_and_never_a_tiny_one(claims_root):
+    rows = claims.evaluate(claims_root)
+    m = claims_tables.matrix(rows, pipeline_checks=claims.evaluation.pipeline_checks(claims_root))
+    assert m["seed"] == ["t5-small"] and m["stand-ins"] == ["all-minilm-l6-v2", "my-model"]
+    assert m["pipeline checks"] == ["tiny-t5"]
+    seed = m["cells"][("q_sparsity", "t5-small")]
+    assert seed["verdict"] == claims.NOT_HELD and seed["text"] == "80.0 [79.0, 81.0] %"  # the seed's own pooled scope
+    stand = m["cells"][("q_sparsity", "all-minilm-l6-v2")]
+    assert stand["verdict"] == claims.NOT_HELD and stand["text"] == "43–48 % (3 scopes)"
+    assert m["cells"][("pentachoron_cv", "t5-small")]["verdict"] == claims.NOT_TESTED
+    line = m["bottom line"]["q_sparsity"]
+    assert line.startswith("Q sparsity (|w| < 0.1): not held on the seed's models (80 %, below the seed's 93.7 %")
+    assert "on 2 trained stand-ins it is 43–83 %, below the seed's" in line and "not held on both" in line
+    assert "random init gives 99.9 %" in line
+    assert m["bottom line"]["phase_boundary"] == ("phase boundary: not tested on the seed's models here; no trained "
+                                                  "stand-in measured it.")
+    html = sections.matrix_table(m)
+    assert html.count("<tr>") == 2 + len(claims.CLAIMS) and "tiny-t5" not in html
+    assert html.index(">t5-small<") < html.index(">all-minilm-l6-v2<")
+    check_figure(claims_matrix(m))
+
+
+def test_a_status_folds_over_scopes_like_the_summary():
+    f = claims_tables.fold_verdicts
+    assert f([claims.HELD, claims.NOT_HELD, claims.UNDECIDED]) == claims.NOT_HELD
+    assert f([claims.HELD, claims.UNDECIDED]) == claims.UNDECIDED
+    assert f([claims.HELD, claims.HELD_NULL, claims.FORCED]) == claims.HELD_NULL
+    assert f([claims.FORCED, claims.NOT_TESTED]) == claims.FORCED and f([]) == claims.NOT_TESTED
+    assert set(claims_tables.VERDICT_GLYPHS) == set(claims.STATUSES) == set(claims_tables.VERDICT_MEANING)
+    assert len(set(claims_tables.VERDICT_GLYPHS.values())) == len(claims.STATUSES)  # a shape each: greyscale reads
+
+
+def test_many_models_transpose_the_matrix(claims_root):
+    rows = claims.evaluate(claims_root)
+    for i in range(sections.MATRIX_MAX_COLUMNS):
+        rows += [{**r, "model": f"other-{i}"} for r in rows if r["model"] == "my-model"]
+    m = claims_tables.matrix(rows)
+    assert len(m["stand-ins"]) > sections.MATRIX_MAX_COLUMNS
+    html = sections.matrix_table(m)
+    assert html.count("<tr>") == 2 + len(m["seed"]) + len(m["stand-ins"])  # a row per model
+    assert html.count("<th>") + html.count("<th ") == 1 + len(claims.CLAIMS)
+
+
+def _rec(tmp_path, job, headline, **data) -> JobRecord:
+    (tmp_path / job).mkdir(exist_ok=True)
+    return JobRecord("01_x", job, tmp_path / job, {"headline": headline, **data})
+
+
+def test_a_column_repeating_another_is_left_out_and_said(tmp_path):
+    recs = []
+    for i, job in enumerate(("a", "b")):
+        cv = results.headline(0.2 + i / 10, interval=(0.15 + i / 10, 0.25 + i / 10), label="pentachoron CV",
+                              nulls={"gaussian": {"value": 0.4}, "random_init": {"value": 0.41}})
+        twin = {**cv, "label": "pentachoron CV vs init", "nulls": {"random_init": {"value": 0.41}}}
+        recs.append(_rec(tmp_path, job, {"pentachoron_cv": cv, "pentachoron_cv_init": twin,
+                                         "pr": results.headline(3.0 + i, interval="exact", label="PR / D")}))
+    html = sections.composite_table(recs)
+    assert html.count(">pentachoron CV<") == 1 and ">pentachoron CV vs init<" not in html
+    assert "pentachoron CV vs init (= pentachoron CV)" in html
+    assert "participation ratio" in html  # the header's tooltip says what PR is
+    assert sections.duplicate_columns(recs, ["pentachoron_cv", "pr"]) == {}
+
+
+def test_a_wide_table_is_transposed_or_split_to_fit(tmp_path):
+    many = {f"k{i}": results.headline(float(i), interval="exact", label=f"metric {i}") for i in range(12)}
+    html = sections.composite_table([_rec(tmp_path, "a", many), _rec(tmp_path, "b", many)])
+    assert "composite transposed" in html and html.count("<th class='metric'") == 12
+    jobs = [_rec(tmp_path, f"j{i}", many) for i in range(14)]  # 12 metrics x 14 jobs: split into tables
+    html = sections.composite_table(jobs)
+    widths = [t.split("</thead>")[0].count("<th") - 1 for t in html.split("<table")[1:]]
+    assert len(widths) >= 2 and max(widths) <= sections.MAX_TABLE_COLUMNS
+
+
+def test_the_header_names_the_run_not_the_profiles_description(tmp_path):
+    rec = _rec(tmp_path, "my-phi3", {}, provenance={"models": [{"name": "my-phi3", "source": "local"}]})
+    groups = {"01_embedding_terrain": [rec]}
+    desc = "all-MiniLM-L6-v2 (real weights) plus one tiny model per family"
+    narrowed = pages.run_description("demo", groups, {"description": desc, "selection": {"models": ["my-phi3"],
+                                                                                         "notebooks": None},
+                                                      "profile models": ["all-minilm-l6-v2", "tiny-bert"]})
+    assert "--models my-phi3" in narrowed and "my-phi3" in narrowed and desc not in narrowed
+    outside = pages.run_description("demo", groups, {"description": desc, "profile models": ["tiny-bert"]})
+    assert desc not in outside  # an older root without a recorded selection: its models decide
+    full = pages.run_description("demo", groups, {"description": desc, "profile models": ["my-phi3"]})
+    assert desc in full and "narrowed" not in full
+
+
+def test_the_runner_records_the_selection_and_the_report_reads_it(tmp_path):
+    from geolip_lib.report.builder import recorded_selection
+    from geolip_lib.runner.jobs import claim_root, root_profile
+
+    claim_root(tmp_path, "demo", {"models": ["my-phi3"], "notebooks": None})
+    assert root_profile(tmp_path) == "demo"
+    assert recorded_selection(tmp_path) == {"models": ["my-phi3"], "notebooks": None}
+    claim_root(tmp_path, "demo", {"models": None, "notebooks": None})  # the next run: the whole profile
+    assert recorded_selection(tmp_path) == {"models": None, "notebooks": None}
+
+
+def test_sections_not_run_are_said_where_their_figures_would_be(tmp_path):
+    why = "a text model: no vision tower"
+    rec = _rec(tmp_path, "gpt2", {}, not_run={"13. Vision-tower embedding tables": why})
+    html = sections.not_run_html([rec, _rec(tmp_path, "bert", {}, not_run={"13. Vision-tower embedding tables": why})])
+    assert html.count("<li>") == 1 and "not run on gpt2, bert: a text model: no vision tower" in html
+    nb = nbformat.v4.new_notebook()
+    shown = nbformat.v4.new_code_cell("fig")
+    shown.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "x"})]
+    empty = nbformat.v4.new_code_cell("tables(lm)")
+    empty.outputs = [nbformat.v4.new_output("stream", name="stdout", text="skipped\n")]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title"), nbformat.v4.new_markdown_cell("## 12. Spectra"), shown,
+                nbformat.v4.new_markdown_cell("## 13. Vision-tower embedding tables\n\nThe patch tables."), empty,
+                nbformat.v4.new_markdown_cell("## 14. Summary"), nbformat.v4.new_markdown_cell("Words.")]
+    nbformat.write(nb, str(rec.path / "executed.ipynb"))
+    cells = notebook_doc.narrative_cells(rec)
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert "## 12. Spectra" in text and "## 14. Summary" in text and "The patch tables." not in text
+    assert f"<b>13. Vision-tower embedding tables</b> — left out: {why}" in text
+    rec.data["not_run"] = {}
+    assert "left out: skipped" in "\n".join(c.source for c in notebook_doc.narrative_cells(rec)
+                                           if c.cell_type == "markdown")  # else the line its cells printed
+
+
+def test_a_trajectory_is_a_table_of_readable_names_kinds_and_its_null(tmp_path):
+    traj = {"notebook": "01_embedding_terrain", "points": [
+        {"label": "step0", "step": 0, "values": {"pentachoron_cv": 0.41, "pr_over_dim": 0.9}, "rss_mib": 100.0},
+        {"label": "step1000", "step": 1000, "values": {"pentachoron_cv": 0.25, "pr_over_dim": 0.5}, "rss_mib": 101.0}]}
+    head = {"pentachoron_cv": results.headline(0.25, interval=(0.24, 0.26), label="pentachoron CV",
+                                               nulls={"random_init": {"value": 0.41, "interval": (0.40, 0.42)}}),
+            "pr_over_dim": results.headline(0.5, interval="exact", label="PR / D")}
+    frame = trajectory.table(traj, head)
+    assert list(frame.columns) == ["checkpoint", "training step", "pentachoron CV (sampled)", "PR / D (exact)",
+                                   "resident memory (MiB)"]
+    assert frame.iloc[-1]["checkpoint"] == "random init (null)" and frame.iloc[-1]["pentachoron CV (sampled)"] == \
+        format_value(0.41, (0.40, 0.42))  # the null's value [95 % prediction interval]
+    assert list(trajectory.table(traj).columns)[2:4] == ["pentachoron CV", "PR / D"]  # readable without a headline
+    rec = _rec(tmp_path, "tiny-gpt2-checkpoints", head, metrics={"trajectory": traj})
+    html = sections.trajectory_html([rec])
+    assert "pentachoron CV (sampled)" in html and "cosine_mean" not in html and "step1000" in html
+    fig = trajectory.figure(traj, head, title="t")
+    assert not any(ax.get_legend() for ax in fig.axes) and fig.legends  # one legend, off the panels
+    check_figure(fig)
+
+
+def test_broken_words_are_found_and_breaks_between_parts_are_not():
+    source = "the pentachoron CV of all-minilm-l6-v2 and the definition of metrics.claims.cross_layer_corr data set"
+    pdf = "the pentacho\nron CV of all-minilm-\nl6-v2 and the definitio\nn of metrics.claims.\ncross_layer_corr data\nset"
+    assert checks.broken_words(pdf, source) == ["definitio|n (definition)", "pentacho|ron (pentachoron)"]
+    assert checks.broken_words(source, source) == []
+
+
+def test_an_empty_section_is_found(tmp_path):
+    page = tmp_path / "p.html"
+    page.write_text("<h2>One</h2><p>text</p><h2>Two</h2><div> </div><h2>Three</h2><img src='x.png'>")
+    assert checks.empty_sections(page) == ["p.html: section 'Two' is empty"]
+
+
+def test_page_width_is_measured_as_laid_out(tmp_path):
+    narrow = tmp_path / "index.html"
+    narrow.write_text("<html><body><p>short</p></body></html>")
+    assert checks.page_width(narrow)["width"] <= checks.WINDOW_PX
+    (tmp_path / "wide.html").write_text("<html><body><div style='overflow-x:auto'><table><tr>"
+                                        "<td style='min-width:2000px'>wide</td></tr></table></div></body></html>")
+    got = checks.page_width(tmp_path / "wide.html")
+    assert got["width"] > 2000 and got["wide"]  # a table inside a scrolling box counts with its full width
+    assert not list(tmp_path.glob(".*measure*"))  # the measuring copy is removed
+
+
+def test_every_glossary_term_and_seed_has_one_line():
+    assert len(glossary.SEED_DOCUMENTS) == 5 and all(len(w) < 300 for _, _, w in glossary.SEED_DOCUMENTS)
+    assert "participation ratio" in glossary.explain("PR / D") and glossary.explain("nothing known") == ""
+    assert "stand-in" in glossary.explain("trained stand-in")
