@@ -20,8 +20,13 @@ The notebooks themselves (01, 02, 06 through papermill) run on every model_type 
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import sys
 import warnings
+from collections import Counter
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -38,6 +43,10 @@ pytestmark = pytest.mark.integration
 #: (family, model_type, tiny config) of every model_type of the registry (open_clip: its one config)
 CASES = [(fam, mt, cfg) for fam, s in families.REGISTRY.items() for mt, cfg in s.tiny_configs().items()]
 IDS = [f"{fam}-{mt}" for fam, mt, _ in CASES]
+#: every model_type's catalog, digested (issue 31 §3 moved the name rules into the family files with every
+#: catalog unchanged): rewrite with ``.venv/bin/python tests/integration/test_families.py --write-catalog-digests``
+#: after a deliberate change to a family's rules, and say why in the commit
+DIGESTS = Path(__file__).with_name("catalog_digests.json")
 _LOADED: dict = {}
 
 
@@ -51,6 +60,17 @@ def tiny(fam: str, mt: str, cfg: dict):
         _LOADED.clear()  # one model at a time: the session's memory stays that of one tiny model
         _LOADED[key] = models.load(p)
     return _LOADED[key]
+
+
+def catalog_digest(cat) -> dict:
+    """A catalog's entries (every field) and attention blocks as a sha256, with counts to read a difference by."""
+    blocks = [(b.stack, b.attn, b.layer, b.n_heads, b.head_dim, b.n_kv_heads, b.d_model, round(b.scale, 9),
+               sorted(b.biases), sorted(b.qk_norm), b.qk_norm_offset) for b in cat.attention_blocks()]
+    body = {"family": cat.family, "d_model": cat.d_model, "qk_norm_offset": cat.qk_norm_offset,
+            "entries": [dataclasses.astuple(e) for e in cat.entries], "blocks": blocks}
+    return {"sha256": hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest(),
+            "entries": len(cat.entries), "attention_blocks": len(blocks),
+            "roles": dict(sorted(Counter(e.role for e in cat.entries).items()))}
 
 
 def model_inputs(lm, seed: int = 0) -> dict:
@@ -312,6 +332,8 @@ def test_notebook_calls_on_a_tiny_model_of_each_model_type(case):
         twin = catalog(lm.random_init_weights(), config=lm.config, family=fam)
     blocks = cat.attention_blocks()
     assert blocks and cat.mlp_blocks()
+    assert catalog_digest(cat) == json.loads(DIGESTS.read_text(encoding="utf-8"))[f"{fam}-{mt}"], \
+        f"the catalog of {fam}-{mt} changed (see DIGESTS)"
     first = [b for b in blocks if b.stack == (lm.stacks[0] if fam != "open_clip" else "text")][0]
     assert (first.n_heads, first.head_dim, first.n_kv_heads, first.d_model) == \
         (sizes.n_heads, sizes.head_dim, sizes.n_kv_heads, sizes.d_model)
@@ -410,3 +432,42 @@ def test_the_battery_runs_per_expert_and_pools_over_experts(name):
     assert sorted(set(rows["expert"].astype(int))) == list(range(n_exp))
     assert set(res.mlp["layers"]["expert"].dropna().astype(int)) == set(range(n_exp))
     assert all(("mlp" not in k[2]) or lm.config.model_type == "qwen2_moe" for k in res.cross)  # shared expert only
+
+
+def test_a_model_without_attention_under_any_says_what_is_not_analysed():
+    """Family any on a tiny Mamba (issue 30): 01's embeddings and hidden states run; the catalog has no
+    attention (Mamba's ``mixer.out_proj`` is not an ``o``), every mixer tensor is catalogued with its layer;
+    02's battery leaves the mixer out of the spectra by role and the cross-layer correlation and counts it in
+    sparsity; the attention sections' line says the model has no attention."""
+    from geolip_lib.checkpoints import NotAnalysedWarning
+    from geolip_lib.weights import run_battery
+
+    lm = models.load("tiny-mamba")
+    assert lm.family == "any" and lm.config.model_type == "mamba"
+    assert len(lm.hidden_states(probes.SENTENCES[:2]).layers) == 3
+    store = TensorStore(lm.weights_dir)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        cat = catalog(store, config=lm.config, family="any")
+    assert not [w for w in rec if issubclass(w.category, UnclassifiedWeightsWarning)]
+    assert [str(w.message) for w in rec if issubclass(w.category, NotAnalysedWarning)] in ([], [cat.not_analysed()])
+    assert not cat.has_attention and not [e for e in cat.entries if e.role in ("q", "k", "v", "o", "qkv")]
+    mixers = {e.name for e in cat.mixers()}
+    assert mixers == {n for n in store.infos() if ".mixer." in n} and all(e.layer in (0, 1) for e in cat.mixers())
+    res = run_battery(store, cat=cat)
+    assert not set(res.svd["name"]) & mixers and res.cross == {} and res.qk["layers"].empty
+    assert mixers <= set(res.sparsity["per_tensor"]["name"])
+    line = families.attention_skipped(lm, "QK manifold")
+    assert "\n" not in line and "'mamba' has no attention" in line and "out_proj" in line
+    assert operators.measure_model(lm) == {}
+
+
+if __name__ == "__main__" and "--write-catalog-digests" in sys.argv:
+    out = {}
+    for fam, mt, cfg in CASES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lm = tiny(fam, mt, cfg)
+            out[f"{fam}-{mt}"] = catalog_digest(catalog(TensorStore(lm.weights_dir), config=lm.config, family=fam))
+        print(f"{fam}-{mt}", out[f"{fam}-{mt}"]["sha256"][:12], flush=True)
+    DIGESTS.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
