@@ -7,7 +7,7 @@ Weight names (:func:`adapt`: the catalog's rules)
 BLOOM adapter (HF ``BloomModel`` / ``BloomForCausalLM``), canonical layout; ALiBi positions.
 
 The stored ``query_key_value`` interleaves per head (rows ``(n_heads, 3, head_dim)``); the loader
-writes it as [W_q; W_k; W_v] (``families/bloom.py``), bias likewise. Names (under ``transformer.``)::
+writes it as [W_q; W_k; W_v] (the spec's ``canonical_tensor``), bias likewise. Names (under ``transformer.``)::
 
     word_embeddings.weight, word_embeddings_layernorm       embed, norm
     h.{i}.self_attention.query_key_value                    qkv -> q / k / v (self, decoder)
@@ -33,7 +33,7 @@ RULES = rules(
     (_L + r"self_attention\.dense\.", "o", "decoder", "self"),
     (_L + r"mlp\.dense_h_to_4h\.", "mlp_in", "decoder"),
     (_L + r"mlp\.dense_4h_to_h\.", "mlp_out", "decoder"),
-    # Falcon (derived from BLOOM's code) shares these names and adds ln_attn / ln_mlp: adapters/falcon.py reuses RULES
+    # Falcon (derived from BLOOM's code) shares these names and adds ln_attn / ln_mlp: falcon.py reuses RULES
     (_L + r"(?:input_layernorm|post_attention_layernorm|ln_attn|ln_mlp)\.", "norm", "decoder"),
     (r"(?:^|\.)word_embeddings\.weight$", "embed", "decoder"),
     (r"(?:^|\.)(?:word_embeddings_layernorm|ln_f)\.", "norm", "decoder"),

@@ -10,7 +10,7 @@ The stored ``query_key_value`` has one of three layouts (HF ``FalconAttention._s
 ``new_decoder_architecture`` — rows ``(n_kv, group + 2, head_dim)`` (the group's queries, then
 its key and value); ``multi_query`` — [W_q (n_heads·head_dim); W_k (head_dim); W_v (head_dim)];
 otherwise ``(n_heads, 3, head_dim)`` like BLOOM. The loader writes all three as
-[W_q; W_k; W_v] (``families/falcon.py``). Names (under ``transformer.``)::
+[W_q; W_k; W_v] (the spec's ``canonical_tensor``). Names (under ``transformer.``)::
 
     word_embeddings.weight                                 embed
     h.{i}.self_attention.query_key_value                   qkv -> q / k / v (self, decoder; GQA / MQA)

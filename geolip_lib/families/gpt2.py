@@ -11,7 +11,7 @@ Weight names (:func:`adapt`: the catalog's rules)
 GPT-2 adapter (HF ``GPT2Model`` / ``GPT2LMHeadModel``), in the canonical layout the loader writes.
 
 GPT-2 stores its projections as ``Conv1D`` weights ``(in, out)``; the loader writes them
-transposed to ``(out, in)`` like every ``nn.Linear`` (``families/gpt2.py``: ``canonical_tensor``),
+transposed to ``(out, in)`` like every ``nn.Linear`` (the spec's ``canonical_tensor``),
 so ``c_attn`` is the fused ``(3·D, D)`` [W_q; W_k; W_v]. Names (optionally under ``transformer.``)::
 
     wte.weight, wpe.weight                 embed (tokens, learned positions)

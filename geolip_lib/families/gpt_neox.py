@@ -9,7 +9,7 @@ GPT-NeoX / Pythia adapter (HF ``GPTNeoXModel`` / ``GPTNeoXForCausalLM``), canoni
 
 The stored ``query_key_value`` interleaves per head (rows ``(n_heads, 3, head_dim)``: q_h, k_h,
 v_h of head 0, then head 1, ...); the loader writes it as [W_q; W_k; W_v] (``(3, n_heads,
-head_dim)`` rows, ``families/gpt_neox.py``), bias likewise. Names (under ``gpt_neox.``)::
+head_dim)`` rows, the spec's ``canonical_tensor``), bias likewise. Names (under ``gpt_neox.``)::
 
     embed_in.weight                                   embed
     layers.{i}.attention.query_key_value              qkv -> q / k / v (self, decoder)
