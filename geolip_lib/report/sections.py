@@ -572,8 +572,10 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
     parts = ["<section class='claims' id='seed-claims'><h2 class='first'>Do the seed's claims hold?</h2>",
              "<p class='note'>Each row is a claim of seed 001's table; each column a model that ran here: first the "
              "seed's own models, then trained stand-ins. A cell's mark gives the verdict (colour and shape), the "
-             "number under it the measured value [95 % interval]; hover a cell for its reading and reason. Exact values "
-             "are compared at the seed's printed precision.</p>",
+             "number under it the measured value [95 % interval]"
+             + ("; hover a cell for its reading and reason" if details is None else
+                "; the appendix \"the claims in detail\" gives each one's reading and reason")
+             + ". Exact values are compared at the seed's printed precision.</p>",
              matrix_table(m), verdict_legend(),
              "<h3>The bottom line, claim by claim</h3>", f"<ul class='bottom'>{bottom}</ul>"]
     if tiny:
