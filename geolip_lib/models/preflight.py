@@ -45,6 +45,7 @@ from ..paths import resolve
 from ..provenance import dtype_name, tensor_headers
 from .common import (OPEN_CLIP_CONFIG, ModelLoadError, model_class, quiet_transformers,
                      safetensors_problems)  # noqa: F401 (safetensors_problems re-exported)
+from . import gguf as _gguf
 from .locate import OPEN_CLIP_SOURCE, local_dir, package_dir
 from .tiny import resolve_config
 from .tokenizers import load_tokenizer
@@ -140,7 +141,9 @@ def _expected_tensors(p, directory: Path) -> tuple[dict, str, Optional[Path]]:
     cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
     if kind == OPEN_CLIP_KIND:
         cfg = cfg.get("model_cfg", cfg)
-    elif "model_type" not in cfg:
+    elif p.source != "tiny":  # the params file's config: replaces keys (an old file's missing model_type)
+        cfg = {**cfg, **p.config}
+    if kind == HF_KIND and "model_type" not in cfg:
         return {}, "", cfg_file
     try:
         model = meta_model(p, cfg, kind)
@@ -253,7 +256,7 @@ def bin_headers(model: str, files: list) -> dict[str, tuple[str, tuple, Path]]:
                 state = torch.load(str(f), map_location="cpu", weights_only=True)  # the legacy (non-zip) format
         except Exception as exc:  # noqa: BLE001 - the unpickler raises many types; each is one line here
             text = str(exc)
-            glob_ = re.search(r"Unsupported global: (?:GLOBAL )?([\w.]+)", text)
+            glob_ = re.search(r"(?i)unsupported global:? (?:GLOBAL )?([\w.]+)", text)
             why = f"it needs {glob_.group(1)}, which weights_only refuses" if glob_ else \
                 (text.splitlines() or [type(exc).__name__])[0][:200]
             raise ModelLoadError(f"model '{model}': {f} is not a plain tensor file ({type(exc).__name__}: {why}): a "
@@ -295,6 +298,7 @@ def trajectory_problems(p, where: str) -> list[str]:
         if not isinstance(cfg, dict):
             lines.append(f"{key}: {d / 'config.json'} is not a JSON object; re-save the checkpoint")
             continue
+        cfg = {**cfg, **({} if p.source == "tiny" else p.config)}  # config: replaces keys (an old missing model_type)
         why = config_problem(p, cfg, HF_KIND, str(d / "config.json"))
         if why:
             lines.append(f"{key}: {why}")
@@ -425,8 +429,8 @@ def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
         if (d / OPEN_CLIP_CONFIG).is_file():
             cfg = json.loads((d / OPEN_CLIP_CONFIG).read_text(encoding="utf-8"))
             return cfg.get("model_cfg", cfg), OPEN_CLIP_KIND, d
-        if (d / "config.json").is_file():
-            return json.loads((d / "config.json").read_text(encoding="utf-8")), HF_KIND, d
+        if (d / "config.json").is_file():  # the params file's config: replaces keys (an old file's missing model_type)
+            return {**json.loads((d / "config.json").read_text(encoding="utf-8")), **p.config}, HF_KIND, d
         return None
 
     if p.source == "tiny":
@@ -435,6 +439,10 @@ def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
         n_tok = len(load_tokenizer(kind)) if kind and fs.vocab_from_tokenizer else None
         cfg = resolve_config(p.family, p.config, n_tok)
         return cfg, (HF_KIND if fs.hf else OPEN_CLIP_KIND), None
+    if p.source == "gguf":  # the GGUF header's config (no tensor read; before local_dir: that folder has no
+        # config.json); None while its package is not fetched
+        cfg = _gguf.config_dict(p)
+        return (cfg, HF_KIND, None) if cfg is not None else None
     if p.local_dir or p.source == "local":
         d = resolve(p.local_dir) if p.local_dir else local_dir(p)
         return read(d) if d.is_dir() else None
