@@ -53,9 +53,12 @@ fi
 
 # Notebook outputs never reach git: nbstripout (pinned in the lock) as the clean filter that .gitattributes
 # names. --keep-id: the cell ids jupytext wrote stay (a clean pass over an unmodified notebook is then
-# byte-identical); language_info, which Lab adds when a kernel starts, is dropped like the outputs.
+# byte-identical); language_info, which Lab adds when a kernel starts, is dropped like the outputs, and so
+# is what papermill writes into an executed copy (metadata.papermill: paths, timestamps, parameters; each
+# cell's papermill and execution timings; the injected-parameters cell with its OUT_DIR).
+# tests/reliability/test_round3.py checks the committed notebooks in a clone where this never ran.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  NBSTRIP="\"$PWD/.venv/bin/python\" -m nbstripout --keep-id --extra-keys metadata.language_info"
+  NBSTRIP="\"$PWD/.venv/bin/python\" -m nbstripout --keep-id --extra-keys 'metadata.language_info metadata.papermill cell.metadata.papermill cell.metadata.execution' --drop-tagged-cells injected-parameters"
   if [ "$(git config --local --get filter.nbstripout.clean)" != "$NBSTRIP" ]; then
     echo "[setup] nbstripout: the git filter that keeps notebook outputs out of git"
     git config --local filter.nbstripout.clean "$NBSTRIP"
