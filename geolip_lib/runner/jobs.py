@@ -29,6 +29,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from ..models.common import ModelLoadError
 from ..models.preflight import (HF_KIND, check_config, check_stored_model, config_problem, model_config,
                                 trajectory_problems)
+from .. import claims
 from .. import params as _params
 from .. import roots
 from ..params import (ROOT, ModelParams, ParamsError, add_model_file, check_name, family_problem, load_model_params,
@@ -306,6 +307,11 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
                 continue  # named once above
             if why:
                 problems.append(f"{where}: parameter {d.name}: {why}")
+        if "CLAIMS" in decls and "CLAIMS" not in mistyped and isinstance(values.get("CLAIMS"), str):
+            try:  # notebook 15's claims file: known by name and valid, before any kernel (claims.check_name)
+                claims.load(claims.check_name(values["CLAIMS"], f"{where}: parameter CLAIMS"))
+            except ParamsError as exc:
+                problems += exc.lines
     if problems:
         raise ParamsError.of(problems)
 
