@@ -45,14 +45,20 @@ test-families: setup
 # editable install in a shared venv points at (the run path does the same: runner.resources.kernel_env).
 # JUPYTER_PREFER_ENV_PATH: the venv's kernelspecs win over a user-level "python3" of another Python.
 # scripts/jupyter_lab_config.py: a save that changed only outputs leaves `git status` clean.
+# The port is checked first and Jupyter never moves to another (port_retries=0): the ssh line and URL
+# printed are the port it serves on. JUPYTER_CONFIG_PATH: scripts/jupyter/labconfig/page_config.json turns
+# off Lab's announcements plugin (no "get notified about news?" prompt, no update check).
 lab: setup
+	@$(PY) -c "import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$(LAB_IP)', $(LAB_PORT)))" 2>/dev/null \
+	  || { echo "[lab] error: port $(LAB_PORT) on $(LAB_IP) is in use (another Jupyter?); stop it or pick another: make lab LAB_PORT=$$(( $(LAB_PORT) + 1 ))"; exit 2; }
 	@echo "[lab] on $(LAB_IP):$(LAB_PORT); from a laptop: ssh -N -L $(LAB_PORT):127.0.0.1:$(LAB_PORT) <user>@<this box>," \
 	  "then open the http://127.0.0.1:$(LAB_PORT)/lab?token=... URL printed below (Ctrl-C twice stops it)"
 	@if [ "$(LAB_IP)" != 127.0.0.1 ] && [ "$(LAB_IP)" != localhost ]; then \
 	  echo "[lab] warning: LAB_IP=$(LAB_IP): anyone who can reach this port and has the token can run code here"; fi
-	PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" JUPYTER_PREFER_ENV_PATH=1 .venv/bin/jupyter lab \
-	  --allow-root --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) --ServerApp.root_dir=notebooks \
-	  --config=scripts/jupyter_lab_config.py
+	PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" JUPYTER_PREFER_ENV_PATH=1 \
+	  JUPYTER_CONFIG_PATH="$(CURDIR)/scripts/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" .venv/bin/jupyter lab \
+	  --allow-root --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) --ServerApp.port_retries=0 \
+	  --ServerApp.root_dir=notebooks --config=scripts/jupyter_lab_config.py
 
 # Re-pair every notebook with its jupytext .py (the .py is what is reviewed).
 notebooks: setup

@@ -19,6 +19,7 @@ markdown table of every line recorded there (the last record of each job), which
     .venv/bin/python benchmarks/shapes.py --out /tmp/shapes                  # every job of the shapes profile
     .venv/bin/python benchmarks/shapes.py --out /tmp/shapes --notebooks 02_weight_topology --models shapes-t5-small
     .venv/bin/python benchmarks/shapes.py --out /tmp/shapes --table          # the table only
+    .venv/bin/python benchmarks/shapes.py --quick     # one job (02 on T5-small's shape) into /tmp/shapes-quick
 """
 from __future__ import annotations
 
@@ -177,7 +178,15 @@ def main() -> None:
                     help="OMP/MKL threads of the kernels (default 0: the libraries' default)")
     ap.add_argument("--skip-done", action="store_true", help="skip jobs OUT already holds a successful record of")
     ap.add_argument("--table", action="store_true", help="print the markdown table of what OUT holds, run nothing")
+    ap.add_argument("--quick", action="store_true",
+                    help="one job: 02_weight_topology on shapes-t5-small, into /tmp/shapes-quick unless --out "
+                         "(make bench)")
     args = ap.parse_args()
+    if args.quick:
+        args.notebooks = args.notebooks or ["02_weight_topology"]
+        args.models = args.models or ["shapes-t5-small"]
+        if args.out == Path("/tmp/shapes"):
+            args.out = Path("/tmp/shapes-quick")
     if args.limit_s <= 0 or args.every <= 0 or args.threads < 0:
         ap.error("--limit-s and --every must be > 0, --threads >= 0")
     if not args.table:

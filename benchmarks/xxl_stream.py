@@ -19,6 +19,11 @@
     .venv/bin/python benchmarks/xxl_stream.py --layers 2          # ~22 GB written under /tmp/xxl
     .venv/bin/python benchmarks/xxl_stream.py --dir /data/xxl --keep --layers 24
     .venv/bin/python benchmarks/xxl_stream.py --dir /data/xxl --reuse --layers 4   # skip writing
+    .venv/bin/python benchmarks/xxl_stream.py --quick    # XXL widths, 1 block per stack written (~1.5 GB), 1 run
+
+``--quick`` (what ``make bench`` runs): the checkpoint holds the XXL embedding, LM head and the first
+block of each stack at their real shapes (its ``config.json`` says 1 + 1 layers), the battery runs on
+that block pair and the full battery is extrapolated from it as usual.
 
 Why the safetensors files are written by hand: the safetensors library serialises only
 from tensors that are all in memory at once (``save_file`` takes a dict of tensors,
@@ -263,8 +268,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0,
                     help="torch threads of the battery (default 0: torch's default; on a loaded shared machine 1 "
                          "avoids the oversubscribed threads spinning)")
+    ap.add_argument("--quick", action="store_true",
+                    help="write only the first block of each stack (XXL shapes, ~1.5 GB) into /tmp/xxl-quick and run "
+                         "the battery on it (make bench)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:  # tensor_specs and config.json read XXL_CONFIG: a checkpoint of 1 + 1 blocks at XXL widths
+        XXL_CONFIG.update(num_layers=1, num_decoder_layers=1)
+        args.layers = 1
+        if args.dir == Path("/tmp/xxl"):
+            args.dir = Path("/tmp/xxl-quick")
     if args.child:
         child(args.child[0], int(args.child[1]), int(args.child[2]))
         return

@@ -29,8 +29,24 @@ def refresh_git_stat(model, os_path, contents_manager, **kwargs):
         contents_manager.log.warning("geolip: could not refresh git's index for %s: %s", path, exc)
 
 
+def _contents_manager_class():
+    """The server's default contents manager with :func:`refresh_git_stat` registered as a post-save hook.
+
+    Not ``c.FileContentsManager.post_save_hook``: the server applies this file twice (as the server's and
+    as the Lab extension's config), and setting that trait a second time warns ``Overriding existing
+    post_save_hook`` once per load; a hook registered when the manager is built is registered once."""
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+
+    class GitRefreshingContentsManager(AsyncLargeFileManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.register_post_save_hook(refresh_git_stat)
+
+    return GitRefreshingContentsManager
+
+
 c = get_config()  # noqa: F821 - defined by traitlets when it loads this file
-c.FileContentsManager.post_save_hook = refresh_git_stat
+c.ServerApp.contents_manager_class = _contents_manager_class()
 # GPU boxes are often offline, and nothing should be fetched behind the user's back: the server fetches no news
 # feed (it answers an empty one, whatever the user replies to Lab's "get notified about news?" prompt) and does
 # not check for a newer JupyterLab
