@@ -124,8 +124,7 @@ def _power_verdict(c: Claim, form: Form, h: Mapping, data: Mapping) -> tuple[str
         why = ("no per-seed curves recorded at metrics." + spec.sweep_path) if curves is None else \
             "one seed: no seed-to-seed spread to draw experiments from"
         return UNDECIDED, (base + f"; its power could not be computed ({why}), so non-detection decides nothing"), pw
-    kink = (f"a kink of slope change {spec.slope_change:g} at {spec.at:g} (the project's construction of the seed's "
-            f"size: {spec.basis})")
+    kink = f"a kink of slope change {spec.slope_change:g} at {spec.at:g} ({spec.basis})"
     grid = (f"on this {len(pw['grid'])}-point grid the {null} no-change model absorbs {pw['absorbed']:.0%} of a "
             f"hinge's energy at {spec.at:g} (a line {pw['absorbed_line']:.0%})")
     sim = (f"{pw['reps']} simulated experiments of {pw['n_seeds']} seeds drawn around the observed no-change fit "

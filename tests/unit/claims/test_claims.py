@@ -80,6 +80,10 @@ def test_both_readings_are_tested_and_labelled(tmp_path, write_job, h):
     side = {r["title"]: r for r in claims.readings(claims.summarize(claims.evaluate(tmp_path)))}
     row = side["attention cross-layer correlation"]
     assert row["the project's own reading"].startswith(UNDECIDED) and row["as the seed measured"].startswith(NOT_HELD)
+    # the two poolings disagree on BERT-large (held vs not held): a reading of the seed's words decides it
+    both = {r["title"]: r for r in claims.readings(claims.summarize(claims.evaluate(tmp_path)))}
+    assert both["attention cross-layer correlation"]["over the readings"].startswith(claims.READING_DISAGREES)
+    assert "[project's]" not in row["the project's own reading"] and "extrapolation" not in row["as the seed measured"]
 
 
 def test_stand_ins_do_not_decide_the_claim(tmp_path, write_job, h):
