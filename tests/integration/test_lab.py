@@ -117,10 +117,28 @@ def test_make_lab_serves_on_loopback_with_a_token_and_the_venvs_python3_kernel(l
     assert no_token.value.code == 403
     page = urllib.request.urlopen(lab.url, timeout=30).read().decode()
     assert "JupyterLab" in page
+    assert "Overriding existing post_save_hook" not in log  # the git-refresh hook is registered once
+    cfg = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page,
+                               re.S).group(1))
+    assert "@jupyterlab/apputils-extension:announcements" in cfg["disabledExtensions"]  # no news prompt
     specs = lab.api("/api/kernelspecs")
     assert set(specs["kernelspecs"]) == {"python3"} and specs["default"] == "python3"  # one kernel, on purpose
     nb = nbformat.read(ROOT / "notebooks" / f"{NOTEBOOK}.ipynb", as_version=4)
     assert nb.metadata.kernelspec.name == "python3"
+
+
+def test_make_lab_on_a_busy_port_says_so_in_one_line_and_serves_nowhere_else():
+    """Jupyter would move to the next port while the printed ssh line and URL name the busy one."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = subprocess.run(["make", "-s", "lab", f"LAB_PORT={port}"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300)
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("[lab]")]
+    assert lines == [f"[lab] error: port {port} on 127.0.0.1 is in use (another Jupyter?); stop it or pick another: "
+                     f"make lab LAB_PORT={port + 1}"]
 
 
 class Kernel:
