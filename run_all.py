@@ -136,7 +136,12 @@ def main(argv=None) -> int:
             load_profile(args.profile, notebooks_dir=NOTEBOOKS)
         from geolip_lib import report
 
-        paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
+        try:
+            paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
+        except OSError as exc:  # the report's own writes (a full disk): one line, not a 230 KB traceback
+            raise RunError(f"the report could not be written: {exc.strerror or exc}"
+                           + (f" ({exc.filename})" if exc.filename else "")
+                           + "; free space and rerun with --report-only") from None
     except (ParamsError, RunError, PlanError) as exc:
         for line in str(exc).splitlines() or [""]:  # every problem found, one line each
             print(f"error: {line}", file=sys.stderr)
