@@ -372,3 +372,23 @@ def test_gitignore_matches_a_venv_and_a_cache_that_are_links(tmp_path):
     out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, capture_output=True,
                          text=True, check=True).stdout
     assert out.split() == ["??", ".gitignore"]
+
+
+# ------------------------------------------------------------------ faults while the report is written
+def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_partial(box, capsys, monkeypatch):
+    from geolip_lib.report import notebook_doc
+
+    _result(box.out / "ok" / "a")
+    (box.out / ".profile.json").write_text('{"profile": "p"}')
+
+    def full(src, dst, *a, **k):
+        Path(dst).mkdir(parents=True)
+        (Path(dst) / "MathJax.js").write_bytes(b"half")
+        raise OSError(28, "No space left on device", str(Path(dst) / "MathJax.js"))
+
+    monkeypatch.setattr(notebook_doc.shutil, "copytree", full)
+    (line,) = refused(box, capsys, "--report-only", root_existed=True)
+    partial = box.out / "_static" / ".mathjax.partial"
+    assert line == (f"error: the report could not be written: No space left on device ({partial / 'MathJax.js'}); "
+                    "free space and rerun with --report-only")
+    assert not partial.exists()
