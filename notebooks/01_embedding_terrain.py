@@ -75,6 +75,7 @@ mats = {k: T for k, T in {"embedding": E, "gaussian": E_gauss, "random_init": E_
 metrics: dict = {"model": {"name": lm.name, "family": lm.family, "is_text": lm.is_text, "stacks": list(lm.stacks)},
                  "embedding_shape": [V_, D_]}
 headline: dict = {}
+not_run: dict = {}  # section title -> why it cannot run on this model (recorded in metrics.json, shown on the index)
 print(f"{lm.name} ({lm.family}): {'token' if lm.is_text else 'position'} embedding table E = {V_} x {D_}.")
 
 # %% [markdown]
@@ -94,10 +95,15 @@ print(f"{lm.name} ({lm.family}): {'token' if lm.is_text else 'position'} embeddi
 # Gaussian seeds `SEED + 1 + 10k`, sphere `SEED + 2 + 10k`, random-init models
 # `params.seed + 1 + k`), measured exactly as the model is, and the headline's null is the
 # mean over those seeds with the 95 % prediction interval over them — where one more draw
-# of the null would land. The tables below show the first seed of each null.
+# of the null would land. The tables below show the first seed of each null. The random-init
+# model of seed 0 is built whole (section 8 runs it); for the other seeds only the
+# input-embedding table is drawn, with the model's own initialisation
+# (`probes.uncertainty.random_init_table`): the table is all this null measures.
 
 # %%
 init_table = probes.uncertainty.random_init_tables(lm, twin)  # k -> random-init table of init seed k (0: twin)
+if twin is not None:  # what the null cost: seed 0 the whole twin, the others the table alone (the plan counts them)
+    metrics["random_init_null"] = probes.uncertainty.random_init_drivers(lm, M.intervals.N_NULL_SEEDS)
 null_dist = probes.uncertainty.null_distributions(
     E, init_table, n_seeds=M.intervals.N_NULL_SEEDS, n_cos=N_COS_SAMPLE, n_simplices=N_SIMPLICES, pca_rows=PCA_ROWS,
     seed=SEED, tokenizer=lm.tokenizer if lm.is_text else None, n_boot=N_BOOT)
@@ -276,7 +282,8 @@ if dig["applicable"]:
     job.table(probes.tables.digits_frame(digs, dig_iv), caption="Digit cosine structure")
     job.figure(plots.digits_heatmap(dig["cosine"], dig["corr_abs_diff"], dig_iv["embedding"]), "digits")
 else:
-    print(f"Digit manifold: not applicable — {dig['reason']}.")
+    not_run["Digit manifold"] = f"not applicable — {dig['reason']}."
+    print(f"Digit manifold: {not_run['Digit manifold']}")
 headline["digit_corr"] = results.headline(
     dig.get("corr_abs_diff"), interval="exact" if dig.get("corr_abs_diff") is not None else None,
     over="10 digits, 45 pairs", label="digit |i-j| corr", fmt=".3f",
@@ -295,7 +302,8 @@ if cat["applicable"]:
     job.table(probes.tables.category_frame(cat), caption="Intra-category cosine and its lift over the global mean")
     job.figure(plots.categories_heatmap(cat["centroid_cosine"], cat["centroid_names"]), "categories")
 else:
-    print(f"Semantic categories: not applicable — {cat['reason']}.")
+    not_run["Semantic categories"] = f"not applicable — {cat['reason']}."
+    print(f"Semantic categories: {not_run['Semantic categories']}")
 
 # %% [markdown]
 # ## 7b. Token-id-range categories (seed §13a)
@@ -322,7 +330,8 @@ if tr["embedding"]["applicable"]:
                       f"{M.intervals.format_value(cos['embedding']['mean'], cos_iv['embedding'])}",
               formats={"std": "{:.4f}", "lift": "{:+.4f}", "random init": "{:.4f}"})
 else:
-    print(f"Token-id-range categories: not applicable — {tr['embedding']['reason']}.")
+    not_run["Token-id-range categories"] = f"not applicable — {tr['embedding']['reason']}."
+    print(f"Token-id-range categories: {not_run['Token-id-range categories']}")
 
 # %% [markdown]
 # ## 8. Layer-by-layer hidden-state geometry
@@ -376,7 +385,8 @@ if ed["applicable"]:
     job.figure(plots.encoder_decoder(ed, ed["intervals"], ed0, (ed0 or {}).get("intervals"),
                                      title=f"{lm.name}: encoder vs decoder hidden states (seed §1 pair)"), "encoder_decoder")
 else:
-    print(f"Encoder vs decoder hidden states: not applicable — {ed['reason']}.")
+    not_run["Encoder vs decoder hidden states"] = f"not applicable — {ed['reason']}."
+    print(f"Encoder vs decoder hidden states: {not_run['Encoder vs decoder hidden states']}")
 
 # %% [markdown]
 # ## 9. Special tokens
@@ -391,7 +401,8 @@ if sp["applicable"]:
     job.table(probes.tables.special_tokens_frame(sp), caption="Special tokens: norm and its z-score in the vocabulary")
     job.table(sp["pairwise"], caption="Cosine between special tokens")
 else:
-    print(f"Special tokens: not applicable — {sp['reason']}.")
+    not_run["Special tokens"] = f"not applicable — {sp['reason']}."
+    print(f"Special tokens: {not_run['Special tokens']}")
 
 # %% [markdown]
 # ## 10. Relative position bias
@@ -405,7 +416,8 @@ if rpb["applicable"]:
     job.table(probes.tables.position_bias_frame(rpb), caption="Relative-position-bias tables")
     job.figure(plots.position_bias(rpb_weights), "position_bias")
 else:
-    print(f"Relative position bias: not applicable — {rpb['reason']}.")
+    not_run["Relative position bias"] = f"not applicable — {rpb['reason']}."
+    print(f"Relative position bias: {not_run['Relative position bias']}")
 
 # %% [markdown]
 # ## 11. Euclidean distance structure
@@ -431,7 +443,8 @@ if O is not None and tuple(O.shape) == tuple(E.shape):
     job.table(probes.tables.embed_vs_output_frame(metrics["embed_vs_output"]), caption="Input vs output embedding")
 else:
     metrics["embed_vs_output"] = {"applicable": False, "reason": "output embedding tied or absent"}
-    print("Input vs output embedding: not applicable — the output embedding is tied or absent.")
+    not_run["Input vs output embedding"] = "not applicable — the output embedding is tied or absent."
+    print(f"Input vs output embedding: {not_run['Input vs output embedding']}")
 
 # %% [markdown]
 # ## 13. Vision-tower embedding tables
@@ -450,7 +463,8 @@ metrics["vision_tables"] = vis
 if vis:
     job.table(probes.tables.vision_frame(vis), caption="Vision-tower embedding tables")
 else:
-    print("Vision-tower tables: not applicable — text-only model.")
+    not_run["Vision-tower tables"] = "not applicable — text-only model."
+    print(f"Vision-tower tables: {not_run['Vision-tower tables']}")
 
 # %% [markdown]
 # ## Results
@@ -495,7 +509,7 @@ if traj is not None:
 # %%
 job.figure(plots.headline_nulls(headline, title=f"{lm.name}: headline numbers and null models (95 % intervals)"),
            "headline_nulls", key=True)
-job.finish(metrics, headline)
+job.finish(metrics, headline, not_run=not_run)
 
 # %% [markdown]
 # ## References

@@ -49,7 +49,7 @@ import warnings
 
 from geolip_lib import families, runtime, trajectory
 from geolip_lib.families import catalog
-from geolip_lib.weights import TensorStore, plots, run_battery
+from geolip_lib.weights import TensorStore, nulls, plots, run_battery
 from geolip_lib.weights import tables as T
 from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT
 from geolip_lib.metrics.intervals import N_NULL_SEEDS  # seeds of the random-init null (5)
@@ -58,6 +58,7 @@ job = runtime.start("02_weight_topology", globals())  # job dir, style, inline f
 lm = job.lm
 store = TensorStore(lm.weights_dir)  # reads safetensors headers only
 metrics: dict = {}
+not_run: dict = {}  # section title -> why it cannot run on this model (recorded in metrics.json, shown on the index)
 
 # %% [markdown]
 # ## 1. Weight catalog
@@ -78,32 +79,33 @@ job.table(T.catalog_summary(cat), caption="Tensors per (stack, attention kind, r
 
 # %% [markdown]
 # The battery runs once on the checkpoint and, as the null, on the same architecture at
-# random initialisation (`lm.random_init_weights`) with `N_NULL_SEEDS` = 5 initialisation
-# seeds (`SEED + 1000 + k`): every property the initialiser alone produces shows up in
-# both, and the null is a distribution — its interval in the headlines is the 95 %
-# prediction interval over those 5 init seeds (where one more random init would land). The
-# tables and figures show the first seed. Up to `TWIN_MAX_PARAMS` parameters the
-# twin is built whole in memory; above (T5-v1.1-XXL, Qwen3-4B, CLIP ViT-bigG) each tensor
-# is generated when the battery asks for it, with the model's own initialisation and a
-# seed of its own, and dropped after use (`geolip_lib.models.twin`): the twin is never
-# held whole in memory nor written to disk.
+# random initialisation with `N_NULL_SEEDS` = 5 initialisation seeds (`SEED + 1000 + k`):
+# every property the initialiser alone produces shows up in both, and the null is a
+# distribution — its interval in the headlines is the 95 % prediction interval of one whole
+# model at random init (where one more random init would land). At initialisation the
+# layers are independent and identically distributed, so each seed's battery runs on a
+# sample of its layers (layer 0 and `m − 1` more, `m = max(2, ⌈L / 5⌉)`): the 5 seeds
+# together cost about one model, not five, and the interval accounts for the layers a seed
+# did not see (`weights.nulls.battery_null`; `metrics.sampled_null`: mean ± t·s·√(f + 1/5),
+# f the fraction of the layers or layer pairs a seed saw). Which layers each seed measured
+# is recorded as `metrics["random_init_null"]`. Each sampled tensor is generated when the
+# battery asks for it, with the model's own initialisation and a seed of its own
+# (`geolip_lib.models.twin`), so no twin is held whole; the seeds after the first are
+# shared through the project's null cache by every job that asks for the same null. The
+# tables and figures show the first seed (its sampled layers, and the tensors outside the
+# layers: embeddings, final norms).
 
 # %%
 res = run_battery(store, cat=cat, device=DEVICE, thresholds=SPARSITY_THRESHOLDS)
 summary = res.summary()
 summary.pop("seconds", None)  # wall times are not deterministic; not recorded
-null_res, null, null_seeds, null_stack_seeds = None, None, [], []
-for k in range(N_NULL_SEEDS if NULL_BASELINE else 0):  # the null is a distribution: one battery per init seed
-    twin = lm.random_init_weights(seed=SEED + 1000 + k, max_params=TWIN_MAX_PARAMS)
-    r = run_battery(twin, config=lm.config, family=lm.family, device=DEVICE, thresholds=SPARSITY_THRESHOLDS)
-    del twin
-    null_seeds.append(r.summary())
-    null_seeds[-1].pop("seconds", None)
-    null_stack_seeds.append(T.stack_items(r))
-    if k == 0:
-        null_res, null = r, null_seeds[0]  # the first seed is the one the tables and figures show
+rnull = nulls.battery_null(lm, N_NULL_SEEDS if NULL_BASELINE else 0, seed=SEED, device=DEVICE,
+                           thresholds=SPARSITY_THRESHOLDS, max_params=TWIN_MAX_PARAMS)
+null_res, null_seeds, null_stack_seeds = rnull.first, rnull.seeds, rnull.stack_seeds
+null = rnull.first_summary  # the first seed: what the tables and figures show
 metrics["battery"] = summary
 metrics["random_init"] = null
+metrics["random_init_null"] = rnull.drivers  # seeds, layers sampled per seed (the plan counts them)
 
 # %% [markdown]
 # ## 2. SVD effective rank
@@ -174,7 +176,8 @@ job.table(by_stack, caption=f"Fraction |w| {thr} per (stack/attn, role), 95 % bo
 # %%
 qk = res.qk["layers"]
 if qk.empty:
-    print(f"{families.attention_skipped(lm, 'QK manifold')}")  # a sentence; family any: which adapter would enable it
+    not_run["4. QK similarity manifold"] = families.attention_skipped(lm, 'QK manifold')  # family any: which adapter
+    print(not_run["4. QK similarity manifold"])
 else:
     print(f"{QK_BALANCE_STATEMENT}")
     job.table(T.qk_layers(res, SHOW_LAYERS), caption=f"QK sign counts per layer (first {SHOW_LAYERS} per group): "
@@ -208,7 +211,8 @@ if not qk.empty:
 # %%
 ml = res.mlp["layers"]
 if ml.empty:
-    print(f"{MODEL}: no MLP blocks in the catalog — dead-neuron analysis skipped.")
+    not_run["5. MLP dead neurons"] = f"{MODEL}: no MLP blocks in the catalog — dead-neuron analysis skipped."
+    print(not_run["5. MLP dead neurons"])
 else:
     job.table(ml.head(2 * SHOW_LAYERS), caption="MLP neurons per layer", index=False)
     job.table(T.mlp_overview(summary, null), caption="Dead and weak neurons, trained vs random init",
@@ -225,7 +229,9 @@ cl = T.cross_layer_overview(summary, null)
 if lm.spec.shared_layers:  # ALBERT: one stored layer runs at every depth
     print(f"{lm.spec.shared_layers}")  # the family's sentence on its shared layer
 if cl.empty:
-    print(f"{MODEL}: fewer than two layers per role — cross-layer correlation skipped.")
+    not_run["6. Cross-layer weight correlation"] = f"{MODEL}: fewer than two layers per role — cross-layer " \
+        "correlation skipped."
+    print(not_run["6. Cross-layer weight correlation"])
 else:
     job.table(cl, caption="Cosine between layers of the same role (adjacent pairs; mean |off-diagonal|)")
 
@@ -316,7 +322,7 @@ if traj is not None:
     metrics["trajectory"] = traj
 
 # %%
-job.finish(metrics, head)
+job.finish(metrics, head, not_run=not_run)
 
 # %% [markdown]
 # ## References

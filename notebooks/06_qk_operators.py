@@ -67,6 +67,7 @@ from geolip_lib.weights.spectral import QK_BALANCE_STATEMENT
 job = runtime.start("06_qk_operators", globals())  # job dir, plot style, inline figures, seeds, job.lm = MODEL
 lm = job.lm
 metrics: dict = {"model": {"name": lm.name, "family": lm.family}}
+not_run: dict = {}  # section title -> why it cannot run on this model (recorded in metrics.json, shown on the index)
 print(f"Measuring {lm.name} ({lm.family}).")
 
 # %% [markdown]
@@ -81,6 +82,14 @@ print(f"Measuring {lm.name} ({lm.family}).")
 # `TWIN_MAX_PARAMS` parameters; above (Qwen3-4B, T5-v1.1-XXL, CLIP ViT-bigG) each query/key
 # matrix is generated when it is read, with the model's own initialisation and a seed of
 # its own (`geolip_lib.models.twin`), so the twin is never held whole nor written to disk.
+# The null is a distribution over 5 init seeds; at initialisation the layers are i.i.d., so
+# only the first seed's twin is measured whole (what the tables and figures show), and the
+# other seeds measure a sample of each group's layers (position 0 and `m − 1` more,
+# `m = max(2, ⌈L / 5⌉)`, generated alone): about two models' cost, not five. Every seed
+# enters the headline null with the same number of sampled layers (the first seed's sample
+# is read from its whole measurement), and the interval is the prediction interval of one
+# whole model (`operators.nulls`, `metrics.sampled_null`). The layers sampled are recorded
+# as `metrics["random_init_null"]`; the sampled seeds are shared through the null cache.
 
 # %%
 t0 = time.perf_counter()
@@ -89,12 +98,17 @@ with warnings.catch_warnings():
     ops = operators.measure_model(lm, top_k=TOP_K, groups=GROUPS, meta={"model": MODEL, "variant": "trained"})
     t_measure = time.perf_counter() - t0
     # the null is a distribution: the random-init twin with N_NULL_SEEDS init seeds (params.seed + 1 + k)
-    null_ops_seeds = operators.measure_null_over_seeds(lm, M.intervals.N_NULL_SEEDS if RANDOM_INIT_BASELINE else 0,
-                                                       top_k=TOP_K, groups=GROUPS, max_params=TWIN_MAX_PARAMS, model=MODEL)
-    null_ops = null_ops_seeds[0] if null_ops_seeds else {}  # the first seed is the one tables and figures show
+    o0 = next(iter(ops.values()), None)  # the headline's top-k of the sign agreement (first group's eigenvalues)
+    k0 = max([k for k in SIGN_KS if o0 is not None and k <= min(TOP_K, 2 * o0.head_dim)] or [None])
+    rnull = operators.nulls.operator_null(lm, M.intervals.N_NULL_SEEDS if RANDOM_INIT_BASELINE and ops else 0,
+                                          k=k0, top_k=TOP_K, groups=GROUPS, max_params=TWIN_MAX_PARAMS, model=MODEL)
+    null_ops = rnull.first  # the first seed, every layer: the one tables and figures show
 t_null = time.perf_counter() - t0 - t_measure
 if not ops:
-    print(f"{families.attention_skipped(lm, 'QK-operator probe', 'no query/key weights found')}")
+    not_run["QK operators (every section)"] = families.attention_skipped(lm, 'QK-operator probe',
+                                                                         'no query/key weights found')
+    print(not_run["QK operators (every section)"])
+metrics["random_init_null"] = rnull.drivers  # seeds, layers sampled per group (the plan counts them)
 metrics["measure"] = {"groups": tables.group_rows(ops)}  # timings are printed, not recorded: metrics.json stays deterministic
 print(f"Measured in {t_measure:.2f} s (random init {t_null:.2f} s).")
 job.table(pd.DataFrame(metrics["measure"]["groups"]), caption="Attention groups measured", index=False)
@@ -129,7 +143,8 @@ null_an = {g: operators.analyse(o, anchor=ANCHOR, ks=SIGN_KS) for g, o in null_o
 # averaged over heads: ≈ 1 means the same operator up to a scalar, ≈ 0 distinct operators.
 
 # %%
-job.figure(plots.cosine_matrices(analyses, null_an), "cos_matrix", key=True)
+if ops:  # no attention group: no figure (the reason is in not_run)
+    job.figure(plots.cosine_matrices(analyses, null_an), "cos_matrix", key=True)
 job.table(tables.cosine_table(analyses, null_an), caption="Operator cosine between layers (means over heads)",
           index=False)
 
@@ -150,7 +165,8 @@ job.table(tables.rescale_table(analyses, null_an), caption="Scalar rescale onto 
 # sign matches the anchor's i-th eigenvalue; 0.5 is chance. Bands are thirds of the stack.
 
 # %%
-job.figure(plots.sign_agreement(analyses, null_an, TOP_K), "sign_agreement")
+if ops:  # no attention group: no figure (the reason is in not_run)
+    job.figure(plots.sign_agreement(analyses, null_an, TOP_K), "sign_agreement")
 job.table(tables.sign_table(analyses, null_an), caption="Top-k sign agreement with the anchor (0.5 = chance), "
           "by depth band", index=False)
 
@@ -163,7 +179,8 @@ job.table(tables.sign_table(analyses, null_an), caption="Top-k sign agreement wi
 # expected squared overlap is k/hidden.
 
 # %%
-job.figure(plots.principal_angles(analyses, null_an, TOP_K), "principal_angles", key=True)
+if ops:  # no attention group: no figure (the reason is in not_run)
+    job.figure(plots.principal_angles(analyses, null_an, TOP_K), "principal_angles", key=True)
 job.table(tables.principal_angle_table(analyses, null_an), caption=f"Top-{TOP_K} eigen-subspace principal angles "
           "to the anchor, per layer", index=False)
 
@@ -184,15 +201,13 @@ job.table(tables.principal_angle_table(analyses, null_an), caption=f"Top-{TOP_K}
 # seeds `params.seed + 1 + k`), its interval the 95 % prediction interval over them.
 
 # %%
-k0 = max([k for k in next(iter(analyses.values()), {}).get("sign_agreement", {}) if k <= TOP_K] or [None])
 samples = {g: operators.headline_samples(o, anchor=ANCHOR, k=k0) for g, o in ops.items()}
 null_samples = {g: operators.headline_samples(o, anchor=ANCHOR, k=k0) for g, o in null_ops.items()}
 intervals = {g: {k: M.intervals.bootstrap(s["values"], seed=SEED, what=s["what"]) for k, s in gs.items()}
              for g, gs in samples.items()}
 null_intervals = {g: {k: M.intervals.bootstrap(s["values"], seed=SEED, what=s["what"]) for k, s in gs.items()}
                   for g, gs in null_samples.items()}
-null_samples_seeds = {g: [operators.headline_samples(o[g], anchor=ANCHOR, k=k0) for o in null_ops_seeds if g in o]
-                      for g in ops}  # the random-init null over its init seeds
+null_samples_seeds = rnull.samples  # the random-init null over its init seeds (sampled layers)
 verdicts = tables.verdict_rows(analyses, null_an)
 shown = pd.DataFrame(verdicts)
 shown.insert(min(2, shown.shape[1]), "cos→anchor [95 % interval]", [M.intervals.format_value(v["mean cos to anchor"],
@@ -218,7 +233,8 @@ job.table(shown, caption="Verdict per attention group (mean operator cosine to t
 # %%
 spectral = tables.spectral_records(analyses, null_an, intervals, null_intervals, samples, null_samples_seeds)
 metrics["spectral_vs_operator"] = spectral
-job.figure(plots.spectral_vs_operator(analyses, null_an), "spectral_vs_operator", key=True)
+if ops:  # no attention group: no figure (the reason is in not_run)
+    job.figure(plots.spectral_vs_operator(analyses, null_an), "spectral_vs_operator", key=True)
 job.table(tables.spectral_table(spectral), caption="Operator vs spectral cosine between layers (means over "
           "layer pairs and heads; 95 % bootstrap intervals)", index=False)
 
@@ -252,7 +268,7 @@ headline = {} if a0 is None else tables.first_group_headline(g0, values0, sample
                                                              k0=k0, top_k=TOP_K)
 headline.update({k: spectral0[r] for k, r in (("spec_cos_to_anchor", "spectral_cos_to_anchor"),
                                              ("spec_minus_op", "spectral_minus_operator")) if r in spectral0})
-job.finish(metrics, headline)
+job.finish(metrics, headline, not_run=not_run)
 
 # %% [markdown]
 # ## References

@@ -76,17 +76,18 @@ def operator_null(lm: Any, n_seeds: int, *, k: Optional[int] = None, top_k: int 
     name = model if model is not None else lm.name
     seeds = [lm.params.seed + 1 + j for j in range(n_seeds)]
     meta0 = {"model": name, "variant": "random_init", "init_seed": 0}
-    store0, _ = twin(lm, seeds[0], max_params)
+    store0, _ = twin(lm, seeds[0], max_params, generated=False)  # measured whole: as before issue 31
     first = measure_model(store0, config=lm.config, family=lm.family, top_k=top_k, groups=groups, meta=meta0)
     del store0
     picks = {g: sample_layers(o.n_layers, n_seeds, lm.params.seed + 7919 * i, layers_per_seed)
              for i, (g, o) in enumerate(first.items())}
     per_seed = [{g: to_jsonable(_samples(select_layers(o, picks[g][0]), k)) for g, o in first.items()}]
+    sampled = any(len(picks[g][0]) < o.n_layers for g, o in first.items())
 
     def rest():
         out = []
         for j in range(1, n_seeds):
-            store, _ = twin(lm, seeds[j], max_params)
+            store, _ = twin(lm, seeds[j], max_params, generated=sampled)
             ops = measure_model(store, config=lm.config, family=lm.family, top_k=top_k, groups=list(first),
                                 positions={g: picks[g][j] for g in first},
                                 meta={"model": name, "variant": "random_init", "init_seed": j})
@@ -108,7 +109,6 @@ def operator_null(lm: Any, n_seeds: int, *, k: Optional[int] = None, top_k: int 
     L_all = sum(o.n_layers for o in first.values())
     drivers["model_equivalents"] = round(1 + sum((n_seeds - 1) * len(picks[g][0]) for g in first) / L_all, 3) \
         if L_all else 1.0
-    drivers["method"] = "sampled layers" if any(len(picks[g][0]) < o.n_layers for g, o in first.items()) \
-        else "every layer"
+    drivers["method"] = "sampled layers" if sampled else "every layer"
     return OperatorNull(first, samples, drivers)
 

@@ -37,7 +37,7 @@ from .battery import run_battery
 from .battery.sparsity import THRESHOLDS
 from .tables.by_stack import stack_items
 
-__all__ = ["battery_null", "battery_null_full", "sample_layers", "layer_count", "twin", "BatteryNull"]
+__all__ = ["battery_null", "battery_null_full", "sample_layers", "layer_count", "model_layers", "twin", "BatteryNull"]
 
 
 @dataclasses.dataclass
@@ -85,21 +85,31 @@ def sample_layers(n_layers: int, n_seeds: int, seed: int, per_seed: Optional[int
     return out
 
 
-def twin(lm: Any, init_seed: int, max_params: Optional[int] = None):
-    """``(store, catalog)`` of a random-init twin: generated tensor by tensor (only the tensors
-    the battery reads are ever built) where the family's catalog reads the model's own tensor
-    names; else the twin of ``lm.random_init_weights`` (in memory up to ``max_params``), for
-    families whose checkpoints are stored in a canonical layout the model does not use (GPT-2's
-    Conv1D, fused experts: ``models.loading.checkpoint_state``)."""
+def twin(lm: Any, init_seed: int, max_params: Optional[int] = None, *, generated: bool = True):
+    """``(store, catalog)`` of a random-init twin. ``generated``: tensor by tensor (only the
+    tensors a caller reads are ever built: a sample of the layers) where the family's catalog
+    reads the model's own tensor names; else, and for families whose checkpoints are stored in
+    a canonical layout the model does not use (GPT-2's Conv1D, fused experts:
+    ``models.loading.checkpoint_state``), the twin of ``lm.random_init_weights`` (whole in memory
+    up to ``max_params`` parameters, as notebook 02 and 06 built it before issue 31)."""
+    kw = {} if max_params is None else {"max_params": max_params}
     with warnings.catch_warnings():  # the twin has the trained model's architecture: its catalog's
         warnings.simplefilter("ignore")  # notices (unclassified tensors) were shown once, for the trained weights
-        store = lm.random_init_weights(seed=init_seed, max_params=0)
-        try:
-            return store, catalog(store, config=lm.config, family=lm.family)
-        except ValueError:
-            kw = {} if max_params is None else {"max_params": max_params}
-            store = lm.random_init_weights(seed=init_seed, **kw)
-            return store, catalog(store, config=lm.config, family=lm.family)
+        if generated:
+            store = lm.random_init_weights(seed=init_seed, max_params=0)
+            try:
+                return store, catalog(store, config=lm.config, family=lm.family)
+            except ValueError:
+                pass
+        store = lm.random_init_weights(seed=init_seed, **kw)
+        return store, catalog(store, config=lm.config, family=lm.family)
+
+
+def model_layers(lm: Any) -> int:
+    """Layers of ``lm``'s deepest stack, from its catalog (names and shapes only)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # shown once by the notebook for the trained weights
+        return layer_count(catalog(lm, config=lm.config, family=lm.family))
 
 
 def _restrict(cat, layers: Sequence[int], keep_rest: bool):
@@ -126,17 +136,18 @@ def battery_null(lm: Any, n_seeds: int = N_NULL_SEEDS, *, seed: int = 0, layers_
     the in-memory twin's limit where a generated twin cannot be catalogued (:func:`twin`)."""
     if n_seeds < 1:
         return BatteryNull(SampledNull(), [], None, {})
-    L = layer_count(twin(lm, _init_seed(seed, 0), max_params)[1])
+    L = model_layers(lm)
     picks = sample_layers(L, n_seeds, seed, layers_per_seed)
     m = len(picks[0])
+    sampled = m < L  # generated tensor by tensor only where layers are left out (else the whole twin, as before)
     drivers = {"method": "sampled layers" if m < L else "every layer", "seeds": n_seeds,
                "init_seeds": [_init_seed(seed, k) for k in range(n_seeds)], "layers_in_model": L,
                "layers_per_seed": m, "layers_sampled": picks,
                "model_equivalents": round(n_seeds * m / L, 3) if L else float(n_seeds)}
 
     def one(k: int):
-        twin, cat = twin(lm, _init_seed(seed, k), max_params)
-        r = run_battery(twin, cat=_restrict(cat, picks[k], keep_rest=k == 0), device=device, thresholds=thresholds)
+        store, cat = twin(lm, _init_seed(seed, k), max_params, generated=sampled)
+        r = run_battery(store, cat=_restrict(cat, picks[k], keep_rest=k == 0), device=device, thresholds=thresholds)
         return r, {"summary": _summary(r), "stack_items": stack_items(r)}
 
     first, rec0 = one(0)
@@ -177,8 +188,7 @@ def battery_null_full(lm: Any, n_seeds: int = N_NULL_SEEDS, *, seed: int = 0, ma
         seeds.append(_summary(r))
         stacks.append(stack_items(r))
         first = r if k == 0 else first
-    L = layer_count(catalog(lm.random_init_weights(seed=_init_seed(seed, 0), max_params=0), config=lm.config,
-                            family=lm.family)) if n_seeds else 0
+    L = model_layers(lm) if n_seeds else 0
     drivers = {"method": "whole models", "seeds": n_seeds, "init_seeds": [_init_seed(seed, k) for k in range(n_seeds)],
                "layers_in_model": L, "layers_per_seed": L, "model_equivalents": float(n_seeds)}
     return BatteryNull(seeds, stacks, first, drivers)

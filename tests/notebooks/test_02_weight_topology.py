@@ -223,3 +223,17 @@ def test_02_generated_twin_above_the_threshold(run_notebook):
     for role, row in ref["svd_by_role"].items():
         assert math.isclose(null["svd_by_role"][role]["stable_rank"], row["stable_rank"], rel_tol=1e-9), role
     assert m["metrics"]["battery"] == base["metrics"]["battery"]  # the trained side is untouched
+
+
+def test_02_records_the_nulls_drivers(run_notebook):
+    """metrics["random_init_null"]: 5 init seeds SEED + 1000 + k, the layers each measured
+    (layer 0 always), the model's layer count and the cost in model-equivalents; no section
+    of tiny-t5 is skipped, so no "not_run"."""
+    m = run_notebook("02_weight_topology", "tiny-t5")
+    d, seed = m["metrics"]["random_init_null"], m["parameters"]["SEED"]
+    assert d["seeds"] == 5 and d["init_seeds"] == [seed + 1000 + k for k in range(5)]
+    assert d["layers_in_model"] == 2 and d["layers_per_seed"] == 2 and d["layers_sampled"] == [[0, 1]] * 5
+    assert d["model_equivalents"] == 5.0 and d["method"] == "every layer"  # 2 layers: nothing to sample
+    assert "not_run" not in m
+    per_seed = m["headline"]["q_stable_rank"]["nulls"]["random_init"]["per_seed"]
+    assert len(per_seed) == 5 and "sampled_fraction" in m["headline"]["q_stable_rank"]["nulls"]["random_init"]

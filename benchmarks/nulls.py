@@ -1,0 +1,97 @@
+#!/usr/bin/env python
+"""Notebook 02's time with its random-init null ÷ without, before and after issue 31 §2.
+
+Before: the null as notebook 02 computed it until issue 31, the whole battery on 5 whole
+random-init twins (``weights.nulls.battery_null_full``, kept as the reference). After: the
+battery on a sample of each twin's layers (``weights.nulls.battery_null``: layer 0 and
+``m − 1`` more per seed, ``m = max(2, ceil(L / 5))``, generated tensor by tensor). "Without"
+is notebook 02's own computation on the trained weights: the catalog and the battery, which
+is what the null repeats (the tables, figures and bootstraps of 02 cost the same either way
+and are left out of both sides). The null cache is switched off (``GEOLIP_NULL_CACHE=off``):
+this times the computation itself.
+
+Beside the ratios, the check that the sampled null is the full one within its sampling error:
+for every headline of notebook 02, the random-init null (mean [95 % prediction interval of
+one whole model]) by both methods, and whether they agree (means within the two half-widths,
+widths within a factor 4).
+
+    .venv/bin/python benchmarks/nulls.py                         # shapes-t5-small (6+6 layers, 60 M parameters)
+    .venv/bin/python benchmarks/nulls.py --model shapes-bert-large-uncased
+    .venv/bin/python benchmarks/nulls.py --quick                 # tiny-t5: a small real run (make bench)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["GEOLIP_NULL_CACHE"] = "off"  # time the computation, not the cache
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="shapes-t5-small", help="a params/models name (default shapes-t5-small)")
+    ap.add_argument("--quick", action="store_true", help="tiny-t5 instead: a small real run (make bench)")
+    ap.add_argument("--seed", type=int, default=0, help="notebook 02's SEED (default 0)")
+    ap.add_argument("--device", default="cpu", help="where SVDs and QK problems run (default cpu)")
+    args = ap.parse_args(argv)
+    name = "tiny-t5" if args.quick else args.model
+
+    from geolip_lib import models
+    from geolip_lib.families import catalog
+    from geolip_lib.metrics.intervals import N_NULL_SEEDS, format_value
+    from geolip_lib.weights import TensorStore, run_battery
+    from geolip_lib.weights import tables as T
+    from geolip_lib.weights.nulls import battery_null, battery_null_full
+
+    lm = models.load(name)
+    print(f"{name}: {sum(p.numel() for p in lm.model.parameters()):,} parameters; null over {N_NULL_SEEDS} seeds; "
+          f"device {args.device}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+
+    def trained():
+        store = TensorStore(lm.weights_dir)
+        cat = catalog(store, config=lm.config, family=lm.family)
+        return run_battery(store, cat=cat, device=args.device)
+
+    res, t0 = _timed(trained)
+    full, t_full = _timed(lambda: battery_null_full(lm, N_NULL_SEEDS, seed=args.seed, device=args.device))
+    samp, t_samp = _timed(lambda: battery_null(lm, N_NULL_SEEDS, seed=args.seed, device=args.device, cache=False))
+    d = samp.drivers
+    print(f"without null: {t0:.1f} s")
+    print(f"before (5 whole twins):  null {t_full:.1f} s; 02 with null / without = {(t0 + t_full) / t0:.2f}")
+    print(f"after ({d['seeds']} seeds x {d['layers_per_seed']} of {d['layers_in_model']} layers, "
+          f"{d['model_equivalents']} model-equivalents): null {t_samp:.1f} s; "
+          f"02 with null / without = {(t0 + t_samp) / t0:.2f}")
+
+    summary = res.summary()
+    items = T.headline_items(res)
+    hf = T.battery_headline(summary, items, full.seeds)
+    hs = T.battery_headline(summary, items, samp.seeds)
+    bad = 0
+    print("\nrandom-init null per headline: full (5 whole twins) | sampled layers | agree")
+    for key, h in hf.items():
+        a, b = (h.get("nulls") or {}).get("random_init"), (hs[key].get("nulls") or {}).get("random_init")
+        if a is None or b is None or a.get("value") is None:
+            continue
+        wa, wb = a["interval"]["hi"] - a["interval"]["lo"], b["interval"]["hi"] - b["interval"]["lo"]  # records
+        ok = abs(a["value"] - b["value"]) <= (wa + wb) / 2 and (wa == wb == 0 or (wa > 0 and 0.25 <= wb / wa <= 4))
+        bad += not ok
+        print(f"  {h.get('label') or key}: {format_value(a['value'], a['interval'])} | "
+              f"{format_value(b['value'], b['interval'])} | {'yes' if ok else 'NO'}"
+              + (f" (width ratio {wb / wa:.2f})" if wa > 0 else ""))
+    print("same null within its sampling error" if not bad else f"{bad} headline(s) disagree")
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
