@@ -77,16 +77,22 @@ def main(argv=None) -> int:
     items = T.headline_items(res)
     hf = T.battery_headline(summary, items, full.seeds)
     hs = T.battery_headline(summary, items, samp.seeds)
+    stack = T.stack_items(res)
+    cf = T.battery_claims(summary, items, stack, full.seeds, None, full.stack_seeds)
+    cs = T.battery_claims(summary, items, stack, samp.seeds, None, samp.stack_seeds)
+    pairs = [(h, hs[k], "random_init") for k, h in hf.items()]
+    pairs += [(h, cs[kind][scope], "random init") for kind, scopes in cf.items() for scope, h in scopes.items()
+              if scope in cs.get(kind, {})]
     bad = 0
-    print("\nrandom-init null per headline: full (5 whole twins) | sampled layers | agree")
-    for key, h in hf.items():
-        a, b = (h.get("nulls") or {}).get("random_init"), (hs[key].get("nulls") or {}).get("random_init")
+    print("\nrandom-init null per headline and seed claim: full (5 whole twins) | sampled layers | agree")
+    for h, hb, nk in pairs:
+        a, b = (h.get("nulls") or {}).get(nk), (hb.get("nulls") or {}).get(nk)
         if a is None or b is None or a.get("value") is None:
             continue
         wa, wb = a["interval"]["hi"] - a["interval"]["lo"], b["interval"]["hi"] - b["interval"]["lo"]  # records
         ok = abs(a["value"] - b["value"]) <= (wa + wb) / 2 and (wa == wb == 0 or (wa > 0 and 0.25 <= wb / wa <= 4))
         bad += not ok
-        print(f"  {h.get('label') or key}: {format_value(a['value'], a['interval'])} | "
+        print(f"  {h.get('label')}: {format_value(a['value'], a['interval'])} | "
               f"{format_value(b['value'], b['interval'])} | {'yes' if ok else 'NO'}"
               + (f" (width ratio {wb / wa:.2f})" if wa > 0 else ""))
     print("same null within its sampling error" if not bad else f"{bad} headline(s) disagree")

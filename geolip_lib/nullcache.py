@@ -20,6 +20,7 @@ computation itself).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -36,6 +37,12 @@ __all__ = ["cached", "cache_key", "cache_path", "enabled", "ENV"]
 ENV = "GEOLIP_NULL_CACHE"
 
 
+@functools.lru_cache(maxsize=1)
+def _library() -> str:
+    """The library hash once per process: the code this process imported, not files edited since."""
+    return library_hash()
+
+
 def enabled() -> bool:
     return os.environ.get(ENV, "on").strip().lower() not in ("off", "0", "no", "false")
 
@@ -44,7 +51,7 @@ def cache_key(what: str, key: Mapping[str, Any]) -> dict:
     """The full key of a record: ``what``, the caller's ``key`` (JSON-able) and the library hash."""
     if not what or not all(c.isalnum() or c in "._-" for c in what):
         raise ValueError(f"what: expected a safe name (letters, digits, ._-), got {what!r}")
-    return {"what": what, "key": to_jsonable(dict(key)), "library": library_hash()}
+    return {"what": what, "key": to_jsonable(dict(key)), "library": _library()}
 
 
 def cache_path(full_key: Mapping[str, Any]) -> Path:
