@@ -84,6 +84,9 @@ def main(argv=None) -> int:
                             "GEOLIP_WARM=0 turns it off; see geolip_lib/runner/warm.py)")
     start.add_argument("--cold", dest="warm", action="store_false",
                        help="start every kernel as a fresh process (slower start, nothing shared)")
+    ap.add_argument("--skip-unfit", action="store_true",
+                    help="run only the jobs that fit this box (or, with --plan, show which would be left out); "
+                         "the jobs left out are listed, one line each, before the first job")
     ap.add_argument("--plan", action="store_true",
                     help="print what each job needs (parameters, disk, memory, device, estimated time) and the totals "
                          "against what is free, then exit (2 when something does not fit)")
@@ -117,6 +120,10 @@ def main(argv=None) -> int:
             jobs = jobs_for_profile(args.profile, args.models, args.notebooks)
             plan = plan_for(jobs, out_root.resolve(), args.jobs, box)
             print(plan.render())
+            if args.skip_unfit:  # what a run with --skip-unfit would do: exit 0 unless what remains does not fit
+                unfit = plan.unfit()
+                rest = [line for line in plan.shortfalls() if line.split(": ", 1)[0] not in unfit]
+                return 2 if rest else 0
             return 2 if plan.shortfalls() else 0
         if args.report_only:  # a root with results of this profile, never created here (exit 2 otherwise)
             prepare_root(check_report_root(out_root, load_profile(args.profile, notebooks_dir=NOTEBOOKS).name))
@@ -126,7 +133,8 @@ def main(argv=None) -> int:
             if args.executor == "ray":
                 opts = {"address": args.ray_address, "results": args.ray_results}
             results = run(args.profile, args.models, args.notebooks, args.resume, out_root,
-                          jobs_at_once=args.jobs, executor=args.executor, warm=args.warm, **opts)
+                          jobs_at_once=args.jobs, executor=args.executor, warm=args.warm,
+                          skip_unfit=args.skip_unfit, **opts)
             failures = [r for r in results if not r.ok]
             done = sum(r.ok and not r.skipped for r in results)
             skipped = sum(r.skipped for r in results)
@@ -157,7 +165,9 @@ def main(argv=None) -> int:
         print(f"{STOP.word}{where}: {done} job(s) finished and kept; rerun with --resume to go on", file=sys.stderr)
         return STOP.exit_code
     except KeyboardInterrupt:
-        print(f"{STOP.word} while building the report; rerun with --report-only", file=sys.stderr)
+        during = ("while planning; nothing was run" if args.plan
+                  else "while building the report; rerun with --report-only")
+        print(f"{STOP.word} {during}", file=sys.stderr)
         return STOP.exit_code
     for p in paths:
         print(p)

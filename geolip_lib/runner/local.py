@@ -184,7 +184,7 @@ def _check_stored_weights(jobs: Sequence[Job]) -> None:
 
 def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optional[Path] = None,
         console=None, jobs_at_once: Optional[int] = None, executor: str = "local", warm: Optional[bool] = None,
-        check_plan: bool = True, **executor_options) -> list[JobResult]:
+        check_plan: bool = True, skip_unfit: bool = False, **executor_options) -> list[JobResult]:
     """Expand a profile and run its jobs under the output root's lock (see :func:`run_jobs`).
 
     Before any job, the plan of the jobs that will run is checked against the free disk and
@@ -197,13 +197,13 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
     try:
         return _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan,
                            executor_options, {"models": list(models) if models else None,
-                                              "notebooks": list(notebooks) if notebooks else None})
+                                              "notebooks": list(notebooks) if notebooks else None}, skip_unfit)
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM before the first job started
         raise Interrupted([], None) from None
 
 
 def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan, executor_options,
-                selection=None):
+                selection=None, skip_unfit=False):
     with run_lock(out_root, console):
         if jobs:  # the root records its profile; another profile's root is refused (one line, exit 2)
             claim_root(out_root, jobs[0].profile, selection)  # and the --models / --notebooks of this run
@@ -215,7 +215,14 @@ def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, c
         def check(at_once):  # the jobs that will run (under --resume, the stale ones) must fit
             if check_plan:
                 pending = [j for j in jobs if not resume or stale_reasons(j, out_root)]
-                check_fit(plan_for(_obtainable(pending), out_root, at_once))
+                plan = plan_for(_obtainable(pending), out_root, at_once)
+                if skip_unfit:  # --skip-unfit: the jobs that cannot fit are left out, named (H5, issue 31)
+                    unfit = plan.unfit()
+                    for label, lines in unfit.items():
+                        print(f"left out (--skip-unfit): {lines[0]}", file=console)
+                    jobs[:] = [j for j in jobs if j.label not in unfit]
+                    plan = plan_for(_obtainable([j for j in pending if j.label not in unfit]), out_root, at_once)
+                check_fit(plan)
 
         if executor == "ray":
             check(1)

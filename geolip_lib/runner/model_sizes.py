@@ -56,6 +56,7 @@ class ModelInfo:
     stored_dtype: str = "float32"  # dtype of the files a load reads
     pickle: bool = False  # those files are a torch pickle (.bin): read whole into host memory to load
     checkpoints: int = 0  # checkpoints of a trajectory (revisions: / checkpoints:), each loaded in turn
+    image_tokens: int = 0  # tokens of one probe image through its vision stack (patches + class token; 0: no vision)
 
     @property
     def bytes(self) -> int:
@@ -134,11 +135,21 @@ def _layers_vocab(cfg: dict) -> tuple[int, int]:
     return int(layers or 0), int(vocab or 0)
 
 
-def _layers_vocab_or_zero(cfg: dict) -> tuple[int, int]:
+def _image_tokens(cfg: dict) -> int:
+    """Patches + 1 of one image through the vision stack (open_clip vision_cfg, HF vision_config or a ViT config)."""
+    v = cfg.get("vision_cfg") or cfg.get("vision_config") or (cfg if "patch_size" in cfg else {})
+    size, patch = v.get("image_size"), v.get("patch_size")
+    if not size or not patch:
+        return 0
+    size = size[0] if isinstance(size, (list, tuple)) else size
+    return (int(size) // int(patch)) ** 2 + 1
+
+
+def _layers_vocab_or_zero(cfg: dict) -> tuple[int, int, int]:
     try:  # a hand-written config: what is not a count is 0 (the cost model then leaves it out)
-        return _layers_vocab(cfg)
-    except (TypeError, ValueError, AttributeError):
-        return 0, 0
+        return (*_layers_vocab(cfg), _image_tokens(cfg))
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError):
+        return 0, 0, 0
 
 
 @functools.lru_cache(maxsize=None)
@@ -163,12 +174,13 @@ def model_info(name: str) -> ModelInfo:
         stored = stored if stored in DTYPE_BYTES else "float32"
         source = "config on meta device"
         download, dl_source = params * DTYPE_BYTES.get(stored, 4), "config x dtype"
-        layers, vocab = _layers_vocab_or_zero(cfg)
+        layers, vocab, image_tokens = _layers_vocab_or_zero(cfg)
         del model
     elif _stored_key(p) in stored_checkpoints():
         d = stored_checkpoints()[_stored_key(p)]
         params, (rows, cols) = int(d["params"]), d["largest"]
         largest, width, layers, vocab = int(rows) * int(cols), int(d["width"]), int(d["layers"]), int(d["vocab"])
+        image_tokens = int(d.get("image_tokens") or 0)
         stored, source = str(d["stored_dtype"]), "stored_checkpoints.yaml"
         download, dl_source = int(sum(float(v) for v in d["files"].values())), "stored files"
     else:
@@ -180,7 +192,7 @@ def model_info(name: str) -> ModelInfo:
         params = n if n is not None else size // DTYPE_BYTES[p.dtype]
         largest = int(min(LARGEST_SHARE * params, LARGEST_CAP))
         width = math.isqrt(params // 100)
-        layers, vocab, stored = 0, 0, p.dtype
+        layers, vocab, image_tokens, stored = 0, 0, 0, p.dtype
         source = "params file size_note"
         download, dl_source = (size, "size_note") if size is not None else (params * DTYPE_BYTES[p.dtype],
                                                                           "size_note x dtype")
@@ -226,7 +238,7 @@ def model_info(name: str) -> ModelInfo:
                      download=int(download), present=present, files_dir=files_dir, has_safetensors=has_st,
                      open_clip_checkpoint=oc_checkpoint, source=source, download_source=dl_source,
                      layers=int(layers), vocab=int(vocab), stored_dtype=stored, pickle=pickle,
-                     checkpoints=len(p.revisions or p.checkpoints or ()))
+                     checkpoints=len(p.revisions or p.checkpoints or ()), image_tokens=int(image_tokens))
 
 
 __all__ = ["DTYPE_BYTES", "GB", "ModelInfo", "PlanError", "STORED_FILE", "TWIN_MAX_PARAMS", "hf_cache_dir", "model_info",

@@ -8,6 +8,7 @@ loading it).
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -21,7 +22,8 @@ import torch
 
 from ..paths import ROOT, cache_root
 from .estimate import (  # noqa: F401 - re-exported: the rows of the plan
-    DISK_KINDS, RATES_FILE, RULES, DiskItem, JobEstimate, Rates, Rule, estimate_job, load_rates)
+    CUDA_CONTEXT, DISK_KINDS, HEADROOM, RATES_FILE, RULES, DiskItem, JobEstimate, Rates, Rule, estimate_job,
+    load_rates)
 from .jobs import notebook_defaults, reads_other_jobs
 from .model_sizes import (  # noqa: F401 - re-exported: the plan's model sizing
     DTYPE_BYTES, GB, TWIN_MAX_PARAMS, ModelInfo, PlanError, hf_cache_dir, model_info, parse_size_note)
@@ -61,6 +63,19 @@ def _duration(sec: float) -> str:
     return f"{sec / 3600:.1f} h"
 
 
+def _span(sec: float, span: Optional[tuple]) -> str:
+    """``2 min (1-4)``: the estimate and its range in the unit of the estimate's own scale."""
+    if not span or span[0] == span[1]:
+        return _duration(sec)
+    unit, div = ("s", 1) if sec < 90 else ("min", 60) if sec < 5400 else ("h", 3600)
+    fmt = (lambda x: f"{x / div:.1f}") if unit == "h" else (lambda x: f"{x / div:.0f}")
+    return f"{fmt(sec)} ({fmt(span[0])}-{fmt(span[1])}) {unit}"
+
+
+MAX_GPUS = 4096  # --gpus above this is refused (the plan holds one entry per GPU)
+MAX_GB = {"--gpu-memory": 10_000, "--host-memory": 1_000_000, "--disk": 100_000_000}  # GB (decimal)
+
+
 WIDTH = 120  # the plan's lines fit a 120-column terminal
 # the rows' "from" parts, in words (model_sizes / estimate write them short, the tests read them so)
 SOURCE_WORDS = [
@@ -72,6 +87,10 @@ SOURCE_WORDS = [
     (r"download size_note x dtype", "download: size_note's parameters x bytes per parameter"),
     (r"download size_note", "download: its params file's size_note"),
     (r"download none", None),
+    (r"download stored files", "download: the real checkpoint's files as stored (stored_checkpoints.yaml, with "
+                               "their source)"),
+    (r"stored_checkpoints\.yaml", "parameters and shapes of the real checkpoint from stored_checkpoints.yaml (no "
+                                  "config at hand)"),
     (r"memory: rule \d\d", None),  # the usual case: said once, above the notes
     (r"(memory: )?rule generic.*", "memory: no rule for this notebook (generic: its model and two float32 copies of "
                                    "its largest tensor)"),
@@ -164,23 +183,51 @@ class Plan:
                 out.append(f"{r.label}: disk on {fs}: the run needs {_gb(used[fs])} GB there up to this job "
                            f"({it.kind}: {_gb(it.new)} GB for {it.key[1]}), {_gb(self.free_disk[fs])} GB free")
         for r in self.rows:
-            if r.host > self.free_mem:
-                out.append(f"{r.label}: host memory: needs {_gb(r.host)} GB at its peak, "
-                           f"{_gb(self.free_mem)} GB available")
-            if r.n_gpus and r.n_gpus > len(self.gpus):
-                have = f"{len(self.gpus)} found" if self.gpus else "none found"
-                out.append(f"{r.label}: GPU: device {r.device} needs {r.n_gpus} GPU(s), {have}; "
-                           "run it on a GPU machine or set device: cpu in its model's params file")
-            elif r.n_gpus and r.gpu > min(self.gpus[:r.n_gpus]):
-                out.append(f"{r.label}: GPU memory: needs {_gb(r.gpu)} GB per GPU, "
-                           f"{_gb(min(self.gpus[:r.n_gpus]))} GB free on {r.device}")
+            out += [line for line, _ in self._job_shortfalls(r)]
         if self.parallel > 1:
             top = sorted(self.rows, key=lambda r: r.host, reverse=True)[:self.parallel]
             need = sum(r.host for r in top)
-            if len(top) > 1 and need > self.free_mem and all(r.host <= self.free_mem for r in top):
+            if len(top) > 1 and need > self.usable_mem and all(r.host <= self.usable_mem for r in top):
                 out.append(f"{', '.join(r.label for r in top)}: host memory with --jobs {self.parallel}: their peaks "
                            f"add up to {_gb(need)} GB, {_gb(self.free_mem)} GB available; lower --jobs")
         return out
+
+    @property
+    def usable_mem(self) -> float:
+        """Host memory a plan may use: what is available less the headroom (:data:`.estimate.HEADROOM`)."""
+        return self.free_mem * (1 - HEADROOM)
+
+    def _job_shortfalls(self, r) -> list[tuple[str, str]]:
+        """(line, kind) per resource one job lacks; kind: "host", "gpus", "gpu"."""
+        out = []
+        if r.host > self.usable_mem:
+            out.append((f"{r.label}: host memory: needs {_gb(r.host)} GB at its peak, {_gb(self.free_mem)} GB "
+                        f"available ({_gb(self.usable_mem)} GB with {HEADROOM:.0%} kept free)", "host"))
+        if r.n_gpus and r.n_gpus > len(self.gpus):
+            have = f"{len(self.gpus)} found" if self.gpus else "none found"
+            out.append((f"{r.label}: GPU: device {r.device} needs {r.n_gpus} GPU(s), {have}; "
+                        "run it on a GPU machine or set device: cpu in its model's params file", "gpus"))
+        elif not r.device.startswith(("cpu", "cuda")):  # the executor could not place it ("needs 2 GPUs, has 1")
+            out.append((f"{r.label}: GPU: {r.device}", "gpus"))
+        elif r.n_gpus and r.gpu > min(self.gpus[:r.n_gpus]) * (1 - HEADROOM):
+            cap = min(self.gpus[:r.n_gpus])
+            out.append((f"{r.label}: GPU memory: needs {_gb(r.gpu)} GB per GPU, {_gb(cap)} GB free on {r.device} "
+                        f"({_gb(cap * (1 - HEADROOM))} GB with {HEADROOM:.0%} kept free)", "gpu"))
+        return out
+
+    def unfit(self) -> dict:
+        """label -> its shortfall lines, for the jobs that cannot run on this box (``--skip-unfit`` leaves them
+        out; disk and the sum of parallel peaks are the run's, not one job's: :meth:`shortfalls` keeps them)."""
+        out = {}
+        for r in self.rows:
+            lines = [line for line, _ in self._job_shortfalls(r)]
+            if lines:
+                out[r.label] = lines
+        return out
+
+    def advice(self, r) -> list[str]:
+        """What would make one job fit, each option with the memory it would then need (see :func:`advise`)."""
+        return advise(r, self)
 
     def timeline(self) -> tuple[float, float]:
         """(job time summed, elapsed with ``parallel`` jobs at once) of the jobs with an estimate, in seconds.
@@ -211,7 +258,7 @@ class Plan:
 
         head = ("job", "params", "disk GB", "host GB", "GPU GB", "device", "est. time", "notes")
         rows = [(r.label, _count(r.params), _gb(sum(r.disk.values())), _gb(r.host), _gb(r.gpu) if r.gpu else "-",
-                 r.device, _duration(r.seconds) if r.seconds is not None else "?", keys(r)) for r in self.rows]
+                 r.device, _span(r.seconds, r.span) if r.seconds is not None else "?", keys(r)) for r in self.rows]
         widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
         # the job column takes what the others leave of WIDTH; a longer job name gets a line of its own
         widths[0] = max(len(head[0]), min(widths[0], WIDTH - sum(widths[1:]) - 2 * (len(widths) - 1)))
@@ -225,8 +272,10 @@ class Plan:
                 lines.append(fmt.format(*row))
         lines = [ln.rstrip() for ln in lines]
         lines += ["", "disk GB: new disk the job writes (hub files, caches, random-init twin, outputs; files already "
-                  "on disk count 0). host GB, GPU GB: peak memory, per GPU; each notebook's rule is in "
-                  "geolip_lib/runner/estimate.py. est. time: see the notes; ? = no measured rate. Notes:"]
+                  "on disk count 0). host GB, GPU GB: peak memory, per GPU, in the dtype the job loads; each "
+                  f"notebook's rule is in geolip_lib/runner/estimate.py; a job fits when its peak is at most "
+                  f"{1 - HEADROOM:.0%} of the memory ({HEADROOM:.0%} headroom). est. time: estimate (low-high) from "
+                  "the cost model fitted to measured jobs (geolip_lib/runner/timings/); ? = no rate. Notes:"]
         lines += [f"  {i}. {p}" for p, i in notes.items()]
         t = self.totals
         k = t["disk_by_kind"]
@@ -249,10 +298,12 @@ class Plan:
             gpus = "free per GPU here: " + (", ".join(_gb(g) for g in self.gpus) or "none")
         lines.append(f"GPU memory: largest peak {_gb(t['gpu_peak'])} GB per GPU; {gpus}")
         total, elapsed = self.timeline()
+        lo = sum((r.span or (r.seconds, r.seconds))[0] for r in self.rows if r.seconds is not None)
+        hi = sum((r.span or (r.seconds, r.seconds))[1] for r in self.rows if r.seconds is not None)
         unknown = [r for r in self.rows if r.seconds is None]
-        lines.append(f"estimated time: {_duration(total)} of job time; about {_duration(elapsed)} from start to end "
-                     f"with {self.parallel} job(s) at once (jobs in profile order; those reading other jobs' results "
-                     f"start after every job before them)")
+        lines.append(f"estimated time: {_duration(total)} of job time (range {_duration(lo)} to {_duration(hi)}); "
+                     f"about {_duration(elapsed)} from start to end with {self.parallel} job(s) at once (jobs in "
+                     f"profile order; those reading other jobs' results start after every job before them)")
         if unknown:
             bound = sum(r.timeout_s or 0 for r in unknown)
             lines.append(f"  not in it: {len(unknown)} job(s) with no measured rate ("
@@ -264,12 +315,95 @@ class Plan:
                          f"measured GPU times replace it ({RATES_FILE.name}, or this output root's job_timing.json)")
         short = self.shortfalls()
         lines += ["", f"does not fit: {len(short)} problem(s), jobs that cannot run as planned:" if short else "fits."]
-        lines += [f"  {s}" for s in short]
+        unfit = self.unfit()
+        advised = set()
+        for s_ in short:
+            lines.append(f"  {s_}")
+            label = s_.split(": ", 1)[0]
+            if label in unfit and label not in advised:
+                advised.add(label)
+                row = next(r for r in self.rows if r.label == label)
+                lines += [f"      to fit: {a}" for a in self.advice(row)]
+        if unfit:
+            n_ok = len(self.rows) - len(unfit)
+            lines += ["", f"--skip-unfit runs the {n_ok} job(s) that fit and leaves out {len(unfit)}: "
+                      + ", ".join(unfit)]
         out = []
         for ln in lines:  # wrap what is longer than WIDTH, continuation lines indented
             indent = " " * (len(ln) - len(ln.lstrip()) + 4)
             out += textwrap.wrap(ln, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [""]
         return "\n".join(out)
+
+
+# ============================================================================ what would make a job fit
+TWIN_SWITCH = {"01_embedding_terrain": "RANDOM_INIT_BASELINE", "02_weight_topology": "NULL_BASELINE",
+               "04_wordnet_alignment": "RANDOM_INIT_BASELINE", "06_qk_operators": "RANDOM_INIT_BASELINE",
+               "07_cross_scale_projection": "B_RANDOM_INIT"}
+
+
+def advise(r, plan: "Plan") -> list[str]:
+    """What would make job ``r`` fit ``plan``'s box, one option a line with what it would then need and
+    whether that fits: a dtype, the battery's work on the host, an offload (``device_map: auto``), more or
+    fewer GPUs per job, a converted checkpoint, a smaller sample or no random-init null (last: the claims
+    that read the null lose it). Arithmetic on the row's parts, not a new estimate: approximate."""
+    kinds = {k for _, k in plan._job_shortfalls(r)}
+    out: list[str] = []
+    files = ", ".join(f"params/models/{m}.yaml" for m in r.models) or "its params file"
+    parts, k = r.gpu_parts or {}, max(r.n_gpus, 1)
+    f32 = parts.get("float32_model", 0) + parts.get("float32_twin", 0)
+    if "gpu" in kinds:
+        cap = min(plan.gpus[:k]) * (1 - HEADROOM)
+
+        def verdict(need):
+            return f"{_gb(need)} GB per GPU: " + ("fits" if need <= cap else f"still over {_gb(cap)}")
+
+        if f32:
+            out.append(f"dtype: bfloat16 in {files} (it loads float32) -> {verdict(r.gpu - f32 / 2 / k)}")
+        if r.battery_on_device and parts.get("work"):
+            out.append(f"DEVICE: cpu in this job's parameters (the battery's SVDs on the host, +{_gb(parts['work'])} "
+                       f"GB host) -> {verdict(r.gpu - parts['work'] / k)}")
+        held = parts.get("model", 0) + parts.get("twin", 0)
+        if not r.offloads:
+            spill = max(r.gpu - cap, 0) * k
+            host = r.host + spill
+            out.append(f"device_map: auto in {files} (accelerate offloads {_gb(spill)} GB to the host, slower) -> "
+                       f"host peak {_gb(host)} GB: " + ("fits" if host <= plan.usable_mem else
+                                                        f"over the host's {_gb(plan.usable_mem)}"))
+        if len(plan.gpus) > k and held:
+            n = len(plan.gpus)
+            need = CUDA_CONTEXT + held / n + parts.get("work", 0)
+            out.append(f"gpus: {n} in {files}{'' if r.offloads else ' with device_map: auto'} (the model spread "
+                       f"over {n} GPUs) -> {verdict(need)}")
+        if parts.get("twin") and r.notebook in TWIN_SWITCH:
+            out.append(f"{TWIN_SWITCH[r.notebook]}: false (no random-init null: its claims lose the null) -> "
+                       f"{verdict(r.gpu - parts['twin'] / k)}")
+    if "gpus" in kinds:
+        have = len(plan.gpus)
+        if have:
+            out.append(f"gpus: {have} in {files} (fewer GPUs per job) with device_map: auto: accelerate offloads to "
+                       f"the host what {have} GPU(s) cannot hold")
+        else:
+            out.append(f"device: cpu in {files} (or plan a box with GPUs: --gpus N --gpu-memory GB)")
+    if "host" in kinds:
+        need = r.host / (1 - HEADROOM)
+        out.append(f"a box with --host-memory {math.ceil(need / GB)} or more")
+
+        def verdict_host(need):
+            return f"host peak {_gb(need)} GB: " + ("fits" if need <= plan.usable_mem else
+                                                     f"still over {_gb(plan.usable_mem)}")
+
+        if parts.get("pickle"):
+            out.append(f"convert the checkpoint to safetensors once (a load then streams tensor by tensor instead of "
+                       f"reading the whole {_gb(parts['pickle'])} GB .bin) -> {verdict_host(r.host - parts['pickle'])}")
+        if f32 and not r.n_gpus:
+            out.append(f"dtype: bfloat16 in {files} (it loads float32) -> {verdict_host(r.host - f32 / 2)}")
+        if r.notebook == "01_embedding_terrain" and not parts.get("pickle"):
+            out.append("smaller samples: N_COS_SAMPLE / N_DIST_SAMPLE / PCA_ROWS in the profile (their matrices "
+                       "grow with the square)")
+        if r.twin and r.notebook in TWIN_SWITCH and r.notebook != "02_weight_topology":
+            out.append(f"{TWIN_SWITCH[r.notebook]}: false (no whole random-init twin in memory; its claims lose "
+                       f"the null)")
+    return out
 
 
 def target_box(gpus: Optional[int] = None, gpu_memory: Optional[float] = None, host_memory: Optional[float] = None,
@@ -280,12 +414,23 @@ def target_box(gpus: Optional[int] = None, gpu_memory: Optional[float] = None, h
     A bad combination is one :class:`PlanError` line naming the flag. Without ``disk`` the disk of a
     target box is not judged (this machine's free disk says nothing about it)."""
     for flag, v in (("--gpus", gpus), ("--gpu-memory", gpu_memory), ("--host-memory", host_memory), ("--disk", disk)):
-        if v is not None and (v < 0 or (v == 0 and flag != "--gpus")):
+        if v is None:
+            continue
+        if not math.isfinite(v):
+            raise PlanError(f"{flag} {v}: give a finite number" + (" of GPUs" if flag == "--gpus" else " (GB)"))
+        if v < 0 or (v == 0 and flag != "--gpus"):
             raise PlanError(f"{flag} {v:g}: give a number {'>= 0' if flag == '--gpus' else '> 0 (GB)'}")
+        limit = MAX_GPUS if flag == "--gpus" else MAX_GB[flag]
+        if v > limit:
+            raise PlanError(f"{flag} {v:g}: over the limit of {limit:g}{'' if flag == '--gpus' else ' GB'} the plan "
+                            f"accepts; give the box's real {'GPU count' if flag == '--gpus' else 'size'}")
     if gpu_memory is not None and gpus is None:
         raise PlanError(f"--gpu-memory {gpu_memory:g}: give --gpus N too (how many GPUs of that memory)")
     if gpus and gpu_memory is None:
         raise PlanError(f"--gpus {gpus}: give --gpu-memory GB too (the memory of one GPU, e.g. 80 for an H100 80GB)")
+    if (gpus is not None or disk is not None) and host_memory is None:
+        raise PlanError("a target box (--gpus / --disk) needs --host-memory GB too: its RAM available to the run "
+                        "(without it the plan would judge host memory against this machine's)")
     out: dict = {"target": {}}
     if gpus is not None:
         out["gpus"] = [int(gpu_memory * GB)] * int(gpus) if gpus else []

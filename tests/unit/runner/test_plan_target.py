@@ -58,13 +58,15 @@ def test_the_paper_profile_on_an_8_gpu_box_fits_with_per_job_and_total_time(tmp_
                                 "notes"]
     for r in pl.rows:
         row = next(ln for ln in lines if ln.startswith(r.label + " "))
-        assert (P._duration(r.seconds) if r.seconds is not None else "?") in row
+        assert (P._span(r.seconds, r.span) if r.seconds is not None else "?") in row
+        if r.seconds is not None:  # every estimate has its range, around it
+            assert r.span[0] <= r.seconds <= r.span[1]
     assert any(ln.startswith("estimated time: ") for ln in lines)
     assert "not judged (give --disk GB" in text and text.rstrip().endswith("fits.")
     # no jargon: the notes say where numbers come from in words
     assert "rule 0" not in text and "meta device" not in text
     assert "parameters counted on the model's config (built without weights)" in text
-    assert "an assumed speed-up" in text
+    assert "an ASSUMED speed-up" in text and "(range " in text and "10% headroom" in text
 
 
 def test_what_does_not_fit_on_the_target_box_exits_2_with_the_jobs(tmp_path, capsys):
@@ -98,30 +100,25 @@ def test_a_cpu_box_puts_every_job_on_the_cpu_and_needs_no_gpu_memory(tmp_path):
     assert not any("assumed speed-up" in r.time_basis for r in pl.rows)  # CPU times: no assumption
 
 
-def test_times_scale_the_nearest_rate_of_the_family_by_parameters_and_divide_by_the_assumed_speed_up(tmp_path):
+def test_gpu_times_are_the_cpu_estimate_over_the_assumed_speed_up_and_totals_add_up(tmp_path):
     rates = E.load_rates()
     pl = _rented(tmp_path)
     rows = {r.label: r for r in pl.rows}
+    cpu = {r.label: r for r in plan_for(_jobs("paper"), tmp_path, None, P.target_box(0, None, 1000)).rows}
     qwen = rows["02_weight_topology / qwen3.5-4b"]
-    ref = next(r for r in rates.rates if r.notebook == "02_weight_topology" and r.model == "shapes-qwen3.5-0.8b")
-    assert qwen.device.startswith("cuda")
-    assert math.isclose(qwen.seconds, ref.seconds * qwen.params / ref.params / rates.gpu_speedup)
-    assert "assumed speed-up" in qwen.time_basis and "shapes-qwen3.5-0.8b" in qwen.time_basis
-    # 03 repeats 02's battery on each model of MODELS: the sum of 02's estimate per model
+    assert qwen.device.startswith("cuda") and cpu[qwen.label].device == "cpu"
+    assert math.isclose(qwen.seconds, cpu[qwen.label].seconds / rates.gpu_speedup)
+    assert "ASSUMED speed-up" in qwen.time_basis and "ASSUMED" not in cpu[qwen.label].time_basis
+    # 03 repeats 02's battery on each model of MODELS (with one twin, not 02's five null seeds): 02's cost model
     small = rows["02_weight_topology / t5-small"]
-    assert math.isclose(rows["03_cross_model / all"].seconds, small.seconds)
-    # a rate at reduced sizes says it is a lower bound
-    assert "a lower bound" in rows["05_seed_stability / t5-small"].time_basis
-    # monotone in parameters within a notebook's family and rate
+    assert 0 < rows["03_cross_model / all"].seconds <= small.seconds
+    # monotone in parameters within a notebook
     assert rows["02_weight_topology / qwen3.5-0.8b"].seconds < qwen.seconds
     # the totals: job time is the sum; 8 at once is no longer than that and no shorter than the longest job
     total, elapsed = pl.timeline()
     known = [r.seconds for r in pl.rows if r.seconds is not None]
     assert math.isclose(total, sum(known)) and max(known) <= elapsed <= total
     assert math.isclose(dataclasses.replace(pl, parallel=1).timeline()[1], total)
-    assert {r.label for r in pl.rows if r.seconds is None} == {
-        "08_modulator_pipeline / t5-small", "12_constellation_relay / all", "13_head_dim_cv / all",
-        "14_triple_product_attention / all", "15_seed_claims / all"}
 
 
 def test_jobs_reading_other_results_start_after_every_job_before_them():
