@@ -443,6 +443,8 @@ def summarize(rows: Iterable[dict], claims: Union[str, Path, ClaimSet, None] = N
                         "extrapolated": sorted(form.extrapolated), "measured as": form.measured_as, "seed value": c.seed_value,
                         "seed models": c.seed_models_text, "verdict": verdict, "reason": reason,
                         "stand-ins": tally or "–", "null explains": explains, "definition": c.definition,
+                        "stand-in verdicts": {m: sorted({r["verdict"] for r in stand if r["model"] == m})
+                                              for m in dict.fromkeys(r["model"] for r in stand)},
                         "rule": form.rule.text, "note": form.note})
     return out
 
@@ -455,7 +457,10 @@ def readings(summary: list[dict]) -> list[dict]:
     reading of the words then decides the verdict, and the page says so)."""
     out: dict[str, dict] = {}
     tested: dict[str, list[tuple[str, str]]] = {}
+    stand: dict[str, dict[str, dict[str, str]]] = {}  # claim -> stand-in -> reading -> its verdicts
     for s in summary:
+        for m, vs in (s.get("stand-in verdicts") or {}).items():
+            stand.setdefault(s["claim"], {}).setdefault(m, {})[s["reading"]] = " / ".join(vs)
         r = out.setdefault(s["claim"], {"claim": s["claim"], "title": s["title"], "seed value": s["seed value"],
                                         "as the table says": [], "as the seed measured": [],
                                         "the project's own reading": [], "over the readings": ""})
@@ -480,6 +485,11 @@ def readings(summary: list[dict]) -> list[dict]:
             r["over the readings"] = verdicts[0]
         else:
             r["over the readings"] = (f"{READING_DISAGREES}: " + "; ".join(f"{n}: {v}" for n, v in got))
+        split = {m: by for m, by in stand.get(cid, {}).items() if len(by) > 1 and len(set(by.values())) > 1}
+        if split:  # a stand-in whose verdict turns on the reading (MiniLM's cross-layer poolings)
+            r["over the readings"] += "; stand-ins: " + "; ".join(
+                f"{m}: {READING_DISAGREES} (" + "; ".join(f"{n}: {v}" for n, v in by.items()) + ")"
+                for m, by in split.items())
     return [{k: ("; ".join(v) or "–") if isinstance(v, list) else v for k, v in r.items()} for r in out.values()]
 
 

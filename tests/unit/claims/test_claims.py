@@ -81,8 +81,12 @@ def test_both_readings_are_tested_and_labelled(tmp_path, write_job, h):
     row = side["attention cross-layer correlation"]
     assert row["the project's own reading"].startswith(UNDECIDED) and row["as the seed measured"].startswith(NOT_HELD)
     # the two poolings disagree on BERT-large (held vs not held): a reading of the seed's words decides it
+    write_job(tmp_path, "02_weight_topology", "all-minilm-l6-v2", {"cross_layer_corr": {
+        "attention": h(0.0002, exact=True, nulls=rinit), "seed:q,k,qkv,mlp_up": h(0.007, exact=True, nulls=rinit)}})
     both = {r["title"]: r for r in claims.readings(claims.summarize(claims.evaluate(tmp_path)))}
-    assert both["attention cross-layer correlation"]["over the readings"].startswith(claims.READING_DISAGREES)
+    over = both["attention cross-layer correlation"]["over the readings"]
+    assert over.startswith(claims.READING_DISAGREES)
+    assert f"stand-ins: all-minilm-l6-v2: {claims.READING_DISAGREES}" in over  # MiniLM flips with the pooling
     assert "[project's]" not in row["the project's own reading"] and "extrapolation" not in row["as the seed measured"]
 
 
