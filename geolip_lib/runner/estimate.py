@@ -44,8 +44,11 @@ notebook  what it holds at its peak (host unless "device"); what it writes
           ``DEVICE`` 12 bytes x ``L``: the matrix in float32 and its float64 copy for the exact-SVD
           fallback of an ill-conditioned matrix (``weights.spectral.svdvals``; the Gram matrices are
           ``min(m, n)**2``, small). Measured: 02 on shapes-qwen3.5-0.8b peaked at 8.55 GB (VmHWM,
-          benchmarks/README.md) where this rule says 10.8 GB (random weights never take the
-          fallback; it was 16.9 GB with the former 4 float32 + 3 float64 ``L``); twin's *weights* (``NULL_BASELINE``: a
+          benchmarks/README.md, then with a whole float32 twin) where this rule, with that twin,
+          said 10.8 GB (random weights never take the fallback; it was 16.9 GB with the former
+          4 float32 + 3 float64 ``L``); 02 on shapes-t5-small (five whole null twins, code before d06a56f) peaked at
+          2.16 GB. Since d06a56f the null's tensors are generated one at a time (2 ``L``:
+          ``twin_sampled``), whatever the size; before that, the twin's *weights* (``NULL_BASELINE``: a
           state dict, whole at <= 1e9 parameters, generated tensor by tensor above:
           2 tensors ``L``). Writes ``M`` to ``.cache/safetensors`` when the model has no
           safetensors directory (open_clip checkpoints, non-float32 tiny models).
@@ -141,6 +144,7 @@ class Rule:
     twin: Optional[str] = None  # the notebook parameter that turns the random-init twin on
     twin_whole: bool = False  # needs the whole twin (forward passes); else only its weights
     twin_to_disk: bool = False  # the whole (<= TWIN_MAX_PARAMS) twin is written to .cache/safetensors
+    twin_sampled: bool = False  # the null's tensors are generated one at a time, whatever the size (02 since d06a56f)
     reads_weights: bool = False  # reads lm.weights_dir (a copy is written when there is none)
     host_l: float = 0.0  # float32 copies of the largest tensor on the host
     device_l: float = 0.0  # bytes per element of the largest tensor on the compute device (DEVICE)
@@ -150,7 +154,8 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     "01_embedding_terrain": Rule("job", twin="RANDOM_INIT_BASELINE", twin_whole=True, host_l=3),
-    "02_weight_topology": Rule("job", twin="NULL_BASELINE", reads_weights=True, host_l=2, device_l=12),
+    "02_weight_topology": Rule("job", twin="NULL_BASELINE", reads_weights=True, host_l=2, device_l=12,
+                               twin_sampled=True),
     "03_cross_model": Rule("list", twin="", twin_whole=True, reads_weights=True, host_l=2, device_l=12),
     "04_wordnet_alignment": Rule("job", twin="RANDOM_INIT_BASELINE", twin_whole=True, encodings=2),
     "05_seed_stability": Rule("job", encodings=1),
@@ -222,7 +227,7 @@ def load_rates(path: Path = RATES_FILE) -> Rates:
     return Rates(float(speed), dict(raw.get("per_model_as") or {}), tuple(out))
 
 
-MAX_JOB_SECONDS = 30 * 86_400  # a job_timing.json claiming more than 30 days (or a negative / non-finite time) is ignored
+MAX_JOB_SECONDS = 30 * 86_400  # a job_timing.json claiming more than 30 days (or < 0, or not finite): ignored
 
 
 def _measured_here(job, out_root: Path) -> tuple[Optional[tuple[float, str]], Optional[str]]:
@@ -239,10 +244,11 @@ def _measured_here(job, out_root: Path) -> tuple[Optional[tuple[float, str]], Op
         parts = [t["preflight_s"], t["kernel_start_s"], t["notebook_s"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return None, f"ignored {f}: not a job_timing.json ({type(exc).__name__}); estimated from the cost model"
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= MAX_JOB_SECONDS
-               for x in parts):
-        bad = next(x for x in parts if not (isinstance(x, (int, float)) and not isinstance(x, bool)
-                                             and math.isfinite(x) and 0 <= x <= MAX_JOB_SECONDS))
+    def ok(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= MAX_JOB_SECONDS
+
+    if not all(ok(x) for x in parts):
+        bad = next(x for x in parts if not ok(x))
         return None, (f"ignored {f}: {bad!r} is not a time in seconds (0 to {MAX_JOB_SECONDS}); "
                       f"estimated from the cost model")
     return (float(sum(parts)), str(t.get("device", "cpu"))), None
@@ -282,12 +288,28 @@ MIN_FIT_PARAMS = 10_000_000  # a notebook's work rates are fitted only when it w
 
 def null_share(notebook: str, info) -> float:
     """The share of the model one random-init null build covers, averaged over the ``N_NULL_SEEDS`` seeds
-    (1: the whole model, every seed). 01 (issue 31 §2): seed 0 is the whole twin, seeds 1... draw the
-    input-embedding table alone (``probes.uncertainty.random_init_table``; a vision model's table is not one
-    stored tensor: the whole twin)."""
-    if notebook == "01_embedding_terrain" and info is not None and info.vocab and info.params:
-        table = min(1.0, info.vocab * info.width / info.params)
-        return (1.0 + (N_NULL_SEEDS - 1) * table) / N_NULL_SEEDS
+    (1: the whole model, every seed), as notebooks 01, 02 and 06 build their nulls since issue 31 §2
+    (commit d06a56f): 01: seed 0 is the whole twin, seeds 1... draw the input-embedding table alone
+    (a vision model's table is not one stored tensor: the whole twin); 02: every seed measures a sample of
+    each group's layers, ``m = max(2, ceil(L / 5))`` of ``L`` (``weights.nulls.battery_null``), seed 0 also
+    the tensors outside the layers (embeddings, norms); 06: seed 0 every layer, seeds 1... the same sample
+    (``operators.nulls.operator_null``). ``L`` is taken as the model's blocks (:attr:`ModelInfo.layers`;
+    a model with two stacks of L/2 samples a little more). A warm null cache (a rerun) costs less: not
+    counted (the plan is for a first run)."""
+    if info is None or not info.params:
+        return 1.0
+    S = N_NULL_SEEDS
+    table = min(1.0, info.vocab * info.width / info.params) if info.vocab else 0.0
+    if notebook == "01_embedding_terrain":
+        return (1.0 + (S - 1) * table) / S if table else 1.0
+    L = info.layers
+    if not L:
+        return 1.0
+    f = min(1.0, max(2, math.ceil(L / 5)) / L)
+    if notebook == "02_weight_topology":
+        return f * (1.0 - table) + table / S
+    if notebook == "06_qk_operators":
+        return (1.0 + (S - 1) * f) / S
     return 1.0
 
 
@@ -696,7 +718,9 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
                          f"({mi.download / GB:.1f} GB of {mi.stored_dtype}) into host memory")
         twin_i = twin_on and (rule.models != "pair" or i == len(names) - 1)
         twin_mem = (mi.bytes if rule.twin_whole else mi.twin_weights_bytes()) if twin_i else 0
-        twin_generated = twin_i and not rule.twin_whole and mi.params > TWIN_MAX_PARAMS
+        twin_generated = twin_i and not rule.twin_whole and (mi.params > TWIN_MAX_PARAMS or rule.twin_sampled)
+        if twin_i and rule.twin_sampled:
+            twin_mem = min(twin_mem, 2 * mi.largest_bytes)  # the tensor generated + the one measured
         if twin_i and rule.twin_to_disk and not twin_generated:
             items.append(DiskItem("twin", ("twin", name), mi.bytes, cache))
         work = int(rule.host_l * mi.largest * 4 + rule.stack_share * mi.params * 4)

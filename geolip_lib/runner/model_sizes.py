@@ -241,5 +241,5 @@ def model_info(name: str) -> ModelInfo:
                      checkpoints=len(p.revisions or p.checkpoints or ()), image_tokens=int(image_tokens))
 
 
-__all__ = ["DTYPE_BYTES", "GB", "ModelInfo", "PlanError", "STORED_FILE", "TWIN_MAX_PARAMS", "hf_cache_dir", "model_info",
-           "parse_size_note", "stored_checkpoints"]
+__all__ = ["DTYPE_BYTES", "GB", "ModelInfo", "PlanError", "STORED_FILE", "TWIN_MAX_PARAMS", "hf_cache_dir",
+           "model_info", "parse_size_note", "stored_checkpoints"]

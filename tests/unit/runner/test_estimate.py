@@ -58,7 +58,8 @@ def test_fit_recovers_known_rates_exactly():
     def row(P_, D, seeds):
         d = {"params": P_, "width": D, "runs": 1, "null_seeds": seeds, "null_share": 1.0, "twin": 0}
         f = E.cost_features("02_weight_topology", d)
-        return {"notebook": "02_weight_topology", "drivers": d, "seconds": 7.0 + 3.0 * f["weights"] + 0.5 * f["spectra"]}
+        secs = 7.0 + 3.0 * f["weights"] + 0.5 * f["spectra"]
+        return {"notebook": "02_weight_topology", "drivers": d, "seconds": secs}
 
     rows = [row(p, d, s) for p, d, s in [(1e6, 32, 5), (6e7, 512, 5), (2.2e8, 768, 5), (3.3e8, 1024, 0),
                                          (1.5e8, 768, 5), (7.5e8, 1024, 5)]]

@@ -75,7 +75,9 @@ def test_size_note_path_for_offline_hub_models(tmp_path):
     assert rows["06_qk_operators / t5-v1_1-xxl"].disk["twin"] == 0
     assert rows["06_qk_operators / qwen3.5-0.8b"].disk["twin"] == 752_393_024 * 2
     # RANDOM_INIT_BASELINE: false in the paper profile -> no twin in 01's xxl job
-    assert rows["01_embedding_terrain / t5-v1_1-xxl"].host <= rows["02_weight_topology / t5-v1_1-xxl"].host
+    assert not rows["01_embedding_terrain / t5-v1_1-xxl"].twin and rows["02_weight_topology / t5-v1_1-xxl"].twin
+    # its float32 pickle is read whole: the host peak is at least the 44.5 GB file
+    assert rows["01_embedding_terrain / t5-v1_1-xxl"].host >= 44_500_000_000
 
 
 def test_totals_add_up_and_shared_files_count_once():
