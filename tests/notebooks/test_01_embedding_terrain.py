@@ -115,8 +115,14 @@ def test_tiny_t5_values_match_an_independent_computation(run_notebook):
     # PR of every row: exact, no interval; PR / D the same number over D
     assert m["headline"]["pr"]["interval"]["method"] == f"exact (all {E.shape[0]} rows)"
     assert m["headline"]["pr_over_dim"]["value"] == pytest.approx(m["headline"]["pr"]["value"] / E.shape[1], rel=1e-12)
-    # the random-init null over 5 init seeds: seed k is lm.random_init(seed=params.seed + 1 + k)
-    E4 = lm.random_init(seed=lm.params.seed + 5).input_embeddings().double().numpy()
+    # the random-init null over 5 init seeds: seed k >= 1 is the input table of init seed params.seed + 1 + k,
+    # drawn alone by the model's own initialisation (issue 31 §2; seed 0 is the notebook's whole twin)
+    from geolip_lib.probes.uncertainty import random_init_table
+    E4 = random_init_table(lm, lm.params.seed + 5).double().numpy()
+    assert E4.shape == E.shape
+    d = met["random_init_null"]  # what the null cost, for the plan: seed 0 whole, 4 tables alone
+    assert d["seeds"] == 5 and d["tables_only"] == 4 and d["init_seeds"] == [lm.params.seed + 1 + k for k in range(5)]
+    assert "Relative position bias" not in m.get("not_run", {})  # T5 has one; other sections record why not
     ev4 = np.linalg.eigvalsh(np.cov(E4.T, bias=True))
     assert m["headline"]["pr"]["nulls"]["random_init"]["per_seed"][4] == pytest.approx(
         ev4.sum() ** 2 / (ev4 ** 2).sum(), rel=1e-9)
@@ -206,6 +212,12 @@ def test_tiny_dinov2_vision_paths(run_notebook):
     nb = nbformat.read(str(Path(m["_job_dir"]) / "executed.ipynb"), as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "Encoder vs decoder hidden states: not applicable — not an encoder–decoder model (dinov2)" in text
+    # each section that cannot run records why, once, in metrics.json (issue 30's not_run)
+    nr = m["not_run"]
+    assert nr["Encoder vs decoder hidden states"] == ("not applicable — not an encoder–decoder model (dinov2): no "
+                                                      "decoder reads an encoder")
+    assert {"Digit manifold", "Special tokens", "Relative position bias"} <= set(nr)
+    assert text.count("Encoder vs decoder hidden states: not applicable") == 1  # one line, not repeated
 
 
 def test_deterministic_metrics_json(run_notebook):
