@@ -126,8 +126,20 @@ def read_json(root: Path, path: Path, max_bytes: int = MAX_JSON_BYTES, max_depth
     if why:
         raise RootReadError(why)
     path = Path(path) if Path(path).is_absolute() else Path(root) / path
+    return read_json_file(path, max_bytes, max_depth, follow=False, what="a job's JSON file",
+                          remedy="rerun the job to rewrite it")
+
+
+def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH,
+                   follow: bool = True, what: str = "this JSON file", remedy: str = "rewrite it") -> Any:
+    """A JSON file that is not in an output root (a model's ``config.json``: a link into the
+    Hugging Face cache is normal there), read bounded: a regular file (a named pipe would block
+    the reader forever), at most ``max_bytes``, at most ``max_depth`` levels deep; one-line
+    :class:`RootReadError` otherwise. ``follow=False``: a link is refused too."""
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -135,22 +147,19 @@ def read_json(root: Path, path: Path, max_bytes: int = MAX_JSON_BYTES, max_depth
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise RootReadError(f"{path}: not a regular file; not read")
+            raise RootReadError(f"{path}: not a regular file (a pipe, a device or a folder); not read")
         if st.st_size > max_bytes:
-            raise RootReadError(f"{path}: {st.st_size} bytes, over the limit of {max_bytes} for a job's JSON file; "
-                                "not read (rerun the job to rewrite it)")
+            raise RootReadError(f"{path}: {st.st_size} bytes, over the limit of {max_bytes} for {what}; "
+                                f"not read ({remedy})")
         raw = fh.read(max_bytes + 1)
     if len(raw) > max_bytes:
-        raise RootReadError(f"{path}: over the limit of {max_bytes} bytes for a job's JSON file; not read")
+        raise RootReadError(f"{path}: over the limit of {max_bytes} bytes for {what}; not read ({remedy})")
     try:
         data = json.loads(raw.decode("utf-8"))
     except RecursionError:
-        raise RootReadError(f"{path}: nested deeper than {max_depth} levels; not read (rerun the job to "
-                            "rewrite it)") from None
+        raise RootReadError(f"{path}: nested deeper than {max_depth} levels; not read ({remedy})") from None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise RootReadError(f"{path}: not valid JSON ({str(exc).splitlines()[0]}); not read (rerun the job to "
-                            "rewrite it)") from None
+        raise RootReadError(f"{path}: not valid JSON ({str(exc).splitlines()[0]}); not read ({remedy})") from None
     if _depth(data, max_depth) > max_depth:
-        raise RootReadError(f"{path}: nested deeper than {max_depth} levels; not read (rerun the job to "
-                            "rewrite it)")
+        raise RootReadError(f"{path}: nested deeper than {max_depth} levels; not read ({remedy})")
     return data

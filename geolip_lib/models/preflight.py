@@ -39,6 +39,7 @@ import torch
 from huggingface_hub import try_to_load_from_cache
 from transformers import AutoConfig, PretrainedConfig
 
+from .. import roots
 from ..families import spec
 from ..params import ParamsError
 from ..paths import resolve
@@ -61,15 +62,38 @@ LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_dec
               "decoder_layers", "layers")
 
 
-def _layer_counts(cfg: Any, where: str = "") -> list[tuple[str, Any]]:
-    """``(key path, value)`` of every layer count in a config dict and its nested configs."""
+#: the largest width, head count, vocabulary or length a config may declare (a tiny model is built
+#: from its config: ``vocab_size: 10**12`` would ask for terabytes)
+MAX_SIZE = 10 ** 7
+SIZE_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "d_model", "d_ff", "d_kv", "n_embd", "n_inner",
+             "ffn_dim", "max_position_embeddings", "n_positions", "num_attention_heads", "n_head", "num_heads",
+             "num_key_value_heads", "embed_dim", "width", "head_dim")
+#: what a model's config.json may weigh (the largest published ones are a few hundred kB)
+CONFIG_MAX_BYTES = 16 * 1024 * 1024
+
+
+def read_config_file(path: Path) -> dict:
+    """A model's ``config.json`` (or ``open_clip_config.json``), read bounded
+    (:func:`geolip_lib.roots.read_json_file`: a regular file, at most :data:`CONFIG_MAX_BYTES`,
+    64 levels deep; a link into the Hugging Face cache is fine) and a JSON object; one-line
+    ``ValueError`` otherwise."""
+    cfg = roots.read_json_file(path, CONFIG_MAX_BYTES, what="a model's config",
+                               remedy="re-save the model with save_pretrained")
+    if not isinstance(cfg, dict):
+        raise roots.RootReadError(f"{path}: a JSON {type(cfg).__name__}, not an object; re-save the model with "
+                                  "save_pretrained")
+    return cfg
+
+
+def _layer_counts(cfg: Any, where: str = "", keys: tuple = LAYER_KEYS) -> list[tuple[str, Any]]:
+    """``(key path, value)`` of every field named in ``keys`` in a config dict and its nested configs."""
     out = []
     if isinstance(cfg, dict):
         for k, v in cfg.items():
-            if k in LAYER_KEYS and not isinstance(v, (dict, list)):
+            if k in keys and not isinstance(v, (dict, list)):
                 out.append((f"{where}{k}", v))
             elif isinstance(v, dict):
-                out += _layer_counts(v, f"{where}{k}.")
+                out += _layer_counts(v, f"{where}{k}.", keys)
     return out
 
 
@@ -81,6 +105,10 @@ def config_problem(p, config: dict, kind: str, src: str = "its config") -> Optio
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_LAYERS:
             return (f"{src}: {key} is {v!r}; a model may have 0 to {MAX_LAYERS} layers (the limit on what a config "
                     "may ask); fix the config")
+    for key, v in _layer_counts(config, keys=SIZE_KEYS):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SIZE):
+            return (f"{src}: {key} is {v!r}; a size in a config is a whole number from 0 to {MAX_SIZE} (the limit on "
+                    "what a config may ask); fix the config")
     if kind != HF_KIND or getattr(p, "trust_remote_code", False):
         return None
     if "model_type" not in config:  # a params file's config: (the family's default type) or no type to check
@@ -138,7 +166,10 @@ def _expected_tensors(p, directory: Path) -> tuple[dict, str, Optional[Path]]:
             break
     else:
         return {}, "", None
-    cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+    try:
+        cfg = read_config_file(cfg_file)
+    except (OSError, ValueError):  # model_config / preflight named it already
+        return {}, "", cfg_file
     if kind == OPEN_CLIP_KIND:
         cfg = cfg.get("model_cfg", cfg)
     elif p.source != "tiny":  # the params file's config: replaces keys (an old file's missing model_type)
@@ -193,7 +224,7 @@ def check_stored(p, directory: Path) -> None:
         return
     cfg_file = directory / "config.json"
     try:
-        cfg = json.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
+        cfg = read_config_file(cfg_file) if cfg_file.is_file() else {}
     except (OSError, ValueError):
         cfg = {}
     q = cfg.get("quantization_config") if isinstance(cfg, dict) else None
@@ -247,6 +278,8 @@ def bin_headers(model: str, files: list) -> dict[str, tuple[str, tuple, Path]]:
     A pickle that needs anything but tensors is refused with one ModelLoadError line."""
     out: dict[str, tuple[str, tuple, Path]] = {}
     for f in files:
+        if not Path(f).is_file():  # a pipe would block torch.load forever
+            raise ModelLoadError(f"model '{model}': {f} is not a regular file; give the weight file itself")
         try:
             try:
                 state = torch.load(str(f), map_location="cpu", weights_only=True, mmap=True)
@@ -291,7 +324,7 @@ def trajectory_problems(p, where: str) -> list[str]:
             continue
         seen[real] = i
         try:
-            cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+            cfg = read_config_file(d / "config.json")
         except (OSError, ValueError) as exc:
             lines.append(f"{key}: {d / 'config.json'} cannot be read ({exc}); re-save the checkpoint")
             continue
@@ -426,11 +459,11 @@ def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
       (shipped with the package).
     """
     def read(d: Path) -> Optional[tuple[dict, str, Path]]:
-        if (d / OPEN_CLIP_CONFIG).is_file():
-            cfg = json.loads((d / OPEN_CLIP_CONFIG).read_text(encoding="utf-8"))
+        if os.path.lexists(d / OPEN_CLIP_CONFIG):  # a pipe or a device is refused, not passed over
+            cfg = read_config_file(d / OPEN_CLIP_CONFIG)
             return cfg.get("model_cfg", cfg), OPEN_CLIP_KIND, d
-        if (d / "config.json").is_file():  # the params file's config: replaces keys (an old file's missing model_type)
-            return {**json.loads((d / "config.json").read_text(encoding="utf-8")), **p.config}, HF_KIND, d
+        if os.path.lexists(d / "config.json"):  # the params file's config: replaces keys (an old file's missing model_type)
+            return {**read_config_file(d / "config.json"), **p.config}, HF_KIND, d
         return None
 
     if p.source == "tiny":

@@ -136,11 +136,20 @@ def check_shape(data: dict, where: Path) -> list[str]:
 FMT = re.compile(r"[+\- ]?,?(\.(1[0-2]|[0-9]))?[deEfFgGos%]?")
 
 
+#: headline numbers one job may show (the notebooks record at most a few dozen)
+MAX_HEADLINES = 200
+
+
 def check_values(data: dict, where: Path) -> list[str]:
     """Leave out every headline number whose ``fmt`` is not a spec of :data:`FMT` or whose value
     (or a null's) lies outside its own interval; one line each."""
     problems = []
     heads = data.get("headline") or {}
+    if len(heads) > MAX_HEADLINES:  # a column each in the composite table
+        problems.append(f"{where}: field 'headline': {len(heads)} numbers, more than the {MAX_HEADLINES} a job's "
+                        f"table shows; the first {MAX_HEADLINES} are kept (rerun the job to rewrite its metrics.json)")
+        for key in list(heads)[MAX_HEADLINES:]:
+            heads.pop(key)
     for key in list(heads):
         h = heads[key]
         if not h:

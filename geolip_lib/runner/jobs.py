@@ -346,7 +346,7 @@ def model_problems(name: str) -> list[str]:
     if mp.source == "tiny":
         why = family_problem(mp.family, mp.config.get("model_type"), "its config:")
         if not why:
-            why = config_problem(mp, mp.config, HF_KIND, "its config:")
+            why = config_problem(mp, mp.config, HF_KIND, "its config")
         return [f"{f}: {why}"] if why else []
     return _config_family_problems(mp, f)
 
@@ -354,6 +354,8 @@ def model_problems(name: str) -> list[str]:
 def _config_family_problems(mp: ModelParams, f: str) -> list[str]:
     try:
         found = model_config(mp)  # local_dir / package / cached hub config.json: no download
+    except roots.RootReadError as exc:  # a pipe, too large, too deep, not an object: its own line
+        return [f"{f}: {exc}"]
     except (OSError, ValueError) as exc:
         return [f"{f}: the model's config cannot be read ({type(exc).__name__}: {exc}); fix or re-save it"]
     except Exception:  # noqa: BLE001 - a source that needs the kernel (an uncached hub model): checked at load

@@ -392,3 +392,52 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_partial(
     assert line == (f"error: the report could not be written: No space left on device ({partial / 'MathJax.js'}); "
                     "free space and rerun with --report-only")
     assert not partial.exists()
+
+
+# ------------------------------------------------------------------ the next round (found while building this one)
+def test_a_config_json_that_is_a_pipe_is_refused_not_waited_on(box, capsys, tmp_path):
+    d = _gpt2(tmp_path / "piped")
+    (d / "config.json").unlink()
+    os.mkfifo(d / "config.json")  # transformers would block on it inside the kernel until timeout_s
+    (line,) = _run_model(box, capsys, _params_file(tmp_path, "piped", d))
+    assert line == (f"error: {params._rel(tmp_path / 'piped.yaml')}: {d / 'config.json'}: not a regular file (a pipe, "
+                    "a device or a folder); not read")
+
+
+@pytest.mark.parametrize("text,why", [
+    ("[1, 2]", "a JSON list, not an object; re-save the model with save_pretrained"),
+    ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "nested deeper than 64 levels; not read (re-save the model with "
+                                                "save_pretrained)"),
+])
+def test_a_config_json_that_is_not_an_object_or_too_deep_is_one_line(box, capsys, tmp_path, text, why):
+    d = _gpt2(tmp_path / "odd")
+    (d / "config.json").write_text(text)
+    (line,) = _run_model(box, capsys, _params_file(tmp_path, "odd", d))
+    assert line == f"error: {params._rel(tmp_path / 'odd.yaml')}: {d / 'config.json'}: {why}"
+
+
+def test_a_tiny_model_asking_for_a_vocabulary_of_10_to_the_12_is_one_line(box, capsys, tmp_path):
+    y = tmp_path / "huge.yaml"
+    y.write_text("name: huge\nfamily: gpt2\nsource: tiny\nconfig: {vocab_size: 1000000000000}\n")
+    (line,) = _run_model(box, capsys, y)
+    assert line == (f"error: {params._rel(y)}: its config: vocab_size is 1000000000000; a size in a config is a whole "
+                    "number from 0 to 10000000 (the limit on what a config may ask); fix the config")
+
+
+def test_a_metrics_json_that_is_a_pipe_is_a_failed_record_not_a_hang(tmp_path):
+    root = tmp_path / "r"
+    _result(root / "nb" / "good")
+    (root / "nb" / "piped").mkdir(parents=True)
+    os.mkfifo(root / "nb" / "piped" / "metrics.json")
+    recs = {r.job_id: r for r in report.collect(root)["nb"]}
+    assert recs["good"].ok
+    assert recs["piped"].error == (f"{root / 'nb' / 'piped' / 'metrics.json'}: not a regular file (a pipe, a device or "
+                                   "a folder); not read; rerun with --resume")
+
+
+def test_a_metrics_json_with_thousands_of_headline_numbers_keeps_the_first_200(tmp_path):
+    where = _metrics(tmp_path / "r" / "nb" / "a", {f"k{i}": {"value": float(i)} for i in range(5000)})
+    rec = read_record("nb", where.parent)
+    assert rec.problems == [f"{where}: field 'headline': 5000 numbers, more than the 200 a job's table shows; the "
+                            "first 200 are kept (rerun the job to rewrite its metrics.json)"]
+    assert list(rec.headline) == [f"k{i}" for i in range(200)]
