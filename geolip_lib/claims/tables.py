@@ -169,12 +169,12 @@ def _where(c: Claim, vals: list[float]) -> str:
     if lo is None and hi is None:
         return ""
     if lo is not None and max(vals) < lo:
-        return f", below the seed's {c.seed_value}"
+        return f", below the seed's value ({c.seed_value})"
     if hi is not None and min(vals) > hi:
-        return f", above the seed's {c.seed_value}"
+        return f", above the seed's value ({c.seed_value})"
     if (lo is None or min(vals) >= lo) and (hi is None or max(vals) <= hi):
-        return f", inside the seed's {c.seed_value}"
-    return f", around the seed's {c.seed_value}"
+        return f", inside the seed's value ({c.seed_value})"
+    return f", around the seed's value ({c.seed_value})"
 
 
 def _span(vals: list[float], unit: str) -> str:

@@ -195,6 +195,11 @@ def broken_words(pdf_text: str, source_text: str) -> list[str]:
     return sorted(set(found))
 
 
+#: elements that do not separate the words around them
+_INLINE = {"a", "abbr", "b", "bdi", "code", "em", "i", "kbd", "mark", "q", "s", "samp", "small", "span", "strong",
+           "sub", "sup", "u", "var", "wbr"}
+
+
 def html_text(page: Path) -> str:
     """The visible text of an HTML page (scripts and styles left out)."""
     class _Text(HTMLParser):
@@ -204,7 +209,7 @@ def html_text(page: Path) -> str:
 
         def handle_starttag(self, tag, attrs):
             self.skip += tag in ("script", "style")
-            if tag in ("br", "p", "td", "th", "li", "div", "tr"):
+            if tag not in _INLINE:  # a block, cell or line break separates words
                 self.out.append(" ")
 
         def handle_endtag(self, tag):

@@ -23,13 +23,14 @@ def run_description(profile: str, groups: dict[str, list[JobRecord]], run: dict 
     sel = run.get("selection") or {}
     notebooks = list(groups)
     models = sorted({m.get("name") for rs in groups.values() for r in rs if r.ok
-                     for m in (r.provenance.get("models") or []) if isinstance(m, dict) and m.get("name")})
+                     for m in (r.provenance.get("models") or []) if isinstance(m, dict) and m.get("name")}
+                    | {r.data["model"] for rs in groups.values() for r in rs if r.ok and isinstance(r.data.get("model"), str)})
     tiny = sorted(m for m in models if _is_tiny(m, groups))
     trained = [m for m in models if m not in tiny]
     narrowed = [f"--{k} {' '.join(map(str, v))}" for k, v in sel.items() if v and k in ("models", "notebooks")]
     outside = sorted(set(models) - set(run.get("profile models") or models))
     lines = [f"Profile <code>{html.escape(profile)}</code>"
-             + (f", narrowed by <code>{html.escape(' '.join(narrowed))}</code>" if narrowed else "") + ": "
+             + (f" (its last run narrowed by <code>{html.escape(' '.join(narrowed))}</code>)" if narrowed else "") + ": "
              f"{len(notebooks)} notebook(s) ({html.escape(', '.join(notebooks))})."]
     if trained:
         lines.append(f"Trained models: {html.escape(', '.join(trained))}.")
@@ -83,7 +84,7 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
                 if not (out_root is not None and nb == CLAIMS_NOTEBOOK and all(r.ok for r in recs))}
     titles = {nb: title_and_question(recs, nb) for nb, recs in sections.items()}
     toc = "".join(f"<li><a href='{fragment(nb)}'>{html.escape(titles[nb][0])}</a></li>" for nb in sections)
-    parts.append(f"<h2 class='toc'>Findings per notebook</h2><ol>{toc}</ol>")
+    parts.append(f"<h2 class='toc'>Findings per notebook</h2><ol class='toc'>{toc}</ol>")
     for nb, recs in sections.items():
         title, question = titles[nb]
         parts.append(f"<h2 id='{anchor(nb)}'>{html.escape(title)}</h2>")

@@ -368,8 +368,11 @@ def provenance_footer(groups: dict[str, list[JobRecord]]) -> str:
             devices[f"{d.get('kind')} × {d.get('count')} ({d.get('name')})"] = None
         for m in p.get("models") or []:
             w = m.get("weights") or {}
-            digest = ", ".join(f"{name}: {(info.get('sha256') or '')[:12]}" for name, info in w.items()) \
-                or (m.get("weights_note") or "–")
+            digest = ", ".join(f"{name}: {(info.get('sha256') or '')[:12]}" for name, info in w.items()
+                               if isinstance(info, dict) and "sha256" in info) or (m.get("weights_note") or "–")
+            if w.get("dequantized") is True or m.get("dequantized") is True:  # loaded from GGUF (shared conventions)
+                q = w.get("quantization") if isinstance(w.get("quantization"), dict) else {}
+                digest += f" (dequantized {', '.join(sorted({str(t) for t in q.values()})[:4])})".replace(" )", ")")
             src = m.get("id") or m.get("local_dir") or "–"
             rev = m.get("commit_hash") or m.get("revision") or "–"
             models[m.get("name")] = (m.get("source"), src, rev, m.get("dtype"), digest)
@@ -498,7 +501,8 @@ def matrix_table(m: dict) -> str:
 
 
 def verdict_legend() -> str:
-    items = "".join(f"<li>{_verdict(v)}: {html.escape(claims_tables.VERDICT_MEANING[v])}</li>" for v in claims_tables.VERDICT_GLYPHS)
+    items = "".join(f"<li>{_verdict(v)}<span class='meaning'>: {html.escape(claims_tables.VERDICT_MEANING[v])}</span></li>"
+                    for v in claims_tables.VERDICT_GLYPHS)
     return f"<ul class='legend'>{items}</ul>"
 
 
@@ -582,7 +586,8 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
         parts.append(f"<p class='note'>The pipeline also ran on {len(tiny)} tiny random model(s) "
                      f"({html.escape(', '.join(tiny))}): pipeline checks, never given a verdict.</p>")
     try:
-        parts.append(claims_matrix_figure(m, out_root, embed, prefix))
+        if m["seed"] or m["stand-ins"]:  # an empty matrix is said in one line above, not drawn
+            parts.append(claims_matrix_figure(m, out_root, embed, prefix))
     except (OSError, ValueError) as exc:
         parts.append(f"<p class='problem'>The matrix figure could not be drawn ({html.escape(str(exc))}).</p>")
     measured = [r for r in rows if r["value"] is not None]

@@ -92,7 +92,8 @@ table.claims td,table.claims th{padding:1px 3px}
 table.matrix{font-size:7.5pt;width:100%}table.matrix td.mx{min-width:0}table.matrix th,table.matrix td{padding:1px 3px}
 section.claims div.tablewrap,div.tablewrap{overflow:visible}table.claims td.nulls span.null{white-space:normal}
 section.claims{padding:.2em .6em .5em;margin:.5em 0 1em}div.about{font-size:8.5pt}
-figure.matrixfig{max-width:78%;margin:.3em auto}details.claims-details{display:none}
-ul.legend{font-size:7pt}h1{font-size:16pt;margin:.2em 0}
+figure.matrixfig{max-width:55%;margin:.3em auto}details.claims-details{display:none}
+ul.legend{font-size:7.5pt;gap:.1em 1.2em}ul.legend .meaning{display:none}h1{font-size:16pt;margin:.2em 0}
+ul.bottom{font-size:8.5pt;margin:.2em 0}ol.toc{columns:2;font-size:8.5pt;margin:.2em 0}section.claims h3{margin:.4em 0 .2em}
 .figs{display:block}figure.thumb{display:inline-block;vertical-align:top;margin:0 .6% .4em 0}
 """

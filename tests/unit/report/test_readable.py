@@ -54,8 +54,8 @@ def test_the_matrix_has_the_seeds_models_then_trained_stand_ins_and_never_a_tiny
     assert stand["verdict"] == claims.NOT_HELD and stand["text"] == "43–48 % (3 scopes)"
     assert m["cells"][("pentachoron_cv", "t5-small")]["verdict"] == claims.NOT_TESTED
     line = m["bottom line"]["q_sparsity"]
-    assert line.startswith("Q sparsity (|w| < 0.1): not held on the seed's models (80 %, below the seed's 93.7 %")
-    assert "on 2 trained stand-ins it is 43–83 %, below the seed's" in line and "not held on both" in line
+    assert line.startswith("Q sparsity (|w| < 0.1): not held on the seed's models (80 %, below the seed's value (93.7 %")
+    assert "on 2 trained stand-ins it is 43–83 %, below the seed's value" in line and "not held on both" in line
     assert "random init gives 99.9 %" in line
     assert m["bottom line"]["phase_boundary"] == ("phase boundary: not tested on the seed's models here; no trained "
                                                   "stand-in measured it.")
@@ -123,7 +123,7 @@ def test_the_header_names_the_run_not_the_profiles_description(tmp_path):
     narrowed = pages.run_description("demo", groups, {"description": desc, "selection": {"models": ["my-phi3"],
                                                                                          "notebooks": None},
                                                       "profile models": ["all-minilm-l6-v2", "tiny-bert"]})
-    assert "--models my-phi3" in narrowed and "my-phi3" in narrowed and desc not in narrowed
+    assert "narrowed by <code>--models my-phi3</code>" in narrowed and "my-phi3" in narrowed and desc not in narrowed
     outside = pages.run_description("demo", groups, {"description": desc, "profile models": ["tiny-bert"]})
     assert desc not in outside  # an older root without a recorded selection: its models decide
     full = pages.run_description("demo", groups, {"description": desc, "profile models": ["my-phi3"]})
