@@ -406,8 +406,8 @@ def fit_notebook(notebook: str, rows: Sequence[Mapping]) -> Optional[Fit]:
         return None
     big = max(r["drivers"].get("params", 0) for r in rows)
     n_big = sum(r["drivers"].get("params", 0) >= MIN_FIT_PARAMS for r in rows)
-    # work rates need the work to vary: at least two jobs on models >= MIN_FIT_PARAMS and three in all
-    feats = FEATURES.get(notebook, DEFAULT_FEATURES) if n_big >= 2 and len(rows) >= 3 else ()
+    # work rates need the work to vary: at least two jobs on models >= MIN_FIT_PARAMS and four in all
+    feats = FEATURES.get(notebook, DEFAULT_FEATURES) if n_big >= 2 and len(rows) >= 4 else ()
     fixed, rates = _nnls_fit(notebook, rows, feats)
     ratios = []
     for i, r in enumerate(rows):  # leave-one-out where there are enough jobs, else in-sample
