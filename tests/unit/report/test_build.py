@@ -110,3 +110,10 @@ def test_what_a_reader_meets_links_resolve_nothing_from_the_network(built):
     for page in report.checks.pages(root):
         if page.name == "executed.html":
             assert "data:image/png;base64," in page.read_text(encoding="utf-8")
+
+
+def test_what_a_person_sees_fits_the_window_and_has_no_empty_section(built):
+    """Issue 29: the index laid out in a 1280 px window is no wider than it; no section is empty."""
+    root, _ = built
+    assert report.checks.reader_view_problems(root) == []
+    assert report.checks.page_width(root / "index.html")["width"] <= report.checks.WINDOW_PX

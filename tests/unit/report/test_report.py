@@ -123,8 +123,10 @@ def test_index_leads_with_findings(built):
 
 
 def test_the_built_report_passes_the_reader_checks(built):
-    """The report run_all built: links resolve, nothing from the network, no live markup."""
+    """The report run_all built: links resolve, nothing from the network, no live markup; and what a
+    person sees (issue 29): no wider than a 1280 px window, no empty section, no word of the PDF split."""
     assert report.checks.problems(built["out"]) == []
+    assert report.checks.reader_view_problems(built["out"]) == []
 
 
 def test_pdf_embeds_images_and_leaves_code_out(built):
