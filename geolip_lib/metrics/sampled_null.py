@@ -30,7 +30,7 @@ from typing import Any, Optional
 import numpy as np
 from scipy import special, stats
 
-from .intervals import LEVEL, Interval
+from .intervals import LEVEL, Interval, null_over_seeds
 
 __all__ = ["null_over_sampled_seeds", "normal_fraction_below", "SampledNull", "KINDS"]
 
@@ -49,6 +49,8 @@ def null_over_sampled_seeds(values: Any, fraction: float = 1.0, *, level: float 
     f = float(fraction)
     if not (0.0 < f <= 1.0):
         raise ValueError(f"fraction: expected 0 < fraction ≤ 1 (items sampled / items in the model), got {fraction!r}")
+    if f == 1.0:  # every item: exactly the full null's distribution over its seeds
+        return {**null_over_seeds(values, level=level, what=what), "sampled_fraction": 1.0}
     v = np.asarray(values, dtype=np.float64).ravel()
     fin = v[np.isfinite(v)]
     n = len(fin)
