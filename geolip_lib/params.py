@@ -537,7 +537,11 @@ def load_model_params(name_or_path: Union[str, Path, dict]) -> ModelParams:
     if isinstance(name_or_path, ModelParams):
         return name_or_path
     if isinstance(name_or_path, dict):
-        return _validate(ModelParams, name_or_path, Path("<dict>"))
+        mp = _validate(ModelParams, name_or_path, Path("<dict>"))
+        if mp.checkpoints and mp.package:  # inside the package's assembled folder, as from a file
+            mp = mp.model_copy(update={"checkpoints": [os.path.abspath(package_folder(mp.name) / Path(c).expanduser())
+                                                       for c in mp.checkpoints]})
+        return mp
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         check_name(str(name_or_path), f"model '{name_or_path}'")

