@@ -468,9 +468,8 @@ def matrix_table(m: dict) -> str:
     """The verdict matrix as HTML: claims down and models across (the seed's models, then the
     trained stand-ins); transposed when there are more than :data:`MATRIX_MAX_COLUMNS` models."""
     cols = m["seed"] + m["stand-ins"]
-    if not cols:
-        return ("<p class='note'>No model of the seed's and no trained stand-in ran a notebook the claims read: "
-                "the matrix is empty.</p>")
+    empty = "" if cols else ("<p class='note'>No model of the seed's and no trained stand-in ran a notebook the "
+                             "claims read: no model columns.</p>")
     group = {x: ("the seed's model" if x in m["seed"] else "trained stand-in") for x in cols}
     if len(cols) <= MATRIX_MAX_COLUMNS:
         spans = ""
@@ -480,9 +479,11 @@ def matrix_table(m: dict) -> str:
         if m["stand-ins"]:
             spans += (f"<th colspan='{len(m['stand-ins'])}' class='grp'{tip(glossary.TERMS['stand-in'])}>"
                       "trained stand-ins</th>")
-        head = ("<tr>" + _th("claim", attrs=" rowspan='2'") + _th("seed value", attrs=" rowspan='2'")
-                + _th("verdict on the seed's models", attrs=" rowspan='2'") + spans + "</tr><tr>"
-                + "".join(f"<th class='model'{tip(group[x])}>{html.escape(x)}</th>" for x in cols) + "</tr>")
+        span = " rowspan='2'" if cols else ""
+        head = ("<tr>" + _th("claim", attrs=span) + _th("seed value", attrs=span)
+                + _th("verdict on the seed's models", attrs=span) + spans + "</tr>"
+                + ("<tr>" + "".join(f"<th class='model'{tip(group[x])}>{html.escape(x)}</th>" for x in cols) + "</tr>"
+                   if cols else ""))
         body = "".join(
             f"<tr><td class='claim'{tip(c.definition)}>{html.escape(c.title)}</td>"
             f"<td class='seedv'>{html.escape(c.seed_value)}</td><td>{_verdict(m['verdict'][c.id])}</td>"
@@ -497,7 +498,7 @@ def matrix_table(m: dict) -> str:
                         f"<span class='kind'>{html.escape(group[x])}</span></td>"
                         + "".join(_mx_cell(m["cells"][(c.id, x)], x, c.title) for c in m["claims"]) + "</tr>"
                         for x in cols)
-    return f"<div class='tablewrap'><table class='matrix'><thead>{head}</thead><tbody>{body}</tbody></table></div>"
+    return f"{empty}<div class='tablewrap'><table class='matrix'><thead>{head}</thead><tbody>{body}</tbody></table></div>"
 
 
 def verdict_legend() -> str:
