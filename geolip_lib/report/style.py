@@ -57,7 +57,7 @@ table.matrix td.mx .glyph{display:block;font-size:1.35em;line-height:1.1}
 table.matrix td.mx .mv{display:block;color:#222;font-weight:400;font-size:.92em}
 ul.legend{display:flex;flex-wrap:wrap;gap:.2em 1.4em;list-style:none;padding:0;font-size:.8em;color:#444;margin:.3em 0}
 ul.legend li{max-width:36em}ul.bottom{padding-left:1.2em}ul.bottom li{margin:.2em 0}
-figure.matrixfig{margin:.6em 0;max-width:900px}figure.matrixfig img{width:100%}
+figure.matrixfig{margin:.6em 0;max-width:900px}figure.matrixfig img{width:auto;max-width:100%}
 details.claims-details{margin:.8em 0}details.claims-details>summary{cursor:pointer;font-weight:600;color:#335}
 dl.glossary dt{font-weight:700;margin-top:.3em}dl.glossary dd{margin:0 0 0 1.5em}
 section.claims{border:2px solid #446;border-radius:6px;padding:.3em 1em 1em;margin:1em 0 2em;background:#fbfbfe}
