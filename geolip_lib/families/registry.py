@@ -24,6 +24,7 @@ from .falcon import FALCON
 from .gpt2 import GPT2
 from .gpt_neox import GPT_NEOX
 from .gptj import GPTJ
+from .mpnet import MPNET
 from .open_clip import OPEN_CLIP
 from .opt import OPT
 from .spec import FamilySpec, config_dict
@@ -32,7 +33,7 @@ from .t5 import T5, T5_V1_1
 #: family name -> spec, in the order of ``params/models`` documentation (the families of issue 24 after the first six)
 REGISTRY: dict[str, FamilySpec] = {s.name: s for s in (T5, T5_V1_1, BERT, DINOV2, OPEN_CLIP, DECODER_LM, GPT2, GPT_NEOX,
                                                        GPTJ, OPT, BLOOM, FALCON, DISTILBERT, ALBERT, DEBERTA_V2, BART,
-                                                       CLIP, ANY)}
+                                                       CLIP, MPNET, ANY)}
 FAMILIES: tuple = tuple(REGISTRY)
 #: ``source:`` values that belong to one family (open_clip's model zoo) -> an example ``id:``
 FAMILY_SOURCES: dict = {src: ex for s in REGISTRY.values() for src, ex in s.sources.items()}
