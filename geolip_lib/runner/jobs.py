@@ -1,106 +1,37 @@
-"""Jobs: a profile expanded into (notebook x model) jobs, their parameters checked against
-each notebook's declared defaults and ranges (:mod:`.parameters`), and the fingerprint
-``--resume`` compares.
+"""Jobs: a profile expanded into (notebook x model) jobs and checked before any kernel starts.
 
-Preflight (:func:`jobs_for_profile`, before any kernel starts) names every problem it finds,
-one line each: unsafe or duplicate job ids, parameters of the wrong type or out of their
-declared range, a kernel that is not installed, a ``local_dir`` that does not exist, a model
-whose ``config.json`` its declared family cannot describe. The output root records the
-profile that writes it (:func:`claim_root`); ``--report-only`` needs a root with results
-(:func:`check_report_root`).
+Preflight (:func:`jobs_for_profile`) names every problem it finds, one line each: unsafe,
+over-long or duplicate job ids, parameters of the wrong type or out of their declared range
+(:func:`check_parameters`, :mod:`.parameters`), a kernel that is not installed, a model whose
+params, config or weight files cannot be used (:mod:`.model_checks`).
 
-The notebooks directory is ``$GEOLIP_NOTEBOOKS`` or ``notebooks/`` (read at each call, so a
-test or a second checkout can point elsewhere); parsed notebooks are cached by path and
-modification time.
+The job itself is :mod:`.jobspec`; the notebooks :mod:`.notebooks`; what an output root
+records :mod:`.root_record`; ``--resume`` :mod:`.resume`. Their names are re-exported here
+(the runner's callers import them from ``runner.jobs``).
 """
 from __future__ import annotations
 
-import ast
-import functools
-import hashlib
-import json
-import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 
-from ..models.common import ModelLoadError
-from ..models.preflight import (HF_KIND, check_config, check_stored_model, config_problem, model_config,
-                                trajectory_problems)
 from .. import claims
 from .. import params as _params
-from .. import roots
-from ..params import (ROOT, ModelParams, ParamsError, add_model_file, check_name, family_problem, load_model_params,
-                      load_profile, model_file, model_names)
-from ..paths import resolve
-from ..provenance import library_hash
-from ..results import atomic_write_text
-from .lock import RunError
-from .parameters import (ANY, EXPRESSION, Declared, RangeSyntaxError, check_value, compile_range, declared,
-                         range_names, range_problem)
+from ..params import ParamsError, add_model_file, check_name, load_model_params, load_profile, model_names
+from .jobspec import Job, JobResult, job_dir  # noqa: F401 - re-exported
+from .model_checks import model_problems  # noqa: F401 - re-exported
+from .notebooks import (_parameters_cell, notebook_declared, notebook_defaults, notebook_digest,  # noqa: F401
+                        notebook_parameters, notebook_path, notebooks_dir, read_notebook, reads_other_jobs)
+from .parameters import (ANY, EXPRESSION, RangeSyntaxError, check_value, compile_range, range_names,
+                         range_problem)
 from .parameters import coerce_parameter  # noqa: F401 - re-exported (run_all, tests)
+from .resume import FINGERPRINT, fingerprint, is_done, job_models, stale_reasons  # noqa: F401 - re-exported
+from .root_record import (ROOT_PROFILE, check_report_root, claim_root, root_profile)  # noqa: F401 - re-exported
 
 
 #: the longest job id: it is a folder name, and ``.<id>.partial`` must stay under the 255 bytes a
 #: file name may have on every file system the runner writes to
 MAX_JOB_ID = 100
-
-
-def notebooks_dir() -> Path:
-    """Where the notebooks are: ``$GEOLIP_NOTEBOOKS`` or the checkout's ``notebooks/``."""
-    return Path(os.environ.get("GEOLIP_NOTEBOOKS") or ROOT / "notebooks")
-
-
-def notebook_path(notebook: str) -> Path:
-    return notebooks_dir() / f"{notebook}.ipynb"
-
-
-@functools.lru_cache(maxsize=256)
-def _read(path: str, mtime_ns: int):
-    return nbformat.read(path, as_version=4)
-
-
-def read_notebook(notebook: str):
-    """The parsed notebook (cached until the file changes)."""
-    p = notebook_path(notebook)
-    return _read(str(p), p.stat().st_mtime_ns)
-
-
-def _parameters_cell(notebook: str):
-    cells = [c for c in read_notebook(notebook).cells if "parameters" in c.metadata.get("tags", [])]
-    if len(cells) != 1:
-        raise ParamsError(f"{notebook_path(notebook)}: expected exactly one cell tagged 'parameters', "
-                          f"found {len(cells)}")
-    return cells[0]
-
-@dataclass
-class Job:
-    """One (notebook x model) execution."""
-
-    profile: str
-    notebook: str
-    job_id: str
-    model: str | None
-    parameters: dict = field(default_factory=dict)
-    timeout_s: int | None = None
-    kernel: str = "python3"
-
-    @property
-    def label(self) -> str:
-        return f"{self.notebook} / {self.job_id}"
-
-
-@dataclass
-class JobResult:
-    job: Job
-    ok: bool
-    job_dir: Path
-    seconds: float
-    error: str | None = None
-    skipped: bool = False
-    device: str = ""  # what the executor gave it: "cpu", "cuda:0,1", "ray:<node>"
 
 
 def jobs_for_profile(profile: str, models: list[str] | None = None,
@@ -238,25 +169,6 @@ def kernel_problems(kernel: str, profile: str) -> list[str]:
             f"{', '.join(sorted(specs)) or 'none'}); set kernel: python3, or install it (jupyter kernelspec list)"]
 
 
-def notebook_parameters(notebook: str) -> set[str]:
-    """Names assigned in the notebook's cell tagged ``parameters`` (parsed with ast)."""
-    names: set[str] = set()
-    for node in ast.parse(_parameters_cell(notebook).source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        names.update(t.id for t in targets if isinstance(t, ast.Name))
-    return names
-
-
-def notebook_declared(notebook: str) -> dict[str, Declared]:
-    """Each parameter's declared default, range and description (:func:`.parameters.declared`)."""
-    return declared(_parameters_cell(notebook).source)
-
-
-def notebook_defaults(notebook: str) -> dict:
-    """The declared default of each parameter whose default is a Python literal."""
-    return {k: d.default for k, d in notebook_declared(notebook).items() if d.default is not EXPRESSION}
-
-
 def check_parameters(jobs: list[Job], profile: str) -> None:
     """Before any kernel starts: a profile parameter the notebook does not declare is a typo; a
     value must have the declared default's type, be finite and lie in the declared range; each
@@ -315,210 +227,4 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
     if problems:
         raise ParamsError.of(problems)
 
-
-def model_problems(name: str) -> list[str]:
-    """A model's params checked before any kernel: ``config:`` keys and types, a ``local_dir``
-    that exists, a ``config.json`` whose ``model_type`` the declared family lists."""
-    try:
-        mp = load_model_params(name)
-    except ParamsError as exc:
-        return exc.lines
-    own = model_file(mp.name)  # params/models/<name>.yaml, or a file given by path to --models
-    f = f"params/models/{mp.name}.yaml" if own == _params.MODELS_DIR / f"{mp.name}.yaml" else _params._rel(own)
-    try:
-        check_config(mp.family, mp.config, f)
-    except ParamsError as exc:
-        return exc.lines
-    if mp.checkpoints:  # a trajectory's folders (issue 24 §4), each checked like a local_dir (issue 30)
-        lines = _params.checkpoint_problems(mp, own)
-        if lines:
-            return lines
-        lines = trajectory_problems(mp, f)
-        if lines:
-            return lines
-    raw, key = (mp.local_dir, "local_dir") if mp.local_dir else ((mp.id, "id") if mp.source == "local" else (None, ""))
-    if raw:
-        d = resolve(raw)
-        if not d.is_dir():
-            rel = "" if Path(raw).is_absolute() else f"; a relative path is read from the checkout root {ROOT}"
-            what = "is a file, not a folder" if d.exists() else "does not exist"
-            return [f"{f}: key '{key}': directory {d} {what}{rel}; fix the path"]
-    if mp.source == "tiny":
-        why = family_problem(mp.family, mp.config.get("model_type"), "its config:")
-        if not why:
-            why = config_problem(mp, mp.config, HF_KIND, "its config")
-        return [f"{f}: {why}"] if why else []
-    return _config_family_problems(mp, f)
-
-
-def _config_family_problems(mp: ModelParams, f: str) -> list[str]:
-    try:
-        found = model_config(mp)  # local_dir / package / cached hub config.json: no download
-    except roots.RootReadError as exc:  # a pipe, too large, too deep, not an object: its own line
-        return [f"{f}: {exc}"]
-    except (OSError, ValueError) as exc:
-        return [f"{f}: the model's config cannot be read ({type(exc).__name__}: {exc}); fix or re-save it"]
-    except Exception:  # noqa: BLE001 - a source that needs the kernel (an uncached hub model): checked at load
-        return []
-    if not found:
-        return []
-    cfg, kind, d = found
-    src = f"{d / 'config.json'}" if d is not None else "its config"
-    if kind != HF_KIND:
-        mt = "open_clip"
-        src = f"{d}" if d is not None else "its config"
-    else:
-        mt = cfg.get("model_type")
-        if mt is None:
-            return [f"{f}: {src} has no model_type; re-save the model with save_pretrained"]
-    why = family_problem(mp.family, mt, src) or config_problem(mp, cfg, kind, src)
-    if why:
-        return [f"{f}: {why}"]
-    try:  # the weight files at hand: corrupt or lying headers, pickles, integer / quantised / misshapen tensors
-        check_stored_model(mp)
-    except ModelLoadError as exc:
-        return [f"{f}: {exc}"]
-    return []
-
-
-#: the file in an output root naming the profile that writes it
-ROOT_PROFILE = ".profile.json"
-
-
-def root_profile(out_root: Path) -> str | None:
-    """The profile an output root holds (None: none recorded)."""
-    try:
-        got = roots.read_json(out_root, Path(out_root) / ROOT_PROFILE, max_bytes=64 * 1024).get("profile")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return got if isinstance(got, str) else None
-
-
-def _other_profile(out_root: Path, profile: str) -> None:
-    other = root_profile(out_root)
-    if other is not None and other != profile:
-        raise RunError(f"output root {out_root} holds the results of profile '{other}', not '{profile}'; "
-                       f"pass --out <another directory> for profile '{profile}' (or --profile {other})")
-
-
-def claim_root(out_root: Path, profile: str, selection: dict | None = None) -> None:
-    """Before a run writes into ``out_root``: refuse a root of another profile (one-line RunError),
-    else record ``profile`` in it (atomically), with the run's ``selection`` when given
-    (``{"models": [...] | None, "notebooks": [...] | None}``: ``--models`` / ``--notebooks``; the
-    report's header names it)."""
-    _other_profile(out_root, profile)
-    if root_profile(out_root) is None or selection is not None:
-        atomic_write_text(Path(out_root) / ROOT_PROFILE, json.dumps(
-            {"profile": profile, **({"selection": selection} if selection is not None else {})}) + "\n")
-
-
-def check_report_root(out_root: Path, profile: str) -> Path:
-    """``--report-only``: the root must exist, hold results (a job directory, a failed or a
-    half-written job) and belong to ``profile``; it is never created (one-line RunError)."""
-    out_root = Path(out_root)
-    if not out_root.exists():
-        raise RunError(f"output root {out_root} does not exist: nothing to report; run without --report-only "
-                       f"first, or pass the --out of an earlier run")
-    if not out_root.is_dir():
-        raise RunError(f"output root {out_root} is a file, not a directory; pass --out <directory>")
-    _other_profile(out_root, profile)
-    found = any((j / "metrics.json").is_file() or j.name.endswith((".failed", ".partial"))
-                for j in roots.job_dirs(out_root, hidden=True))
-    if not found:
-        raise RunError(f"output root {out_root} holds no results (no <notebook>/<job>/ directory); run without "
-                       f"--report-only first, or pass the --out of an earlier run")
-    return out_root
-
-
-def job_dir(job: Job, out_root: Path) -> Path:
-    return out_root / job.notebook / job.job_id
-
-
-FINGERPRINT = "fingerprint.json"
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def notebook_digest(notebook: str) -> str:
-    """sha256 of the notebook's cells (type + source): saving it in JupyterLab without an
-    edit (new metadata, outputs) does not make results stale."""
-    return _sha(json.dumps([[c.cell_type, c.source] for c in read_notebook(notebook).cells]).encode())
-
-
-def job_models(job: Job) -> list[str]:
-    """Models a job depends on: its own and any parameter value naming a params file."""
-    known = set(model_names())
-    names = [job.model] if job.model else []
-    for v in job.parameters.values():
-        for item in (v if isinstance(v, list) else [v]):
-            if isinstance(item, str) and item in known and item not in names:
-                names.append(item)
-    return names
-
-
-def fingerprint(job: Job) -> dict:
-    """What a finished job's result depends on (compared by ``--resume``)."""
-    models = {}
-    for m in job_models(job):
-        f = model_file(m)
-        models[m] = _sha(f.read_bytes()) if f.exists() else None
-    return {"notebook": notebook_digest(job.notebook), "parameters": job.parameters, "model": job.model,
-            "model_params": models, "library": library_hash()}
-
-
-def stale_reasons(job: Job, out_root: Path) -> list[str]:
-    """Why a finished job must run again (empty: it is done and current)."""
-    d = job_dir(job, out_root)
-    if not ((d / "metrics.json").exists() and (d / "executed.ipynb").exists()):
-        return ["not run yet"]
-    linked = roots.path_problem(out_root, d / "metrics.json", leaf_link_ok=False)
-    if linked:  # a result reached through a link is not this root's: run the job again
-        return [linked]
-    try:
-        roots.read_json(out_root, d / "metrics.json")
-        old = roots.read_json(out_root, d / FINGERPRINT, max_bytes=4 * 1024 * 1024)
-    except FileNotFoundError:
-        return ["no fingerprint.json (made before fingerprints)"]
-    except (OSError, ValueError):
-        return ["metrics.json or fingerprint.json is unreadable"]
-    if not isinstance(old, dict):
-        return ["fingerprint.json is not a JSON object"]
-    new = fingerprint(job)
-    why = []
-    if old.get("notebook") != new["notebook"]:
-        why.append(f"notebook {job.notebook} changed")
-    op, np_ = old.get("parameters") or {}, new["parameters"]
-    changed = sorted(k for k in set(op) | set(np_) if op.get(k) != np_.get(k))
-    if changed:
-        why.append("parameters changed: " + ", ".join(f"{k} {op.get(k)!r} -> {np_.get(k)!r}" for k in changed))
-    om = old.get("model_params") or {}
-    for m, h in new["model_params"].items():
-        if om.get(m) != h:
-            why.append(f"{_params._rel(model_file(m))} changed")
-    if old.get("library") != new["library"]:
-        why.append("geolip_lib code changed")
-    if reads_other_jobs(job.notebook):
-        mine = (d / "metrics.json").stat().st_mtime
-        newer = sorted(f"{j.parent.name}/{j.name}" for j in roots.job_dirs(out_root)
-                       if j != d and not j.name.endswith(".failed") and (j / "metrics.json").is_file()
-                       and not (j / "metrics.json").is_symlink() and (j / "metrics.json").stat().st_mtime > mine)
-        if newer:
-            why.append(f"it reads other jobs' results, and {len(newer)} are newer: {', '.join(newer[:3])}"
-                       + (" ..." if len(newer) > 3 else ""))
-    return why
-
-
-def reads_other_jobs(notebook: str) -> bool:
-    """Whether the notebook reads other jobs' results (uses ``REPORT_ROOT`` outside its
-    parameters cell: 03_cross_model, 15_seed_claims), so a newer result makes it stale and a
-    parallel run starts it only after every job before it has finished."""
-    return any("REPORT_ROOT" in c.source for c in read_notebook(notebook).cells
-               if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
-
-
-def is_done(job: Job, out_root: Path) -> bool:
-    """Finished and current (see :func:`stale_reasons`)."""
-    return not stale_reasons(job, out_root)
 

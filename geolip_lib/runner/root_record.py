@@ -1,0 +1,60 @@
+"""What an output root records about the run that writes it: ``.profile.json`` (the profile and the
+``--models`` / ``--notebooks`` selection; another profile's root is refused), and whether a root
+holds results for ``--report-only``. Read through :mod:`geolip_lib.roots`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import roots
+from ..results import atomic_write_text
+from .lock import RunError
+
+
+#: the file in an output root naming the profile that writes it
+ROOT_PROFILE = ".profile.json"
+
+
+def root_profile(out_root: Path) -> str | None:
+    """The profile an output root holds (None: none recorded)."""
+    try:
+        got = roots.read_json(out_root, Path(out_root) / ROOT_PROFILE, max_bytes=64 * 1024).get("profile")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return got if isinstance(got, str) else None
+
+
+def _other_profile(out_root: Path, profile: str) -> None:
+    other = root_profile(out_root)
+    if other is not None and other != profile:
+        raise RunError(f"output root {out_root} holds the results of profile '{other}', not '{profile}'; "
+                       f"pass --out <another directory> for profile '{profile}' (or --profile {other})")
+
+
+def claim_root(out_root: Path, profile: str, selection: dict | None = None) -> None:
+    """Before a run writes into ``out_root``: refuse a root of another profile (one-line RunError),
+    else record ``profile`` in it (atomically), with the run's ``selection`` when given
+    (``{"models": [...] | None, "notebooks": [...] | None}``: ``--models`` / ``--notebooks``; the
+    report's header names it)."""
+    _other_profile(out_root, profile)
+    if root_profile(out_root) is None or selection is not None:
+        atomic_write_text(Path(out_root) / ROOT_PROFILE, json.dumps(
+            {"profile": profile, **({"selection": selection} if selection is not None else {})}) + "\n")
+
+
+def check_report_root(out_root: Path, profile: str) -> Path:
+    """``--report-only``: the root must exist, hold results (a job directory, a failed or a
+    half-written job) and belong to ``profile``; it is never created (one-line RunError)."""
+    out_root = Path(out_root)
+    if not out_root.exists():
+        raise RunError(f"output root {out_root} does not exist: nothing to report; run without --report-only "
+                       f"first, or pass the --out of an earlier run")
+    if not out_root.is_dir():
+        raise RunError(f"output root {out_root} is a file, not a directory; pass --out <directory>")
+    _other_profile(out_root, profile)
+    found = any((j / "metrics.json").is_file() or j.name.endswith((".failed", ".partial"))
+                for j in roots.job_dirs(out_root, hidden=True))
+    if not found:
+        raise RunError(f"output root {out_root} holds no results (no <notebook>/<job>/ directory); run without "
+                       f"--report-only first, or pass the --out of an earlier run")
+    return out_root
