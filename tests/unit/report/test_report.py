@@ -165,10 +165,10 @@ def test_stale_reasons_cover_model_params_and_library(built, monkeypatch):
     job = run_all.jobs_for_profile(str(built["prof"]))[0]
     assert run_all.stale_reasons(job, built["out"]) == []
     import geolip_lib.provenance as prov
-    from geolip_lib.runner import jobs as runner_jobs
+    from geolip_lib.runner import resume as runner_resume
 
     monkeypatch.setattr(prov, "library_hash", lambda: "0" * 64)
-    monkeypatch.setattr(runner_jobs, "library_hash", lambda: "0" * 64)  # imported by name at its top
+    monkeypatch.setattr(runner_resume, "library_hash", lambda: "0" * 64)  # imported by name at its top
     assert run_all.stale_reasons(job, built["out"]) == ["geolip_lib code changed"]
     monkeypatch.undo()
     monkeypatch.setattr(run_all, "NOTEBOOKS", built["nbdir"])
