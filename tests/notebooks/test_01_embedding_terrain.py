@@ -215,7 +215,7 @@ def test_tiny_dinov2_vision_paths(run_notebook):
     # each section that cannot run records why, once, in metrics.json (issue 30's not_run)
     nr = m["not_run"]
     assert nr["Encoder vs decoder hidden states"] == ("not applicable — not an encoder–decoder model (dinov2): no "
-                                                      "decoder reads an encoder")
+                                                      "decoder reads an encoder.")
     assert {"Digit manifold", "Special tokens", "Relative position bias"} <= set(nr)
     assert text.count("Encoder vs decoder hidden states: not applicable") == 1  # one line, not repeated
 
