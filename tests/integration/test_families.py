@@ -11,7 +11,8 @@ module's own to 1e-5. What a bilinear form cannot hold is added back explicitly 
 module's own code and named in each record (``added``), and the family's ``qk_statement`` must
 say it is left out: RoPE (the model's ``apply_rotary_pos_emb`` on the captured
 ``position_embeddings``; GPT-J's ``embed_positions``), ALiBi (the captured ``alibi``), T5's
-relative bias (the ``position_bias`` the module returns; UMT5's ``compute_bias``), DeBERTa's
+relative bias (the ``position_bias`` the module returns; UMT5's ``compute_bias``; MPNet's encoder's
+``compute_position_bias``), DeBERTa's
 relative c2p/p2c terms (the module's ``disentangled_attention_bias`` on our q and k), the
 per-token ``1/rms`` of a q/k norm, Gemma 2's logit soft-capping, and the causal mask.
 
@@ -280,6 +281,9 @@ def _bias_terms(lm, cat, mod, b, kwargs, out, q, k, scores, added):
         if mod.has_relative_attention_bias:
             scores = scores + mod.compute_bias(S, Sk)
             added.append("UMT5 relative position bias (the module's compute_bias)")
+    if lm.family == "mpnet":  # one table the encoder turns into a (B, H, S, S) bias once and passes to every layer
+        scores = scores + families.hf.base(lm.model).encoder.compute_position_bias(q.new_zeros(B, S, 1))
+        added.append("MPNet relative position bias (the encoder's compute_position_bias)")
     if lm.family == "deberta_v2" and lm.config.relative_attention:
         sf = deberta_adapter.scale_factor(cat.config)
         ql, kl = q.reshape(B * H, S, -1), k.reshape(B * H, Sk, -1)
@@ -362,7 +366,7 @@ def test_attention_is_rebuilt_from_the_extracted_qk(case):
 
 
 #: first word of a reconstruction's "added" label -> the short name in ``FamilySpec.left_out`` (None: a mask)
-_SHORT = {"RoPE": "RoPE", "ALiBi": "ALiBi", "T5": "relative bias", "UMT5": "relative bias",
+_SHORT = {"RoPE": "RoPE", "ALiBi": "ALiBi", "T5": "relative bias", "UMT5": "relative bias", "MPNet": "relative bias",
           "DeBERTa": "relative c2p/p2c", "per-token": "q/k rms", "logit": "soft-cap", "causal": None, "Falcon's": None}
 
 
