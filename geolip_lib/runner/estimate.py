@@ -108,11 +108,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+import numpy as np
 import yaml
+from scipy.optimize import nnls
 
 from ..params import load_model_params
+from ..roots import RootReadError, job_dirs, read_json
 from ..paths import ROOT, cache_root
 from .execute import TIMING
+from .jobs import jobs_for_profile, notebook_defaults
 from .model_sizes import GB, TWIN_MAX_PARAMS, PlanError, hf_cache_dir, model_info
 
 # measured on this machine (Debian, 2 shared cores, CPU only): /usr/bin/time -v "Maximum resident set
@@ -385,9 +389,6 @@ def load_timings(directory: Path = TIMINGS_DIR) -> list[dict]:
 def _nnls_fit(notebook: str, rows: Sequence[Mapping], feats: Sequence[str]) -> tuple[float, dict]:
     """Non-negative least squares of seconds on (1, features), each row weighted by 1 / its seconds (relative
     error), with scipy's NNLS."""
-    import numpy as np
-    from scipy.optimize import nnls
-
     X = np.array([[1.0] + [cost_features(notebook, r["drivers"]).get(k, 0.0) for k in feats] for r in rows])
     y = np.array([float(r["seconds"]) for r in rows])
     w = 1.0 / y
@@ -399,8 +400,6 @@ def _nnls_fit(notebook: str, rows: Sequence[Mapping], feats: Sequence[str]) -> t
 
 def fit_notebook(notebook: str, rows: Sequence[Mapping]) -> Optional[Fit]:
     """The fit of one notebook's measured jobs (None without any)."""
-    import numpy as np
-
     rows = [r for r in rows if r["notebook"] == notebook]
     if not rows:
         return None
@@ -456,9 +455,6 @@ def collect_timings(root: Path, profile: str, cores: int = CORES, null_share_was
     wall-load``: ``k`` calibrates that share on jobs measured both ways); rows with neither are left out.
     ``null_share_was``: the null share of the code that ran (a run from before a change of :func:`null_share`).
     Reads through :mod:`geolip_lib.roots` (no link followed)."""
-    from ..roots import RootReadError, job_dirs, read_json
-    from .jobs import jobs_for_profile, notebook_defaults
-
     by_label = {(j.notebook, j.job_id): j for j in jobs_for_profile(profile)}
     rows = []
     for d in job_dirs(root):

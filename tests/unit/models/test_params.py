@@ -52,7 +52,7 @@ def test_seed_models_and_tiny_models_present():
     assert load_model_params("clip-vit-b-16").pretrained == "laion2b_s34b_b88k"
     assert load_model_params("clip-vit-bigg-14").pretrained == "laion2b_s39b_b160k"
     xxl = load_model_params("t5-v1_1-xxl")
-    assert (xxl.dtype, xxl.device_map) == ("float16", "auto")
+    assert (xxl.dtype, xxl.device_map) == ("bfloat16", "auto")
     assert set(TINY) <= names
     tiny_families = {load_model_params(n).family for n in TINY}
     assert tiny_families == set(FAMILIES), "one tiny model per family"
