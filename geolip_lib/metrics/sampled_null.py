@@ -38,21 +38,27 @@ __all__ = ["null_over_sampled_seeds", "normal_fraction_below", "SampledNull", "K
 KINDS = ("layers", "pairs", "first")
 
 
-def null_over_sampled_seeds(values: Any, fraction: float = 1.0, *, level: float = LEVEL, what: str = "") -> dict:
+def null_over_sampled_seeds(values: Any, fraction: float = 1.0, *, level: float = LEVEL, what: str = "",
+                            proportion: bool = False) -> dict:
     """A null as a distribution over its seeds when each seed measured ``fraction`` of the
     model's i.i.d. items: ``{"value": mean, "interval", "per_seed", "sampled_fraction"}``.
 
     The interval is the prediction interval of one *whole* model at random init,
     ``mean ± t_{n−1}·s·sqrt(fraction + 1/n)`` (module docstring). ``fraction`` 1 gives the
     interval of :func:`~geolip_lib.metrics.intervals.null_over_seeds`.
+
+    ``proportion=True`` (a fraction in [0, 1]): the same interval taken on the logit scale and
+    mapped back, so it stays inside [0, 1], as ``null_over_seeds(proportion=True)`` does.
     """
     f = float(fraction)
     if not (0.0 < f <= 1.0):
         raise ValueError(f"fraction: expected 0 < fraction ≤ 1 (items sampled / items in the model), got {fraction!r}")
     if f == 1.0:  # every item: exactly the full null's distribution over its seeds
-        return {**null_over_seeds(values, level=level, what=what), "sampled_fraction": 1.0}
+        return {**null_over_seeds(values, level=level, what=what, proportion=proportion), "sampled_fraction": 1.0}
     v = np.asarray(values, dtype=np.float64).ravel()
     fin = v[np.isfinite(v)]
+    if proportion and ((fin < 0) | (fin > 1)).any():
+        raise ValueError(f"values: proportion=True needs values in [0, 1], got {fin.min():g}..{fin.max():g}")
     n = len(fin)
     label = (f"95 % prediction interval of one model's value, t over {n} seeds"
              + (f" of {f:.3g} of its items each" if f < 1 else ""))
@@ -61,9 +67,16 @@ def null_over_sampled_seeds(values: Any, fraction: float = 1.0, *, level: float 
     if n < 2:
         iv = Interval(float("nan"), float("nan"), f"no interval: {n} seed(s) (at least 2 needed)", level, "over_seeds")
     else:
-        m, s = float(fin.mean()), float(fin.std(ddof=1))
+        eps = 5e-16  # as null_over_seeds: exact 0 and 1 moved in before the logit
+        z = np.log(np.clip(fin, eps, 1 - eps)) - np.log1p(-np.clip(fin, eps, 1 - eps)) if proportion else fin
+        m, s = float(z.mean()), float(z.std(ddof=1))
         h = float(stats.t.ppf(0.5 + level / 2, n - 1)) * s * math.sqrt(f + 1 / n)
-        iv = Interval(m - h, m + h, label, level, "over_seeds")
+        lo, hi = m - h, m + h
+        if proportion:
+            lo, hi = float(1 / (1 + np.exp(-lo))), float(1 / (1 + np.exp(-hi)))
+            lo, hi = min(lo, float(fin.mean())), max(hi, float(fin.mean()))  # the plain mean stays inside
+            label = label.replace("t over", "t on the logit scale over")
+        iv = Interval(lo, hi, label, level, "over_seeds")
     return {"value": float(fin.mean()) if n else None, "interval": iv,
             "per_seed": [float(x) if math.isfinite(x) else None for x in v], "sampled_fraction": f}
 
@@ -100,8 +113,9 @@ class SampledNull(list):
         self.fractions = {k: 1.0 for k in KINDS} | dict(fractions or {})
         self.drivers = dict(drivers or {})
 
-    def distribution(self, values: Any, kind: str = "layers", what: str = "") -> dict:
+    def distribution(self, values: Any, kind: str = "layers", what: str = "", proportion: bool = False) -> dict:
         """:func:`null_over_sampled_seeds` of per-seed ``values`` of a quantity of ``kind``."""
         if kind not in KINDS:
             raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
-        return null_over_sampled_seeds(values, self.fractions[kind], what=what or f"{len(self)} random-init seeds")
+        return null_over_sampled_seeds(values, self.fractions[kind], what=what or f"{len(self)} random-init seeds",
+                                       proportion=proportion)

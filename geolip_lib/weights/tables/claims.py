@@ -148,10 +148,10 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
         npools = [_pooled_self_q(ns) for ns in null_stacks]
         if npools and all(npool is not None for npool in npools):
             vals = [float(np.sum(npool["num"]) / np.sum(npool["den"])) for npool in npools]
-            if isinstance(null, SampledNull):
-                nulls[RANDOM] = null.distribution(vals, "layers")
+            if isinstance(null, SampledNull):  # a fraction: its interval stays in [0, 1] (logit scale)
+                nulls[RANDOM] = null.distribution(vals, "layers", proportion=True)
             elif isinstance(null, (list, tuple)):
-                nulls[RANDOM] = iv.null_over_seeds(vals, what=f"{len(vals)} random-init seeds")
+                nulls[RANDOM] = iv.null_over_seeds(vals, what=f"{len(vals)} random-init seeds", proportion=True)
             else:
                 nulls[RANDOM] = {"value": vals[0], "interval": items_interval(npools[0], seed=seed, n_boot=n_boot)}
         claims["q_sparsity"]["encoder+decoder/self"] = results.headline(

@@ -80,6 +80,8 @@ def _n_items(items: Optional[Mapping], key: str) -> int:
 #: (:class:`~geolip_lib.metrics.sampled_null.SampledNull`): every layer, adjacent pairs, or layer 0
 NULL_KIND = {"q_sparsity": "layers", "k_sparsity": "layers", "q_stable_rank": "layers", "mlp_dead_frac": "layers",
              "cross_layer_adj": "pairs", "qk_pos_frac_first": "first"}
+#: headlines that are fractions in [0, 1]: their null's interval is taken on the logit scale (stays in [0, 1])
+PROPORTIONS = {"q_sparsity", "k_sparsity", "mlp_dead_frac", "qk_pos_frac_first"}
 
 
 def null_entry(null, value_of, *, items: Optional[Mapping] = None, seed: int = 0, n_boot: int = iv.N_BOOT,
@@ -95,10 +97,12 @@ def null_entry(null, value_of, *, items: Optional[Mapping] = None, seed: int = 0
         return None
     if isinstance(null, SampledNull):
         vals = [value_of(n) for n in null]
-        return null.distribution([np.nan if v is None else v for v in vals], kind or NULL_KIND.get(key, "layers"))
+        return null.distribution([np.nan if v is None else v for v in vals], kind or NULL_KIND.get(key, "layers"),
+                                 proportion=key in PROPORTIONS)
     if isinstance(null, (list, tuple)):
         vals = [value_of(n) for n in null]
-        return iv.null_over_seeds([np.nan if v is None else v for v in vals], what=f"{len(null)} random-init seeds")
+        return iv.null_over_seeds([np.nan if v is None else v for v in vals], what=f"{len(null)} random-init seeds",
+                                  proportion=key in PROPORTIONS)
     return {"value": value_of(null), "interval": items_interval((items or {}).get(key), seed=seed, n_boot=n_boot)
             if key in POOLED else None}
 

@@ -84,3 +84,19 @@ def test_sampled_null_reads_its_fractions():
     assert wide.hi - wide.lo > narrow.hi - narrow.lo
     with pytest.raises(ValueError, match="kind"):
         n.distribution(v, "heads")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_proportion_null_from_sampled_layers_stays_in_0_1(seed):
+    """Random-init Q sparsity is ~0.9999995: a t interval on the raw scale pokes above 1; on the
+    logit scale it stays inside [0, 1] and still holds the mean (issue 28 §5)."""
+    rng = np.random.default_rng(seed)
+    vals = 1 - rng.uniform(1e-7, 2e-6, size=5)
+    raw = null_over_sampled_seeds(vals, 0.4)["interval"]
+    out = null_over_sampled_seeds(vals, 0.4, proportion=True)
+    lo, hi = out["interval"].lo, out["interval"].hi
+    assert 0 <= lo <= out["value"] <= hi <= 1
+    assert raw.hi > 1  # what the plain t interval printed
+    assert "logit" in out["interval"].method
+    full = null_over_sampled_seeds(vals, 1.0, proportion=True)["interval"]
+    assert 0 <= full.lo <= full.hi <= 1
