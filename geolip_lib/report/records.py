@@ -39,7 +39,11 @@ _HEADLINE = {"type": ["object", "null"], "properties": {
 _MODEL = {"type": "object", "properties": {
     "name": _STR, "source": _STR, "id": _STR, "local_dir": _STR, "revision": _STR, "commit_hash": _STR,
     "dtype": _STR, "weights_note": _STR,
-    "weights": {"type": ["object", "null"], "additionalProperties": {"type": "object", "properties": {"sha256": _STR}}}}}
+    # a file name -> {sha256, bytes}; a GGUF or simulated-quantized model adds flags and maps (provenance.model_info):
+    # "dequantized"/"simulated": bool, "quantization"/"quantization_summary"/"rounded_from": objects, "gguf_file": object|null
+    "dequantized": {"type": ["boolean", "null"]}, "trained_weights": {"type": ["boolean", "null"]},
+    "weights": {"type": ["object", "null"], "additionalProperties": {
+        "type": ["object", "boolean", "null"], "properties": {"sha256": _STR}}}}}
 #: the parts of ``metrics.json`` that the report reads (:func:`geolip_lib.results.record` writes them)
 METRICS_SCHEMA = {"type": "object", "properties": {
     "headline": {"type": "object", "additionalProperties": _HEADLINE},
