@@ -108,7 +108,8 @@ def main(argv=None) -> int:
             signal.signal(signum, _on_sigint)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # kernels inherit this environment:
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars inside executed notebooks (run_all shows progress)
-    out_root = args.out or REPORTS / Path(args.profile).stem
+    # absolute once (not resolved: the root itself may be a link): readers take relative paths inside the root
+    out_root = Path(os.path.abspath(args.out or REPORTS / Path(args.profile).stem))
     failures: list[JobResult] = []
     try:
         if args.plan:

@@ -82,8 +82,9 @@ def _real_dirs(parent: Path) -> list[Path]:
 
 
 def notebook_dirs(root: Path) -> list[Path]:
-    """``<root>/<notebook>/`` folders (real directories; ``_static``-like and hidden names skipped)."""
-    return [p for p in _real_dirs(root) if not p.name.startswith(("_", "."))]
+    """``<root>/<notebook>/`` folders (real directories; ``_static``-like and hidden names skipped),
+    as absolute paths (a relative ``root`` is taken from the working directory, once)."""
+    return [p for p in _real_dirs(Path(os.path.abspath(root))) if not p.name.startswith(("_", "."))]
 
 
 def job_dirs(root: Path, notebook: Optional[str] = None, hidden: bool = False) -> list[Path]:
@@ -91,8 +92,9 @@ def job_dirs(root: Path, notebook: Optional[str] = None, hidden: bool = False) -
     directory inside the root: a link (to a folder anywhere) is never returned, and neither is
     a notebook folder that is a link. ``hidden``: also ``.<job>.partial`` / ``.<job>.old``
     folders (the report lists a killed run's); ``<job>.failed`` folders are always returned
-    (callers tell them by name)."""
-    root = Path(root)
+    (callers tell them by name). Absolute paths: :func:`read_json` reads a relative path as
+    relative to the root, so a relative ``--out`` must not reach it twice."""
+    root = Path(os.path.abspath(root))
     if notebook is not None:
         nb = root / notebook
         if path_problem(root, nb, leaf_link_ok=False) is not None:
