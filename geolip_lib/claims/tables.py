@@ -23,7 +23,8 @@ SUMMARY_COLUMNS = ["title", "reading", "seed value", "seed models", "measured as
 DETAIL_COLUMNS = ["title", "reading", "model", "scope", "seed value", "measured", "project definition", "nulls",
                   "verdict", "reason", "null explains"]
 #: one row per claim: each reading's verdict side by side
-READINGS_COLUMNS = ["title", "seed value", "as the table says", "as the seed measured", "the project's own reading"]
+READINGS_COLUMNS = ["title", "seed value", "as the table says", "as the seed measured", "the project's own reading",
+                    "over the readings"]
 #: notebook 15's headline keys per status
 HEADLINE_KEYS = {"held": "claims_held", "held, but the null gives it too": "claims_held_null_too",
                  "not held": "claims_not_held", "undecided": "claims_undecided",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from .records import FAILED, INCOMPLETE, JobRecord
 from .sections import (CLAIMS_NOTEBOOK, _md_inline, anchor, composite_table, figures_html, fragment, href,
-                       not_run_html, provenance_footer, seed_claims_section, title_and_question, trajectory_html,
+                       not_run_html, provenance_footer, quantization_html, seed_claims_section, title_and_question,
+                       trajectory_html,
                        what_this_tests)
 from .style import BIAS_MARK, CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG, SEPARATED
 
@@ -80,6 +81,7 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
              what_this_tests()]
     if out_root is not None:
         parts.append(seed_claims_section(out_root, groups, embed=embed, prefix=prefix, details=details))
+        parts.append(quantization_html(out_root))
     sections = {nb: recs for nb, recs in groups.items()
                 if not (out_root is not None and nb == CLAIMS_NOTEBOOK and all(r.ok for r in recs))}
     titles = {nb: title_and_question(recs, nb) for nb, recs in sections.items()}

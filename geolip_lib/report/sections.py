@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import mistune
 import nbformat
 
-from .. import claims, plotting, trajectory
+from .. import claims, plotting, quantization_effect, trajectory
 from ..claims import plots as claims_plots
 from ..claims import tables as claims_tables
 from ..metrics.intervals import format_value
@@ -339,6 +339,35 @@ def trajectory_html(records: list[JobRecord]) -> str:
                      f"<tbody>{body}</tbody></table></div>"
                      f"<p class='note'>{html.escape(trajectory.TABLE_NOTE)}</p>")
     return "".join(parts)
+
+
+#: the columns of :func:`geolip_lib.quantization_effect.table` shown on the index (the numbers behind them
+#: stay in the frame)
+QUANT_COLUMNS = ["notebook", "headline", "fp32 model", "quantized model", "fp32", "quantized", "difference",
+                 "difference / half-width", "relative difference"]
+
+
+def quantization_html(out_root: Path) -> str:
+    """How far simulated quantization (a params file's ``quantize: q4_1``) moves each headline of 01,
+    02 and 06: :func:`geolip_lib.quantization_effect.table` of the root, or nothing without such a pair."""
+    try:
+        frame = quantization_effect.table(out_root)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"<p class='problem'>The quantization table could not be built ({html.escape(str(exc))}).</p>"
+    if frame is None or not len(frame):
+        return ""
+    cols = [c for c in QUANT_COLUMNS if c in frame.columns]
+    heads = "".join(_th(c) for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_traj_cell(v))}</td>" for v in row) + "</tr>"
+                   for row in frame[cols].itertuples(index=False))
+    return ("<h2 id='quantization'>How far quantization moves the headlines</h2>"
+            "<p class='note'>Each model's fp32 weights rounded to the GGUF block scheme and back (Q4_1: blocks "
+            "of 32 with a scale and a minimum, 4-bit codes), then measured by the same notebooks. 'difference / "
+            "half-width' is the move in units of the fp32 interval's half-width (|x| &lt; 1: less than the "
+            "value's own uncertainty; ±inf where the fp32 value is exact). Values measured on dequantized "
+            "weights are marked in the tables and kept out of verdicts whose rule such a move could decide.</p>"
+            f"<div class='tablewrap'><table class='composite'><thead><tr>{heads}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _traj_cell(v) -> str:
