@@ -66,6 +66,8 @@ from geolip_lib.probes import plots
 
 job = runtime.start("01_embedding_terrain", globals())  # job dir, plot style, inline figures, seeds, job.lm = MODEL
 lm = job.lm
+
+# %%
 E = lm.input_embeddings()
 V_, D_ = E.shape
 twin = lm.random_init() if RANDOM_INIT_BASELINE else None
@@ -284,6 +286,8 @@ if dig["applicable"]:
 else:
     not_run["Digit manifold"] = f"not applicable — {dig['reason']}."
     print(f"Digit manifold: {not_run['Digit manifold']}")
+
+# %%
 headline["digit_corr"] = results.headline(
     dig.get("corr_abs_diff"), interval="exact" if dig.get("corr_abs_diff") is not None else None,
     over="10 digits, 45 pairs", label="digit |i-j| corr", fmt=".3f",

@@ -177,7 +177,7 @@ job.table(by_stack, caption=f"Fraction |w| {thr} per (stack/attn, role), 95 % bo
 qk = res.qk["layers"]
 if qk.empty:
     not_run["4. QK similarity manifold"] = families.attention_skipped(lm, 'QK manifold')  # family any: which adapter
-    print(not_run["4. QK similarity manifold"])
+    print(f"{not_run['4. QK similarity manifold']}")
 else:
     print(f"{QK_BALANCE_STATEMENT}")
     job.table(T.qk_layers(res, SHOW_LAYERS), caption=f"QK sign counts per layer (first {SHOW_LAYERS} per group): "
@@ -212,7 +212,7 @@ if not qk.empty:
 ml = res.mlp["layers"]
 if ml.empty:
     not_run["5. MLP dead neurons"] = f"{MODEL}: no MLP blocks in the catalog — dead-neuron analysis skipped."
-    print(not_run["5. MLP dead neurons"])
+    print(f"{not_run['5. MLP dead neurons']}")
 else:
     job.table(ml.head(2 * SHOW_LAYERS), caption="MLP neurons per layer", index=False)
     job.table(T.mlp_overview(summary, null), caption="Dead and weak neurons, trained vs random init",
@@ -231,7 +231,7 @@ if lm.spec.shared_layers:  # ALBERT: one stored layer runs at every depth
 if cl.empty:
     not_run["6. Cross-layer weight correlation"] = f"{MODEL}: fewer than two layers per role — cross-layer " \
         "correlation skipped."
-    print(not_run["6. Cross-layer weight correlation"])
+    print(f"{not_run['6. Cross-layer weight correlation']}")
 else:
     job.table(cl, caption="Cosine between layers of the same role (adjacent pairs; mean |off-diagonal|)")
 

@@ -118,6 +118,8 @@ for s in range(SEED, SEED + N_SEEDS):
         null = A.seed_battery(m.synset_ids[perm], S, E, chains, s, **kw)
         per_seed_null.append({k: null[k] for k in A.RELATIONAL_KEYS})
 t_seeds = time.perf_counter() - t0
+
+# %%
 summary, summary_null = A.summarize_seeds(per_seed), (A.summarize_seeds(per_seed_null) if per_seed_null else {})
 seed_iv, seed_iv_null = A.seed_intervals(per_seed), A.seed_intervals(per_seed_null)
 # overlapping draws of one entry set: the t interval is a stability spread, and says so
@@ -181,6 +183,8 @@ job.figure(plots.interval_forest(iv_rows, title=f"{MODEL}: mean over {N_SEEDS} s
 # %%
 enc_r, null_r = [r["enc_pearson"] for r in per_seed], [r["enc_pearson"] for r in per_seed_null]
 sn = summary_null.get("enc_pearson")  # None without the null battery
+
+# %%
 headline = {
     "seeds_enc_pearson": results.headline(summary["enc_pearson"]["mean"], interval=seed_iv["enc_pearson"],
         nulls={"shuffled": {"value": sn["mean"], "interval": seed_iv_null["enc_pearson"]}} if sn else None,

@@ -104,10 +104,12 @@ with warnings.catch_warnings():
                                           k=k0, top_k=TOP_K, groups=GROUPS, max_params=TWIN_MAX_PARAMS, model=MODEL)
     null_ops = rnull.first  # the first seed, every layer: the one tables and figures show
 t_null = time.perf_counter() - t0 - t_measure
+
+# %%
 if not ops:
     not_run["QK operators (every section)"] = families.attention_skipped(lm, 'QK-operator probe',
                                                                          'no query/key weights found')
-    print(not_run["QK operators (every section)"])
+    print(f"{not_run['QK operators (every section)']}")
 metrics["random_init_null"] = rnull.drivers  # seeds, layers sampled per group (the plan counts them)
 metrics["measure"] = {"groups": tables.group_rows(ops)}  # timings are printed, not recorded: metrics.json stays deterministic
 print(f"Measured in {t_measure:.2f} s (random init {t_null:.2f} s).")

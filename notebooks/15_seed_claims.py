@@ -51,9 +51,10 @@ table = claims.load(CLAIMS)
 rows = claims.evaluate(root, table)
 summary = claims.summarize(rows, table)
 tiny = claims.pipeline_checks(root, table)
+tiny_note = (f" The pipeline also ran on {len(tiny)} tiny random model(s) ({', '.join(tiny)}): pipeline checks, "
+             "given no verdict and not listed beside the claims." if tiny else "")
 print(f"Read the claims of {table.file} ({table.title}) under {root}: {len(rows)} (claim, reading, model, scope) "
-      "rows." + (f" The pipeline also ran on {len(tiny)} tiny random model(s) ({', '.join(tiny)}): pipeline checks, "
-                 "given no verdict and not listed beside the claims." if tiny else ""))
+      f"rows.{tiny_note}")
 
 # %% [markdown]
 # ## 1. The verdicts, and how they are reached
@@ -103,25 +104,8 @@ print(f"Read the claims of {table.file} ({table.title}) under {root}: {len(rows)
 # share of a hinge's energy the no-change model absorbs (the test sees only the rest).
 
 # %%
-from geolip_lib.claims.power import hinge_absorbed
-
-spec = next((f.power for c in table.claims for f in c.forms if f.power is not None), None)
-if spec is not None:
-    grids = {tuple(r["power"]["grid"]): r["job"] for r in rows if r["power"]}
-    grids.setdefault((0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5), "notebook 10's default PHASE_ALPHAS")
-    for grid, where in grids.items():
-        print(f"{where}: on the {len(grid)}-point grid {grid[0]:g}–{grid[-1]:g}, a hinge at {spec.at:g} keeps "
-              f"{1 - hinge_absorbed(grid, spec.at, 'quadratic'):.0%} of its energy beyond a quadratic "
-              f"(absorbed {hinge_absorbed(grid, spec.at, 'quadratic'):.0%}; by a line "
-              f"{hinge_absorbed(grid, spec.at, 'line'):.0%}).")
-    print(f"The kink tested: slope change {spec.slope_change:g} at {spec.at:g} — {spec.basis}.")
-    for r in rows:
-        if r["power"] and r["power"].get("power") is not None:
-            inj = ", ".join(f"{i['multiple']:g}x {'found' if i['found'] else 'not found'}"
-                            for i in r["power"]["injected"])
-            print(f"{r['job']}: power {r['power']['power']:.0%} ({r['power']['reps']} experiments); observed sd of the "
-                  f"per-seed hinge coefficient {r['power']['hinge_sd']:.3g}; the kink added to the observed curves: "
-                  f"{inj}.")
+for sentence in claims.power_sentences(rows, table):  # the grids' hinge energy, the kink, each job's power
+    print(f"{sentence}")
 
 # %% [markdown]
 # One row per claim, the readings side by side (the last column: the verdict over the readings):

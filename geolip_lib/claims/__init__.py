@@ -24,7 +24,8 @@ from .power import kink_power
 from .registry import CLAIM_IDS, CLAIMS, SEED_001, Claim, ClaimSet, Form, check_name, claim, claim_files, load
 from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, NULL_NAMES, STATUSES, UNDECIDED, VERDICT_CLASS,
                     VERDICTS, Printed, Rule)
-from .tables import (DETAIL_COLUMNS, READINGS_COLUMNS, SUMMARY_COLUMNS, detail_frame, headline, readings_frame,
+from .tables import (DETAIL_COLUMNS, READINGS_COLUMNS, SUMMARY_COLUMNS, detail_frame, headline, power_sentences,
+                     readings_frame,
                      summary_frame)
 
 #: the earlier name of "not tested on this profile"
@@ -35,4 +36,4 @@ __all__ = ["Claim", "ClaimSet", "Form", "Rule", "Printed", "CLAIMS", "CLAIM_IDS"
            "NULL_NAMES", "claim", "claim_files", "check_name", "load", "evaluate", "trained", "dequantized",
            "pipeline_checks", "READING_DISAGREES", "summarize", "readings", "required_jobs",
            "missing_jobs", "kink_power", "summary_frame", "detail_frame", "readings_frame", "SUMMARY_COLUMNS",
-           "DETAIL_COLUMNS", "READINGS_COLUMNS", "headline"]
+           "DETAIL_COLUMNS", "READINGS_COLUMNS", "headline", "power_sentences"]

@@ -9,11 +9,12 @@ import pandas as pd
 from ..metrics.intervals import format_value
 from ..results import headline as _headline
 from .evaluation import readings, summarize
+from .power import hinge_absorbed
 from .registry import Claim, load
 from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, STATUSES, UNDECIDED, VERDICTS, display_null
 
 __all__ = ["SUMMARY_COLUMNS", "DETAIL_COLUMNS", "READINGS_COLUMNS", "summary_frame", "detail_frame", "readings_frame",
-           "headline", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
+           "headline", "power_sentences", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
            "matrix_frame"]
 
 #: one row per (claim, reading): the report's lead table
@@ -46,6 +47,34 @@ def detail_frame(rows: list[dict], seed_models: Optional[bool] = None):
 def readings_frame(summary: list[dict]):
     """One row per claim: "as the table says" beside "as the seed measured" (verdicts)."""
     return pd.DataFrame(readings(summary), columns=READINGS_COLUMNS)[READINGS_COLUMNS]
+
+
+#: the grid notebook 10 sweeps by default (its PHASE_ALPHAS), described beside the grids the jobs used
+DEFAULT_PHASE_GRID = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+
+
+def power_sentences(rows: list[dict], table) -> list[str]:
+    """Notebook 15's sentences on the change-point test's power: per alpha grid, how much of a hinge
+    at the claim's breakpoint a quadratic (and a line) absorbs; the kink tested and whose it is; each
+    job's power and the injected kinks found (:mod:`geolip_lib.claims.power`). Empty without a power spec."""
+    spec = next((f.power for c in table.claims for f in c.forms if f.power is not None), None)
+    if spec is None:
+        return []
+    grids = {tuple(r["power"]["grid"]): r["job"] for r in rows if r["power"]}
+    grids.setdefault(DEFAULT_PHASE_GRID, "notebook 10's default PHASE_ALPHAS")
+    out = []
+    for grid, where in grids.items():
+        quad, line = hinge_absorbed(grid, spec.at, "quadratic"), hinge_absorbed(grid, spec.at, "line")
+        out.append(f"{where}: on the {len(grid)}-point grid {grid[0]:g}–{grid[-1]:g}, a hinge at {spec.at:g} keeps "
+                   f"{1 - quad:.0%} of its energy beyond a quadratic (absorbed {quad:.0%}; by a line {line:.0%}).")
+    out.append(f"The kink tested: slope change {spec.slope_change:g} at {spec.at:g} — {spec.basis}.")
+    for r in rows:
+        p = r["power"]
+        if p and p.get("power") is not None:
+            inj = ", ".join(f"{i['multiple']:g}x {'found' if i['found'] else 'not found'}" for i in p["injected"])
+            out.append(f"{r['job']}: power {p['power']:.0%} ({p['reps']} experiments); observed sd of the per-seed "
+                       f"hinge coefficient {p['hinge_sd']:.3g}; the kink added to the observed curves: {inj}.")
+    return out
 
 
 def headline(summary: list[dict]) -> dict:
