@@ -58,7 +58,8 @@ def test_every_recorded_claim_gets_a_verdict(claims_root, monkeypatch):
         assert r["reading"] and r["measured as"]
     pb = next(r for r in rows if r["claim"] == "phase_boundary")
     if pb["value"] is None:  # no change found: undecided unless the power against the seed's kink is shown
-        assert "no change point found" in pb["reason"] and "power" in pb["reason"]
+        # undecided: the power is named; not held: the kink the test finds when injected into these curves is named
+        assert "no change point found" in pb["reason"] and ("power" in pb["reason"] or "finds a kink" in pb["reason"])
         assert pb["verdict"] in (claims.UNDECIDED, claims.NOT_HELD) and pb["power"] is not None
         assert (pb["verdict"] == claims.NOT_HELD) == (pb["power"]["power"] >= 0.8)
         assert [i["multiple"] for i in pb["power"]["injected"]] == [0.5, 1.0, 2.0, 4.0]  # into its own curves

@@ -402,6 +402,7 @@ def test_int8_weights_stop_the_run_before_any_kernel(tmp_path, sandbox, sentinel
     monkeypatch.setenv("GEOLIP_NOTEBOOKS", str(ROOT / "notebooks"))
     code, lines = sandbox.main(capsys=capsys)
     assert code == 2 and len(lines) == 1, lines
-    assert lines[0].startswith(f"error: model 'int8-bert': tensor embeddings.LayerNorm.bias in {d / 'model.safetensors'}"
-                               " is stored as int8 where the model has float32 weights")
+    assert lines[0].startswith("error: params/models/int8-bert.yaml: ")  # the params file that names the folder
+    assert (f"model 'int8-bert': tensor embeddings.LayerNorm.bias in {d / 'model.safetensors'}"
+            " is stored as int8 where the model has float32 weights") in lines[0]
     assert not (sandbox.out / "02_weight_topology").exists() and intact(sentinel)
