@@ -46,14 +46,8 @@ def _file_digests(weights: dict) -> Optional[frozenset]:
 
 def _jobs(root: Path, notebook: str) -> list[dict]:
     out = []
-    for d in roots.job_dirs(root, notebook):
-        if d.name.endswith(".failed") or not (d / "metrics.json").is_file():
-            continue
-        try:
-            m = roots.read_json(root, d / "metrics.json")
-        except (roots.RootReadError, ValueError, FileNotFoundError):
-            continue
-        if isinstance(m, dict) and isinstance(m.get("headline"), dict):
+    for d, m in roots.finished_metrics(root, notebook):
+        if isinstance(m.get("headline"), dict):
             out.append({"job": d.name, "metrics": m, "prov": _model_prov(m)})
     return out
 

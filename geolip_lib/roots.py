@@ -105,6 +105,27 @@ def job_dirs(root: Path, notebook: Optional[str] = None, hidden: bool = False) -
     return [j for nb in nbs for j in _real_dirs(nb) if hidden or not j.name.startswith(".")]
 
 
+def finished_metrics(root: Path, notebook: str) -> list[tuple[Path, dict]]:
+    """``(job folder, metrics.json payload)`` of every finished job of ``notebook`` under
+    ``root``, in job order: real folders only (:func:`job_dirs`; no ``.partial`` / ``.failed``
+    job), each file read bounded by :func:`read_json`; a job whose ``metrics.json`` is absent,
+    refused or not a JSON object is left out (the report lists such jobs as failed). The one
+    home of "the results of one notebook" for the claims lead, the quantization table and
+    notebook 03."""
+    root = Path(os.path.abspath(root))
+    out = []
+    for job in job_dirs(root, notebook):
+        if job.name.endswith(".failed"):
+            continue
+        try:
+            data = read_json(root, job / "metrics.json")
+        except (OSError, RootReadError):
+            continue
+        if isinstance(data, dict):
+            out.append((job, data))
+    return out
+
+
 def _depth(obj: Any, limit: int) -> int:
     """Nesting depth of a parsed JSON value, walked without recursion; stops past ``limit``."""
     deepest, stack = 0, [(obj, 1)]

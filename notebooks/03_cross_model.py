@@ -37,12 +37,9 @@ SEED = 0  # [0 ≤ x < 2**32] seed of the random-init baselines computed here (f
 N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples of the headline intervals (models, then the layers within each)
 
 # %%
-import json
-from pathlib import Path
-
 import pandas as pd
 
-from geolip_lib import results, runtime
+from geolip_lib import results, roots, runtime
 from geolip_lib.weights import TensorStore, plots, run_battery
 from geolip_lib.weights import tables as T
 
@@ -59,11 +56,9 @@ job = runtime.start("03_cross_model", globals(), load_model=False)  # job dir, s
 batteries: dict = {}  # model -> (trained summary, random-init summary or None)
 items: dict = {}  # model -> {"trained", "random_init"}: the matrices / layers / pairs each headline pools
 stack: dict = {}  # model -> {"trained", "random_init"}: per stack/attn and role, the matrices each sparsity pools
-files = sorted(Path(REPORT_ROOT).glob("02_weight_topology/*/metrics.json")) if REPORT_ROOT else []
-files = [f for f in files if not f.parent.name.startswith(".")]  # skip unfinished .partial jobs
-for f in files:
-    m = json.loads(f.read_text(encoding="utf-8"))
-    name = m["model"] or f.parent.name
+# finished jobs only, real folders inside the root, each file read bounded (roots.finished_metrics)
+for d, m in roots.finished_metrics(REPORT_ROOT, "02_weight_topology") if REPORT_ROOT else []:
+    name = m["model"] or d.name
     batteries[name] = (m["metrics"]["battery"], m["metrics"].get("random_init"))
     items[name] = m["metrics"].get("headline_items")  # absent in results older than this notebook
     stack[name] = m["metrics"].get("stack_items")

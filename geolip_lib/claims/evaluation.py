@@ -42,15 +42,8 @@ def _read_jobs(root: Path, notebook: str) -> dict[str, dict]:
     (read through :mod:`geolip_lib.roots`: a job folder that is a link, or a file too large or
     too deep, is never read)."""
     out: dict[str, dict] = {}
-    for job in roots.job_dirs(root, notebook):
-        if job.name.endswith(".failed"):
-            continue
-        try:
-            data = roots.read_json(root, job / "metrics.json")
-        except (OSError, roots.RootReadError):
-            continue  # the report lists unreadable jobs as failed
-        if isinstance(data, dict):
-            out[data.get("model") if isinstance(data.get("model"), str) else job.name] = data
+    for job, data in roots.finished_metrics(root, notebook):
+        out[data.get("model") if isinstance(data.get("model"), str) else job.name] = data
     return out
 
 
