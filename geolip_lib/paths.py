@@ -19,6 +19,18 @@ def cache_root() -> Path:
     return Path(os.environ.get("GEOLIP_CACHE", ROOT / ".cache"))
 
 
+def shared_cache_root() -> Path | None:
+    """A cache shared by every checkout of this user (None: off): ``$GEOLIP_SHARED_CACHE``, else
+    ``$XDG_CACHE_HOME/geolip`` (``~/.cache/geolip``); ``GEOLIP_SHARED_CACHE=`` (empty) turns it
+    off. Holds only derived files whose name carries the key of everything they derive from (the
+    WordNet lexicon arrays), so a second clone copies them instead of rebuilding them (~50 s)."""
+    env = os.environ.get("GEOLIP_SHARED_CACHE")
+    if env is not None:
+        return Path(os.path.expanduser(env)) if env.strip() else None
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "geolip"
+
+
 def resolve(path: str | os.PathLike) -> Path:
     """``path`` with ``~`` expanded; a relative path is taken from the checkout, not the cwd
     (a notebook's working directory is its own folder)."""

@@ -54,7 +54,7 @@ if [ -f "$DATA_STAMP" ] && compgen -G ".cache/nltk_data/corpora/wordnet*" >/dev/
 else
   echo "[setup] WordNet 3.0"
   .venv/bin/python scripts/provision_wordnet.py >/dev/null
-  echo "[setup] WordNet lexicon arrays ($CACHE/wordnet; ~50 s once)"
+  echo "[setup] WordNet lexicon arrays ($CACHE/wordnet; copied from ~/.cache/geolip when another checkout built them, else ~50 s once)"
   NLTK_DATA="$PWD/.cache/nltk_data" .venv/bin/python -m geolip_lib.lexical >/dev/null
   rm -f "$CACHE"/.setup-data-*
   touch "$DATA_STAMP"

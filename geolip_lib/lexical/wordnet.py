@@ -27,7 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import progress as _progress
-from ..paths import ROOT, cache_root
+from ..paths import ROOT, cache_root, shared_cache_root
 from ..results import atomic_write_bytes
 
 SCHEMA = 2  # bump when the cached arrays change meaning
@@ -309,15 +309,40 @@ def build_lexicon(wn=None, progress: bool = True) -> Lexicon:
     )
 
 
+#: the arrays weigh ~22 MB; a cached file far larger is not read (rebuilt instead)
+_MAX_LEXICON_BYTES = 512 * 1024 * 1024
+
+
 @functools.lru_cache(maxsize=1)
 def load_lexicon(progress: bool = True) -> Lexicon:
     """The cached :class:`Lexicon` (built and saved on first use, ≈20 s; then ≈0.5 s)."""
-    path = cache_dir() / f"lexicon-{_cache_key()}.npz"
-    if path.exists():
+    name = f"lexicon-{_cache_key()}.npz"
+    path = cache_dir() / name
+    shared = shared_cache_root()
+    shared_path = shared / "wordnet" / name if shared is not None else None
+    for src in (path, shared_path):  # this checkout's cache, then the one every checkout shares
+        if src is None or not src.is_file() or src.stat().st_size > _MAX_LEXICON_BYTES:
+            continue
         try:
-            return Lexicon.from_npz(path)
+            lex = Lexicon.from_npz(src)  # allow_pickle=False: a planted file is data or refused
         except Exception:  # noqa: BLE001 - a corrupt cache is rebuilt
-            pass
+            continue
+        if src != path:
+            atomic_write_bytes(path, src.read_bytes())
+        elif shared_path is not None and not shared_path.exists():
+            _publish(shared_path, src.read_bytes())  # a checkout built before the shared cache existed
+        return lex
     lex = build_lexicon(progress=progress)
-    atomic_write_bytes(path, lex.to_npz_bytes())
+    data = lex.to_npz_bytes()
+    atomic_write_bytes(path, data)
+    if shared_path is not None:
+        _publish(shared_path, data)
     return lex
+
+
+def _publish(shared_path: Path, data: bytes) -> None:
+    """Best effort: a read-only or full home never fails a notebook."""
+    try:
+        atomic_write_bytes(shared_path, data)
+    except OSError:
+        pass
