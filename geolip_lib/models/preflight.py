@@ -32,6 +32,7 @@ import inspect
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Optional
 
@@ -207,6 +208,43 @@ def check_stored_model(p) -> None:
         check_stored(p, found[2])
 
 
+#: the files a tokenizer (or processor) loads from a model folder, read inside the kernel by
+#: transformers / sentencepiece / open_clip: checked here, before a kernel starts
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.json", "vocab.txt", "merges.txt", "spiece.model", "tokenizer.model",
+                   "sentencepiece.bpe.model", "preprocessor_config.json", "generation_config.json",
+                   "chat_template.jinja", "chat_template.json")
+#: what one tokenizer file may weigh (the largest published tokenizer.json, Gemma 3's, is 33 MB)
+TOKENIZER_MAX_BYTES = 128 * 1024 * 1024
+
+
+def tokenizer_problem(directory: Path) -> Optional[str]:
+    """Why a tokenizer file in ``directory`` would not be read safely (None: each is fine): a named
+    pipe, device or folder under a tokenizer file's name (a reader would block on it), a file over
+    :data:`TOKENIZER_MAX_BYTES`, or a JSON one that is not valid, bounded JSON. A link is followed
+    (the Hugging Face cache links every file into its snapshot)."""
+    for name in TOKENIZER_FILES:
+        f = Path(directory) / name
+        if not os.path.lexists(f):
+            continue
+        try:
+            st = os.stat(f)
+        except OSError as exc:
+            return f"{f}: cannot be read ({exc.strerror or exc})"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{f}: not a regular file (a pipe, a device or a folder); not read"
+        if st.st_size > TOKENIZER_MAX_BYTES:
+            return (f"{f}: {st.st_size} bytes, over the limit of {TOKENIZER_MAX_BYTES} for a tokenizer file; "
+                    "not read (re-save the tokenizer with save_pretrained)")
+        if name.endswith(".json"):
+            try:
+                roots.read_json_file(f, TOKENIZER_MAX_BYTES, what="a tokenizer file",
+                                     remedy="re-save the tokenizer with save_pretrained")
+            except roots.RootReadError as exc:
+                return str(exc)
+    return None
+
+
 def check_stored(p, directory: Path) -> None:
     """Refuse, with one line naming the tensor and the file, a checkpoint in ``directory`` that is
     quantised (``quantization_config`` in its config), stores a tensor as an integer or 8-bit
@@ -214,6 +252,9 @@ def check_stored(p, directory: Path) -> None:
     (the model built from the config on the meta device: expected and found shape). Checked
     once per process for a directory whose files did not change."""
     directory = Path(directory)
+    why = tokenizer_problem(directory)
+    if why:
+        raise ModelLoadError(f"model '{p.name}': {why}")
     files = sorted(directory.glob("*.safetensors"))
     if not files:
         files = sorted(directory.glob("pytorch_model*.bin"))

@@ -10,8 +10,10 @@ import nbformat
 
 from ..params import load_profile
 from ..results import REPORTS, atomic_write_text
+from ..roots import RootReadError
 from ..runner.jobs import ROOT_PROFILE
-from .notebook_doc import document_notebook, fill_placeholders, glossary_html, install_mathjax, notebook_html
+from .notebook_doc import (document_notebook, fill_placeholders, glossary_html, install_mathjax, notebook_html,
+                           read_executed)
 from .pages import findings_body, index_html
 from .printing import print_pdf
 from .records import INCOMPLETE, collect
@@ -54,7 +56,11 @@ def build(profile: str, out_root: Path | None = None, pdf: bool = True) -> list[
         for r in recs:
             if r.ok and (r.path / "executed.ipynb").exists():
                 try:
-                    page = notebook_html(r.path / "executed.ipynb", "../../_static/mathjax")
+                    page = notebook_html(read_executed(r.path / "executed.ipynb"), "../../_static/mathjax")
+                except RootReadError as exc:  # too large, a link, not a notebook: the line names file and remedy
+                    (r.path / "executed.html").unlink(missing_ok=True)
+                    r.problems.append(f"no page for this job: {exc}")
+                    continue
                 except Exception as exc:  # noqa: BLE001 - one unreadable notebook must not take the report down
                     (r.path / "executed.html").unlink(missing_ok=True)
                     r.problems.append(f"{r.path / 'executed.ipynb'}: cannot be converted to HTML "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ from jinja2 import DictLoader
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 
+from .. import roots
 from ..claims import tables as claims_tables
 from . import glossary
 from .records import JobRecord
@@ -108,8 +110,27 @@ def _with_preconfig(page_html: str) -> str:
     return page_html.replace("<script", MATHJAX_PRECONFIG + "<script", 1)
 
 
-def notebook_html(executed: Path, mathjax_rel: str, exclude_input: bool = False) -> str:
-    """An executed notebook as a self-contained lab-template HTML page with local MathJax.
+#: what a job's ``executed.ipynb`` may weigh before the report converts it (the largest the
+#: notebooks write, with every figure inline, is a few MB; a 1.2 GB one took the report down)
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+
+
+def read_executed(path: Path) -> nbformat.NotebookNode:
+    """A job's ``executed.ipynb``, read bounded (:func:`geolip_lib.roots.read_json_file`: a regular
+    file, no link, at most :data:`MAX_NOTEBOOK_BYTES`, 64 levels deep) and as nbformat 4; one-line
+    :class:`~geolip_lib.roots.RootReadError` otherwise. The one reader of an executed notebook for
+    the report (its HTML page and the PDF's narrative)."""
+    data = roots.read_json_file(Path(path), MAX_NOTEBOOK_BYTES, follow=False, what="an executed notebook",
+                                remedy="rerun the job")
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise roots.RootReadError(f"{path}: not a notebook (no list of cells); rerun the job")
+    # nbformat's own reader (it rejoins the multi-line sources): the text is bounded and parsed once already
+    return nbformat.reads(json.dumps(data), as_version=4)
+
+
+def notebook_html(executed: Path | nbformat.NotebookNode, mathjax_rel: str, exclude_input: bool = False) -> str:
+    """An executed notebook (a path, or one :func:`read_executed` read) as a self-contained
+    lab-template HTML page with local MathJax.
 
     nbconvert's ``sanitize_html`` is on, with :func:`clean_html` as its ``clean_html`` filter:
     a ``<script>`` or ``onerror=`` in a notebook's markdown or outputs never becomes live markup.
@@ -120,7 +141,10 @@ def notebook_html(executed: Path, mathjax_rel: str, exclude_input: bool = False)
                        template_file="geolip.html.j2")
     exp.register_preprocessor(OutputMetadataGuard(), enabled=True)
     exp.mathjax_url = f"{mathjax_rel}/MathJax.js?config={MATHJAX_CONFIG}"
-    body, _ = exp.from_filename(str(executed))
+    if isinstance(executed, nbformat.NotebookNode):
+        body, _ = exp.from_notebook_node(executed, resources={"metadata": {"name": "executed"}})
+    else:
+        body, _ = exp.from_filename(str(executed))
     return _with_preconfig(body)
 
 
@@ -185,7 +209,7 @@ def narrative_cells(rec: JobRecord) -> list:
     with one line saying why: the job's ``not_run`` reason for it, else the line its cells
     printed, else "nothing was measured" (a GPT-2 report's "13. Vision-tower embedding tables").
     """
-    nb = nbformat.read(str(rec.path / "executed.ipynb"), as_version=4)
+    nb = read_executed(rec.path / "executed.ipynb")
     not_run = rec.data.get("not_run") if isinstance(rec.data.get("not_run"), dict) else {}
     kept: list = []
     for c in nb.cells:
@@ -281,7 +305,10 @@ def document_notebook(profile: str, groups: dict[str, list[JobRecord]], findings
         if lead is None:
             continue
         nb.cells.append(mine(f"<h2 class='appendix'>Appendix · {html.escape(name)} — {html.escape(lead.job_id)}</h2>"))
-        nb.cells.extend(narrative_cells(lead))
+        try:
+            nb.cells.extend(narrative_cells(lead))
+        except roots.RootReadError as exc:  # its page lists the same problem; the rest of the PDF is built
+            nb.cells.append(mine(f"<p class='problem'>{html.escape(str(exc))}</p>"))
         others = [r for r in ok if r is not lead]
         if others:
             nb.cells.append(mine(f"<h3>{html.escape(name)} — the other models' key figures</h3>{key_figure_grid(others)}"))

@@ -361,3 +361,32 @@ def test_report_only_on_a_half_written_root_says_so_on_the_console(tmp_path, cap
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert err == [f"warning: 01_alpha / cut: incomplete: {root / '01_alpha' / 'cut'} has no metrics.json (the job did "
                    "not finish); rerun with --resume"]
+
+
+# ------------------------------------------------------------------------------ round four (issue 30): executed.ipynb
+def test_an_oversized_or_linked_executed_notebook_is_a_problem_line_and_the_rest_built(tmp_path, monkeypatch):
+    """A 1.2 GB executed.ipynb reached nbconvert whole: now each job's notebook is read bounded
+    (64 MB, no link, 64 levels); the one over the limit, and one that is a link, get no page and a
+    problem line; the other job's page and the PDF's document are built."""
+    from geolip_lib.report import notebook_doc
+    root = tmp_path / "root"
+    md = "**Question.** Fine."
+    fig = _metrics([{"file": "curve.png", "title": "a curve", "key": True}])
+    good = _job(root, "01_alpha", "a", fig, markdown=md)
+    big = _job(root, "01_alpha", "b", fig, markdown=md + " " + "x" * 20_000)
+    linked = _job(root, "01_alpha", "c", fig, markdown=md)
+    (linked / "executed.ipynb").rename(tmp_path / "elsewhere.ipynb")
+    (linked / "executed.ipynb").symlink_to(tmp_path / "elsewhere.ipynb")
+    limit = (good / "executed.ipynb").stat().st_size + 1000
+    assert (big / "executed.ipynb").stat().st_size > limit
+    monkeypatch.setattr(notebook_doc, "MAX_NOTEBOOK_BYTES", limit)
+    report.build("p", root, pdf=False)
+    assert (good / "executed.html").is_file()
+    assert not (big / "executed.html").exists() and not (linked / "executed.html").exists()
+    index = (root / "index.html").read_text(encoding="utf-8")
+    assert f"no page for this job: {big / 'executed.ipynb'}: " in index
+    assert f"over the limit of {limit} for an executed notebook; not read (rerun the job)" in index
+    assert f"no page for this job: {linked / 'executed.ipynb'}: cannot be read (Too many levels of symbolic links)" \
+        in index
+    nb, _ = notebook_doc.document_notebook("p", report.collect(root), "findings")
+    assert len(nb.cells) > 2

@@ -441,3 +441,30 @@ def test_a_metrics_json_with_thousands_of_headline_numbers_keeps_the_first_200(t
     assert rec.problems == [f"{where}: field 'headline': 5000 numbers, more than the 200 a job's table shows; the "
                             "first 200 are kept (rerun the job to rewrite its metrics.json)"]
     assert list(rec.headline) == [f"k{i}" for i in range(200)]
+
+
+# ------------------------------------------------------------------ round four: tokenizer files (read inside the kernel)
+def test_a_tokenizer_file_that_is_a_pipe_is_refused_before_a_kernel(box, capsys, tmp_path):
+    d = _gpt2(tmp_path / "tokpipe")
+    os.mkfifo(d / "tokenizer.json")  # AutoTokenizer would block on it inside the kernel until timeout_s
+    (line,) = _run_model(box, capsys, _params_file(tmp_path, "tokpipe", d))
+    assert line == (f"error: {params._rel(tmp_path / 'tokpipe.yaml')}: model 'tokpipe': {d / 'tokenizer.json'}: not a regular file (a pipe, a device or a "
+                    "folder); not read")
+
+
+def test_an_oversized_tokenizer_file_is_one_line_before_a_kernel(box, capsys, tmp_path, monkeypatch):
+    from geolip_lib.models import preflight
+    d = _gpt2(tmp_path / "tokbig")
+    (d / "vocab.json").write_bytes(b"{" + b" " * 4096 + b"}")
+    monkeypatch.setattr(preflight, "TOKENIZER_MAX_BYTES", 1024)  # the real limit is 128 MB
+    (line,) = _run_model(box, capsys, _params_file(tmp_path, "tokbig", d))
+    assert line == (f"error: {params._rel(tmp_path / 'tokbig.yaml')}: model 'tokbig': {d / 'vocab.json'}: 4098 bytes, over the limit of 1024 for a tokenizer "
+                    "file; not read (re-save the tokenizer with save_pretrained)")
+
+
+def test_a_tokenizer_json_nested_too_deep_is_one_line_before_a_kernel(box, capsys, tmp_path):
+    d = _gpt2(tmp_path / "tokbig")
+    (d / "vocab.json").write_text('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
+    (line,) = _run_model(box, capsys, _params_file(tmp_path, "tokbig", d))
+    assert line == (f"error: {params._rel(tmp_path / 'tokbig.yaml')}: model 'tokbig': {d / 'vocab.json'}: nested deeper than 64 levels; not read (re-save "
+                    "the tokenizer with save_pretrained)")
