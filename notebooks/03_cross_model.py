@@ -56,9 +56,11 @@ job = runtime.start("03_cross_model", globals(), load_model=False)  # job dir, s
 batteries: dict = {}  # model -> (trained summary, random-init summary or None)
 items: dict = {}  # model -> {"trained", "random_init"}: the matrices / layers / pairs each headline pools
 stack: dict = {}  # model -> {"trained", "random_init"}: per stack/attn and role, the matrices each sparsity pools
+source_jobs: list = []  # the 02 jobs read
 # finished jobs only, real folders inside the root, each file read bounded (roots.finished_metrics)
 for d, m in roots.finished_metrics(REPORT_ROOT, "02_weight_topology") if REPORT_ROOT else []:
     name = m["model"] or d.name
+    source_jobs.append(f"02_weight_topology/{d.name}")
     batteries[name] = (m["metrics"]["battery"], m["metrics"].get("random_init"))
     items[name] = m["metrics"].get("headline_items")  # absent in results older than this notebook
     stack[name] = m["metrics"].get("stack_items")
@@ -179,7 +181,7 @@ headline["cross_layer_adj_mean"] = T.cross_model_headline(measured, "adj-layer c
 metrics = {"measured": measured.to_dict(orient="records"), "measured_by_stack": stacks.to_dict(orient="records"),
            "reported_by_seed": reported.to_dict(orient="records"), "seed_vs_measured": versus.to_dict(orient="records"),
            "n_models": int(len(batteries)), "source": source,
-           "source_jobs": [f"02_weight_topology/{f.parent.name}" for f in files]}
+           "source_jobs": source_jobs}
 job.finish(metrics, headline)
 
 # %% [markdown]

@@ -87,3 +87,24 @@ def test_03_executed_notebook_shows_the_figure_and_no_partial_paths(run_notebook
     assert ".partial" not in text and "Traceback" not in text
     assert all(e["interval"] is not None for e in m["headline"].values() if e["value"] is not None)
 
+
+
+def test_03_reads_the_02_jobs_of_its_root_and_never_a_linked_one(run_notebook, tmp_path):
+    """Run in an output root (run_all sets REPORT_ROOT to it), 03 reads the finished 02 jobs through
+    roots.finished_metrics: tiny-t5's job is read; a linked job folder (to a copy of it elsewhere)
+    and a .failed one are not."""
+    import shutil
+    src = Path(run_notebook("02_weight_topology", "tiny-t5")["_job_dir"])
+    root = tmp_path / "root"
+    shutil.copytree(src, root / "02_weight_topology" / "tiny-t5")
+    shutil.copytree(src, tmp_path / "elsewhere")
+    (root / "02_weight_topology" / "t5-small").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    shutil.copytree(src, root / "02_weight_topology" / "tiny-t5.failed")
+    from run_all import execute_job, jobs_for_profile
+    res = execute_job(jobs_for_profile("tiny", notebooks=["03_cross_model"])[0], out_root=root)  # REPORT_ROOT = root
+    assert res.ok, res.error
+    m = json.loads((res.job_dir / "metrics.json").read_text(encoding="utf-8"))
+    assert m["metrics"]["source"] == "02_weight_topology jobs"
+    assert m["metrics"]["source_jobs"] == ["02_weight_topology/tiny-t5"]
+    assert m["metrics"]["n_models"] == 1
+    assert {r["model"] for r in m["metrics"]["measured"]} == {"tiny-t5"}
