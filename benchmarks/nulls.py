@@ -12,8 +12,9 @@ this times the computation itself.
 
 Beside the ratios, the check that the sampled null is the full one within its sampling error:
 for every headline of notebook 02, the random-init null (mean [95 % prediction interval of
-one whole model]) by both methods, and whether they agree (means within the two half-widths,
-widths within a factor 4).
+one whole model]) by both methods, and whether they agree: means within the two half-widths,
+and the seeds' spreads equal once the sampled fraction is accounted for (an F test, Bonferroni
+over the headlines: :func:`spread_p`).
 
     .venv/bin/python benchmarks/nulls.py                         # shapes-t5-small (6+6 layers, 60 M parameters)
     .venv/bin/python benchmarks/nulls.py --model shapes-bert-large-uncased
@@ -83,20 +84,52 @@ def main(argv=None) -> int:
     pairs = [(h, hs[k], "random_init") for k, h in hf.items()]
     pairs += [(h, cs[kind][scope], "random init") for kind, scopes in cf.items() for scope, h in scopes.items()
               if scope in cs.get(kind, {})]
+    compared = [(h, a, b) for h, hb, nk in pairs
+                for a, b in [((h.get("nulls") or {}).get(nk), (hb.get("nulls") or {}).get(nk))]
+                if a is not None and b is not None and a.get("value") is not None]
+    alpha = 0.05 / max(len(compared), 1)  # Bonferroni over the headlines compared
     bad = 0
     print("\nrandom-init null per headline and seed claim: full (5 whole twins) | sampled layers | agree")
-    for h, hb, nk in pairs:
-        a, b = (h.get("nulls") or {}).get(nk), (hb.get("nulls") or {}).get(nk)
-        if a is None or b is None or a.get("value") is None:
-            continue
+    print(f"  (agree: means within the two half-widths, and the seeds' spreads equal as the sampled fraction f "
+          f"predicts, F = f·s²_sampled / s²_full, two-sided p > {alpha:.4f} = 0.05 / {len(compared)})")
+    for h, a, b in compared:
         wa, wb = a["interval"]["hi"] - a["interval"]["lo"], b["interval"]["hi"] - b["interval"]["lo"]  # records
-        ok = abs(a["value"] - b["value"]) <= (wa + wb) / 2 and (wa == wb == 0 or (wa > 0 and 0.25 <= wb / wa <= 4))
+        p = spread_p(a, b)
+        ok = abs(a["value"] - b["value"]) <= (wa + wb) / 2 and (p is None or p > alpha)
         bad += not ok
         print(f"  {h.get('label')}: {format_value(a['value'], a['interval'])} | "
               f"{format_value(b['value'], b['interval'])} | {'yes' if ok else 'NO'}"
-              + (f" (width ratio {wb / wa:.2f})" if wa > 0 else ""))
+              + (f" (width ratio {wb / wa:.2f}" if wa > 0 else " (") + (f", spread p = {p:.3f})" if p is not None
+                                                                         else ")"))
     print("same null within its sampling error" if not bad else f"{bad} headline(s) disagree")
     return 0 if not bad else 1
+
+
+def spread_p(full: dict, sampled: dict):
+    """Two-sided p of the F test that the sampled null's seeds spread as the full one's do once
+    the sampled fraction ``f`` is accounted for (a mean over ``f`` of the items has ``1/f`` times
+    the variance): ``F = f·s²_sampled / s²_full ~ F(n−1, m−1)``. On the logit scale where the
+    interval is taken there (proportions). None when either spread is 0 or undefined. The width
+    of a 5-seed interval is itself uncertain by a factor of ~3 (s over 4 degrees of freedom), so a
+    fixed bound on the width ratio flagged chance."""
+    import numpy as np
+    from scipy import stats
+
+    from geolip_lib.metrics.intervals import logit_of_proportions
+
+    def spread(d):
+        v = np.asarray([x for x in (d.get("per_seed") or []) if x is not None], dtype=np.float64)
+        if "logit" in str(d["interval"].get("method", "")):
+            v = logit_of_proportions(v)
+        return (float(v.var(ddof=1)), len(v)) if len(v) > 1 else (0.0, len(v))
+
+    (va, na), (vb, nb) = spread(full), spread(sampled)
+    if va <= 0 or vb <= 0:
+        return None
+    f = float(sampled.get("sampled_fraction") or 1.0)
+    F = f * vb / va
+    c = float(stats.f.cdf(F, nb - 1, na - 1))
+    return 2 * min(c, 1 - c)
 
 
 if __name__ == "__main__":

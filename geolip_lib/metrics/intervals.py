@@ -135,6 +135,22 @@ def over_seeds(values: Any, *, level: float = LEVEL, prediction: bool = False) -
     return Interval(m - h, m + h, label, level, "over_seeds")
 
 
+def logit_of_proportions(fin: np.ndarray) -> np.ndarray:
+    """The logits of proportions in [0, 1] (finite values), for an interval on the logit scale.
+
+    Values of exactly 0 or 1 (a fraction of weights below a threshold that every weight of a
+    small sample passed) are moved in by half the smallest nonzero distance to a bound among
+    the values, and by ``0.5e-6`` when every value is at a bound: a fixed ``5e-16`` made one seed
+    at 1.0 beside four at 0.999999 a logit of 35 beside 14, and the null's interval [0, 1].
+    """
+    fin = np.asarray(fin, dtype=np.float64)
+    dist = np.minimum(fin, 1 - fin)
+    inner = dist[dist > 0]
+    eps = float(inner.min()) / 2 if len(inner) else 0.5e-6
+    c = np.clip(fin, eps, 1 - eps)
+    return np.log(c) - np.log1p(-c)
+
+
 def null_over_seeds(values: Any, *, level: float = LEVEL, what: str = "", proportion: bool = False) -> dict:
     """A null model as a distribution: ``{"value": mean, "interval", "per_seed"}`` over its own seeds.
 
@@ -145,16 +161,15 @@ def null_over_seeds(values: Any, *, level: float = LEVEL, what: str = "", propor
 
     ``proportion=True`` (a fraction in [0, 1], e.g. random-init Q sparsity): the prediction
     interval is taken on the logit scale and mapped back, so it stays inside [0, 1] (a t interval
-    on the raw scale printed [0.9999977, 1.0000014]); values of exactly 0 or 1 are moved in by
-    half a unit in the 15th decimal before the logit. The value stays the plain mean.
+    on the raw scale printed [0.9999977, 1.0000014]); values of exactly 0 or 1 are moved in
+    before the logit (:func:`logit_of_proportions`). The value stays the plain mean.
     """
     v = np.asarray(values, dtype=np.float64).ravel()
     fin = v[np.isfinite(v)]
     if proportion:
         if ((fin < 0) | (fin > 1)).any():
             fail("values", f"proportion=True needs values in [0, 1], got {fin.min():g}..{fin.max():g}")
-        eps = 5e-16
-        z = np.log(np.clip(fin, eps, 1 - eps)) - np.log1p(-np.clip(fin, eps, 1 - eps))
+        z = logit_of_proportions(fin)
         iz = over_seeds(z, level=level, prediction=True)
         lo, hi = (float(1 / (1 + np.exp(-t))) if math.isfinite(t) else float("nan") for t in (iz.lo, iz.hi))
         if len(fin) and math.isfinite(lo):  # the plain mean lies between the seeds' values, so inside; by round-off

@@ -30,7 +30,7 @@ from typing import Any, Optional
 import numpy as np
 from scipy import special, stats
 
-from .intervals import LEVEL, Interval, null_over_seeds
+from .intervals import LEVEL, Interval, logit_of_proportions, null_over_seeds
 
 __all__ = ["null_over_sampled_seeds", "normal_fraction_below", "SampledNull", "KINDS"]
 
@@ -67,8 +67,7 @@ def null_over_sampled_seeds(values: Any, fraction: float = 1.0, *, level: float 
     if n < 2:
         iv = Interval(float("nan"), float("nan"), f"no interval: {n} seed(s) (at least 2 needed)", level, "over_seeds")
     else:
-        eps = 5e-16  # as null_over_seeds: exact 0 and 1 moved in before the logit
-        z = np.log(np.clip(fin, eps, 1 - eps)) - np.log1p(-np.clip(fin, eps, 1 - eps)) if proportion else fin
+        z = logit_of_proportions(fin) if proportion else fin  # as null_over_seeds: exact 0 and 1 moved in
         m, s = float(z.mean()), float(z.std(ddof=1))
         h = float(stats.t.ppf(0.5 + level / 2, n - 1)) * s * math.sqrt(f + 1 / n)
         lo, hi = m - h, m + h

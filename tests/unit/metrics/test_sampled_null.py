@@ -100,3 +100,24 @@ def test_a_proportion_null_from_sampled_layers_stays_in_0_1(seed):
     assert "logit" in out["interval"].method
     full = null_over_sampled_seeds(vals, 1.0, proportion=True)["interval"]
     assert 0 <= full.lo <= full.hi <= 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_proportion_null_with_seeds_at_exactly_one_stays_near_one(seed):
+    """MiniLM's random-init Q |w| < 0.1 (init std 0.02: p = erf(5/√2) = 1 − 5.7e-7) over 5
+    seeds: some seeds' fraction is exactly 1.0. The fixed 5e-16 before the logit made the null's
+    interval [0.0, 1.0]; now both the full and the sampled null stay within 1e-4 of 1."""
+    import math
+
+    from geolip_lib.metrics.intervals import null_over_seeds
+    from geolip_lib.metrics.sampled_null import null_over_sampled_seeds
+    p = math.erf(0.1 / (0.02 * math.sqrt(2)))
+    rng = np.random.default_rng(seed)
+    n = 384 * 384 * 6
+    values = [1 - rng.binomial(n, 1 - p) / n for _ in range(5)]
+    values[0] = 1.0
+    for d in (null_over_seeds(values, proportion=True), null_over_sampled_seeds(values, 1 / 3, proportion=True)):
+        iv = d["interval"]
+        assert 1 - 1e-4 < iv.lo <= d["value"] <= iv.hi <= 1.0, iv  # p itself: normal_fraction_below's closed form
+    allone = null_over_seeds([1.0] * 5, proportion=True)["interval"]
+    assert 1 - 1e-6 <= allone.lo <= allone.hi == 1.0
