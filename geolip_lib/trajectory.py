@@ -210,6 +210,10 @@ def figure(traj: Mapping, headline: Optional[Mapping] = None, bands: Optional[Ma
     figure, below the panels, so that it covers no data."""
     pts = traj["points"]
     steps = np.array([p["step"] for p in pts], dtype=float)
+    # checkpoints whose names carry no step (rxnfp's pretrained -> fine-tuned folders): drawn at their
+    # positions, named on the axis, with the random-init null one place before the first (not on it)
+    positional = not any(re.search(r"(\d+)$", str(p.get("label", ""))) for p in pts)
+    null_x = -1.0 if positional else 0.0
     keys = [k for k in pts[0]["values"] if any(p["values"].get(k) is not None for p in pts)]
     ncol = min(3, len(keys))
     nrow = -(-len(keys) // ncol)
@@ -224,16 +228,21 @@ def figure(traj: Mapping, headline: Optional[Mapping] = None, bands: Optional[Ma
             iv = null.get("interval")
             lo, hi = (iv.get("lo"), iv.get("hi")) if isinstance(iv, Mapping) else (None, None)
             err = None if lo is None else [[null["value"] - lo], [hi - null["value"]]]
-            legend.setdefault("random-init null (step 0)",
-                              ax.errorbar([0], [null["value"]], yerr=err, fmt="s", color="C3", capsize=4))
+            legend.setdefault("random-init null" + ("" if positional else " (step 0)"),
+                              ax.errorbar([null_x], [null["value"]], yerr=err, fmt="s", color="C3", capsize=4))
         band = (bands or {}).get(key)
         if band:
             lo = band["lo"] if band["lo"] is not None else min(np.nanmin(y), band["hi"])
             hi = band["hi"] if band["hi"] is not None else max(np.nanmax(y), band["lo"])
             legend.setdefault(f"claim: {band['title']}", ax.axhspan(lo, hi, color="C2", alpha=0.18))
         ax.set_title(_label(key, headline), fontsize=10)
-        ax.set_xlabel("training step")
-        if steps.max() > 0 and steps[steps > 0].min() * 50 < steps.max():
+        if positional:
+            ax.set_xticks([null_x, *range(len(pts))], ["random init", *_short_labels([p["label"] for p in pts])],
+                          rotation=20, fontsize=7)
+            ax.set_xlabel("checkpoint (params file's order)")
+        else:
+            ax.set_xlabel("training step")
+        if not positional and steps.max() > 0 and steps[steps > 0].min() * 50 < steps.max():
             ax.set_xscale("symlog", linthresh=steps[steps > 0].min())
     for ax in list(axes.flat)[len(keys):]:
         ax.set_visible(False)
@@ -242,6 +251,14 @@ def figure(traj: Mapping, headline: Optional[Mapping] = None, bands: Optional[Ma
                frameon=False)
     fig.tight_layout(rect=(0, 0.6 / (3.0 * nrow + 0.6) + 0.02, 1, 1))
     return fig
+
+
+def _short_labels(labels: Sequence[str]) -> list[str]:
+    """Checkpoint labels without the prefix they all share (``rxnfp-bert-``), for tick labels."""
+    labels = [str(x) for x in labels]
+    pre = os.path.commonprefix(labels) if len(labels) > 1 else ""
+    pre = pre[: pre.rfind("-") + 1] if "-" in pre else ""
+    return [x[len(pre):] or x for x in labels]
 
 
 def table(traj: Mapping, headline: Optional[Mapping] = None):

@@ -182,6 +182,24 @@ def test_a_trajectory_is_a_table_of_readable_names_kinds_and_its_null(tmp_path):
     assert "pentachoron CV (sampled)" in html and "cosine_mean" not in html and "step1000" in html
     fig = trajectory.figure(traj, head, title="t")
     assert not any(ax.get_legend() for ax in fig.axes) and fig.legends  # one legend, off the panels
+    assert fig.axes[0].get_xlabel() == "training step"
+    check_figure(fig)
+
+
+def test_checkpoints_without_steps_are_named_on_the_axis_and_the_null_stands_before_them():
+    """rxnfp's pretrained -> fine-tuned folders carry no step: the x axis names them (prefix they
+    share dropped), and the random-init null stands one place before the first checkpoint, not on it."""
+    traj = {"notebook": "02_weight_topology", "points": [
+        {"label": f"rxnfp-bert-{n}", "step": i, "values": {"q_sparsity": v}, "rss_mib": 1.0}
+        for i, (n, v) in enumerate([("pretrained", 0.938), ("ft-10k-25s", 0.937), ("ft", 0.945)])]}
+    head = {"q_sparsity": results.headline(0.945, interval="exact", label="Q |w|<0.1",
+                                           nulls={"random_init": {"value": 0.99, "interval": (0.98, 1.0)}})}
+    fig = trajectory.figure(traj, head, title="t")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["random init", "pretrained", "ft-10k-25s", "ft"]
+    assert list(ax.get_xticks()) == [-1, 0, 1, 2] and ax.get_xlabel() == "checkpoint (params file's order)"
+    null_x = [line.get_xdata()[0] for line in ax.lines if len(line.get_xdata()) == 1]
+    assert set(null_x) == {-1.0}  # the marker and its two caps
     check_figure(fig)
 
 
