@@ -358,16 +358,25 @@ def quantization_html(out_root: Path) -> str:
         return ""
     cols = [c for c in QUANT_COLUMNS if c in frame.columns]
     heads = "".join(_th(c) for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_traj_cell(v))}</td>" for v in row) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_quant_cell(v))}</td>" for v in row) + "</tr>"
                    for row in frame[cols].itertuples(index=False))
     return ("<h2 id='quantization'>How far quantization moves the headlines</h2>"
             "<p class='note'>Each model's fp32 weights rounded to the GGUF block scheme and back (Q4_1: blocks "
             "of 32 with a scale and a minimum, 4-bit codes), then measured by the same notebooks. 'difference / "
             "half-width' is the move in units of the fp32 interval's half-width (|x| &lt; 1: less than the "
-            "value's own uncertainty; ±inf where the fp32 value is exact). Values measured on dequantized "
+            "value's own uncertainty; 'moved (exact)' where the fp32 value is exact and has no interval, so any "
+            "move is beyond it). Values measured on dequantized "
             "weights are marked in the tables and kept out of verdicts whose rule such a move could decide.</p>"
             f"<div class='tablewrap'><table class='composite'><thead><tr>{heads}</tr></thead>"
             f"<tbody>{body}</tbody></table></div>")
+
+
+def _quant_cell(v) -> str:
+    """A quantization-table cell: an exact fp32 value has no half-width, so a move is infinite in
+    its units; said in words, not as ``inf``."""
+    if isinstance(v, float) and v in (float("inf"), float("-inf")):
+        return f"{'+' if v > 0 else '−'}moved (exact)"
+    return _traj_cell(v)
 
 
 def _traj_cell(v) -> str:

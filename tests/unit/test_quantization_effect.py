@@ -84,3 +84,11 @@ def test_other_notebooks_ignored_unless_asked(root):
 def test_relative_root(root, monkeypatch):
     monkeypatch.chdir(root.parent)
     assert len(QE.table(root.name)) == 4
+
+
+def test_the_report_section_says_an_exact_value_moved_in_words_not_inf(root):
+    from geolip_lib.report.sections import quantization_html
+    page = quantization_html(root)
+    assert "How far quantization moves the headlines" in page
+    assert "+moved (exact)" in page and ">inf<" not in page and ">-inf<" not in page
+    assert "<td>–</td>" in page  # exact and unmoved: no ratio
