@@ -482,8 +482,26 @@ def collect_timings(root: Path, profile: str, cores: int = CORES, null_share_was
         rows.append({"profile": profile, "notebook": job.notebook, "job": job.job_id,
                      "models": [mi.name for mi in infos], "drivers": drivers, "seconds": round(secs, 2), "clock": clock,
                      "wall_s": round(wall, 2), "cpu_s": cpu, "load_1m": load,
-                     "peak_rss_kb": t.get("peak_rss_kb")})
+                     "peak_rss_kb": t.get("peak_rss_kb"), "parameters": _parameters_key(job)})
     return rows
+
+
+def _parameters_key(job) -> str:
+    """The job's profile parameters as canonical JSON: a measured row stands for a job to be planned
+    only when these are the same (the drivers do not carry every size a notebook takes: 09's epochs)."""
+    return json.dumps(job.parameters, sort_keys=True, default=str)
+
+
+def _measured_in_timings(job, infos: Sequence, defaults=None) -> Optional[dict]:
+    """The ``timings/`` row that measured this very job: same profile, notebook, job id and model(s),
+    the same profile parameters and drivers (a row without parameters never matches)."""
+    key, drivers = _parameters_key(job), job_drivers(job, infos, defaults)
+    for r in load_timings():
+        if (r.get("profile") == getattr(job, "profile", None) and r.get("notebook") == job.notebook
+                and r.get("job") == job.job_id and r.get("parameters") == key
+                and r.get("models") == [mi.name for mi in infos] and r.get("drivers") == drivers):
+            return r
+    return None
 
 
 def job_seconds(job, infos: Sequence, device: str, out_root: Path, rates: Optional[Rates] = None,
@@ -504,6 +522,16 @@ def job_seconds(job, infos: Sequence, device: str, out_root: Path, rates: Option
     fits = fitted_costs()
     fit = fits.get(nb)
     parts = [ignored] if ignored else []
+    row = _measured_in_timings(job, infos, defaults)
+    if row is not None:  # this very job was measured (same parameters and models): its time, not a model's
+        secs = float(row["seconds"])
+        lo, hi = _pooled_spread(fits)
+        parts.append(f"time: this job measured on the {row['profile']} profile (timings/{row['file']}, "
+                     f"{'CPU seconds' if row['clock'] == 'cpu' else 'wall x load share'}); range = the fitted "
+                     "notebooks' spread")
+        if on_gpu:
+            secs, parts = secs / speed, parts + [assumed]
+        return secs, "; ".join(parts), (secs / hi, secs / lo)
     if on_gpu and any(r.notebook == nb and r.device.startswith("cuda") for r in rates.rates):
         total, basis = _rate_seconds(job, infos, rates, nb, gpu=True)  # a measured GPU rate: no assumption
         lo, hi = _pooled_spread(fits)

@@ -252,3 +252,25 @@ def test_skip_unfit_runs_the_jobs_that_fit_and_names_the_rest(tmp_path, monkeypa
     assert big not in ran and set(ran) == {j.label for j in jobs} - {big}
     with pytest.raises(P.PlanError, match="cannot fit"):  # without the flag the run stops, as before
         local.run("tiny", notebooks=["02_weight_topology"], out_root=tmp_path / "out2", warm=False)
+
+
+def test_a_job_measured_with_the_same_parameters_is_planned_at_its_measured_time(tmp_path, monkeypatch):
+    """The real profile's notebook 10 on SmolLM2 took 226 s; the rates of paper-size runs scaled by
+    parameters said 13 h. A timings/ row of this very job (same profile, job, models, parameters and
+    drivers) is used as it is; the same job with another parameter is not."""
+    from run_all import jobs_for_profile
+    job = next(j for j in jobs_for_profile("tiny", notebooks=["10_alpha_sweep"]))
+    infos = [P.model_info(job.model)]
+    row = {"profile": job.profile, "notebook": job.notebook, "job": job.job_id, "models": [job.model],
+           "drivers": E.job_drivers(job, infos), "seconds": 226.0, "clock": "wall-load",
+           "parameters": E._parameters_key(job), "file": "real-x.json"}
+    monkeypatch.setattr(E, "load_timings", lambda directory=E.TIMINGS_DIR: [row])
+    secs, basis, (lo, hi) = E.job_seconds(job, infos, "cpu", tmp_path)
+    assert secs == 226.0 and lo <= 226.0 <= hi
+    assert "this job measured on the tiny profile (timings/real-x.json, wall x load share)" in basis
+    other = dataclasses.replace(job, parameters={**job.parameters, "MAX_NEW_TOKENS": 999})
+    secs2, basis2, _ = E.job_seconds(other, infos, "cpu", tmp_path)
+    assert "this job measured" not in basis2
+    assert E._measured_in_timings(job, infos) == row
+    row.pop("parameters")  # rows collected before parameters were recorded never match
+    assert E._measured_in_timings(job, infos) is None
