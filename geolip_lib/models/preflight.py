@@ -554,7 +554,8 @@ def meta_model(p, config: dict, kind: str):
         raise ModelLoadError(why)
     cfg = dict(config)
     try:
-        hf_config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+        with quiet_transformers():  # a fine-tuned head's num_labels vs id2label note is the checkpoint's, not ours
+            hf_config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
     except (KeyError, ValueError, TypeError) as exc:
         raise ModelLoadError(f"model '{getattr(p, 'name', '?')}': its config cannot be read by transformers "
                              f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}); fix the config") from None
