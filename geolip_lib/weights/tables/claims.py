@@ -21,14 +21,15 @@ def _seeds(null) -> list:
     return list(null) if isinstance(null, (list, tuple)) else [null]
 
 
-def _null(null, value_of, legacy_interval=None, kind: str = "layers") -> Optional[dict]:
+def _null(null, value_of, legacy_interval=None, kind: str = "layers", proportion: bool = False) -> Optional[dict]:
     """``{"random init": entry}``: the null over its seeds (:func:`headlines.null_entry`; ``kind``:
-    what the quantity averages, for a null of sampled layers) or, for a single summary, its value
-    with ``legacy_interval()`` (a bootstrap over its items)."""
+    what the quantity averages, for a null of sampled layers; ``proportion``: a fraction, its
+    interval taken on the logit scale so that it stays in [0, 1]) or, for a single summary, its
+    value with ``legacy_interval()`` (a bootstrap over its items)."""
     if null is None:
         return {}
     if isinstance(null, (list, tuple)):
-        return {RANDOM: null_entry(null, value_of, kind=kind)}
+        return {RANDOM: null_entry(null, value_of, kind=kind, proportion=proportion)}
     return {RANDOM: {"value": value_of(null), "interval": legacy_interval() if legacy_interval else None}}
 
 
@@ -136,7 +137,8 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
         if it is None or v is None:
             continue
         nulls = _null(null, lambda n, sc=scope: get(n, "sparsity_by_stack_role", f"{sc}/q", thr),
-                      lambda sc=scope: items_interval(get(null_stack, sc, "q"), seed=seed, n_boot=n_boot))
+                      lambda sc=scope: items_interval(get(null_stack, sc, "q"), seed=seed, n_boot=n_boot),
+                      proportion=True)  # a fraction of weights: its null interval stays in [0, 1]
         claims["q_sparsity"][scope] = results.headline(
             v, interval="exact", over=f"{len(it['num'])} Q matrices of {scope}", nulls=nulls,
             label=f"Q |w| < 0.1 ({scope})", fmt=".4f",

@@ -3,6 +3,8 @@ memory): per-(stack, attn) sparsity items and intervals, seed §6 table, the cla
 notebook 03's per-stack rows and headlines, the seed-reported rows beside a measurement."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -176,3 +178,25 @@ def test_seed_cross_layer_reads_the_fused_qkv_tensor_whole():
     v, groups, pairs = T.claims.seed_cross_layer(res.summary())  # the fused qkv and mlp_in, not the q/k views
     assert (groups, pairs) == (2, 4)
     assert v == pytest.approx((qkv + res.cross[("decoder", None, "mlp_in")]["adj_mean"]) / 2)
+
+
+def test_a_per_stack_q_sparsity_null_near_one_stays_inside_0_1(toy):
+    """Random-init Q |w| < 0.1 per stack is a fraction near 1 (MiniLM: 0.9999995): over seeds its
+    null interval is taken on the logit scale, as the pooled one's is; it printed [0.9999977,
+    1.0000014] on the raw scale."""
+    res, null, _ = toy
+    s = res.summary()
+    nulls = []
+    for k, v in enumerate([1.0, 0.9999995, 0.999999, 1.0, 0.9999990]):
+        n = json.loads(json.dumps(null.summary(), default=float))
+        for key in n["sparsity_by_stack_role"]:
+            if key.endswith("/q"):
+                n["sparsity_by_stack_role"][key]["<0.1"] = v
+        nulls.append(n)
+    c = T.battery_claims(s, T.headline_items(res), T.stack_items(res), nulls, n_boot=50)
+    for scope, h in c["q_sparsity"].items():
+        if scope == "encoder+decoder/self":
+            continue
+        iv = h["nulls"]["random init"]["interval"]
+        assert 0.999 < iv["lo"] <= iv["hi"] <= 1.0, (scope, iv)
+        assert "logit" in iv["method"], iv["method"]
