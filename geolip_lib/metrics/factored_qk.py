@@ -189,6 +189,8 @@ class FactoredQK:
                     or kv.numel() != A.shape[-3] or int(kv.max()) >= B.shape[-3]:
                 raise ValueError(f"B: shape {tuple(B.shape)} does not match A {tuple(A.shape)} "
                                  f"with {kv.numel()} query heads")
+        if kv is not None and kv.device != A.device:  # the index lives with the factors it gathers
+            kv = kv.to(A.device)
         self.A, self.B, self.kv = A, B, kv
 
     # ------------------------------------------------------------------ construction
@@ -386,7 +388,7 @@ class FactoredQK:
         squeeze = self.kv is None
         if squeeze:
             Q, K = self.A.unsqueeze(-3).to(torch.float64), self.B.unsqueeze(-3).to(torch.float64)
-            idx = torch.zeros(1, dtype=torch.long)
+            idx = torch.zeros(1, dtype=torch.long, device=self.A.device)
         else:
             Q, K, idx = self.A.to(torch.float64), self.B.to(torch.float64), self.kv
         H, d, n = Q.shape[-3:]

@@ -225,7 +225,7 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
     a = _anchor(anchor, L)
     cos_h = operator_cosine(ops.gram)
     cos_mat = cos_h.mean(-1)
-    adj = torch.stack([cos_mat[i, i + 1] for i in range(L - 1)]) if L > 1 else torch.zeros(0)
+    adj = torch.stack([cos_mat[i, i + 1] for i in range(L - 1)]) if L > 1 else cos_mat.new_zeros(0)
     resc = rescale_residual(ops.gram, a)
     bands = depth_bands(L)
     band_names = ["early", "mid", "late"] if len(bands) == 3 else [f"band{i}" for i in range(len(bands))]
@@ -244,8 +244,8 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
     kt = min(ops.top_k or 8, ops.sym_eigs.shape[-1])
     spec_h = spectral_cosine(ops.sym_eigs)
     spec_mat = spec_h.mean(-1)
-    spec_adj = torch.stack([spec_mat[i, i + 1] for i in range(L - 1)]) if L > 1 else torch.zeros(0)
-    iu = torch.triu_indices(L, L, offset=1)
+    spec_adj = torch.stack([spec_mat[i, i + 1] for i in range(L - 1)]) if L > 1 else spec_mat.new_zeros(0)
+    iu = torch.triu_indices(L, L, offset=1, device=spec_mat.device)
     nan = float("nan")
     spectral = {"cos_matrix": spec_mat, "adjacent_cos": spec_adj,
                 "adjacent_mean": float(spec_adj.mean()) if L > 1 else nan, "cos_to_anchor": spec_mat[:, a],
@@ -319,8 +319,8 @@ def headline_samples(ops: QKOperators, anchor: int = -1, k: int | None = None,
         n = v.shape[0]
         units = f"{n} {unit}{'' if n == 1 else 's'}{' ' + qual if qual else ''}"
         if n >= min_pairs:
-            out[key] = {"values": v.mean(-1).numpy(),
+            out[key] = {"values": v.mean(-1).cpu().numpy(),
                         "what": f"{unit}s{' ' + qual if qual else ''}, each the mean over {H} heads"}
         else:
-            out[key] = {"values": v.reshape(-1).numpy(), "what": f"({unit}, head) cells ({units} × {H} heads)"}
+            out[key] = {"values": v.reshape(-1).cpu().numpy(), "what": f"({unit}, head) cells ({units} × {H} heads)"}
     return out

@@ -79,7 +79,7 @@ def _syrk(A: np.ndarray) -> np.ndarray:
 
 
 def layer_gram(W_Qs, W_Ks, n_heads: int, n_kv_heads: int | None = None,
-               progress: bool = False) -> torch.Tensor:
+               progress: bool = False, *, method: str = "auto", chunk_bytes: int = 1 << 30) -> torch.Tensor:
     """Frobenius inner products of every head's operator between every pair of layers.
 
     ``gram[L, L', h] = ⟨g_L^h, g_L'^h⟩_F = tr((Q_L Q_L'ᵀ)(K_L' K_Lᵀ))``.
@@ -97,26 +97,39 @@ def layer_gram(W_Qs, W_Ks, n_heads: int, n_kv_heads: int | None = None,
     n_heads, n_kv_heads : int
     progress : bool
         Show a tqdm bar over kv heads.
+    method : "auto" | "syrk" | "torch"
+        ``"syrk"``: BLAS ``dsyrk`` on the host (upper triangles only; the fastest on a CPU);
+        ``"torch"``: batched torch matmuls where the weights are (the query heads of a kv
+        group at once, at most ``chunk_bytes`` of Grams per call); ``"auto"``: ``"syrk"``
+        for CPU tensors, ``"torch"`` for any other device (CUDA). Both agree to float64
+        round-off (tested).
+    chunk_bytes : int
+        Bound on the float64 Gram bytes of one ``"torch"`` call.
 
     Returns
     -------
-    torch.Tensor, shape (n_layers, n_layers, n_heads), float64, symmetric in (L, L');
-    its diagonal ``gram[L, L, h]`` equals :func:`operator_fro_sq`.
+    torch.Tensor, shape (n_layers, n_layers, n_heads), float64, symmetric in (L, L'), on
+    the device of ``W_Qs``; its diagonal ``gram[L, L, h]`` equals :func:`operator_fro_sq`.
     """
     W_Qs = as_tensor(W_Qs, "W_Qs", ndim=3)
     W_Ks = as_tensor(W_Ks, "W_Ks", ndim=3)
+    if method not in ("auto", "syrk", "torch"):
+        raise ValueError(f"method: expected 'auto', 'syrk' or 'torch', got {method!r}")
     f = FactoredQK.from_heads(W_Qs, W_Ks, n_heads, n_kv_heads, W_Qs.dtype)
     Q, K, idx = f.A, f.B, f.kv
     n_layers, H, d, n = Q.shape
-    gram = np.zeros((n_layers, n_layers, H))
-    iu = np.triu_indices(n_layers, k=1)
     groups = range(K.shape[1])
     if progress:
         groups = tqdm(groups, desc="layer gram (kv heads)", unit="head")
+    if method == "torch" or (method == "auto" and Q.device.type != "cpu"):
+        return _layer_gram_torch(Q, K, groups, chunk_bytes)
+    gram = np.zeros((n_layers, n_layers, H))
+    iu = np.triu_indices(n_layers, k=1)
+    heads_of = idx.cpu().numpy()
     for kv in groups:
-        Rk = _syrk(K[:, kv].reshape(n_layers * d, n).numpy())          # upper triangle
-        for h in np.flatnonzero(idx.numpy() == kv):
-            P = _syrk(Q[:, h].reshape(n_layers * d, n).numpy())
+        Rk = _syrk(K[:, kv].reshape(n_layers * d, n).cpu().numpy())          # upper triangle
+        for h in np.flatnonzero(heads_of == kv):
+            P = _syrk(Q[:, h].reshape(n_layers * d, n).cpu().numpy())
             E = (P * Rk).reshape(n_layers, d, n_layers, d)
             blocks = E.sum(axis=(1, 3))                              # upper block triangle
             diag_el = np.einsum("lili->l", E)                        # diagonal of diag blocks
@@ -125,7 +138,30 @@ def layer_gram(W_Qs, W_Ks, n_heads: int, n_kv_heads: int | None = None,
             g = g + g.T
             g[np.diag_indices(n_layers)] = 2.0 * np.diagonal(blocks) - diag_el
             gram[:, :, h] = g
-    return torch.from_numpy(gram)
+    return torch.from_numpy(gram).to(Q.device)
+
+
+def _layer_gram_torch(Q: torch.Tensor, K: torch.Tensor, groups, chunk_bytes: int) -> torch.Tensor:
+    """:func:`layer_gram` with torch matmuls on the factors' device: per kv head, the key Gram
+    ``Ks Ksᵀ`` once and the query Grams of its query heads (contiguous under GQA) batched,
+    at most ``chunk_bytes`` of (layers·head_dim)² float64 Grams per call."""
+    n_layers, H, d, n = Q.shape
+    Hk = K.shape[1]
+    per_group = H // Hk
+    Ld = n_layers * d
+    step = max(1, min(per_group, int(chunk_bytes // max(1, 2 * 8 * Ld * Ld))))
+    gram = torch.empty(n_layers, n_layers, H, dtype=torch.float64, device=Q.device)
+    for kv in groups:
+        Ks = K[:, kv].reshape(Ld, n).to(torch.float64)
+        R = Ks @ Ks.T                                                      # (Ld, Ld)
+        for a in range(0, per_group, step):
+            hs = slice(kv * per_group + a, kv * per_group + min(per_group, a + step))
+            Qs = Q[:, hs].transpose(0, 1).reshape(-1, Ld, n).to(torch.float64)   # (h, Ld, n)
+            P = Qs @ Qs.transpose(-1, -2)                                  # (h, Ld, Ld)
+            P *= R
+            gram[:, :, hs] = P.reshape(-1, n_layers, d, n_layers, d).sum((2, 4)).permute(1, 2, 0)
+            del P, Qs
+    return gram
 
 
 def sym_eig(W_Q, W_K, n_heads: int, n_kv_heads: int | None = None, top_k: int = 0,

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from safetensors.torch import load_file, save as st_save
@@ -86,7 +86,8 @@ class QKOperators:
 
 def measure_layers(W_Qs: Sequence | torch.Tensor, W_Ks: Sequence | torch.Tensor, n_heads: int,
                    n_kv_heads: int | None = None, *, top_k: int = 8, layers: Sequence[int] | None = None,
-                   group: str = "self", meta: dict | None = None, progress: bool = False) -> QKOperators:
+                   group: str = "self", meta: dict | None = None, progress: bool = False, device: Any = None,
+                   chunk_bytes: int = 1 << 30) -> QKOperators:
     """Measure norms, layer-pair gram, symmetric eigenvalues and top-k eigen-directions.
 
     Parameters
@@ -105,6 +106,12 @@ def measure_layers(W_Qs: Sequence | torch.Tensor, W_Ks: Sequence | torch.Tensor,
         Provenance stored with the result.
     progress : bool
         tqdm bars.
+    device : torch device, optional
+        Where the computation runs (default: where ``W_Qs`` is). The result's tensors are
+        returned on the CPU (the record the tables, figures and :func:`save` read).
+    chunk_bytes : int
+        Bound on the float64 bytes of one batched eigenproblem call: the symmetric-part
+        eigenproblems of several layers (all their heads) are solved in one batched call.
 
     Returns
     -------
@@ -118,21 +125,28 @@ def measure_layers(W_Qs: Sequence | torch.Tensor, W_Ks: Sequence | torch.Tensor,
     layers = list(range(n_layers)) if layers is None else [int(x) for x in layers]
     if len(layers) != n_layers:
         fail("layers", f"expected {n_layers} layer indices, got {len(layers)}")
+    if device is not None:
+        Wq, Wk = Wq.to(device), Wk.to(device)
     head_dim = Wq.shape[1] // n_heads
-    gram = layer_gram(Wq, Wk, n_heads, n_kv_heads, progress=progress)
-    fro_sq = operator_fro_sq(Wq, Wk, n_heads, n_kv_heads)
+    hidden = int(Wq.shape[-1])
+    gram = layer_gram(Wq, Wk, n_heads, n_kv_heads, progress=progress).cpu()
+    fro_sq = operator_fro_sq(Wq, Wk, n_heads, n_kv_heads).cpu()
     eig_list, dir_list = [], []
-    it = range(n_layers)
+    # several layers per batched call (all their heads): float64 factors, the balanced factor
+    # N (n_heads, 2·head_dim, hidden) and the (2·head_dim)² problems of one layer, per layer
+    per_layer = 8 * hidden * head_dim * (n_heads + n_kv_heads + 2 * n_heads) + 8 * n_heads * (2 * head_dim) ** 2 * 4
+    step = max(1, min(n_layers, int(chunk_bytes // max(1, per_layer))))
+    it = range(0, n_layers, step)
     if progress:
-        it = tqdm(it, desc=f"sym eig ({group})", unit="layer")
-    for i in it:  # one layer at a time bounds memory at (n_heads, 2·head_dim, hidden)
-        ev, U = sym_eig(Wq[i], Wk[i], n_heads, n_kv_heads, top_k=top_k)
-        eig_list.append(ev)
-        dir_list.append(U if U is not None else torch.zeros(n_heads, 0, Wq.shape[-1], dtype=torch.float64))
+        it = tqdm(it, desc=f"sym eig ({group})", unit=f"{step} layers")
+    for a in it:
+        ev, U = sym_eig(Wq[a:a + step], Wk[a:a + step], n_heads, n_kv_heads, top_k=top_k)
+        eig_list.append(ev.cpu())
+        dir_list.append(U.to(device="cpu", dtype=torch.float32) if U is not None
+                        else torch.zeros(ev.shape[0], n_heads, 0, hidden, dtype=torch.float32))
     return QKOperators(group=group, layers=layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
-                       head_dim=head_dim, hidden=int(Wq.shape[-1]), fro_sq=fro_sq, gram=gram,
-                       sym_eigs=torch.stack(eig_list), eig_dirs=torch.stack(dir_list).to(torch.float32),
-                       meta=dict(meta or {}))
+                       head_dim=head_dim, hidden=hidden, fro_sq=fro_sq, gram=gram,
+                       sym_eigs=torch.cat(eig_list), eig_dirs=torch.cat(dir_list), meta=dict(meta or {}))
 
 
 def save(ops: QKOperators, prefix: str | os.PathLike) -> tuple[Path, Path]:

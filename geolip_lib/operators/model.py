@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import torch
 
+from ..devices import pick_device
 from ..families import catalog
 from ..weights import TensorStore
 from .measure import QKOperators, measure_layers
@@ -55,22 +56,23 @@ def attention_groups(source: Any, config: Any = None, family: str | None = None)
     return groups
 
 
-def load_group_weights(store, blocks: Sequence) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stacked clean query and key weights of a group's blocks.
+def load_group_weights(store, blocks: Sequence, device: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stacked clean query and key weights of a group's blocks (on ``device``; default: where
+    the store's tensors are).
 
     Returns
     -------
     W_Qs : torch.Tensor, shape (n_layers, n_heads * head_dim, hidden), float32
     W_Ks : torch.Tensor, shape (n_layers, n_kv_heads * head_dim, hidden), float32
     """
-    Wq = torch.stack([b.weight(store, "q").float() for b in blocks])
-    Wk = torch.stack([b.weight(store, "k").float() for b in blocks])
+    Wq = torch.stack([b.weight(store, "q").to(device=device, dtype=torch.float32) for b in blocks])
+    Wk = torch.stack([b.weight(store, "k").to(device=device, dtype=torch.float32) for b in blocks])
     return Wq, Wk
 
 
 def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None = None,
                   meta: dict | None = None, progress: bool = False, config: Any = None,
-                  family: str | None = None, positions: dict | None = None) -> dict:
+                  family: str | None = None, positions: dict | None = None, device: Any = None) -> dict:
     """Measure the QK operators of every attention group of a model.
 
     Parameters
@@ -91,12 +93,16 @@ def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None =
     positions : dict, optional
         ``{group: [positions of its layers]}``: measure only those layers of a group (the
         random-init null's sampled layers, :mod:`geolip_lib.operators.nulls`).
+    device : "auto" | "cpu" | "cuda" | None
+        Where the products and eigenproblems run (default: CUDA when available, as
+        :func:`geolip_lib.weights.run_battery`); results come back on the CPU.
 
     Returns
     -------
     dict ``{group name: QKOperators}`` (empty when the model has no query/key weights).
     """
     store = source if isinstance(source, TensorStore) else TensorStore(source)
+    dev = pick_device(device)
     all_groups = attention_groups(source, config, family)
     if groups is not None:
         unknown = sorted(set(groups) - set(all_groups))
@@ -109,7 +115,7 @@ def measure_model(source: Any, *, top_k: int = 8, groups: Sequence[str] | None =
         if positions is not None and name in positions:
             blocks = [blocks[i] for i in positions[name]]
         b0 = blocks[0]
-        Wq, Wk = load_group_weights(store, blocks)
+        Wq, Wk = load_group_weights(store, blocks, dev)
         m = dict(meta or {})
         m.update(stack=b0.stack, attn=b0.attn, scale=b0.scale, qk_norm=sorted(b0.qk_norm),
                  has_bias=sorted(b0.biases))

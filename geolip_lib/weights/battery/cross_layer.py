@@ -38,13 +38,17 @@ def cross_layer(store: TensorStore, cat: Catalog, roles: Sequence[str] = CROSS_L
         es = sorted(es, key=lambda e: e.layer)
         L, (rows_n, cols_n) = len(es), shape
         step = max(1, int(chunk_bytes // (8 * L * cols_n)))
-        G = torch.zeros(L, L, dtype=torch.float64)
+        G = None  # made where the store's tensors are (a CUDA store: on the GPU)
         for a in range(0, rows_n, step):
             b = min(rows_n, a + step)
             X = torch.stack([store.get(e, torch.float64, row_slice=(a, b)).reshape(-1) for e in es])
+            if G is None:
+                G = torch.zeros(L, L, dtype=torch.float64, device=X.device)
             G += X @ X.T
+        if G is None:  # no rows
+            G = torch.zeros(L, L, dtype=torch.float64)
         nrm = G.diagonal().sqrt().clamp_min(1e-300)
-        C = (G / nrm[:, None] / nrm[None, :]).numpy()
+        C = (G / nrm[:, None] / nrm[None, :]).cpu().numpy()  # (L, L): a small result, leaves for numpy
         adj = np.array([C[i, i + 1] for i in range(L - 1)])
         off = C[~np.eye(L, dtype=bool)]
         out[(stack, attn, role)] = {"layers": [e.layer for e in es], "cos": C, "adj_mean": float(adj.mean()),

@@ -20,7 +20,7 @@ import torch
 from ...devices import pick_device
 from ...checkpoints import Catalog, strip_interleaved
 from ...families import catalog as build_catalog
-from ..spectral import svdvals
+from ..spectral import svdvals_many
 from ...checkpoints.store import TensorStore
 from ._common import is_float, progress_bar
 from .cross_layer import cross_layer
@@ -136,6 +136,8 @@ class FusedAccumulator:
         self.eigs: dict = {}
         self.mrows: list = []
         self.imp: dict = {}
+        self.pending: list = []  # (entry, clean weight) waiting for one batched SVD call (flush_svd)
+        self.pending_keys: set = set()
 
     def count(self, e, t: torch.Tensor, is_stored: bool) -> None:
         """Sparsity counts of entry ``e``'s data ``t`` (once per (entry, stored))."""
@@ -147,14 +149,28 @@ class FusedAccumulator:
         self.sec["sparsity"] += time.perf_counter() - t1
 
     def wants_svd(self, e) -> bool:
-        return e is not None and e.key in self.svd_keys and e.key not in self.spectra
+        return e is not None and e.key in self.svd_keys and e.key not in self.spectra \
+            and e.key not in self.pending_keys
 
     def svd(self, e, W: torch.Tensor) -> None:
-        """Singular-value row and spectrum of entry ``e`` (clean weight ``W``)."""
+        """Queue entry ``e`` (clean weight ``W``) for :meth:`flush_svd`."""
+        self.pending.append((e, W))
+        self.pending_keys.add(e.key)
+
+    def flush_svd(self) -> None:
+        """Singular-value rows and spectra of the queued entries (a block's matrices): one
+        batched eigenproblem call per Gram size on ``dev`` (:func:`svdvals_many`), then the
+        statistics on the CPU from each float64 spectrum (one transfer per matrix)."""
+        if not self.pending:
+            return
         t0 = time.perf_counter()
-        S = svdvals(W.to(self.dev))
-        self.svd_rows.append(svd_row(e, svd_shape(e), S))
-        self.spectra[e.key] = S.cpu().numpy()
+        Ss = svdvals_many([W.to(self.dev) for _, W in self.pending])
+        for (e, _), S in zip(self.pending, Ss):
+            S = S.cpu()
+            self.svd_rows.append(svd_row(e, svd_shape(e), S))
+            self.spectra[e.key] = S.numpy()
+        self.pending.clear()
+        self.pending_keys.clear()
         self.sec["svd"] += time.perf_counter() - t0
 
     def qk(self, b, A: torch.Tensor, K: torch.Tensor, top: int) -> None:
@@ -225,6 +241,7 @@ def _run_fused(store: TensorStore, cat: Catalog, thresholds: Sequence[float], *,
             u = BlockReader(store, acc)
             for e in (b.q, b.k, b.v, b.o):
                 u.svd(e)
+            acc.flush_svd()
             if b.q is not None and b.k is not None:
                 A = u.clean(b.q).to(device=dev, dtype=torch.float64)
                 K = u.clean(b.k).to(device=dev, dtype=torch.float64)
@@ -234,6 +251,7 @@ def _run_fused(store: TensorStore, cat: Catalog, thresholds: Sequence[float], *,
             u = BlockReader(store, acc)
             for e in (b.up, b.gate, b.down):
                 u.svd(e)
+            acc.flush_svd()
             if b.up is not None and b.down is not None:
                 acc.mlp(b, u.clean(b.up), u.clean(b.down), u.clean(b.gate) if b.gate is not None else None)
         else:  # everything not yet read: sparsity, and SVD of matrices outside blocks (embeddings)
@@ -266,3 +284,4 @@ def _read_rest(store: TensorStore, cat: Catalog, acc: FusedAccumulator) -> None:
                 u.svd(e)
             else:
                 u.data(e)
+        acc.flush_svd()

@@ -21,5 +21,5 @@ def norm_table(store: TensorStore, cat: Catalog, *, keep_values: bool = True) ->
                      "high": int((w > 1.5).sum()), "low": int((w < 0.5).sum()),
                      "near_one": int(((w > 0.8) & (w < 1.2)).sum())})
         if keep_values:
-            vals[e.key] = w.numpy()
+            vals[e.key] = w.cpu().numpy()
     return pd.DataFrame(rows), vals

@@ -23,7 +23,7 @@ def position_bias_table(store: TensorStore, cat: Catalog, *, local_buckets: int 
     """
     rows, tables = [], {}
     for e in cat.select(role="pos_bias"):
-        T = store.get(e, torch.float64).numpy()
+        T = store.get(e, torch.float64).cpu().numpy()
         tables[e.key] = T
         for r in head_topology(T, bidirectional=e.stack != "decoder", local_buckets=local_buckets):
             rows.append({"name": e.key, "stack": e.stack, "attn": e.attn, **r})

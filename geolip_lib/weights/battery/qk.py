@@ -57,13 +57,15 @@ def qk_block(b, A: torch.Tensor, K: torch.Tensor, top: int = 5) -> tuple:
     f = FactoredQK.from_layer(A, K, b.n_heads, b.n_kv_heads)
     B = f.B  # keys repeated per query head under GQA
     d = A.shape[1]
-    sp = f.spectrum()
+    # the products and eigenproblems run where A and K are; their (small) results come to the
+    # CPU once, and every statistic and table value is taken there
+    sp = _cpu(f.spectrum())
+    fh = _cpu(f.per_head(b.n_heads).spectrum())  # per head: (H, hd, d) batched
+    sf = _cpu(qk_seed_form(A, B))  # the seed's (inner × inner) form, its sign rule
     sc = inertia(sp["eig"], d)
     st = spectrum_stats(sp["svals"])
-    ev = sp["eig"].cpu().numpy()
+    ev = sp["eig"].numpy()
     full = np.sort(np.concatenate([ev, np.zeros(d - ev.size)]))[::-1]
-    # per head: (H, hd, d) batched
-    fh = f.per_head(b.n_heads).spectrum()
     sh = inertia(fh["eig"], d)
     sth = spectrum_stats(fh["svals"])
     lrow = {"stack": b.stack, "attn": b.attn, "layer": b.layer, "d_model": d, "inner": A.shape[0],
@@ -78,7 +80,6 @@ def qk_block(b, A: torch.Tensor, K: torch.Tensor, top: int = 5) -> tuple:
             "qk_norm": bool(b.qk_norm),
             "forced_by_shape": qk_balance_forced(d, b.n_heads, b.head_dim, b.n_kv_heads, "layer"),
             "seed_forced_by_shape": qk_balance_forced(d, b.n_heads, b.head_dim, b.n_kv_heads, "seed")}
-    sf = qk_seed_form(A, B)  # the seed's (inner × inner) form, its sign rule
     lrow.update(seed_dim=int(sf["dim"]), seed_n_pos=int(sf["n_pos"]), seed_n_neg=int(sf["n_neg"]),
                 seed_pos_frac=float(sf["pos_frac"]), seed_neg_frac=float(sf["neg_frac"]))
     sth = {k: v.cpu().tolist() for k, v in sth.items()}
@@ -90,3 +91,8 @@ def qk_block(b, A: torch.Tensor, K: torch.Tensor, top: int = 5) -> tuple:
               "n_neg": int(sh["n_neg"][h]), "balance": float(sh["balance"][h]),
               "fro": float(fro[h])} for h in range(b.n_heads)]
     return lrow, hrows, full
+
+
+def _cpu(d: dict) -> dict:
+    """The tensors of a result dict on the CPU (other values as they are)."""
+    return {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in d.items()}
