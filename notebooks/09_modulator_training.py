@@ -215,8 +215,8 @@ else:
 
 # %%
 alpha_hist = np.stack(trainer.alpha_history)  # (steps + 1, n_layers)
-final_alpha = modulator.alphas.detach().double().numpy()
-seed_alpha = seed_mod.alphas.detach().double().numpy() if seed_mod is not None else None
+final_alpha = modulator.alphas.detach().cpu().double().numpy()
+seed_alpha = seed_mod.alphas.detach().cpu().double().numpy() if seed_mod is not None else None
 metrics["alpha"] = {"final": final_alpha, "mean": float(final_alpha.mean()), "std": float(final_alpha.std()),
                     "history": alpha_hist,
                     "distance_to": {str(c): float(abs(final_alpha.mean() - c))

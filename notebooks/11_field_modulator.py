@@ -161,7 +161,7 @@ job.table(pd.DataFrame(run["epochs"]), caption="Epochs" + (f" (early stop: CV ou
 
 # %%
 health = modulator.health_report()
-band = {"columns": modulator.active_idx.numpy(), "cv_target": CV_TARGET, "cv_tolerance": CV_TOLERANCE,
+band = {"columns": modulator.active_idx.cpu().numpy(), "cv_target": CV_TARGET, "cv_tolerance": CV_TOLERANCE,
         "seed": SEED}
 cv_iv = {"final": stats.cv_interval(mod_reps, N_SIMPLICES, **band), "original": stats.cv_interval(enc_reps, N_SIMPLICES, **band),
          "gaussian": stats.cv_interval(M.gaussian_like(enc_reps, SEED), N_SIMPLICES, **band)}

@@ -145,6 +145,11 @@ def attach(model, modulator: nn.Module, *, stack: str = "encoder", layers: Seque
     n_mod = getattr(modulator, "n_layers", None) or getattr(getattr(modulator, "config", None), "n_layers", None)
     if n_mod is not None and layers and max(layers) >= n_mod:
         fail("layers", f"the modulator has {n_mod} layer alphas but layer {max(layers)} is modulated")
+    # the modulator moves with the model: a module built in a notebook (on the CPU) meets the blocks'
+    # hidden states on their device (its own dtype is kept: forward casts the target to the residual's)
+    dev = next((p.device for p in stack_mod.parameters()), None)
+    if dev is not None:
+        modulator.to(dev)
     handle = ModulationHandle(modulator, layers)
 
     def capture_ids(module, args, kwargs):

@@ -47,8 +47,8 @@ def build_procrustes_modulator(lm, matched, encoder_reps, static_reps, *, n_anch
         alignment_cos, singular_value_sum, explained_variance, proj_norm
     """
     M = len(matched)
-    E = as_tensor(encoder_reps, "encoder_reps", ndim=2).numpy()
-    St = as_tensor(static_reps, "static_reps", ndim=2).numpy()
+    E = as_tensor(encoder_reps, "encoder_reps", ndim=2).cpu().numpy()
+    St = as_tensor(static_reps, "static_reps", ndim=2).cpu().numpy()
     if E.shape[0] != M or St.shape[0] != M:
         fail("encoder_reps", f"expected {M} rows (one per matched entry), got {E.shape[0]} and {St.shape[0]}")
     n_anchor = min(check_positive_int(n_anchor, "n_anchor", minimum=2), M)
@@ -67,7 +67,7 @@ def build_procrustes_modulator(lm, matched, encoder_reps, static_reps, *, n_anch
     mod = GeometricResidualModulator(d_model, cfg.vocab_size, n_geometric_dims=n_geo, n_layers=n_layers,
                                      initial_alpha=initial_alpha, seed=seed)
     init_modulator_from_pipeline(mod, np.asarray(matched.token_ids), geo, pr["weight"])
-    info = {"anchor_idx": anchor_idx, "similarity": S, "eigenvalues": ev.numpy(), "recon_corr": recon,
+    info = {"anchor_idx": anchor_idx, "similarity": S, "eigenvalues": ev.cpu().numpy(), "recon_corr": recon,
             "geo": geo, "alignment_cos": pr["alignment_cos"], "singular_value_sum": pr["singular_value_sum"],
             "explained_variance": pr["explained_variance"], "proj_norm": float(pr["weight"].norm())}
     return mod, info

@@ -42,8 +42,8 @@ def impact_statistics(original, modulated) -> dict:
         fail("modulated", f"shape {tuple(b.shape)} differs from original {tuple(a.shape)}")
     an, bn = F.normalize(a, dim=1, eps=1e-12), F.normalize(b, dim=1, eps=1e-12)
     iu = torch.triu_indices(a.shape[0], a.shape[0], 1)
-    return {"cos": (an * bn).sum(1).numpy(), "norm_ratio": (b.norm(dim=1) / (a.norm(dim=1) + 1e-8)).numpy(),
-            "pairwise_shift": ((bn @ bn.T) - (an @ an.T))[iu[0], iu[1]].numpy()}
+    return {"cos": (an * bn).sum(1).cpu().numpy(), "norm_ratio": (b.norm(dim=1) / (a.norm(dim=1) + 1e-8)).cpu().numpy(),
+            "pairwise_shift": ((bn @ bn.T) - (an @ an.T))[iu[0], iu[1]].cpu().numpy()}
 
 
 @torch.no_grad()

@@ -84,8 +84,8 @@ def procrustes_projection(encoder_anchor, geo_anchor, scale_fraction: float = 0.
     PCA points, ``singular_value_sum`` (scipy's second output; not a scale factor),
     ``pca_components`` (n_geo, d_model), ``explained_variance`` (fraction kept by the PCA).
     """
-    E = as_tensor(encoder_anchor, "encoder_anchor", ndim=2, dtype=torch.float64).numpy()
-    Gm = as_tensor(geo_anchor, "geo_anchor", ndim=2, dtype=torch.float64).numpy()
+    E = as_tensor(encoder_anchor, "encoder_anchor", ndim=2, dtype=torch.float64).cpu().numpy()
+    Gm = as_tensor(geo_anchor, "geo_anchor", ndim=2, dtype=torch.float64).cpu().numpy()
     if E.shape[0] != Gm.shape[0]:
         fail("geo_anchor", f"expected {E.shape[0]} rows (one per encoder anchor), got {Gm.shape[0]}")
     n_geo = Gm.shape[1]

@@ -17,7 +17,7 @@ def pair_cosines(X, i, j) -> np.ndarray:
     """Cosine of rows ``X[i]`` and ``X[j]`` (float64, batched)."""
     Xn = F.normalize(as_tensor(X, "X", ndim=2, dtype=torch.float64), dim=1, eps=1e-12)
     ii, jj = torch.as_tensor(np.asarray(i)), torch.as_tensor(np.asarray(j))
-    return (Xn[ii] * Xn[jj]).sum(1).numpy()
+    return (Xn[ii] * Xn[jj]).sum(1).cpu().numpy()
 
 
 def relational_pairs(similarity, i, j) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -86,7 +86,7 @@ def per_token_cosines(original, modulated) -> np.ndarray:
     b = as_tensor(modulated, "modulated", ndim=2, dtype=torch.float64)
     if a.shape != b.shape:
         fail("modulated", f"shape {tuple(b.shape)} differs from original {tuple(a.shape)}")
-    return F.cosine_similarity(a, b, dim=1, eps=1e-12).numpy()
+    return F.cosine_similarity(a, b, dim=1, eps=1e-12).cpu().numpy()
 
 
 def per_token_preservation(original, modulated) -> dict:

@@ -110,7 +110,8 @@ class GeometricResidualModulator(nn.Module):
 
     # ----------------------------------------------------------- initialisation
     def _write_rows(self, rows: torch.Tensor, token_ids, name: str) -> None:
-        rows = F.normalize(rows.to(self.geometric_embed.weight.dtype), dim=1, eps=1e-8)
+        w = self.geometric_embed.weight
+        rows = F.normalize(rows.to(device=w.device, dtype=w.dtype), dim=1, eps=1e-8)
         with torch.no_grad():
             if token_ids is None:
                 if rows.shape[0] != self.vocab_size:
@@ -218,7 +219,7 @@ class GeometricResidualModulator(nn.Module):
         n = min(check_positive_int(n_sample, "n_sample", minimum=2), W.shape[0])
         idx = torch.randperm(W.shape[0], generator=torch.Generator().manual_seed(seed))[:n]
         Wn = F.normalize(W[idx], dim=1, eps=1e-12)
-        iu = torch.triu_indices(n, n, offset=1)
+        iu = torch.triu_indices(n, n, offset=1, device=W.device)
         flat = (Wn @ Wn.T)[iu[0], iu[1]]
         norms = W.norm(dim=1)
         centered = W - W.mean(dim=0)

@@ -120,5 +120,5 @@ def trained_copy(lm, matched, modulator, *, requested: str | None, n_epochs: int
     mod.set_alpha(initial_alpha)
     freeze(lm.model)
     _, info = train_modulator(lm, matched, mod, mode=mode, n_epochs=n_epochs, **train_kw)
-    rec.update(ran=True, **info, final_alpha=mod.alphas.detach().double().numpy())
+    rec.update(ran=True, **info, final_alpha=mod.alphas.detach().cpu().double().numpy())
     return mod, rec
