@@ -113,6 +113,12 @@ class RandomInitStore(TensorStore):
         ``wi_0`` in float16: 24 x 84 MB); beyond, chunks regenerate their tensor (same
         values, more time). Default 8 GiB or a quarter of the RAM; 0 keeps none. Whole
         reads are never kept.
+    device : torch device
+        Where tensors are generated and returned (default the CPU). On a GPU the model's init
+        runs there (no host generation, no transfer), drawing from that device's generator:
+        the same distribution, other values than the CPU's for the same seed (the CPU stream
+        is unchanged). Settable after construction (:func:`geolip_lib.weights.nulls.twin`
+        sets it for the nulls' generated twins).
 
     Attributes
     ----------
@@ -120,13 +126,15 @@ class RandomInitStore(TensorStore):
     """
 
     def __init__(self, config: Any, family: str, seed: int, *, dtype: torch.dtype = torch.float32,
-                 untie_output: bool = False, model_cls: Any = None, cache_bytes: Optional[int] = None):
+                 untie_output: bool = False, model_cls: Any = None, cache_bytes: Optional[int] = None,
+                 device: Any = "cpu"):
         self._hf = spec(family).hf  # unknown family: one-line ValueError naming the known ones
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"dtype: expected a floating torch dtype, got {dtype!r}")
         self.root, self._mem, self._where, self._span = None, None, {}, {}
         self.config, self.family, self.seed = config, family, int(seed)
         self.cache_bytes = _default_cache_bytes() if cache_bytes is None else int(cache_bytes)
+        self.device = torch.device(device)
         self._cache: OrderedDict = OrderedDict()
         self._model = _skeleton(config, family, dtype, untie_output, model_cls)
         self.n_params = sum(p.numel() for p in self._model.parameters())
@@ -210,20 +218,21 @@ class RandomInitStore(TensorStore):
 
     @torch.no_grad()
     def generate(self, name: str) -> torch.Tensor:
-        """Tensor ``name`` (stored dtype, CPU), drawn afresh with the model's own initialisation."""
+        """Tensor ``name`` (stored dtype, on :attr:`device`), drawn afresh with the model's own initialisation."""
         name = self._alias.get(name, name)
         shape, _ = self._lookup(name)
         aliases = self._names_of[name]
         owners = [_owner(self._model, a) for a in aliases]
         meta = _slot(*owners[0])[owners[0][1]]
-        fresh = torch.full(shape, float("nan"), dtype=meta.dtype)
+        dev = torch.device(self.device)
+        fresh = torch.full(shape, float("nan"), dtype=meta.dtype, device=dev)
         if isinstance(meta, torch.nn.Parameter):
             fresh = torch.nn.Parameter(fresh, requires_grad=meta.requires_grad)
         for mod, leaf in owners:
             _slot(mod, leaf)[leaf] = fresh
         try:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(tensor_seed(self.seed, name))
+            with _fork_rng(dev):
+                torch.manual_seed(tensor_seed(self.seed, name))  # every device's generator
                 if not self._hf:
                     _open_clip_init(self._model, self.config["model_cfg"], name, owners, self._chain(aliases))
                 else:
@@ -248,6 +257,14 @@ class RandomInitStore(TensorStore):
             parts = a.split(".")[:-1]
             paths.update(".".join(parts[:i]) for i in range(len(parts) + 1))
         return sorted(paths, key=self._order.__getitem__)
+
+
+def _fork_rng(dev: torch.device):
+    """The global random state of the CPU (and of ``dev``'s generator on a GPU) restored after the block."""
+    if dev.type == "cuda":
+        return torch.random.fork_rng(devices=[dev.index if dev.index is not None else torch.cuda.current_device()],
+                                     device_type="cuda")
+    return torch.random.fork_rng(devices=[])
 
 
 # ============================================================================ skeletons

@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 from .. import nullcache
 from ..metrics.sampled_null import SampledNull
 from ..results import to_jsonable
-from ..weights.nulls import sample_layers, twin
+from ..weights.nulls import sample_layers, twin, twin_device_key
 from .analyse import headline_samples
 from .measure import QKOperators
 from .model import measure_model
@@ -67,17 +67,19 @@ def _samples(ops: QKOperators, k: Optional[int]) -> dict:
 
 def operator_null(lm: Any, n_seeds: int, *, k: Optional[int] = None, top_k: int = 8,
                   groups: Sequence[str] | None = None, max_params: Optional[int] = None, model: Optional[str] = None,
-                  layers_per_seed: Optional[int] = None, cache: bool = True) -> OperatorNull:
+                  layers_per_seed: Optional[int] = None, cache: bool = True, device: Any = None) -> OperatorNull:
     """The random-init null of notebook 06 (module docstring). Init seeds ``lm.params.seed +
     1 + k`` as before; the layers sampled are drawn with ``lm.params.seed``. ``k``: the top-k
-    of the sign-agreement item (``None``: no ``sign_agree``). ``n_seeds`` 0: an empty null."""
+    of the sign-agreement item (``None``: no ``sign_agree``). ``n_seeds`` 0: an empty null.
+    ``device`` (default auto): where generated twins are drawn and the operators computed."""
     if n_seeds < 1:
         return OperatorNull({}, {}, {})
     name = model if model is not None else lm.name
     seeds = [lm.params.seed + 1 + j for j in range(n_seeds)]
     meta0 = {"model": name, "variant": "random_init", "init_seed": 0}
-    store0, _ = twin(lm, seeds[0], max_params, generated=False)  # measured whole: as before issue 31
-    first = measure_model(store0, config=lm.config, family=lm.family, top_k=top_k, groups=groups, meta=meta0)
+    store0, _ = twin(lm, seeds[0], max_params, generated=False, device=device)  # measured whole: as before issue 31
+    first = measure_model(store0, config=lm.config, family=lm.family, top_k=top_k, groups=groups, meta=meta0,
+                          device=device)
     del store0
     picks = {g: sample_layers(o.n_layers, n_seeds, lm.params.seed + 7919 * i, layers_per_seed)
              for i, (g, o) in enumerate(first.items())}
@@ -87,8 +89,8 @@ def operator_null(lm: Any, n_seeds: int, *, k: Optional[int] = None, top_k: int 
     def rest():
         out = []
         for j in range(1, n_seeds):
-            store, _ = twin(lm, seeds[j], max_params, generated=sampled)
-            ops = measure_model(store, config=lm.config, family=lm.family, top_k=top_k, groups=list(first),
+            store, _ = twin(lm, seeds[j], max_params, generated=sampled, device=device)
+            ops = measure_model(store, config=lm.config, family=lm.family, top_k=top_k, groups=list(first), device=device,
                                 positions={g: picks[g][j] for g in first},
                                 meta={"model": name, "variant": "random_init", "init_seed": j})
             out.append({g: _samples(o, k) for g, o in ops.items()})
@@ -96,7 +98,7 @@ def operator_null(lm: Any, n_seeds: int, *, k: Optional[int] = None, top_k: int 
 
     key = {"family": lm.family, "config": lm.config.to_dict() if hasattr(lm.config, "to_dict") else lm.config,
            "dtype": str(lm.dtype), "init_seeds": seeds, "picks": picks, "k": k, "top_k": top_k,
-           "groups": sorted(first)}
+           "groups": sorted(first), **twin_device_key(device)}
     others = (nullcache.cached("operator_null", key, rest)[0] if cache
               else json.loads(json.dumps(to_jsonable(rest()), allow_nan=False))) if n_seeds > 1 else []
     per_seed = json.loads(json.dumps(per_seed, allow_nan=False)) + others

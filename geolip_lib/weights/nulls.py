@@ -31,13 +31,15 @@ import numpy as np
 from .. import nullcache
 from ..metrics.intervals import N_NULL_SEEDS
 from ..metrics.sampled_null import SampledNull
+from ..devices import pick_device
 from ..families import catalog
 from ..results import to_jsonable
 from .battery import run_battery
 from .battery.sparsity import THRESHOLDS
 from .tables.by_stack import stack_items
 
-__all__ = ["battery_null", "battery_null_full", "sample_layers", "layer_count", "model_layers", "twin", "BatteryNull"]
+__all__ = ["battery_null", "battery_null_full", "sample_layers", "layer_count", "model_layers", "twin", "twin_device_key",
+           "BatteryNull"]
 
 
 @dataclasses.dataclass
@@ -85,23 +87,32 @@ def sample_layers(n_layers: int, n_seeds: int, seed: int, per_seed: Optional[int
     return out
 
 
-def twin(lm: Any, init_seed: int, max_params: Optional[int] = None, *, generated: bool = True):
+def twin(lm: Any, init_seed: int, max_params: Optional[int] = None, *, generated: bool = True, device: Any = None):
     """``(store, catalog)`` of a random-init twin. ``generated``: tensor by tensor (only the
     tensors a caller reads are ever built: a sample of the layers) where the family's catalog
     reads the model's own tensor names; else, and for families whose checkpoints are stored in
     a canonical layout the model does not use (GPT-2's Conv1D, fused experts:
     ``models.loading.checkpoint_state``), the twin of ``lm.random_init_weights`` (whole in memory
-    up to ``max_params`` parameters, as notebook 02 and 06 built it before issue 31)."""
+    up to ``max_params`` parameters, as notebook 02 and 06 built it before issue 31).
+
+    ``device`` (default "auto": CUDA when available): where a generated twin's tensors are drawn
+    (:class:`geolip_lib.models.twin.RandomInitStore`), so that on a GPU they are made there,
+    not on the host and moved; on the CPU the values are those of before. The in-memory twin
+    is built where ``lm`` is (``lm.random_init``)."""
     kw = {} if max_params is None else {"max_params": max_params}
     with warnings.catch_warnings():  # the twin has the trained model's architecture: its catalog's
         warnings.simplefilter("ignore")  # notices (unclassified tensors) were shown once, for the trained weights
         if generated:
             store = lm.random_init_weights(seed=init_seed, max_params=0)
+            if hasattr(store, "device") and hasattr(store, "generate"):  # a generated twin: drawn on the device
+                store.device = pick_device(device)
             try:
                 return store, catalog(store, config=lm.config, family=lm.family)
             except ValueError:
                 pass
         store = lm.random_init_weights(seed=init_seed, **kw)
+        if hasattr(store, "device") and hasattr(store, "generate"):
+            store.device = pick_device(device)
         return store, catalog(store, config=lm.config, family=lm.family)
 
 
@@ -146,7 +157,7 @@ def battery_null(lm: Any, n_seeds: int = N_NULL_SEEDS, *, seed: int = 0, layers_
                "model_equivalents": round(n_seeds * m / L, 3) if L else float(n_seeds)}
 
     def one(k: int):
-        store, cat = twin(lm, _init_seed(seed, k), max_params, generated=sampled)
+        store, cat = twin(lm, _init_seed(seed, k), max_params, generated=sampled, device=device)
         r = run_battery(store, cat=_restrict(cat, picks[k], keep_rest=k == 0), device=device, thresholds=thresholds)
         return r, {"summary": _summary(r), "stack_items": stack_items(r)}
 
@@ -156,11 +167,18 @@ def battery_null(lm: Any, n_seeds: int = N_NULL_SEEDS, *, seed: int = 0, layers_
     def rest():
         return [one(k)[1] for k in range(1, n_seeds)]
 
-    key = {**_key(lm, None, thresholds, device, seed, None), "picks": picks}
+    key = {**_key(lm, None, thresholds, device, seed, None), "picks": picks, **twin_device_key(device)}
     recs = [rec0] + (nullcache.cached("battery_null", key, rest)[0] if cache and n_seeds > 1 else _json(rest()))
     f = {"layers": m / L if L else 1.0, "pairs": (m - 1) / (L - 1) if L > 1 and m > 1 else 1.0, "first": 1.0}
     return BatteryNull(SampledNull([r["summary"] for r in recs], fractions=f, drivers=drivers),
                        [r["stack_items"] for r in recs], first, drivers)
+
+
+def twin_device_key(device: Any) -> dict:
+    """The null cache's key entry for where generated twins are drawn: none on the CPU (the keys
+    and values of before), ``{"twin_device": "cuda"}`` elsewhere (another random stream)."""
+    dev = pick_device(device)
+    return {} if dev.type == "cpu" else {"twin_device": dev.type}
 
 
 def _json(value):
