@@ -90,11 +90,8 @@ measured only on tiny models gets no work rates from the fit; such jobs on real 
 notebooks' spread as range. A job already run in the planned output root takes its own ``job_timing.json``
 (a file whose times are not finite seconds in 0 to 30 days is ignored, with one line naming it).
 
-MEASURED: every rate of the fit (CPU seconds on the 2-core development machine). ASSUMED: a job planned on
-a GPU takes its CPU estimate / ``gpu_speedup`` (``rates.yaml``; no GPU was available to measure), said on
-every such row, until a GPU time is measured (a ``device: cuda`` rate in ``rates.yaml`` or the job's own
-``job_timing.json``). A notebook without any rate says so; the totals bound it by its ``timeout_s``.
-
+MEASURED: the fit's rates (CPU seconds, 2-core machine); on a GPU, 01, 02, 03, 06 from GPU step rates measured on an
+H200 (:mod:`.gpu_rates`), others CPU / ``gpu_speedup`` (ASSUMED, said so). No rate: bounded by its ``timeout_s``.
 A GPU job's device memory: the CUDA context (:data:`CUDA_CONTEXT`, not measured: no GPU on
 the machine this was written on) + what the table puts on the device (model, twin,
 ``DEVICE`` work). Twins are built on the model's device; generated twins on the CPU.
@@ -115,6 +112,7 @@ from scipy.optimize import nnls
 from ..params import load_model_params
 from ..roots import RootReadError, job_dirs, read_json
 from ..paths import ROOT, cache_root
+from . import gpu_rates as G
 from .execute import TIMING
 from .jobs import jobs_for_profile, notebook_defaults
 from .model_sizes import GB, TWIN_MAX_PARAMS, PlanError, hf_cache_dir, model_info
@@ -214,9 +212,7 @@ def load_rates(path: Path = RATES_FILE) -> Rates:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise PlanError(f"{where}: cannot be read ({str(exc).splitlines()[0]})") from None
-    speed = raw.get("gpu_speedup")
-    if not isinstance(speed, (int, float)) or isinstance(speed, bool) or speed <= 0:
-        raise PlanError(f"{where}: key 'gpu_speedup': expected a number > 0, got {speed!r}")
+    speed = G.checked_speedup(raw.get("gpu_speedup"), where)
     out = []
     for i, r in enumerate(raw.get("rates") or []):
         try:
@@ -509,7 +505,7 @@ def job_seconds(job, infos: Sequence, device: str, out_root: Path, rates: Option
     """(estimated seconds or None, the basis in words, (low, high) or None) of one job (module docstring)."""
     rates = rates or load_rates()
     on_gpu, speed = device.startswith("cuda"), rates.gpu_speedup
-    assumed = f"GPU: the CPU estimate / {speed:g}, an ASSUMED speed-up (no GPU time measured yet)"
+    assumed = G.ASSUMED.format(speed)
     here, ignored = _measured_here(job, out_root)
     if here is not None:
         secs, dev = here
@@ -522,6 +518,11 @@ def job_seconds(job, infos: Sequence, device: str, out_root: Path, rates: Option
     fits = fitted_costs()
     fit = fits.get(nb)
     parts = [ignored] if ignored else []
+    groups = [[mi] for mi in infos] if nb != job.notebook else [list(infos)]  # 03: 02's work once per model
+    gpu = on_gpu and fit and not any(r.notebook == nb and r.device.startswith("cuda") for r in rates.rates) and \
+        G.job_gpu_seconds(nb, fit, groups, functools.partial(job_drivers, job, defaults=defaults), cost_features)
+    if gpu:  # measured GPU steps (gpu_rates.py)
+        return gpu[0], "; ".join(parts + [gpu[1]]), gpu[2]
     row = _measured_in_timings(job, infos, defaults)
     if row is not None:  # this very job was measured (same parameters and models): its time, not a model's
         secs = float(row["seconds"])
@@ -537,7 +538,6 @@ def job_seconds(job, infos: Sequence, device: str, out_root: Path, rates: Option
         lo, hi = _pooled_spread(fits)
         return total, "; ".join(parts + [basis, "range = the fitted notebooks' spread"]), (total / hi, total / lo)
     if fit is not None and (fit.work_fitted or all(mi.params < MIN_FIT_PARAMS for mi in infos)):
-        groups = [[mi] for mi in infos] if nb != job.notebook else [list(infos)]
         total = 0.0
         for g in groups or [[]]:
             total += fit.seconds(cost_features(nb, job_drivers(job, g, defaults)))

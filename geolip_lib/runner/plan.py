@@ -24,6 +24,7 @@ from ..paths import ROOT, cache_root
 from .estimate import (  # noqa: F401 - re-exported: the rows of the plan
     CUDA_CONTEXT, DISK_KINDS, HEADROOM, RATES_FILE, RULES, DiskItem, JobEstimate, Rates, Rule, estimate_job,
     load_rates)
+from .gpu_rates import plan_lines
 from .jobs import notebook_defaults, reads_other_jobs
 from .model_sizes import (  # noqa: F401 - re-exported: the plan's model sizing
     DTYPE_BYTES, GB, TWIN_MAX_PARAMS, ModelInfo, PlanError, hf_cache_dir, model_info, parse_size_note)
@@ -310,9 +311,7 @@ class Plan:
                          + ", ".join(r.label for r in unknown) + ")"
                          + (f"; their timeout_s bounds them: at most {_duration(bound)} more" if bound else ""))
         if any(r.device.startswith("cuda") for r in self.rows):
-            speed = (self.rates or load_rates()).gpu_speedup
-            lines.append(f"  assumption: a GPU job without a measured GPU time takes its CPU estimate / {speed:g}; "
-                         f"measured GPU times replace it ({RATES_FILE.name}, or this output root's job_timing.json)")
+            lines += plan_lines((self.rates or load_rates()).gpu_speedup)
         short = self.shortfalls()
         lines += ["", f"does not fit: {len(short)} problem(s), jobs that cannot run as planned:" if short else "fits."]
         unfit = self.unfit()
