@@ -23,7 +23,7 @@ RUN_ARGS ?=
 LAB_IP ?= 127.0.0.1
 LAB_PORT ?= 8888
 
-.PHONY: setup report test test-families lab notebooks bench clean help
+.PHONY: setup report test test-families test-fake-cuda test-gpu lab notebooks bench clean help
 help:
 	@sed -n '2,8p' Makefile
 
@@ -34,11 +34,21 @@ report: setup
 	$(PY) run_all.py --profile $(PROFILE) $(RUN_ARGS)
 
 test: setup
-	$(PY) -m pytest -m "not gpu and not families" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not gpu and not families and not fakecuda" $(PYTEST_ARGS)
 
 # notebooks 01/02/06 on a tiny model of every model_type of the family registry (CI's second step)
 test-families: setup
 	$(PY) -m pytest -m families tests/integration/test_families_notebooks.py $(PYTEST_ARGS)
+
+# every notebook's script on its tiny model on the fake CUDA device of tests/fake_cuda.py: the device
+# mix-ups a GPU box would crash on, caught on the CPU (CI's third step; README "The GPU box")
+test-fake-cuda: setup
+	$(PY) -m pytest -m fakecuda tests/notebooks/test_notebooks_on_fake_cuda.py $(PYTEST_ARGS)
+
+# On a GPU box (torch.cuda.is_available() True): tests/gpu, every notebook through papermill on CUDA,
+# half precision, the battery and nulls on CUDA, device_map auto. Run it once on each new box or driver.
+test-gpu: setup
+	$(PY) -m pytest -m gpu tests/gpu $(PYTEST_ARGS)
 
 # Root is the normal user on rented GPU boxes and in containers (--allow-root); no browser on a server.
 # PYTHONPATH: kernels import this checkout's geolip_lib (and write its reports/), whatever checkout an

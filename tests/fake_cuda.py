@@ -114,8 +114,10 @@ class FakeCuda(TorchFunctionMode):
                 out = out.clone() if out is args[0] else out
             return _set_tag(out, False)
         if name == "cuda":
-            out = args[0] if is_fake(args[0]) else func(*args, **kwargs).clone()
+            out = args[0] if is_fake(args[0]) else args[0].clone()  # torch's own .cuda() would look for a driver
             return _set_tag(out, True)
+        if name == "_parse_to":  # Module.to(device=...) parses its arguments: nothing is made here
+            return func(*args, **kwargs)
         if name == "to" and args and isinstance(args[0], torch.Tensor):
             return self._to(func, args, kwargs)
         if name in ("pin_memory",):
@@ -214,6 +216,9 @@ def install() -> Iterator[FakeCuda]:
         "get_device_name": lambda *a, **k: props.name, "get_device_properties": lambda *a, **k: props,
         "get_device_capability": lambda *a, **k: (9, 0), "is_bf16_supported": lambda *a, **k: True,
         "mem_get_info": lambda *a, **k: (70 << 30, 80 << 30),
+        # torch.random.fork_rng(devices=[cuda]) saves and restores the CUDA generator: the CPU one draws here
+        "get_rng_state": lambda *a, **k: torch.get_rng_state(), "set_rng_state": lambda *a, **k: None,
+        "get_rng_state_all": lambda *a, **k: [torch.get_rng_state()], "set_rng_state_all": lambda *a, **k: None,
         **{n: (lambda *a, **k: ALLOCATED[0]) for n in ("memory_allocated", "max_memory_allocated",
                                                        "memory_reserved", "max_memory_reserved")},
         **{n: (lambda *a, **k: None) for n in _NOOPS},
