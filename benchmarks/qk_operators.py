@@ -140,6 +140,22 @@ def main(argv=None) -> int:
     print(f"factored (geolip, syrk of factors):    {tgf.cpu:7.2f} s/group -> {tgf.cpu * Hk:8.1f} s all heads "
           f"[wall {tgf.wall * Hk:.1f}]")
     print(f"speed-up: {tgd.cpu / tgf.cpu:.2f}x (goal: no slower, >= 1x);  agreement max |d| / max = {agree:.2e}")
+    # ---------------------------------------------------------------- batched paths (issue 35)
+    t_one, t_many, t_torch = Timer(), Timer(), Timer()
+    with t_one:
+        one = op.measure_layers(Wq, Wk, H, Hk, top_k=8, chunk_bytes=1)      # one layer per eigen call (before)
+    with t_many:
+        many = op.measure_layers(Wq, Wk, H, Hk, top_k=8, chunk_bytes=1 << 30)  # layers batched (CUDA's default)
+    with t_torch:
+        gram_t = op.layer_gram(Wq_g, Wk_g, group, 1, method="torch")        # the CUDA path, here on the CPU
+    d_ev = float((many.sym_eigs - one.sym_eigs).abs().max() / one.sym_eigs.abs().max())
+    d_gt = float((gram_t - gram_f).abs().max() / gram_f.abs().max())
+    print(f"\n== measure_layers (gram + norms + eigenvalues + 8 directions, all {L} layers; CPU s, wall in brackets) ==")
+    print(f"one layer per eigen call: {t_one.cpu:7.2f} s [wall {t_one.wall:.2f}] | layers batched: {t_many.cpu:7.2f} s "
+          f"[wall {t_many.wall:.2f}] | ratio {t_one.cpu / t_many.cpu:.2f}x | max |dλ| / max |λ| {d_ev:.1e}, "
+          f"order equal: {bool(torch.equal(torch.sign(many.sym_eigs), torch.sign(one.sym_eigs)))}")
+    print(f"layer_gram torch matmuls (CUDA's path) on this CPU: {t_torch.cpu:.2f} s/group vs syrk {tgf.cpu:.2f} s "
+          f"(syrk kept on the CPU); agreement {d_gt:.1e}")
     limiter.unregister() if hasattr(limiter, "unregister") else None
     return 0
 

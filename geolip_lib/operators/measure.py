@@ -87,7 +87,7 @@ class QKOperators:
 def measure_layers(W_Qs: Sequence | torch.Tensor, W_Ks: Sequence | torch.Tensor, n_heads: int,
                    n_kv_heads: int | None = None, *, top_k: int = 8, layers: Sequence[int] | None = None,
                    group: str = "self", meta: dict | None = None, progress: bool = False, device: Any = None,
-                   chunk_bytes: int = 1 << 30) -> QKOperators:
+                   chunk_bytes: int | None = None) -> QKOperators:
     """Measure norms, layer-pair gram, symmetric eigenvalues and top-k eigen-directions.
 
     Parameters
@@ -109,9 +109,11 @@ def measure_layers(W_Qs: Sequence | torch.Tensor, W_Ks: Sequence | torch.Tensor,
     device : torch device, optional
         Where the computation runs (default: where ``W_Qs`` is). The result's tensors are
         returned on the CPU (the record the tables, figures and :func:`save` read).
-    chunk_bytes : int
+    chunk_bytes : int, optional
         Bound on the float64 bytes of one batched eigenproblem call: the symmetric-part
         eigenproblems of several layers (all their heads) are solved in one batched call.
+        Default: 1 GiB off the CPU; on the CPU one layer per call (batching layers there was
+        measured no faster: ``benchmarks/qk_operators.py``). The results are the same.
 
     Returns
     -------
@@ -135,6 +137,8 @@ def measure_layers(W_Qs: Sequence | torch.Tensor, W_Ks: Sequence | torch.Tensor,
     # several layers per batched call (all their heads): float64 factors, the balanced factor
     # N (n_heads, 2·head_dim, hidden) and the (2·head_dim)² problems of one layer, per layer
     per_layer = 8 * hidden * head_dim * (n_heads + n_kv_heads + 2 * n_heads) + 8 * n_heads * (2 * head_dim) ** 2 * 4
+    if chunk_bytes is None:
+        chunk_bytes = 0 if Wq.device.type == "cpu" else 1 << 30
     step = max(1, min(n_layers, int(chunk_bytes // max(1, per_layer))))
     it = range(0, n_layers, step)
     if progress:
