@@ -94,8 +94,8 @@ VERDICT_GLYPHS = {HELD: "●", HELD_NULL: "■", NOT_HELD: "✖", UNDECIDED: "�
 #: what each status means, in one line (the report's tooltips, legend and glossary)
 VERDICT_MEANING = {
     HELD: "the rule is satisfied and the value is separated from every null that bears on it",
-    HELD_NULL: "the rule is satisfied, but a null (random init, a Gaussian, the unmodulated encoder) satisfies it "
-               "too: training did not produce it",
+    HELD_NULL: "held, but a null model (random init, a Gaussian, the unmodulated encoder) gives the same value: "
+               "not evidence of learning",
     NOT_HELD: "the exact value, or the whole 95 % interval, contradicts the rule",
     UNDECIDED: "the interval straddles the rule, a bearing null is missing, the readings disagree or the test "
                "lacks power; the reason says what would decide it",
@@ -107,12 +107,15 @@ VERDICT_MEANING = {
 def fold_verdicts(verdicts: Iterable[str]) -> str:
     """One status for several scopes of one model (the rule of :func:`summarize` over scopes):
     not held if any is, else undecided if any is, else held-but-null if any is, else held if
-    any is; forced by shape when only forced values were measured; else not tested."""
-    vs = [v for v in verdicts if v in VERDICTS]
+    any is; forced by shape when only forced values were measured; else not tested.
+
+    ``verdicts`` may be a generator: it is read once (issue 37: it was read twice, so a forced
+    cell came out "not tested")."""
+    verdicts = list(verdicts)
     for v in (NOT_HELD, UNDECIDED, HELD_NULL, HELD):
-        if v in vs:
+        if v in verdicts:
             return v
-    return FORCED if FORCED in set(verdicts) else NOT_TESTED
+    return FORCED if FORCED in verdicts else NOT_TESTED
 
 
 def _g(x: float) -> str:
@@ -212,9 +215,13 @@ def _span(vals: list[float], unit: str) -> str:
     return f"{_g(vals[0])}{u}" if len(vals) == 1 or _g(min(vals)) == _g(max(vals)) else f"{_g(min(vals))}–{_g(max(vals))}{u}"
 
 
-def _tally(cells: list[dict]) -> str:
+def _tally(cells: list[dict], names: Sequence[str] = ()) -> str:
+    """How many cells have each status; the models forced by shape are named (``names``: the
+    cells' models, in order), since their value is no verdict."""
     counts = {v: sum(cl["verdict"] == v for cl in cells) for v in STATUSES}
-    parts = [f"{n} {v}" for v, n in counts.items() if n and v != NOT_TESTED]
+    forced = [x for x, cl in zip(names, cells) if cl["verdict"] == FORCED]
+    parts = [f"{n} {v}" + (f": {', '.join(forced)}" if v == FORCED and forced else "")
+             for v, n in counts.items() if n and v != NOT_TESTED]
     if len(parts) == 1 and len(cells) > 1:
         return f"{parts[0].split(' ', 1)[1]} on {'both' if len(cells) == 2 else f'all {len(cells)}'}"
     return ", ".join(parts)
@@ -228,16 +235,18 @@ def bottom_line(c: Claim, m: dict) -> str:
     if v == NOT_TESTED or not seed_cells:
         first = "not tested on the seed's models here"
     else:
-        vals = [x for cl in seed_cells for x in cl["values"]]
+        vals = [x for cl in seed_cells if cl["verdict"] != FORCED for x in cl["values"]]
         first = f"{v} on the seed's models" + (f" ({_span(vals, c.unit)}{_where(c, vals)})" if vals else "")
-    stand = [m["cells"][(c.id, x)] for x in m["stand-ins"]]
-    stand = [cl for cl in stand if cl["verdict"] != NOT_TESTED]
+    named = [(x, m["cells"][(c.id, x)]) for x in m["stand-ins"]]
+    named = [(x, cl) for x, cl in named if cl["verdict"] != NOT_TESTED]
+    stand = [cl for _, cl in named]
     if stand:
-        vals = [x for cl in stand for x in cl["values"]]
+        # a value forced by shape is counted and named, never part of the range (it is no measurement)
+        vals = [x for cl in stand if cl["verdict"] != FORCED for x in cl["values"]]
         n = len(stand)
         second = (f"on {n} trained stand-in{'s' if n > 1 else ''} it is "
                   + (_span(vals, c.unit) + _where(c, vals) if vals else "measured")
-                  + f" ({_tally(stand)})")
+                  + f" ({_tally(stand, [x for x, _ in named])})")
     else:
         second = "no trained stand-in measured it"
     bearing = [display_null(n) for n in c.nulls]

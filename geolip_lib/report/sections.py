@@ -438,11 +438,12 @@ CLAIMS_NOTEBOOK = "15_seed_claims"
 
 
 def _verdict(v: str) -> str:
-    """A verdict word, coloured, with its glyph and its meaning as a tooltip."""
+    """A verdict word, coloured, with its glyph and its meaning as a tooltip. The status is
+    matched exactly (issue 37: a prefix match gave "held, but the null gives it too" the glyph and
+    meaning of "held"); any other text gets no glyph and no meaning."""
     cls = claims.VERDICT_CLASS.get(v, "v-not-testable")
-    base = next((k for k in claims_tables.VERDICT_GLYPHS if v.startswith(k)), v)
-    glyph = claims_tables.VERDICT_GLYPHS.get(base, "")
-    return f"<span class='{cls}'{tip(claims_tables.VERDICT_MEANING.get(base, ''))}>{glyph + ' ' if glyph else ''}{html.escape(v)}</span>"
+    glyph = claims_tables.VERDICT_GLYPHS.get(v, "")
+    return f"<span class='{cls}'{tip(claims_tables.VERDICT_MEANING.get(v, ''))}>{glyph + ' ' if glyph else ''}{html.escape(v)}</span>"
 
 
 def tip(text: str) -> str:
