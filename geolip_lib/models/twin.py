@@ -3,7 +3,7 @@
 :class:`RandomInitStore` is a :class:`geolip_lib.weights.TensorStore` whose tensors are
 not read from a file but generated on demand: the model's skeleton is built on the meta
 device from its config (no memory), and ``get(name)`` materialises only that tensor on
-the CPU and runs the model's own initialisation over it. Nothing else is materialised,
+its device (the CPU by default) and runs the model's own initialisation over it. Nothing else is materialised,
 so a twin of T5-v1.1-XXL needs the memory of one tensor, not 44 GB, and nothing is
 written to disk. :meth:`geolip_lib.models.LoadedModel.random_init_weights` returns this
 store above :data:`TWIN_MAX_PARAMS` parameters and the in-memory twin of
