@@ -129,7 +129,7 @@ class AttentionBlock:
             raise ValueError(f"role: this {self.stack}/{self.attn} block of layer {self.layer} has no {role!r} weight")
         W = clean_weight(store, e, dtype)
         if fold_qk_norm and role in self.qk_norm:
-            g = self.qk_gain(store, role).to(W.dtype)
+            g = self.qk_gain(store, role).to(device=W.device, dtype=W.dtype)
             W = W * (g.repeat(W.shape[0] // g.numel()) if g.numel() != W.shape[0] else g)[:, None]
         return W
 

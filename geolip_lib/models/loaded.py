@@ -278,9 +278,9 @@ class LoadedModel:
             m = self.random_init(s).model
             return TensorStore(checkpoint_state(m, self.family) if self.spec.hf else m.state_dict())
         if not self.spec.hf:
-            return twin.RandomInitStore(self.config, self.family, s, dtype=self.dtype)
+            return twin.RandomInitStore(self.config, self.family, s, dtype=self.dtype, device=self.device)
         out, inp = self.model.get_output_embeddings(), self.model.get_input_embeddings()
         untied = out is not None and getattr(out, "weight", None) is not None and \
             out.weight.data_ptr() != inp.weight.data_ptr()
         return twin.RandomInitStore(self.config, self.family, s, dtype=self.dtype, untie_output=untied,
-                                    model_cls=type(self.model))
+                                    model_cls=type(self.model), device=self.device)  # drawn where the model is
