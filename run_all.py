@@ -121,11 +121,20 @@ def main(argv=None) -> int:
             jobs = jobs_for_profile(args.profile, args.models, args.notebooks)
             plan = plan_for(jobs, out_root.resolve(), args.jobs, box)
             print(plan.render())
+            from geolip_lib.devices import cuda_problem
+
+            if problem := cuda_problem():  # a GPU torch cannot use: the plan above is a CPU plan
+                print(f"warning: {problem}")
             if args.skip_unfit:  # what a run with --skip-unfit would do: exit 0 unless what remains does not fit
                 unfit = plan.unfit()
                 rest = [line for line in plan.shortfalls() if line.split(": ", 1)[0] not in unfit]
                 return 2 if rest else 0
             return 2 if plan.shortfalls() else 0
+        if not args.report_only:
+            from geolip_lib.devices import cuda_problem
+
+            if problem := cuda_problem():  # a GPU box whose driver torch cannot use: say so before any job
+                print(f"warning: {problem}", file=sys.stderr)
         if args.report_only:  # a root with results of this profile, never created here (exit 2 otherwise)
             prepare_root(check_report_root(out_root, load_profile(args.profile, notebooks_dir=NOTEBOOKS).name))
         if not args.report_only:

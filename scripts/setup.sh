@@ -88,6 +88,12 @@ else
   echo "[setup] note: no chromium; the PDF report needs it (sudo apt-get install chromium). HTML still works."
 fi
 
+# A GPU box: one line when its NVIDIA driver cannot run the pinned torch (CUDA 13 wheels need driver R580+);
+# checked only where nvidia-smi exists, so a CPU machine starts no Python here
+if command -v nvidia-smi >/dev/null; then
+  .venv/bin/python -m geolip_lib.devices || true
+fi
+
 if ! command -v pdftoppm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "[setup] installing Debian poppler-utils (pdftoppm: look at report.pdf pages as PNG)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null 2>&1 \
