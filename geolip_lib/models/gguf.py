@@ -8,6 +8,13 @@ an ordinary ``save_pretrained`` folder in ``<cache>/gguf/<file stem>-<key>/`` (t
 file's sha256, transformers' version and the params file's ``config:``); every later load reads
 that folder, and the weight battery streams its safetensors.
 
+K-quants (``Q4_K``, ``Q6_K`` ...: Qwen2.5-Coder's Q4_K_M) need nothing more for the architectures
+transformers' classic GGUF loader reads (llama, qwen2, ...): it dequantizes every tensor with the
+``gguf`` package's own ``gguf.quants.dequantize``, and ``GgufConfig(dequantize=True)`` below keeps the
+newer loader (qwen35, lfm2), which could leave the blocks packed for its kernels, unpacking them too.
+tests/unit/models/test_gguf_kquants.py holds the saved folder to ``gguf.quants.dequantize`` of every
+tensor of a Q4_K_M-like qwen2 file (llama.cpp does not permute Qwen2's W_Q / W_K, and nothing is undone).
+
 What the values are measured on is recorded: :func:`quantization` reads each tensor's stored type
 (``Q4_1``, ``Q8_0``, ``F32`` ...) with the ``gguf`` package's own reader (header only), and the
 provenance of such a model says ``dequantized: true`` with those types and the file's sha256
@@ -62,15 +69,21 @@ def gguf_path(p: ModelParams, fetch: bool = True) -> Path:
     return f
 
 
-def quantization(path: Path) -> dict[str, str]:
-    """``GGUF tensor name -> stored type`` (``Q4_1``, ``Q8_0``, ``F32`` ...) of every tensor in ``path``,
-    from the file's header (``gguf.GGUFReader``; the tensor data is memory-mapped, never read)."""
+def _reader(path: Path) -> GGUFReader:
+    """``path``'s header and tensor table, checked by the ``gguf`` package's reader (tensor data memory-mapped,
+    never read): a truncated file, a lying tensor or key count, a tensor running past the end of the file, a
+    shape larger than the file or a stored type the reader does not know is one line naming the file."""
     try:
-        reader = GGUFReader(str(path))
-    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file: one line
+        return GGUFReader(str(path))
+    except Exception as exc:  # noqa: BLE001 - a truncated, lying or foreign file: one line
         raise ModelLoadError(f"GGUF file {path} cannot be read ({type(exc).__name__}: {short_error(exc)}); "
                              f"re-download it") from None
-    return {t.name: t.tensor_type.name for t in reader.tensors}
+
+
+def quantization(path: Path) -> dict[str, str]:
+    """``GGUF tensor name -> stored type`` (``Q4_1``, ``Q4_K``, ``Q6_K``, ``F32`` ...) of every tensor in
+    ``path``, from the file's header (``gguf.GGUFReader``; the tensor data is memory-mapped, never read)."""
+    return {t.name: t.tensor_type.name for t in _reader(path).tensors}
 
 
 def summary(types: dict[str, str]) -> dict[str, int]:
@@ -79,12 +92,15 @@ def summary(types: dict[str, str]) -> dict[str, int]:
 
 
 def hf_config(p: ModelParams, path: Path):
-    """The transformers config that ``path``'s metadata gives (no tensor is read), with ``config:`` applied."""
+    """The transformers config that ``path``'s metadata gives (no tensor is read), with ``config:`` applied.
+    The header is checked first (:func:`_reader`), so that a broken file says so rather than what
+    transformers makes of it (a lying key count reads as 'not a valid JSON file' there)."""
+    _reader(path)
     try:
         with quiet_transformers():
             cfg = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name, **p.config)
     except Exception as exc:  # noqa: BLE001 - an architecture transformers cannot read from GGUF: one line
-        raise ModelLoadError(f"model '{p.name}': transformers cannot read {path.name} as a model "
+        raise ModelLoadError(f"model '{p.name}': transformers cannot read {path} as a model "
                              f"({type(exc).__name__}: {short_error(exc)})") from None
     return cfg
 
@@ -113,9 +129,9 @@ def dequantized_dir(p: ModelParams, path: Path) -> Path:
     target = cache_root() / "gguf" / f"{path.stem}-{key}"
     if (target / SOURCE_INFO).is_file():
         return target
+    types = quantization(path)  # the header first: a broken file is one line before transformers reads it
     cfg = hf_config(p, path)
     _check_family(p, path, cfg)
-    types = quantization(path)
 
     def write(out: Path) -> None:
         # dequantize=True: every tensor unpacked to float32 (transformers may otherwise keep the blocks packed
@@ -129,7 +145,7 @@ def dequantized_dir(p: ModelParams, path: Path) -> Path:
                     quantization_config=GgufConfig(gguf_file=path.name, dequantize=True), **kw)
                 tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, **p.tokenizer_kwargs)
         except Exception as exc:  # noqa: BLE001 - one line: what failed
-            raise ModelLoadError(f"model '{p.name}': cannot dequantize {path.name} with transformers "
+            raise ModelLoadError(f"model '{p.name}': cannot dequantize {path} with transformers "
                                  f"({type(exc).__name__}: {short_error(exc)})") from None
         with quiet_transformers(), contextlib.redirect_stderr(io.StringIO()):
             model.save_pretrained(out)

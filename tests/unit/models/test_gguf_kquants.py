@@ -201,3 +201,76 @@ def test_kquant_stored_types_in_provenance(kquant_gguf, cache):
     assert "Q4_K (13)" in prov["stored_dtype"] and "Q6_K (3)" in prov["stored_dtype"]
     info = json.loads((lm.weights_dir / gguf_source.SOURCE_INFO).read_text())
     assert info["quantization"] == q == gguf_source.quantization(d / FILE)
+
+
+def tensor_info(buf: bytes, name: str) -> tuple[int, int, int]:
+    """Where ``name``'s shape, type and offset lie in the tensor table (after its name: n_dims u32,
+    dims u64 each, type u32, offset u64)."""
+    i = buf.index(name.encode()) + len(name)
+    n_dims = struct.unpack_from("<I", buf, i)[0]
+    dims_at = i + 4
+    return dims_at, dims_at + 8 * n_dims, dims_at + 8 * n_dims + 4
+
+
+def hostile(data: bytes, case: str) -> bytes:
+    b = bytearray(data)
+    if case == "truncated in the tensor data":
+        return data[: len(data) * 2 // 3]
+    if case == "truncated in the header":
+        return data[:300]
+    if case == "a tensor running past the end":
+        _, _, off = tensor_info(data, "output.weight")
+        struct.pack_into("<Q", b, off, struct.unpack_from("<Q", b, off)[0] + 10 ** 6)
+    elif case == "tensor count + 1":
+        struct.pack_into("<Q", b, 8, struct.unpack_from("<Q", b, 8)[0] + 1)
+    elif case == "tensor count 2**40":
+        struct.pack_into("<Q", b, 8, 2 ** 40)
+    elif case == "key count + 1":
+        struct.pack_into("<Q", b, 16, struct.unpack_from("<Q", b, 16)[0] + 1)
+    elif case == "key count 2**40":
+        struct.pack_into("<Q", b, 16, 2 ** 40)
+    elif case == "a 2**40-element F32 tensor":
+        dims, _, _ = tensor_info(data, "blk.1.attn_norm.weight")
+        struct.pack_into("<Q", b, dims, 2 ** 40)
+    elif case == "a 2**40-element Q6_K tensor":
+        dims, _, _ = tensor_info(data, "output.weight")
+        struct.pack_into("<QQ", b, dims, 2 ** 20, 2 ** 20)
+    elif case == "a Q4_K row not a multiple of 256":
+        dims, _, _ = tensor_info(data, "blk.0.attn_q.weight")
+        struct.pack_into("<QQ", b, dims, 320, 204)
+    elif case == "an unknown tensor type":
+        _, typ, _ = tensor_info(data, "blk.0.attn_q.weight")
+        struct.pack_into("<I", b, typ, 999)
+    elif case == "a retired tensor type (Q4_2)":
+        _, typ, _ = tensor_info(data, "blk.0.attn_q.weight")
+        struct.pack_into("<I", b, typ, 4)
+    else:
+        raise AssertionError(case)
+    return bytes(b)
+
+
+HOSTILE = ["truncated in the tensor data", "truncated in the header", "a tensor running past the end",
+           "tensor count + 1", "tensor count 2**40", "key count + 1", "key count 2**40",
+           "a 2**40-element F32 tensor", "a 2**40-element Q6_K tensor", "a Q4_K row not a multiple of 256",
+           "an unknown tensor type", "a retired tensor type (Q4_2)"]
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_hostile_gguf_is_one_line_naming_the_file(kquant_gguf, cache, tmp_path, case):
+    d, _ = kquant_gguf
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    f = bad / FILE
+    f.write_bytes(hostile((d / FILE).read_bytes(), case))
+    p = params(bad)
+    calls = {"quantization": lambda: gguf_source.quantization(f),
+             "hf_config": lambda: gguf_source.hf_config(models.check(params(d)), f),
+             "check": lambda: models.check(p), "load": lambda: models.load(p)}
+    for what, call in calls.items():
+        t0 = time.monotonic()
+        with pytest.raises(models.ModelLoadError) as ei:
+            call()
+        msg = str(ei.value)
+        assert "\n" not in msg and str(f) in msg and "cannot be read" in msg, (what, msg)
+        assert time.monotonic() - t0 < 10, what
+    assert not (cache / "gguf").exists() or not any((cache / "gguf").iterdir())  # nothing half-written
