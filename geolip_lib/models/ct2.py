@@ -1,0 +1,435 @@
+"""CTranslate2 ``model.bin`` files (binary version 6, what faster-whisper ships) read without CTranslate2.
+
+Issue 36: a trained cross-attention model that installs offline. :func:`read` parses the file,
+:func:`to_whisper_state_dict` maps a ``WhisperSpec`` to transformers' ``WhisperForConditionalGeneration``
+names (splitting CTranslate2's fused projections) and :func:`convert` writes a ``save_pretrained``
+folder (``config.json`` + ``model.safetensors``) that the ordinary loaders read.
+
+Format (``ctranslate2/specs/model_spec.py``, ``ModelSpec._serialize``; little-endian)::
+
+    uint32 binary_version (6)          string spec name       uint32 spec revision
+    uint32 n_variables, then per variable:
+        string name, uint8 rank, uint32 dims[rank], uint8 dtype id, uint32 nbytes, nbytes raw bytes
+    uint32 n_aliases, then per alias: string alias, string variable name
+
+A string is ``uint16 length`` (bytes including the trailing NUL), the UTF-8 bytes, the NUL. Dtype ids
+(``include/ctranslate2/types.h``, ``_dtype_to_type_id``): 0 float32, 1 int8, 2 int16, 3 int32,
+4 float16, 5 bfloat16. Aliases are written for variables equal to an earlier one (Whisper:
+``decoder/projection/weight`` -> ``decoder/embeddings/weight``, the tied output projection).
+
+Bounded and confined: the file must be a regular file (a symlink only when it resolves inside its own
+folder), at most :data:`MAX_BYTES`; it is read with bounded ``pread`` calls, each checked against its end first.
+A truncated file, another binary version, sizes that disagree (``nbytes != prod(dims) * itemsize``,
+data beyond the end, trailing bytes), rank > :data:`MAX_RANK`, more than :data:`MAX_ELEMENTS` elements,
+a name over :data:`MAX_NAME` bytes, a duplicate name, an unknown dtype: one-line ``ValueError`` naming
+the file and what is wrong.
+
+Values: float16 and bfloat16 become float32 exactly. int8 / int16 weights (``--quantization int8``)
+are dequantized with their ``weight_scale`` (``w = q / scale``, per row for int8, one scalar for
+int16) by :func:`dequantize` (called by :func:`to_whisper_state_dict`): not lossless; it lists the
+dequantized variables under the :data:`DEQUANTIZED` key of the dict it returns.
+
+Whisper name map (``ctranslate2/specs/whisper_spec.py``, ``transformer_spec.py``, ``attention_spec.py``,
+``common_spec.py`` and the ``WhisperLoader`` / ``BartLoader`` of ``converters/transformers.py``), see
+:func:`whisper_name_map`. The self-attention ``linear_0`` is the fused ``[q; k; v]`` (rows
+``3 d``), the cross-attention ``linear_1`` the fused ``[k; v]`` (rows ``2 d``); the converter fills
+the missing k bias with zeros, which are checked and dropped (a nonzero k bias is refused: not a
+Whisper conversion). The sizes of the rebuilt config are inferred from the shapes (d_model,
+layers, ffn, vocab, mel bins, positions) and the stored ``num_heads`` scalars; the CTranslate2
+folder's ``config.json`` contributes only ``suppress_ids`` / ``suppress_ids_begin``
+(-> ``suppress_tokens`` / ``begin_suppress_tokens``) when present. Special token ids: transformers'
+multilingual defaults for a 51865+ vocabulary, the English-only ids for 51864, otherwise
+``vocab_size - 1`` for all four (a placeholder: the ids are unknown; the weights do not depend on them).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import struct
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["MAX_BYTES", "read", "to_whisper_state_dict", "whisper_config", "convert", "whisper_name_map"]
+
+#: the largest model.bin read (Whisper large-v3 in float32 is ~6.2 GB; base in float16 ~145 MB)
+MAX_BYTES = 8 * 1024 ** 3
+MAX_RANK = 8
+MAX_ELEMENTS = 2 ** 34
+MAX_NAME = 1024
+MAX_VARIABLES = 100_000
+BINARY_VERSION = 6
+#: dtype id -> (numpy dtype of the stored bytes, name)
+DTYPES = {0: ("<f4", "float32"), 1: ("i1", "int8"), 2: ("<i2", "int16"), 3: ("<i4", "int32"),
+          4: ("<f2", "float16"), 5: ("<u2", "bfloat16")}
+#: key of the variables dict listing the variables dequantized from int8/int16 (not a tensor)
+DEQUANTIZED = "__dequantized__"
+
+
+class _Cursor:
+    """Bounded reads of an open file: every read is checked against the file's size first."""
+
+    def __init__(self, fd: int, size: int, path: Path):
+        self.fd, self.pos, self.path, self.end = fd, 0, path, size
+
+    def fail(self, what: str):
+        raise ValueError(f"CTranslate2 file {self.path}: {what}")
+
+    def take(self, n: int, what: str) -> int:
+        if n < 0 or self.pos + n > self.end:
+            self.fail(f"truncated: {what} needs {n} bytes at offset {self.pos}, the file has {self.end}")
+        p = self.pos
+        self.pos += n
+        return p
+
+    def bytes(self, n: int, what: str) -> bytes:
+        p = self.take(n, what)
+        chunks, got = [], 0
+        while got < n:
+            b = os.pread(self.fd, min(n - got, 1 << 30), p + got)
+            if not b:
+                self.fail(f"truncated while reading {what} (the file shrank)")
+            chunks.append(b)
+            got += len(b)
+        return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+    def unpack(self, fmt: str, what: str):
+        return struct.unpack(fmt, self.bytes(struct.calcsize(fmt), what))
+
+    def string(self, what: str) -> str:
+        (n,) = self.unpack("<H", f"the length of {what}")
+        if n < 1 or n - 1 > MAX_NAME:
+            self.fail(f"{what} has length {n} (1..{MAX_NAME + 1} bytes with its NUL)")
+        p = self.pos
+        raw = self.bytes(n, what)
+        if raw[-1] != 0:
+            self.fail(f"{what} at offset {p} does not end with a NUL byte")
+        try:
+            return raw[:-1].decode("utf-8")
+        except UnicodeDecodeError:
+            self.fail(f"{what} at offset {p} is not UTF-8")
+
+
+def _open_confined(path: Path, max_bytes: int) -> tuple[int, int]:
+    """An fd on ``path`` (a regular file, a symlink only into its own folder) and its size."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise ValueError(f"CTranslate2 file {path}: cannot be read ({exc.strerror})") from None
+    target, flags = path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if stat.S_ISLNK(st.st_mode):
+        target, folder = Path(os.path.realpath(path)), Path(os.path.realpath(path.parent))
+        if folder not in target.parents:
+            raise ValueError(f"CTranslate2 file {path}: a symlink out of its folder (to {target}); refused")
+        st = os.stat(target)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"CTranslate2 file {path}: not a regular file (a pipe, device or folder); refused")
+    fd = os.open(target, flags | getattr(os, "O_NOFOLLOW", 0))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ValueError(f"CTranslate2 file {path}: not a regular file; refused")
+    if st.st_size > max_bytes:
+        os.close(fd)
+        raise ValueError(f"CTranslate2 file {path}: {st.st_size} bytes, over the cap of {max_bytes}")
+    return fd, st.st_size
+
+
+def _to_float(arr: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "float16":
+        return arr.astype(np.float32)
+    if kind == "bfloat16":
+        return (arr.astype(np.uint32) << 16).view(np.float32)
+    return arr.copy()  # writable, owns its memory
+
+
+def read(path, *, max_bytes: int = MAX_BYTES) -> tuple[str, int, dict, dict]:
+    """``(spec_name, revision, {name: np.ndarray}, {alias: variable name})`` of a model.bin (see module doc).
+
+    Floating values come back as float32 (float16 / bfloat16 exactly); integers keep their type.
+    """
+    path = Path(path)
+    fd, size = _open_confined(path, max_bytes)
+    try:
+        if size == 0:
+            raise ValueError(f"CTranslate2 file {path}: empty")
+        return _parse(_Cursor(fd, size, path))
+    finally:
+        os.close(fd)
+
+
+def _parse(c: _Cursor) -> tuple[str, int, dict, dict]:
+    (version,) = c.unpack("<I", "the binary version")
+    if version != BINARY_VERSION:
+        c.fail(f"binary version {version}, this reader reads version {BINARY_VERSION} (not a CTranslate2 "
+               f"model.bin, or another CTranslate2 release)")
+    spec = c.string("the spec name")
+    (revision,) = c.unpack("<I", "the spec revision")
+    (n,) = c.unpack("<I", "the number of variables")
+    if n > MAX_VARIABLES:
+        c.fail(f"{n} variables (at most {MAX_VARIABLES})")
+    variables: dict[str, np.ndarray] = {}
+    for i in range(n):
+        name = c.string(f"the name of variable {i}")
+        if name in variables:
+            c.fail(f"variable {name!r} appears twice")
+        (rank,) = c.unpack("<B", f"the rank of {name!r}")
+        if rank > MAX_RANK:
+            c.fail(f"variable {name!r} has rank {rank} (at most {MAX_RANK})")
+        dims = c.unpack(f"<{rank}I", f"the dims of {name!r}") if rank else ()
+        count = 1
+        for d in dims:
+            count *= d
+        if count > MAX_ELEMENTS:
+            c.fail(f"variable {name!r} has dims {list(dims)}: {count} elements (at most 2**34)")
+        (tid,) = c.unpack("<B", f"the dtype of {name!r}")
+        if tid not in DTYPES:
+            c.fail(f"variable {name!r} has dtype id {tid} (known: {sorted(DTYPES)})")
+        np_dt, kind = DTYPES[tid]
+        (nbytes,) = c.unpack("<I", f"the byte size of {name!r}")
+        want = count * np.dtype(np_dt).itemsize
+        if nbytes != want:
+            c.fail(f"variable {name!r} says {nbytes} bytes, its dims {list(dims)} of {kind} need {want}")
+        arr = np.frombuffer(c.bytes(nbytes, f"the data of {name!r}"), dtype=np_dt, count=count).reshape(dims)
+        variables[name] = _to_float(arr, kind)
+    (na,) = c.unpack("<I", "the number of aliases")
+    if na > MAX_VARIABLES:
+        c.fail(f"{na} aliases (at most {MAX_VARIABLES})")
+    aliases: dict[str, str] = {}
+    for i in range(na):
+        alias = c.string(f"alias {i}")
+        target = c.string(f"the target of alias {alias!r}")
+        if alias in variables or alias in aliases:
+            c.fail(f"alias {alias!r} repeats a name")
+        if target not in variables:
+            c.fail(f"alias {alias!r} names {target!r}, which is not a variable")
+        aliases[alias] = target
+    if c.pos != c.end:
+        c.fail(f"{c.end - c.pos} bytes after the aliases (a CTranslate2 file ends there)")
+    return spec, revision, variables, aliases
+
+
+# --- Whisper -----------------------------------------------------------------------------------------------------
+
+#: scalar variables of WhisperSpec (settings, not weights): read for num_heads, otherwise accepted and dropped
+_SCALARS = re.compile(r"^(?:encoder|decoder)/(?:num_heads|pre_norm|activation|alignment_layer|alignment_heads|"
+                      r"scale_embeddings|scale_outputs|alibi|alibi_use_positive_positions|scale_alibi|"
+                      r"start_from_zero_embedding|embeddings_merge|multi_query_attention|"
+                      r"embeddings/multiply_by_sqrt_depth|layer_\d+/(?:self_attention|attention)/queries_scale)$")
+
+_LAYER = re.compile(r"^(encoder|decoder)/layer_(\d+)/(.+)$")
+_LN = {"gamma": "weight", "beta": "bias"}
+#: per-layer CT2 suffix -> (transformers suffix under model.{stack}.layers.{i}., split) ; split: None, "qkv", "kv"
+_LAYER_MAP = {
+    "self_attention/layer_norm/gamma": ("self_attn_layer_norm.weight", None),
+    "self_attention/layer_norm/beta": ("self_attn_layer_norm.bias", None),
+    "self_attention/linear_0/weight": ("self_attn.{q,k,v}_proj.weight", "qkv"),
+    "self_attention/linear_0/bias": ("self_attn.{q,k,v}_proj.bias", "qkv"),
+    "self_attention/linear_1/weight": ("self_attn.out_proj.weight", None),
+    "self_attention/linear_1/bias": ("self_attn.out_proj.bias", None),
+    "attention/layer_norm/gamma": ("encoder_attn_layer_norm.weight", None),
+    "attention/layer_norm/beta": ("encoder_attn_layer_norm.bias", None),
+    "attention/linear_0/weight": ("encoder_attn.q_proj.weight", None),
+    "attention/linear_0/bias": ("encoder_attn.q_proj.bias", None),
+    "attention/linear_1/weight": ("encoder_attn.{k,v}_proj.weight", "kv"),
+    "attention/linear_1/bias": ("encoder_attn.{k,v}_proj.bias", "kv"),
+    "attention/linear_2/weight": ("encoder_attn.out_proj.weight", None),
+    "attention/linear_2/bias": ("encoder_attn.out_proj.bias", None),
+    "ffn/layer_norm/gamma": ("final_layer_norm.weight", None),
+    "ffn/layer_norm/beta": ("final_layer_norm.bias", None),
+    "ffn/linear_0/weight": ("fc1.weight", None),
+    "ffn/linear_0/bias": ("fc1.bias", None),
+    "ffn/linear_1/weight": ("fc2.weight", None),
+    "ffn/linear_1/bias": ("fc2.bias", None),
+}
+_TOP_MAP = {
+    "encoder/conv1/weight": "model.encoder.conv1.weight",
+    "encoder/conv1/bias": "model.encoder.conv1.bias",
+    "encoder/conv2/weight": "model.encoder.conv2.weight",
+    "encoder/conv2/bias": "model.encoder.conv2.bias",
+    "encoder/position_encodings/encodings": "model.encoder.embed_positions.weight",
+    "encoder/layer_norm/gamma": "model.encoder.layer_norm.weight",
+    "encoder/layer_norm/beta": "model.encoder.layer_norm.bias",
+    "decoder/embeddings/weight": "model.decoder.embed_tokens.weight",
+    "decoder/position_encodings/encodings": "model.decoder.embed_positions.weight",
+    "decoder/layer_norm/gamma": "model.decoder.layer_norm.weight",
+    "decoder/layer_norm/beta": "model.decoder.layer_norm.bias",
+    "decoder/projection/weight": "proj_out.weight",
+}
+
+
+def whisper_name_map() -> dict:
+    """The map used: top-level CT2 name -> transformers name, and per-layer suffix -> (suffix, split)."""
+    return {"top": dict(_TOP_MAP), "layer": dict(_LAYER_MAP), "scalars": _SCALARS.pattern}
+
+
+def dequantize(variables: dict) -> dict:
+    """Variables with every int8/int16 ``X/weight`` divided by its ``X/weight_scale`` (scales removed)."""
+    out, done = {}, []
+    for name, v in variables.items():
+        if name.endswith("/weight_scale"):
+            continue
+        scale = variables.get(name + "_scale") if name.endswith("/weight") else None
+        if scale is not None and v.dtype in (np.int8, np.int16):
+            s = np.asarray(scale, dtype=np.float32)
+            v = v.astype(np.float32) / (s.reshape(-1, *([1] * (v.ndim - 1))) if s.ndim else s)
+            done.append(name)
+        elif v.dtype in (np.int8, np.int16) and v.ndim > 1:
+            raise ValueError(f"CTranslate2 variable {name!r} is {v.dtype} without a weight_scale")
+        out[name] = v
+    if done:
+        out[DEQUANTIZED] = sorted(done)
+    return out
+
+
+def _resolve(variables: dict, aliases: Optional[dict]) -> dict:
+    v = dict(variables)
+    for alias, target in (aliases or {}).items():
+        if alias in v or target not in variables:
+            raise ValueError(f"CTranslate2 alias {alias!r} -> {target!r} is not usable")
+        v[alias] = variables[target]
+    return v
+
+
+def _scalar(v: dict, name: str) -> int:
+    if name not in v:
+        raise ValueError(f"CTranslate2 Whisper model: no {name!r} scalar")
+    return int(np.asarray(v[name]).reshape(-1)[0])
+
+
+def whisper_config(variables: dict, aliases: Optional[dict] = None, ct2_config: Optional[dict] = None):
+    """A ``transformers.WhisperConfig`` with the sizes inferred from the shapes and the ``num_heads`` scalars."""
+    from transformers import WhisperConfig
+
+    v = _resolve(variables, aliases)
+    for k in ("encoder/conv1/weight", "encoder/position_encodings/encodings", "decoder/embeddings/weight",
+              "decoder/position_encodings/encodings"):
+        if k not in v:
+            raise ValueError(f"CTranslate2 Whisper model: no {k!r} variable")
+    d, mels = v["encoder/conv1/weight"].shape[:2]
+    layers = {s: sorted({int(m.group(2)) for m in map(_LAYER.match, v) if m and m.group(1) == s})
+              for s in ("encoder", "decoder")}
+    for s, ids in layers.items():
+        if ids != list(range(len(ids))) or not ids:
+            raise ValueError(f"CTranslate2 Whisper model: {s} layers {ids[:5]}... are not 0..n-1")
+    ffn = v.get("encoder/layer_0/ffn/linear_0/weight")
+    dffn = v.get("decoder/layer_0/ffn/linear_0/weight")
+    kw: dict[str, Any] = dict(
+        d_model=int(d), num_mel_bins=int(mels), vocab_size=int(v["decoder/embeddings/weight"].shape[0]),
+        encoder_layers=len(layers["encoder"]), decoder_layers=len(layers["decoder"]),
+        encoder_attention_heads=_scalar(v, "encoder/num_heads"),
+        decoder_attention_heads=_scalar(v, "decoder/num_heads"),
+        encoder_ffn_dim=int(ffn.shape[0]) if ffn is not None else 4 * int(d),
+        decoder_ffn_dim=int(dffn.shape[0]) if dffn is not None else 4 * int(d),
+        max_source_positions=int(v["encoder/position_encodings/encodings"].shape[0]),
+        max_target_positions=int(v["decoder/position_encodings/encodings"].shape[0]),
+    )
+    vocab = kw["vocab_size"]
+    if vocab == 51864:  # English-only Whisper (openai/whisper-*.en)
+        kw.update(pad_token_id=50256, bos_token_id=50257, eos_token_id=50256, decoder_start_token_id=50257)
+    elif vocab < 51865:  # not an OpenAI vocabulary: the special ids are unknown; a placeholder (weights only)
+        kw.update(pad_token_id=vocab - 1, bos_token_id=vocab - 1, eos_token_id=vocab - 1,
+                  decoder_start_token_id=vocab - 1)
+    proj = v.get("decoder/projection/weight")
+    kw["tie_word_embeddings"] = proj is None or bool(np.array_equal(proj, v["decoder/embeddings/weight"]))
+    cc = ct2_config or {}
+    if cc.get("suppress_ids") is not None:
+        kw["suppress_tokens"] = list(cc["suppress_ids"])
+    if cc.get("suppress_ids_begin") is not None:
+        kw["begin_suppress_tokens"] = list(cc["suppress_ids_begin"])
+    return WhisperConfig(**kw)
+
+
+def _split(name: str, arr: np.ndarray, parts: int, d: int, ct2_name: str) -> list:
+    if arr.shape[0] != parts * d:
+        raise ValueError(f"CTranslate2 variable {ct2_name!r}: {arr.shape[0]} rows, a fused {parts}-way "
+                         f"projection of d_model {d} has {parts * d}")
+    return [arr[j * d:(j + 1) * d] for j in range(parts)]
+
+
+def to_whisper_state_dict(variables: dict, config=None, aliases: Optional[dict] = None) -> dict:
+    """transformers ``WhisperForConditionalGeneration`` state dict (float32 torch tensors) of a WhisperSpec.
+
+    ``config``: a WhisperConfig (or dict) giving d_model; None infers it (:func:`whisper_config`).
+    A variable the map does not know is refused by name (one line).
+    """
+    import torch
+
+    v = dequantize(_resolve(variables, aliases))
+    v.pop(DEQUANTIZED, None)
+    if config is None:
+        config = whisper_config(v)
+    d = int(config["d_model"] if isinstance(config, dict) else config.d_model)
+    out: dict[str, np.ndarray] = {}
+    for name, arr in v.items():
+        if _SCALARS.match(name):
+            continue
+        if name in _TOP_MAP:
+            out[_TOP_MAP[name]] = arr
+            continue
+        m = _LAYER.match(name)
+        if m is None or m.group(3) not in _LAYER_MAP:
+            raise ValueError(f"CTranslate2 Whisper model: variable {name!r} is not in the Whisper name map")
+        stack, i, rest = m.groups()
+        if stack == "encoder" and rest.startswith("attention/"):
+            raise ValueError(f"CTranslate2 Whisper model: variable {name!r}: the encoder has no cross-attention")
+        target, split = _LAYER_MAP[rest]
+        pre = f"model.{stack}.layers.{i}."
+        if split is None:
+            out[pre + target] = arr
+            continue
+        roles = ("q", "k", "v") if split == "qkv" else ("k", "v")
+        for role, part in zip(roles, _split(target, arr, len(roles), d, name)):
+            t = re.sub(r"\{[^}]*\}", role, target)
+            if role == "k" and t.endswith(".bias"):
+                if np.any(part != 0):
+                    raise ValueError(f"CTranslate2 Whisper model: {name!r} has a nonzero k bias (Whisper's k_proj "
+                                     f"has none: not a Whisper conversion)")
+                continue
+            out[pre + t] = part
+    return {k: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for k, a in out.items()}
+
+
+def convert(model_dir, out_dir) -> Path:
+    """Write ``out_dir`` as a transformers ``save_pretrained`` folder of the Whisper model in ``model_dir``.
+
+    ``model_dir/model.bin`` (a ``WhisperSpec``); ``model_dir/config.json`` (CTranslate2's, optional,
+    bounded to 1 MiB) gives the suppress tokens only; sizes come from the shapes (module docstring).
+    Returns ``out_dir``.
+    """
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    spec, revision, variables, aliases = read(model_dir / "model.bin")
+    if spec != "WhisperSpec":
+        raise ValueError(f"CTranslate2 file {model_dir / 'model.bin'}: spec {spec!r}, not a WhisperSpec")
+    cc = None
+    cfg_file = model_dir / "config.json"
+    if cfg_file.is_file():
+        if cfg_file.stat().st_size > 1024 ** 2:
+            raise ValueError(f"CTranslate2 config {cfg_file}: over 1 MiB")
+        cc = json.loads(cfg_file.read_text(encoding="utf-8"))
+    config = whisper_config(variables, aliases, cc)
+    state = to_whisper_state_dict(variables, config, aliases)
+    if config.tie_word_embeddings:
+        state.pop("proj_out.weight", None)
+    model = WhisperForConditionalGeneration(config)
+    expected = set(model.state_dict())
+    missing = sorted(expected - set(state) - ({"proj_out.weight"} if config.tie_word_embeddings else set()))
+    extra = sorted(set(state) - expected)
+    if missing or extra:
+        raise ValueError(f"CTranslate2 Whisper model {model_dir}: missing {missing[:4]}, unexpected {extra[:4]}")
+    with torch.no_grad():
+        model.load_state_dict(state, strict=False)
+    if config.tie_word_embeddings:
+        model.tie_weights()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    (out_dir / "ct2_source.json").write_text(json.dumps({"spec": spec, "revision": revision,
+                                                       "model_bin": str(model_dir / "model.bin")}, indent=2))
+    return out_dir
