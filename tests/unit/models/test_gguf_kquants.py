@@ -27,6 +27,7 @@ from safetensors.numpy import load_file
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from geolip_lib import models, provenance
+from geolip_lib.checkpoints import TensorStore
 from geolip_lib.models import gguf as gguf_source
 from tests.unit.models.test_gguf_source import MERGES, vocabulary
 
@@ -169,6 +170,10 @@ def test_kquant_dequantized_folder_holds_the_reference_values(kquant_gguf, cache
         np.testing.assert_array_equal(saved[hname], want, err_msg=f"{gname} -> {hname} (saved)")
         np.testing.assert_array_equal(got[hname], want, err_msg=f"{gname} -> {hname} (model)")
     assert lm.model.config.tie_word_embeddings is False
+    store = TensorStore(lm)  # how the weight battery reads them
+    assert store.names() and set(store.names()) >= {h for h, _ in ref.values()}
+    for gname, (hname, want) in ref.items():
+        np.testing.assert_array_equal(store.get(hname).numpy(), want, err_msg=f"{gname} -> {hname} (store)")
     # the model runs, and computes what a qwen2 built from the reference values computes
     ids = lm.tokenizer("the theme", return_tensors="pt")["input_ids"]
     assert ids.shape[1] >= 2 and lm.tokenizer.decode(ids[0]).endswith("the theme")
