@@ -1,6 +1,7 @@
 """Checks of a built report, as a reader would meet it: every relative link resolves, nothing
-is loaded from the network, no element carries an event handler or a ``javascript:`` link
-(:func:`problems`: the standard library's HTML parser, no rendering); and what a person sees
+is loaded from the network, no element carries an event handler or a ``javascript:`` link, no
+linked file could run script when opened (an SVG, a page the report did not write, an image
+whose bytes are markup) (:func:`problems`: the standard library's HTML parser, no rendering); and what a person sees
 (:func:`reader_view_problems`: the index laid out in a 1280 px headless Chromium window is no
 wider than it, no section is empty, no word of the PDF is split by a line break). Used by the
 tests and usable on any built root (``report.checks.problems(Path("reports/demo"))``).
@@ -102,9 +103,58 @@ def live_markup(root: Path) -> list[str]:
     return found
 
 
+#: file types a browser opens as a document that can run script (whatever the report's link says)
+SCRIPT_DOCUMENTS = (".svg", ".svgz", ".html", ".htm", ".xhtml", ".xht", ".xml", ".xsl", ".shtml", ".mht", ".mhtml")
+#: linked images and the first bytes their name promises
+_IMAGE_MAGIC = {".png": ("PNG", (b"\x89PNG\r\n\x1a\n",)), ".jpg": ("JPEG", (b"\xff\xd8\xff",)),
+                ".jpeg": ("JPEG", (b"\xff\xd8\xff",)), ".gif": ("GIF", (b"GIF87a", b"GIF89a"))}
+_ONLY = "the report links only its own pages and PNG or JPEG images"
+
+
+def linked_files(root: Path) -> list[str]:
+    """One line per file inside ``root`` that a page links and that could run script when a
+    reader opens it: an SVG, XML or HTML document other than the report's own pages (those are
+    checked by :func:`live_markup`), or an image whose bytes are not what its name says (an SVG
+    named ``.png``). :func:`live_markup` checks pages, not the files they link."""
+    root = Path(root).resolve()
+    own = {p.resolve() for p in pages(root)}
+    found, seen = [], {}
+    for page in pages(root):
+        for tag, name, value in parse(page).refs:
+            if _SCHEME.match(value) or not urlsplit(value).path:
+                continue
+            target = (page.parent / unquote(urlsplit(value).path)).resolve()
+            if not target.is_file() or (target != root and root not in target.parents):
+                continue  # a broken link is broken_links' line; nothing outside the root is read
+            if target not in seen:
+                seen[target] = _linked_file_problem(target, own)
+            if seen[target]:
+                found.append(f"{page.relative_to(root)}: <{tag} {name}={value!r}>: {target.relative_to(root)} "
+                             f"{seen[target]}; {_ONLY}")
+    return found
+
+
+def _linked_file_problem(target: Path, own: set) -> str | None:
+    suffix = target.suffix.lower()
+    if suffix in SCRIPT_DOCUMENTS and target not in own:
+        what = f"({suffix})" if suffix not in (".html", ".htm") else "(a page the report did not write)"
+        return f"is a document that can run script when opened {what}"
+    if suffix in _IMAGE_MAGIC:
+        kind, magic = _IMAGE_MAGIC[suffix]
+        try:
+            with open(target, "rb") as fh:
+                head = fh.read(8)
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
+        if not head.startswith(magic):
+            return f"is not a {kind} image (its bytes begin {head!r})"
+    return None
+
+
 def problems(root: Path) -> list[str]:
-    """Everything :func:`broken_links`, :func:`remote_loads` and :func:`live_markup` find."""
-    return broken_links(root) + remote_loads(root) + live_markup(root)
+    """Everything :func:`broken_links`, :func:`remote_loads`, :func:`live_markup` and
+    :func:`linked_files` find."""
+    return broken_links(root) + remote_loads(root) + live_markup(root) + linked_files(root)
 
 
 # ------------------------------------------------------------------------------ what a person sees

@@ -3,7 +3,8 @@
 What a ``metrics.json`` says is checked here, once, before any of it reaches HTML: its shape
 against :data:`METRICS_SCHEMA` (``jsonschema``), and every figure entry against its own job
 directory. An entry of the wrong shape, a figure outside the job's folder or missing, a figure
-without a title: each becomes one line in :attr:`JobRecord.problems` naming the file and the
+that is not a PNG or JPEG (by name and by its first bytes: an SVG linked "for full size" runs its
+script), a figure without a title: each becomes one line in :attr:`JobRecord.problems` naming the file and the
 field, the entry is left out (or captioned with its file name), and the rest is reported.
 Then what the shape cannot say (:func:`check_values`): a headline's ``fmt`` must be a format
 spec of :data:`FMT` (no width: a ``fmt`` of ``>300000000`` would make a 300 MB cell), and a
@@ -24,8 +25,12 @@ from ..results import outside
 
 OK, FAILED, INCOMPLETE = "ok", "failed", "incomplete"
 
-#: figure files the report shows (as ``<img>``; embedded as ``data:`` URIs in the PDF)
-FIGURE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".svg": "image/svg+xml"}
+#: figure files the report shows (as ``<img>``; embedded as ``data:`` URIs in the PDF) and links at
+#: full size: PNG and JPEG only (matplotlib writes PNG here). An SVG is inert inside ``<img>`` but
+#: runs its script when its link is opened as a document, so it is never taken (issue 39).
+FIGURE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
+#: the first bytes of each type: a figure's content must say what its name says
+FIGURE_MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",)}
 
 _NUM = {"type": ["number", "null"]}
 _STR = {"type": ["string", "null"], "maxLength": 20000}  # a label or note, not a page
@@ -178,9 +183,25 @@ def check_values(data: dict, where: Path) -> list[str]:
     return problems
 
 
+def figure_file_problem(path: Path) -> str | None:
+    """Why the figure file ``path`` (a regular file with a name of :data:`FIGURE_TYPES`) is not
+    taken: bytes that are not the image its name says (an SVG or HTML page named ``.png`` would
+    run script where a browser sniffs it). ``None``: take it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        return f"which cannot be read ({exc.strerror or exc}); left out (rerun the job)"
+    mime = FIGURE_TYPES[path.suffix.lower()]
+    if not head.startswith(FIGURE_MAGIC[mime]):
+        return (f"whose bytes are not a {mime.split('/')[1].upper()} image (they begin {head!r}); left out "
+                f"(rerun the job)")
+    return None
+
+
 def check_figures(data: dict, job: Path, where: Path) -> list[str]:
     """Keep the figure entries whose file lies inside ``job`` (no absolute path, no ``..``, no
-    symlink out) and exists, with a known image type; caption an untitled one with its file name.
+    symlink out) and exists, a PNG or JPEG by name and by its first bytes; caption an untitled one with its file name.
 
     Figures are read only from inside their own job directory: an entry naming ``/etc/passwd``
     or ``../../x`` is refused here and never read or embedded.
@@ -201,6 +222,10 @@ def check_figures(data: dict, job: Path, where: Path) -> list[str]:
         if not target.is_file():
             problems.append(f"{where}: field 'figures[{i}].file' names {name!r}, which does not exist in {job}; "
                             f"left out (rerun the job)")
+            continue
+        why = figure_file_problem(target)
+        if why:
+            problems.append(f"{where}: field 'figures[{i}].file' names {name!r}, {why}")
             continue
         if not fig.get("title"):
             problems.append(f"{where}: field 'figures[{i}].title' is missing; {name!r} is captioned with its file name")

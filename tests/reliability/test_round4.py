@@ -1,0 +1,85 @@
+"""Round four (issue 39): figures that could run script or fill memory, caches that lie, a claims
+bound past a float's range, a cache folder that cannot be written.
+
+Probes of the readers call the reader (the report's figure check, ``report.checks``, the sha256
+and null caches, the claims loader); the cache-folder probe runs ``run_all.main`` in-process and
+asserts the one line, exit 2, the output root not created and the sentinel beside it intact.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+
+from geolip_lib import nullcache, paths, provenance
+from geolip_lib.report import checks, records
+from geolip_lib.report.records import read_record
+
+from .test_claims_files import _one_line
+from .test_inputs_round2 import box, refused  # noqa: F401 - the fixture and helper of round two
+
+matplotlib.use("Agg")
+
+PER_MODEL = "  rng:\n    per_model: true\n    models: [{m}]\n"
+
+
+def _png(path) -> None:
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.plot([0, 1], [1, 0])
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _job_with_figures(job, figures: list[dict]):
+    job.mkdir(parents=True, exist_ok=True)
+    (job / "metrics.json").write_text(json.dumps({"headline": {}, "figures": figures}))
+    return job / "metrics.json"
+
+
+# ------------------------------------------------------------------ 1. figures that could run script
+SVG = b"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(document.domain)</script></svg>"
+
+
+def test_only_png_and_jpeg_figures_are_taken_and_their_bytes_must_say_so(tmp_path):
+    """An SVG key figure was embedded as an inert ``<img>`` but linked "for full size": opened as
+    a document, its script ran. A ``.png`` holding SVG or HTML is no image either."""
+    job = tmp_path / "r" / "nb" / "a"
+    job.mkdir(parents=True)
+    (job / "evil.svg").write_bytes(SVG)
+    (job / "fake.png").write_bytes(SVG)
+    (job / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0" + b"\0" * 64)
+    _png(job / "good.png")
+    where = _job_with_figures(job, [{"file": n, "title": n} for n in ("evil.svg", "fake.png", "good.png",
+                                                                       "photo.jpg")])
+    rec = read_record("nb", job)
+    assert rec.problems == [
+        f"{where}: field 'figures[0].file' names 'evil.svg', not an image (.png, .jpg, .jpeg); left out",
+        f"{where}: field 'figures[1].file' names 'fake.png', whose bytes are not a PNG image (they begin "
+        f"{SVG[:8]!r}); left out (rerun the job)"]
+    assert [f["file"] for f in rec.figures] == ["good.png", "photo.jpg"]
+
+
+def test_the_reader_checks_look_at_the_files_the_pages_link(tmp_path):
+    """``report.checks.problems`` checked pages only: a linked SVG (or a page it did not write,
+    or an image whose bytes are markup) passed."""
+    root = tmp_path / "r"
+    job = root / "nb" / "a"
+    job.mkdir(parents=True)
+    (job / "evil.svg").write_bytes(SVG)
+    (job / "fake.png").write_bytes(SVG)
+    (job / ".hidden.html").write_text("<script>alert(1)</script>")
+    _png(job / "good.png")
+    (root / "index.html").write_text(
+        "<html><body><a href='nb/a/evil.svg'>full size</a><img src='nb/a/fake.png'>"
+        "<a href='nb/a/.hidden.html'>x</a><a href='nb/a/good.png'><img src='nb/a/good.png'></a></body></html>")
+    assert checks.problems(root) == [
+        "index.html: <a href='nb/a/evil.svg'>: nb/a/evil.svg is a document that can run script when opened "
+        "(.svg); the report links only its own pages and PNG or JPEG images",
+        "index.html: <img src='nb/a/fake.png'>: nb/a/fake.png is not a PNG image (its bytes begin "
+        f"{SVG[:8]!r}); the report links only its own pages and PNG or JPEG images",
+        "index.html: <a href='nb/a/.hidden.html'>: nb/a/.hidden.html is a document that can run script when opened "
+        "(a page the report did not write); the report links only its own pages and PNG or JPEG images"]
