@@ -74,10 +74,27 @@ def _reader(path: Path) -> GGUFReader:
     never read): a truncated file, a lying tensor or key count, a tensor running past the end of the file, a
     shape larger than the file or a stored type the reader does not know is one line naming the file."""
     try:
-        return GGUFReader(str(path))
+        reader = GGUFReader(str(path))
+        why = _overlap(reader)
     except Exception as exc:  # noqa: BLE001 - a truncated, lying or foreign file: one line
-        raise ModelLoadError(f"GGUF file {path} cannot be read ({type(exc).__name__}: {short_error(exc)}); "
-                             f"re-download it") from None
+        why = f"{type(exc).__name__}: {short_error(exc)}"
+    if why:
+        raise ModelLoadError(f"GGUF file {path} cannot be read ({why}); re-download it") from None
+    return reader
+
+
+def _overlap(reader: GGUFReader) -> str:
+    """Why the tensors' data do not lie apart (a lying offset pointing into another tensor, which the
+    reader accepts: its values would be another tensor's bytes), or ``""``: as llama.cpp asks, each starts
+    on the file's alignment and none runs into the next."""
+    end, prev = 0, None
+    for t in sorted(reader.tensors, key=lambda t: t.data_offset):
+        if t.data_offset % reader.alignment:
+            return f"tensor {t.name} starts at byte {t.data_offset}, off the file's {reader.alignment}-byte alignment"
+        if t.data_offset < end:
+            return f"tensor {t.name} (from byte {t.data_offset}) overlaps {prev} (to byte {end})"
+        end, prev = t.data_offset + int(t.n_bytes), t.name
+    return ""
 
 
 def quantization(path: Path) -> dict[str, str]:

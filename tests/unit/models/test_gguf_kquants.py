@@ -211,7 +211,9 @@ def test_kquant_stored_types_in_provenance(kquant_gguf, cache):
 def tensor_info(buf: bytes, name: str) -> tuple[int, int, int]:
     """Where ``name``'s shape, type and offset lie in the tensor table (after its name: n_dims u32,
     dims u64 each, type u32, offset u64)."""
-    i = buf.index(name.encode()) + len(name)
+    key = struct.pack("<Q", len(name)) + name.encode()  # the name as the table stores it: length first
+    assert buf.count(key) == 1, name
+    i = buf.index(key) + len(key)
     n_dims = struct.unpack_from("<I", buf, i)[0]
     dims_at = i + 4
     return dims_at, dims_at + 8 * n_dims, dims_at + 8 * n_dims + 4
@@ -223,9 +225,17 @@ def hostile(data: bytes, case: str) -> bytes:
         return data[: len(data) * 2 // 3]
     if case == "truncated in the header":
         return data[:300]
-    if case == "a tensor running past the end":
+    if case in ("a tensor running past the end", "a tensor starting past the end"):  # the last tensor, moved on
+        _, _, off = tensor_info(data, "output.weight")  # by 64 bytes (aligned) or by a megabyte
+        shift = 64 if case == "a tensor running past the end" else 2 ** 20
+        struct.pack_into("<Q", b, off, struct.unpack_from("<Q", b, off)[0] + shift)
+    elif case == "a tensor overlapping another":  # the offset of the tensor before it: within the file
         _, _, off = tensor_info(data, "output.weight")
-        struct.pack_into("<Q", b, off, struct.unpack_from("<Q", b, off)[0] + 10 ** 6)
+        _, _, before = tensor_info(data, "output_norm.weight")
+        struct.pack_into("<Q", b, off, struct.unpack_from("<Q", b, before)[0])
+    elif case == "a tensor off the alignment":
+        _, _, off = tensor_info(data, "output.weight")
+        struct.pack_into("<Q", b, off, struct.unpack_from("<Q", b, off)[0] - 4)
     elif case == "tensor count + 1":
         struct.pack_into("<Q", b, 8, struct.unpack_from("<Q", b, 8)[0] + 1)
     elif case == "tensor count 2**40":
@@ -255,6 +265,7 @@ def hostile(data: bytes, case: str) -> bytes:
 
 
 HOSTILE = ["truncated in the tensor data", "truncated in the header", "a tensor running past the end",
+           "a tensor starting past the end", "a tensor overlapping another", "a tensor off the alignment",
            "tensor count + 1", "tensor count 2**40", "key count + 1", "key count 2**40",
            "a 2**40-element F32 tensor", "a 2**40-element Q6_K tensor", "a Q4_K row not a multiple of 256",
            "an unknown tensor type", "a retired tensor type (Q4_2)"]
