@@ -4,7 +4,7 @@ What a ``metrics.json`` says is checked here, once, before any of it reaches HTM
 against :data:`METRICS_SCHEMA` (``jsonschema``), and every figure entry against its own job
 directory. An entry of the wrong shape, a figure outside the job's folder or missing, a figure
 that is not a PNG or JPEG (by name and by its first bytes: an SVG linked "for full size" runs its
-script), a figure without a title: each becomes one line in :attr:`JobRecord.problems` naming the file and the
+script) or is over :data:`MAX_FIGURE_BYTES`, a figure without a title: each becomes one line in :attr:`JobRecord.problems` naming the file and the
 field, the entry is left out (or captioned with its file name), and the rest is reported.
 Then what the shape cannot say (:func:`check_values`): a headline's ``fmt`` must be a format
 spec of :data:`FMT` (no width: a ``fmt`` of ``>300000000`` would make a 300 MB cell), and a
@@ -31,6 +31,8 @@ OK, FAILED, INCOMPLETE = "ok", "failed", "incomplete"
 FIGURE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 #: the first bytes of each type: a figure's content must say what its name says
 FIGURE_MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",)}
+#: the largest figure file the report takes (a 1 GB key figure drove the PDF step to 15 GB of memory)
+MAX_FIGURE_BYTES = 20 * 2 ** 20
 
 _NUM = {"type": ["number", "null"]}
 _STR = {"type": ["string", "null"], "maxLength": 20000}  # a label or note, not a page
@@ -185,13 +187,17 @@ def check_values(data: dict, where: Path) -> list[str]:
 
 def figure_file_problem(path: Path) -> str | None:
     """Why the figure file ``path`` (a regular file with a name of :data:`FIGURE_TYPES`) is not
-    taken: bytes that are not the image its name says (an SVG or HTML page named ``.png`` would
-    run script where a browser sniffs it). ``None``: take it."""
+    taken: over :data:`MAX_FIGURE_BYTES`, or bytes that are not the image its name says (an SVG
+    or HTML page named ``.png`` would run script where a browser sniffs it). ``None``: take it."""
     try:
+        size = path.stat().st_size
         with open(path, "rb") as fh:
             head = fh.read(8)
     except OSError as exc:
         return f"which cannot be read ({exc.strerror or exc}); left out (rerun the job)"
+    if size > MAX_FIGURE_BYTES:
+        return (f"{size} bytes, over the limit of {MAX_FIGURE_BYTES} for a figure; left out (save the figure "
+                f"smaller)")
     mime = FIGURE_TYPES[path.suffix.lower()]
     if not head.startswith(FIGURE_MAGIC[mime]):
         return (f"whose bytes are not a {mime.split('/')[1].upper()} image (they begin {head!r}); left out "
@@ -201,7 +207,8 @@ def figure_file_problem(path: Path) -> str | None:
 
 def check_figures(data: dict, job: Path, where: Path) -> list[str]:
     """Keep the figure entries whose file lies inside ``job`` (no absolute path, no ``..``, no
-    symlink out) and exists, a PNG or JPEG by name and by its first bytes; caption an untitled one with its file name.
+    symlink out) and exists, a PNG or JPEG by name and by its first bytes, at most
+    :data:`MAX_FIGURE_BYTES` long; caption an untitled one with its file name.
 
     Figures are read only from inside their own job directory: an entry naming ``/etc/passwd``
     or ``../../x`` is refused here and never read or embedded.

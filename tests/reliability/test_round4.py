@@ -83,3 +83,21 @@ def test_the_reader_checks_look_at_the_files_the_pages_link(tmp_path):
         f"{SVG[:8]!r}); the report links only its own pages and PNG or JPEG images",
         "index.html: <a href='nb/a/.hidden.html'>: nb/a/.hidden.html is a document that can run script when opened "
         "(a page the report did not write); the report links only its own pages and PNG or JPEG images"]
+
+
+# ------------------------------------------------------------------ 2. a figure of a gigabyte
+def test_a_figure_over_the_size_limit_is_left_out_with_one_line(tmp_path):
+    """A 1 GB key figure drove the PDF step to 15 GB of memory (base64 in one page)."""
+    assert records.MAX_FIGURE_BYTES == 20 * 2 ** 20
+    job = tmp_path / "r" / "nb" / "a"
+    job.mkdir(parents=True)
+    with open(job / "huge.png", "wb") as fh:  # sparse: a PNG's first bytes, then 21 MB of nothing
+        fh.write(b"\x89PNG\r\n\x1a\n")
+        fh.truncate(21 * 2 ** 20)
+    _png(job / "small.png")
+    where = _job_with_figures(job, [{"file": "huge.png", "title": "huge", "key": True},
+                                    {"file": "small.png", "title": "small"}])
+    rec = read_record("nb", job)
+    assert rec.problems == [f"{where}: field 'figures[0].file' names 'huge.png', {21 * 2 ** 20} bytes, over the "
+                            f"limit of {20 * 2 ** 20} for a figure; left out (save the figure smaller)"]
+    assert [f["file"] for f in rec.figures] == ["small.png"]
