@@ -253,7 +253,8 @@ def read(path: str | os.PathLike, prefix: str = "backbone", max_bytes: int = MAX
         put(_canonical(name[len(pfx):]), arrays[src], src)
         used.add(name)
 
-    # 2. anonymous Linear weights by their MatMul node, biases by the Add node after it
+    # 2. anonymous Linear weights by their MatMul node (x @ W: W is (in, out)), or a Gemm's (transB: (out, in)),
+    #    biases by the Add node after the MatMul (or the Gemm's third input)
     linear_scopes = {}
     for n in g.node:
         if n.op_type not in ("MatMul", "Gemm") or not n.name.startswith(scope):
@@ -262,17 +263,28 @@ def read(path: str | os.PathLike, prefix: str = "backbone", max_bytes: int = MAX
         if not w:
             continue  # activations times activations (attention scores)
         mod = _scope(n.name)
-        if mod is None or n.op_type == "Gemm":
-            raise _fail(f"node {n.name or n.op_type} ({n.op_type}) consumes weight {w[0]}: cannot name it; refused")
+        if mod is None:
+            raise _fail(f"{n.op_type} node {n.name or '(unnamed)'} consumes weight {w[0]}: no module to name it by; refused")
         src = alias.get(w[0], w[0])
-        if src.startswith(pfx) and not src.startswith("onnx::"):
-            continue  # a named weight consumed as is: already placed in step 1 (torch layout would be wrong here)
-        key = _canonical(mod[len(pfx):] + ".weight")
         arr = arrays[src]
         if arr.ndim != 2:
-            raise _fail(f"node {n.name}: weight {w[0]} has shape {arr.shape}, not (in, out)")
-        put(key, np.ascontiguousarray(arr.T), src, by=f"MatMul node {n.name} (weight {w[0]})")
+            raise _fail(f"{n.op_type} node {n.name}: weight {w[0]} has shape {arr.shape}, not a matrix")
+        by = f"{n.op_type} node {n.name} (weight {w[0]})"
+        if n.op_type == "MatMul":
+            if not w[0].startswith("onnx::") or not src.startswith("onnx::"):
+                raise _fail(f"{by}: a named tensor used as (in, out) by a MatMul, not a torch Linear weight; refused")
+            weight = arr.T
+        else:
+            attrs = {a.name: a.i for a in n.attribute if a.name in ("transA", "transB")}
+            if attrs.get("transA", 0):
+                raise _fail(f"{by}: Gemm with transA; refused")
+            weight = arr if attrs.get("transB", 0) else arr.T
+        key = _canonical(mod[len(pfx):] + ".weight")
+        put(key, np.ascontiguousarray(weight), src, by=by)
         linear_scopes[mod] = n.output[0]
+        if n.op_type == "Gemm" and len(n.input) > 2 and (n.input[2] in arrays or n.input[2] in alias):
+            b = alias.get(n.input[2], n.input[2])
+            put(_canonical(mod[len(pfx):] + ".bias"), arrays[b].reshape(-1), b, by=f"Gemm node {n.name} (bias {n.input[2]})")
     for n in g.node:
         if n.op_type != "Add" or not n.name.startswith(scope):
             continue

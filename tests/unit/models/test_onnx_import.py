@@ -258,3 +258,26 @@ def test_real_vit_s_focus(tmp_path):
         got = model(pixel_values=torch.from_numpy(x)).last_hidden_state.numpy()
     assert got.shape == ref.shape == (1, 257, 384)
     assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+def test_a_gemm_weight_is_named_by_its_node(exported, tmp_path):
+    """A Linear exported as Gemm(transB=1) keeps torch's (out, in) layout: named by the node, not transposed."""
+    from onnx import numpy_helper
+    gm = copy.deepcopy(exported["legacy"])
+    node = next(n for n in gm.graph.node if n.name == "/backbone/encoder/layer.1/mlp/fc1/MatMul")
+    t = next(t for t in gm.graph.initializer if t.name == node.input[1])
+    t.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(numpy_helper.to_array(t).T), t.name))
+    node.op_type, node.name = "Gemm", "/backbone/encoder/layer.1/mlp/fc1/Gemm"
+    node.attribute.append(onnx.helper.make_attribute("transB", 1))
+    onnx.save(gm, str(tmp_path / "gemm.onnx"))
+    state, _, _ = onnx_import.read(tmp_path / "gemm.onnx")
+    w = exported["model"].backbone.encoder.layer[1].mlp.fc1.weight.detach().numpy()
+    assert np.array_equal(state["encoder.layer.1.mlp.fc1.weight"], w)
+    # a named tensor multiplied by a MatMul is not a torch Linear weight: refused
+    named = copy.deepcopy(exported["legacy"])
+    node = next(n for n in named.graph.node if n.name == "/backbone/encoder/layer.1/mlp/fc1/MatMul")
+    old = node.input[1]
+    node.input[1] = "backbone.encoder.layer.1.mlp.fc1.weight"
+    next(t for t in named.graph.initializer if t.name == old).name = node.input[1]
+    onnx.save(named, str(tmp_path / "named.onnx"))
+    _one_line_error(lambda: onnx_import.read(tmp_path / "named.onnx"), "/backbone/encoder/layer.1/mlp/fc1/MatMul", "refused")
