@@ -13,7 +13,8 @@ runtime calls it in :func:`geolip_lib.runtime.Job.finish`):
 - ``device``/``dtype``, ``parameters`` and ``wall_time_s`` (added by the runtime).
 
 sha256 of a multi-GB weight file takes tens of seconds, so digests are cached in
-``.cache/sha256.json`` keyed by path, size and mtime: a file that changed is hashed again.
+``.cache/sha256.json`` keyed by path, size and mtime: a file that changed is hashed again. A
+cache of another shape (a list, ``NaN``, a value that is no sha256) is ignored and rebuilt.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 from functools import lru_cache
 from importlib import metadata
@@ -79,16 +81,29 @@ def library_hash() -> str:
     return tree_hash((p for p in LIBRARY.rglob("*.py") if "__pycache__" not in p.parts), LIBRARY)
 
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _read_sha_cache(cache: Path) -> dict:
+    """The digests of ``.cache/sha256.json`` that have their shape (a JSON object of string keys
+    to 64 lowercase hex digits); the rest is ignored and rebuilt: a file that is a list, a
+    number, ``NaN`` or damaged costs a re-hash, never a job (``[]`` failed every job before)."""
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"), parse_constant=lambda c: None)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(known, dict):
+        return {}
+    return {k: v for k, v in known.items() if isinstance(v, str) and _HEX64.fullmatch(v)}
+
+
 def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
     """sha256 of a file, cached by (absolute path, size, mtime) in ``.cache/sha256.json``."""
     path = Path(path).resolve()
     st = path.stat()
     key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
     cache = cache or cache_root() / "sha256.json"
-    try:
-        known = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
+    known = _read_sha_cache(cache)
     if key in known:
         return known[key]
     h = hashlib.sha256()
@@ -96,10 +111,7 @@ def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
         for block in iter(lambda: fh.read(1 << 22), b""):
             h.update(block)
     digest = h.hexdigest()
-    try:  # re-read before writing: another job may have added entries meanwhile
-        known = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
+    known = _read_sha_cache(cache)  # re-read before writing: another job may have added entries meanwhile
     known = {k: v for k, v in known.items() if not k.startswith(f"{path}|")}
     known[key] = digest
     try:

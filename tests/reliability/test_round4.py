@@ -101,3 +101,21 @@ def test_a_figure_over_the_size_limit_is_left_out_with_one_line(tmp_path):
     assert rec.problems == [f"{where}: field 'figures[0].file' names 'huge.png', {21 * 2 ** 20} bytes, over the "
                             f"limit of {20 * 2 ** 20} for a figure; left out (save the figure smaller)"]
     assert [f["file"] for f in rec.figures] == ["small.png"]
+
+
+# ------------------------------------------------------------------ 3. a malformed sha256 cache
+@pytest.mark.parametrize("text", ["[]", "5", "NaN", '{"KEY": 12}', '{"KEY": "deadbeef"}', '{"KEY": NaN}',
+                                  '{"KEY": ["%s"]}' % ("0" * 64)])
+def test_a_malformed_sha256_cache_is_ignored_and_rebuilt(tmp_path, text):
+    """``.cache/sha256.json`` as ``[]`` failed every job with an AttributeError; a value of the
+    wrong shape under the file's own key was returned as its digest."""
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"weights")
+    st = f.stat()
+    key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    cache = tmp_path / "sha256.json"
+    cache.write_text(text.replace("KEY", key))
+    want = hashlib.sha256(b"weights").hexdigest()
+    assert provenance.file_sha256(f, cache=cache) == want
+    assert json.loads(cache.read_text()) == {key: want}  # rebuilt: what it held is gone
+    assert provenance.file_sha256(f, cache=cache) == want
