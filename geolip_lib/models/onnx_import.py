@@ -115,7 +115,7 @@ def _external(t, folder: Path, budget: list[int]) -> bytes:
     target = (folder / loc).resolve()
     if folder.resolve() not in target.parents:
         raise _fail(f"initializer {t.name}: external data {loc!r} resolves outside the model's folder; refused")
-    st = _regular_file(target, MAX_BYTES, f"initializer {t.name}: external data")
+    st = _regular_file(target, MAX_BYTES, f"initializer {t.name}: external data")  # the total is checked below
     try:
         offset, length = int(info.get("offset", 0)), int(info.get("length", st.st_size - int(info.get("offset", 0))))
     except ValueError:
@@ -124,7 +124,7 @@ def _external(t, folder: Path, budget: list[int]) -> bytes:
         raise _fail(f"initializer {t.name}: external data [{offset}, {offset + length}) lies outside {loc} ({st.st_size} B)")
     budget[0] -= length
     if budget[0] < 0:
-        raise _fail(f"initializer {t.name}: external data takes the total over the cap of {MAX_BYTES:,} B")
+        raise _fail(f"initializer {t.name}: external data takes the file and its data over the cap")
     with open(target, "rb") as f:
         f.seek(offset)
         return f.read(length)
@@ -212,7 +212,7 @@ def read(path: str | os.PathLike, prefix: str = "backbone", max_bytes: int = MAX
     model = _load_proto(path, max_bytes)
     g = model.graph
     folder = path.resolve().parent
-    budget = [max_bytes]
+    budget = [max_bytes - path.stat().st_size]  # external data: the rest of the cap
     producers = {o: n for n in g.node for o in n.output}
     consumers: dict[str, list] = {}
     for n in g.node:
