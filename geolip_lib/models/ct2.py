@@ -25,8 +25,8 @@ a name over :data:`MAX_NAME` bytes, a duplicate name, an unknown dtype: one-line
 the file and what is wrong.
 
 Values: float16 and bfloat16 become float32 exactly. int8 / int16 weights (``--quantization int8``)
-are dequantized with their ``weight_scale`` (``w = q / scale``, per row for int8, one scalar for
-int16) by :func:`dequantize` (called by :func:`to_whisper_state_dict`): not lossless; it lists the
+are dequantized with their ``weight_scale`` (``w = q / scale``; int8: one scale per output row or
+conv channel, as ctranslate2 4.8.5 writes them; int16: one scalar) by :func:`dequantize` (called by :func:`to_whisper_state_dict`): not lossless; it lists the
 dequantized variables under the :data:`DEQUANTIZED` key of the dict it returns.
 
 Whisper name map (``ctranslate2/specs/whisper_spec.py``, ``transformer_spec.py``, ``attention_spec.py``,
@@ -276,7 +276,13 @@ def dequantize(variables: dict) -> dict:
         scale = variables.get(name + "_scale") if name.endswith("/weight") else None
         if scale is not None and v.dtype in (np.int8, np.int16):
             s = np.asarray(scale, dtype=np.float32)
-            v = v.astype(np.float32) / (s.reshape(-1, *([1] * (v.ndim - 1))) if s.ndim else s)
+            if s.ndim == 1 and s.shape[0] == v.shape[0]:  # int8: one scale per output row / channel
+                s = s.reshape(-1, *([1] * (v.ndim - 1)))
+            elif s.ndim == v.ndim - 1 and s.shape[0] == v.shape[0]:  # amax over axis 1 of an N-d weight
+                s = np.expand_dims(s, 1)
+            elif s.ndim != 0:
+                raise ValueError(f"CTranslate2 variable {name!r}: weight_scale of shape {s.shape} for {v.shape}")
+            v = v.astype(np.float32) / s
             done.append(name)
         elif v.dtype in (np.int8, np.int16) and v.ndim > 1:
             raise ValueError(f"CTranslate2 variable {name!r} is {v.dtype} without a weight_scale")
@@ -287,7 +293,7 @@ def dequantize(variables: dict) -> dict:
 
 
 def _resolve(variables: dict, aliases: Optional[dict]) -> dict:
-    v = dict(variables)
+    v = {k: a for k, a in variables.items() if k != DEQUANTIZED}
     for alias, target in (aliases or {}).items():
         if alias in v or target not in variables:
             raise ValueError(f"CTranslate2 alias {alias!r} -> {target!r} is not usable")
@@ -359,8 +365,9 @@ def to_whisper_state_dict(variables: dict, config=None, aliases: Optional[dict] 
     """
     import torch
 
-    v = dequantize(_resolve(variables, aliases))
+    v = dequantize(variables)  # before the aliases: an aliased weight (the tied projection) uses its target's scale
     v.pop(DEQUANTIZED, None)
+    v = _resolve(v, {a: t for a, t in (aliases or {}).items() if not a.endswith("/weight_scale")})
     if config is None:
         config = whisper_config(v)
     d = int(config["d_model"] if isinstance(config, dict) else config.d_model)

@@ -317,3 +317,30 @@ def test_a_fifo_and_a_symlink_out_are_refused(tmp_path):
     (inner / "real.bin").write_bytes(outside.read_bytes())
     (inner / "link.bin").symlink_to(inner / "real.bin")
     assert ct2.read(inner / "link.bin")[0] == "WhisperSpec"
+
+
+@pytest.mark.parametrize("quantization,tol", [("float32", 0.0), ("float16", 1e-3), ("bfloat16", 5e-3),
+                                              ("int16", 5e-3), ("int8", 2e-2)])
+def test_files_written_by_ctranslate2_itself(tiny, tmp_path, quantization, tol):
+    """When the ``ctranslate2`` package is installed (not a project requirement): its own WhisperLoader
+    and ``_serialize`` write the file; converted back, the logits match the float32 original (float32:
+    exactly; the others within their rounding). Checked with ctranslate2 4.8.5."""
+    import copy
+
+    pytest.importorskip("ctranslate2")
+    from ctranslate2.converters.transformers import WhisperLoader
+    from ctranslate2.specs import model_spec
+
+    spec = WhisperLoader().get_model_spec(copy.deepcopy(tiny))  # its int8 quantization scales the arrays in place
+    model_spec.LayerSpec.validate(spec)  # (ModelSpec.validate also wants a vocabulary: weights only here)
+    spec.optimize(quantization=quantization)
+    d = tmp_path / "ct2"
+    d.mkdir()
+    spec._serialize(str(d / "model.bin"))
+    rebuilt = WhisperForConditionalGeneration.from_pretrained(ct2.convert(d, tmp_path / "hf")).eval()
+    g = torch.Generator().manual_seed(1)
+    feats, ids = torch.randn(2, 8, 32, generator=g), torch.randint(0, 100, (2, 5), generator=g)
+    with torch.no_grad():
+        a = rebuilt(input_features=feats, decoder_input_ids=ids).logits
+        b = tiny(input_features=feats, decoder_input_ids=ids).logits
+    assert (a - b).abs().max() <= tol
