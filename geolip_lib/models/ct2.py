@@ -18,7 +18,8 @@ A string is ``uint16 length`` (bytes including the trailing NUL), the UTF-8 byte
 ``decoder/projection/weight`` -> ``decoder/embeddings/weight``, the tied output projection).
 
 Bounded and confined: the file must be a regular file (a symlink only when it resolves inside its own
-folder), at most :data:`MAX_BYTES`; it is read with bounded ``pread`` calls, each checked against its end first.
+folder), at most :data:`MAX_BYTES`; it is read with bounded ``pread`` calls, each checked against the
+file's end first.
 A truncated file, another binary version, sizes that disagree (``nbytes != prod(dims) * itemsize``,
 data beyond the end, trailing bytes), rank > :data:`MAX_RANK`, more than :data:`MAX_ELEMENTS` elements,
 a name over :data:`MAX_NAME` bytes, a duplicate name, an unknown dtype: one-line ``ValueError`` naming
@@ -26,8 +27,9 @@ the file and what is wrong.
 
 Values: float16 and bfloat16 become float32 exactly. int8 / int16 weights (``--quantization int8``)
 are dequantized with their ``weight_scale`` (``w = q / scale``; int8: one scale per output row or
-conv channel, as ctranslate2 4.8.5 writes them; int16: one scalar) by :func:`dequantize` (called by :func:`to_whisper_state_dict`): not lossless; it lists the
-dequantized variables under the :data:`DEQUANTIZED` key of the dict it returns.
+conv channel, as ctranslate2 4.8.5 writes them; int16: one scalar) by :func:`dequantize` (called by
+:func:`to_whisper_state_dict`): not lossless; it lists the dequantized variables under the
+:data:`DEQUANTIZED` key of the dict it returns.
 
 Whisper name map (``ctranslate2/specs/whisper_spec.py``, ``transformer_spec.py``, ``attention_spec.py``,
 ``common_spec.py`` and the ``WhisperLoader`` / ``BartLoader`` of ``converters/transformers.py``), see
