@@ -14,7 +14,10 @@ the caller always sees the stored form. Writes are atomic (temporary file + ``os
 :func:`geolip_lib.results.atomic_write_text`): two jobs computing the same null at once both
 write the same bytes and a reader sees either nothing or a whole record. A record that cannot
 be read, or whose stored key differs (a hash collision, a hand edit), is recomputed and
-replaced. Location: ``<project cache>/nulls/<what>/<sha256>.json`` (``$GEOLIP_CACHE``, else
+replaced; so is one whose value does not match the sha256 stored beside it (numbers edited
+with the key intact) or is not the shape its caller expects (``expect_len``: five seeds'
+records, not ``[]``), with one ``warning:`` line. A caller's drivers can say whether the value
+came from the cache (``note``: ``from_cache``). Location: ``<project cache>/nulls/<what>/<sha256>.json`` (``$GEOLIP_CACHE``, else
 ``<checkout>/.cache``); ``GEOLIP_NULL_CACHE=off`` switches the cache off (benchmarks time the
 computation itself).
 """
@@ -24,14 +27,15 @@ import functools
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 from .paths import cache_root
 from .provenance import library_hash
 from .results import atomic_write_text, to_jsonable
 
-__all__ = ["cached", "cache_key", "cache_path", "enabled", "ENV"]
+__all__ = ["cached", "cache_key", "cache_path", "enabled", "value_digest", "ENV"]
 
 #: environment switch: "off" / "0" / "no" disables the cache
 ENV = "GEOLIP_NULL_CACHE"
@@ -59,26 +63,68 @@ def cache_path(full_key: Mapping[str, Any]) -> Path:
     return cache_root() / "nulls" / full_key["what"] / f"{digest}.json"
 
 
-def cached(what: str, key: Mapping[str, Any], compute: Callable[[], Any]) -> tuple[Any, bool]:
+def value_digest(value: Any) -> str:
+    """sha256 of a value's canonical JSON (sorted keys, no spaces, no NaN): stored with each record."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()).hexdigest()
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} in a null record")
+
+
+def _record_problem(rec: dict, expect_len: Optional[int]) -> Optional[str]:
+    """Why a record whose key is this one is not used: its value edited or damaged (its sha256
+    differs), or not the shape the caller expects (``expect_len``: a list of that many)."""
+    try:
+        if not isinstance(rec.get("sha256"), str) or value_digest(rec["value"]) != rec["sha256"]:
+            return "its value does not match its sha256 (edited or damaged)"
+    except (TypeError, ValueError):
+        return "its value is not plain JSON"
+    value = rec["value"]
+    if expect_len is not None:
+        if not isinstance(value, list):
+            return f"its value is a {type(value).__name__} where a list of {expect_len} is expected"
+        if len(value) != expect_len:
+            return f"its value is a list of {len(value)} where {expect_len} are expected"
+    return None
+
+
+def cached(what: str, key: Mapping[str, Any], compute: Callable[[], Any], *, expect_len: Optional[int] = None,
+           note: Optional[dict] = None) -> tuple[Any, bool]:
     """``(value, hit)``: the stored value of ``(what, key)`` or ``compute()``'s, stored.
 
     The value is returned in its JSON form either way (NaN -> None, tuples -> lists, numpy
-    -> Python), so a hit and a miss give the same object.
+    -> Python), so a hit and a miss give the same object. Each record stores the sha256 of its
+    value (:func:`value_digest`); a record whose value does not match it, or that is not a list
+    of ``expect_len`` items where the caller says so, is recomputed and replaced, with one
+    ``warning:`` line on stderr. ``note``: a dict (the caller's drivers) that gets
+    ``from_cache``: whether the value was read from the cache.
     """
     full = cache_key(what, key)
-    if not enabled():
-        return json.loads(json.dumps(to_jsonable(compute()), allow_nan=False)), False
-    path = cache_path(full)
-    try:
-        if path.is_file() and not path.is_symlink():
-            rec = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(rec, dict) and rec.get("key") == full and "value" in rec:
-                return rec["value"], True
-    except (OSError, ValueError):
-        pass  # unreadable or half-foreign record: recompute and replace it
-    text = json.dumps({"key": full, "value": to_jsonable(compute())}, allow_nan=False)
-    try:
-        atomic_write_text(path, text)
-    except OSError:
-        pass  # a read-only or full cache costs time, never the result
-    return json.loads(text)["value"], False
+    hit, value = False, None
+    if enabled():
+        path = cache_path(full)
+        try:
+            if path.is_file() and not path.is_symlink():
+                rec = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+                if isinstance(rec, dict) and rec.get("key") == full and "value" in rec:
+                    why = _record_problem(rec, expect_len)
+                    if why is None:
+                        hit, value = True, rec["value"]
+                    else:
+                        print(f"warning: null cache record {path}: {why}; recomputing it", file=sys.stderr,
+                              flush=True)
+        except (OSError, ValueError, RecursionError):
+            pass  # unreadable or half-foreign record: recompute and replace it
+        if not hit:
+            value = json.loads(json.dumps(to_jsonable(compute()), allow_nan=False))
+            try:
+                atomic_write_text(path, json.dumps({"key": full, "value": value, "sha256": value_digest(value)},
+                                                   allow_nan=False))
+            except OSError:
+                pass  # a read-only or full cache costs time, never the result
+    else:
+        value = json.loads(json.dumps(to_jsonable(compute()), allow_nan=False))
+    if note is not None:
+        note["from_cache"] = hit
+    return value, hit

@@ -99,7 +99,7 @@ def operator_null(lm: Any, n_seeds: int, *, k: Optional[int] = None, top_k: int 
     key = {"family": lm.family, "config": lm.config.to_dict() if hasattr(lm.config, "to_dict") else lm.config,
            "dtype": str(lm.dtype), "init_seeds": seeds, "picks": picks, "k": k, "top_k": top_k,
            "groups": sorted(first), **twin_device_key(device)}
-    others = (nullcache.cached("operator_null", key, rest)[0] if cache
+    others = (nullcache.cached("operator_null", key, rest, expect_len=n_seeds - 1)[0] if cache
               else json.loads(json.dumps(to_jsonable(rest()), allow_nan=False))) if n_seeds > 1 else []
     per_seed = json.loads(json.dumps(per_seed, allow_nan=False)) + others
     samples, drivers = {}, {"method": "sampled layers", "seeds": n_seeds, "init_seeds": seeds, "groups": {}}

@@ -168,7 +168,7 @@ def battery_null(lm: Any, n_seeds: int = N_NULL_SEEDS, *, seed: int = 0, layers_
         return [one(k)[1] for k in range(1, n_seeds)]
 
     key = {**_key(lm, None, thresholds, device, seed, None), "picks": picks, **twin_device_key(device)}
-    recs = [rec0] + (nullcache.cached("battery_null", key, rest)[0] if cache and n_seeds > 1 else _json(rest()))
+    recs = [rec0] + (nullcache.cached("battery_null", key, rest, expect_len=n_seeds - 1, note=drivers)[0] if cache and n_seeds > 1 else _json(rest()))
     f = {"layers": m / L if L else 1.0, "pairs": (m - 1) / (L - 1) if L > 1 and m > 1 else 1.0, "first": 1.0}
     return BatteryNull(SampledNull([r["summary"] for r in recs], fractions=f, drivers=drivers),
                        [r["stack_items"] for r in recs], first, drivers)

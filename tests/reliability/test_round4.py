@@ -119,3 +119,58 @@ def test_a_malformed_sha256_cache_is_ignored_and_rebuilt(tmp_path, text):
     assert provenance.file_sha256(f, cache=cache) == want
     assert json.loads(cache.read_text()) == {key: want}  # rebuilt: what it held is gone
     assert provenance.file_sha256(f, cache=cache) == want
+
+
+# ------------------------------------------------------------------ 4. the null cache: digest, shape, provenance
+@pytest.fixture
+def ncache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path))
+    monkeypatch.setenv(nullcache.ENV, "on")
+    return tmp_path
+
+
+def _record(what, key):
+    path = nullcache.cache_path(nullcache.cache_key(what, key))
+    return path, json.loads(path.read_text())
+
+
+def test_a_poisoned_null_record_is_recomputed_with_one_warning(ncache, capsys):
+    """Numbers ×0.9 with the key intact were used (a null 8.866 read as 8.162)."""
+    value, hit = nullcache.cached("probe", {"m": "t5"}, lambda: [8.866, 9.0])
+    assert not hit
+    path, rec = _record("probe", {"m": "t5"})
+    assert rec["sha256"] == nullcache.value_digest([8.866, 9.0])
+    rec["value"] = [v * 0.9 for v in rec["value"]]
+    path.write_text(json.dumps(rec))
+    capsys.readouterr()
+    assert nullcache.cached("probe", {"m": "t5"}, lambda: [8.866, 9.0]) == ([8.866, 9.0], False)
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: null cache record {path}: its value does not match its sha256 (edited or damaged); recomputing it"]
+    assert nullcache.cached("probe", {"m": "t5"}, lambda: 0) == ([8.866, 9.0], True)  # rewritten whole
+
+
+def test_a_null_record_of_the_wrong_length_is_recomputed(ncache, capsys):
+    """``value: []`` gave a 1-seed null where the drivers said 5 (the digest rewritten to match)."""
+    nullcache.cached("probe", {"m": "t5"}, lambda: [{"s": 1}] * 4, expect_len=4)
+    path, rec = _record("probe", {"m": "t5"})
+    rec["value"], rec["sha256"] = [], nullcache.value_digest([])
+    path.write_text(json.dumps(rec))
+    capsys.readouterr()
+    note = {}
+    assert nullcache.cached("probe", {"m": "t5"}, lambda: [{"s": 2}] * 4, expect_len=4, note=note) == \
+        ([{"s": 2}] * 4, False)
+    assert note == {"from_cache": False}
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: null cache record {path}: its value is a list of 0 where 4 are expected; recomputing it"]
+    nullcache.cached("probe", {"m": "t5"}, lambda: 0, expect_len=4, note=note)
+    assert note == {"from_cache": True}  # what a caller puts in its drivers
+
+
+def test_a_null_key_holds_the_library_hash_and_the_callers_check_the_length():
+    full = nullcache.cache_key("probe", {"m": "t5"})
+    assert full["library"] == provenance.library_hash()
+    from geolip_lib.operators import nulls as op_nulls
+    from geolip_lib.weights import nulls as w_nulls
+    import inspect
+    assert "expect_len=n_seeds - 1, note=drivers" in inspect.getsource(w_nulls.battery_null)
+    assert "expect_len=n_seeds - 1" in inspect.getsource(op_nulls.operator_null)
