@@ -22,6 +22,7 @@ is [93.65, 93.75) %, ``"0.500"`` is [0.4995, 0.5005), ``"~0.000"`` is |x| < 0.00
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Optional
@@ -76,9 +77,13 @@ class Printed:
         if isinstance(x, bool) or not isinstance(x, (int, float, str)):
             raise ValueError(f"expected a number or a printed number such as '93.7 %', got {x!r}")
         if not isinstance(x, str):
-            if not math.isfinite(float(x)):
-                raise ValueError(f"not a finite number: {x!r}")
-            return cls(f"{x:g}", float(x), 0.0, lo=float(x), hi=float(x))
+            try:
+                f = float(x)
+            except OverflowError:  # an integer of 400 digits
+                f = math.inf
+            if not math.isfinite(f):
+                raise ValueError(f"not a finite number: {_short(x)} is beyond the range of a float (±{_FMAX:.4g})")
+            return cls(f"{x:g}", f, 0.0, lo=f, hi=f)
         s = x.strip()
         approx = s.startswith("~")
         body = s.lstrip("~").strip()
@@ -92,9 +97,16 @@ class Printed:
         if not d.is_finite():
             raise ValueError(f"not a finite printed number: {x!r}")
         scale = Decimal("0.01") if pct else Decimal(1)
-        half = Decimal(5).scaleb(d.as_tuple().exponent - 1) * scale
-        v = d * scale
-        return cls(s, float(v), float(half), approx, lo=float(v - half), hi=float(v + half))
+        try:
+            half = Decimal(5).scaleb(d.as_tuple().exponent - 1) * scale
+            v = d * scale
+            out = cls(s, float(v), float(half), approx, lo=float(v - half), hi=float(v + half))
+        except ArithmeticError:  # '1e9999999': past even Decimal's exponent range
+            out = cls(s, math.inf, 0.0)
+        if not all(math.isfinite(t) for t in (out.value, out.lo, out.hi)):  # '1e400' was read as infinity
+            raise ValueError(f"not a finite printed number: {_short(x)} is beyond the range of a float "
+                             f"(±{_FMAX:.4g})")
+        return out
 
     def reading(self, scale: float = 1.0, unit: str = "") -> str:
         """How the printed number is read, e.g. ``"93.7 %" means [93.65, 93.75) %``."""
@@ -103,6 +115,15 @@ class Printed:
         if self.approx:
             return f"'{self.text}' means |x| < {self.half * scale:g}{_u(unit)}"
         return f"'{self.text}' means [{_g(self.lo * scale)}, {_g(self.hi * scale)}){_u(unit)}"
+
+
+_FMAX = sys.float_info.max
+
+
+def _short(x: Any) -> str:
+    """``repr(x)``, at most 40 characters (an integer of 400 digits is named, not printed)."""
+    r = repr(x)
+    return r if len(r) <= 40 else f"{r[:20]}...({len(r)} characters)"
 
 
 def _g(x: float) -> str:

@@ -174,3 +174,15 @@ def test_a_null_key_holds_the_library_hash_and_the_callers_check_the_length():
     import inspect
     assert "expect_len=n_seeds - 1, note=drivers" in inspect.getsource(w_nulls.battery_null)
     assert "expect_len=n_seeds - 1" in inspect.getsource(op_nulls.operator_null)
+
+
+# ------------------------------------------------------------------ 5. a claims bound past a float's range
+@pytest.mark.parametrize("rule,key", [
+    ({"at_least": "1e400"}, "claims.0.forms.0.rule"),         # read as infinity: "held" for no value
+    ({"band": ["0.1", "1e400"]}, "claims.0.forms.0.rule"),
+    ({"equals": "-1e400"}, "claims.0.forms.0.rule"),
+    ({"at_most": 10 ** 400}, "claims.0.forms.0.rule"),        # a YAML integer: OverflowError before
+])
+def test_a_claims_bound_past_a_floats_range_is_one_line(tmp_path, rule, key):
+    msg = _one_line(tmp_path, lambda d: d["claims"][0]["forms"][0].update(rule=rule))
+    assert f"key '{key}'" in msg and "beyond the range of a float" in msg, msg
