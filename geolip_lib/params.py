@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .families import FAMILIES, FAMILY_SOURCES, REGISTRY
-from .paths import PARAMS, ROOT, cache_root
+from .paths import PARAMS, ROOT, cache_problem, cache_root
 
 MODELS_DIR = PARAMS / "models"
 PROFILES_DIR = PARAMS / "profiles"
@@ -590,8 +590,9 @@ def checkpoint_problems(mp: ModelParams, where: Union[str, Path, None] = None) -
 
 
 def load_profile(name_or_path: Union[str, Path], notebooks_dir: Optional[Path] = None) -> ProfileParams:
-    """Load and validate a profile; also checks that every model and notebook exists (every
-    problem one line of the ParamsError)."""
+    """Load and validate a profile; also checks that every model and notebook exists and that the
+    project cache is a folder this user can write (:func:`.paths.cache_problem`): every problem
+    one line of the ParamsError, before any output root is created."""
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else ROOT / "notebooks"
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
@@ -614,6 +615,9 @@ def load_profile(name_or_path: Union[str, Path], notebooks_dir: Optional[Path] =
                 near = difflib.get_close_matches(m, sorted(known), n=1)
                 hint = f" (did you mean '{near[0]}'?)" if near else f" (add params/models/{m}.yaml)"
                 problems.append(f"{_rel(path)}: key 'notebooks.{nb}.models': unknown model '{m}'{hint}")
+    why = cache_problem()  # the cache every run writes (tokenizers, tiny models): a file or read-only folder
+    if why:
+        problems.append(why)
     if problems:
         raise ParamsError.of(problems)
     return prof

@@ -186,3 +186,28 @@ def test_a_null_key_holds_the_library_hash_and_the_callers_check_the_length():
 def test_a_claims_bound_past_a_floats_range_is_one_line(tmp_path, rule, key):
     msg = _one_line(tmp_path, lambda d: d["claims"][0]["forms"][0].update(rule=rule))
     assert f"key '{key}'" in msg and "beyond the range of a float" in msg, msg
+
+
+# ------------------------------------------------------------------ 6. a cache folder that cannot be written
+def test_a_cache_that_is_a_file_is_one_line_before_anything(box, capsys, monkeypatch):
+    cache = box.tmp / "cachefile"
+    cache.write_text("x")
+    box.write(PER_MODEL.format(m="tiny-bert"))
+    fix = "set GEOLIP_CACHE to a folder you can write, or unset it for <checkout>/.cache"
+    for value, why in ((cache, f"{cache} is a file"), (cache / "sub", f"{cache} is a file"),
+                       ("", "it is empty")):
+        monkeypatch.setenv("GEOLIP_CACHE", str(value))
+        assert refused(box, capsys) == [f"error: GEOLIP_CACHE={value} is not a writable folder: {why}; {fix}"]
+    assert cache.read_text() == "x"
+
+
+def test_a_read_only_cache_is_one_line(tmp_path, monkeypatch):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    monkeypatch.setenv("GEOLIP_CACHE", str(ro / "sub"))
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(ro) else real(p, mode, **kw))
+    assert paths.cache_problem() == (f"GEOLIP_CACHE={ro / 'sub'} is not a writable folder: {ro} is read-only; set "
+                                     "GEOLIP_CACHE to a folder you can write, or unset it for <checkout>/.cache")
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "fine" / "new"))
+    assert paths.cache_problem() is None
