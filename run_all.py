@@ -47,7 +47,7 @@ from geolip_lib.runner.execute import (  # noqa: E402,F401 - re-exported
 from geolip_lib.runner.jobs import (  # noqa: E402,F401 - re-exported
     FINGERPRINT, Job, JobResult, check_parameters, check_report_root, claim_root, coerce_parameter, fingerprint,
     is_done, job_dir, job_models, jobs_for_profile, notebook_defaults, notebook_digest, notebook_parameters,
-    notebooks_dir, reads_other_jobs, stale_reasons)
+    notebooks_dir, reads_other_jobs, stale_reasons, with_timeout)
 from geolip_lib.runner.local import Interrupted, run, run_jobs  # noqa: E402,F401 - re-exported
 from geolip_lib.runner.lock import LOCK, RunError, prepare_root, run_lock  # noqa: E402,F401 - re-exported
 from geolip_lib.runner.plan import PlanError  # noqa: E402
@@ -56,6 +56,30 @@ NOTEBOOKS = notebooks_dir()
 
 
 _on_sigint = on_stop_signal  # Ctrl-C, SIGTERM, SIGHUP: remembered, then KeyboardInterrupt (execute.on_stop_signal)
+
+
+#: the most jobs one run may hold at once (a typo such as --jobs 1000000000 is refused, not queued)
+MAX_JOBS = 4096
+
+
+def _flag_problem(args) -> str | None:
+    """One line for flags that are out of range or belong to another mode (they would be ignored)."""
+    from geolip_lib.params import MAX_TIMEOUT_S
+
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        return f"--jobs {args.jobs}: give a number of jobs from 1 to {MAX_JOBS}"
+    if args.timeout is not None and not 1 <= args.timeout <= MAX_TIMEOUT_S:
+        return f"--timeout {args.timeout}: give seconds from 1 to {MAX_TIMEOUT_S} (30 days)"
+    box = [f for f, v in (("--gpus", args.gpus), ("--gpu-memory", args.gpu_memory), ("--host-memory",
+                                                                                     args.host_memory),
+                          ("--disk", args.disk)) if v is not None]
+    if box and not args.plan and not args.skip_unfit:
+        return f"{' '.join(box)} describe a box for --plan; add --plan (or leave them out to run here)"
+    if args.plan and (args.resume or args.report_only):
+        return f"--plan runs nothing; {'--resume' if args.resume else '--report-only'} has no effect with it: drop one"
+    if args.executor != "ray" and (args.ray_address or args.ray_results):
+        return "--ray-address / --ray-results are for --executor ray; add --executor ray or drop them"
+    return None
 
 
 def main(argv=None) -> int:
@@ -84,6 +108,9 @@ def main(argv=None) -> int:
                             "GEOLIP_WARM=0 turns it off; see geolip_lib/runner/warm.py)")
     start.add_argument("--cold", dest="warm", action="store_false",
                        help="start every kernel as a fresh process (slower start, nothing shared)")
+    ap.add_argument("--timeout", type=int, metavar="SECONDS",
+                    help="time limit of every job of this run, the whole notebook (replaces timeout_s: of the "
+                         "profile and of the models' params files; default: those)")
     ap.add_argument("--skip-unfit", action="store_true",
                     help="run only the jobs that fit this box (or, with --plan, show which would be left out); "
                          "the jobs left out are listed, one line each, before the first job")
@@ -98,8 +125,9 @@ def main(argv=None) -> int:
     box.add_argument("--disk", type=float, metavar="GB",
                      help="its free disk for hub files, caches and outputs (not given: not judged for another box)")
     args = ap.parse_args(argv)
-    if args.jobs is not None and args.jobs < 1:
-        print(f"error: --jobs {args.jobs}: give a number of jobs >= 1", file=sys.stderr)
+    problem = _flag_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     INTERRUPTED.clear()
     STOP.reset()
@@ -118,7 +146,7 @@ def main(argv=None) -> int:
             from geolip_lib.runner.plan import target_box
 
             box = target_box(args.gpus, args.gpu_memory, args.host_memory, args.disk)
-            jobs = jobs_for_profile(args.profile, args.models, args.notebooks)
+            jobs = with_timeout(jobs_for_profile(args.profile, args.models, args.notebooks), args.timeout)
             plan = plan_for(jobs, out_root.resolve(), args.jobs, box)
             print(plan.render())
             from geolip_lib.devices import cuda_problem
@@ -144,7 +172,7 @@ def main(argv=None) -> int:
                 opts = {"address": args.ray_address, "results": args.ray_results}
             results = run(args.profile, args.models, args.notebooks, args.resume, out_root,
                           jobs_at_once=args.jobs, executor=args.executor, warm=args.warm,
-                          skip_unfit=args.skip_unfit, **opts)
+                          skip_unfit=args.skip_unfit, timeout=args.timeout, **opts)
             failures = [r for r in results if not r.ok]
             done = sum(r.ok and not r.skipped for r in results)
             skipped = sum(r.skipped for r in results)

@@ -237,6 +237,9 @@ class ModelParams(_Strict):
     quantize: Optional[Literal["q4_1"]] = Field(None, description="simulated GGUF quantization: every 2-D weight "
                                                 "rounded to this block scheme and back (geolip_lib.models.quantize); "
                                                 "norms and biases untouched. Provenance says simulated")
+    timeout_s: Optional[int] = Field(None, description="time limit in seconds of each job on this model, the whole "
+                                     "notebook (not one cell): the larger of this and the profile's is used; "
+                                     "run_all.py --timeout replaces both")
     licence: str = Field("", description="the weights' licence (e.g. Apache-2.0; 'Gemma terms, not open')")
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     device: str = "auto"
@@ -270,6 +273,8 @@ class ModelParams(_Strict):
     @classmethod
     def _safe_name(cls, v):
         return v if v is None else _safe(v)
+
+    _timeout = field_validator("timeout_s")(classmethod(lambda cls, v: v if v is None else _positive_timeout(v)))
 
     @model_validator(mode="after")
     def _trajectory(self):
@@ -310,10 +315,16 @@ class ModelParams(_Strict):
         return self
 
 
+#: the longest job time limit a file may ask for (30 days): a larger number is a typo, not a plan
+MAX_TIMEOUT_S = 30 * 24 * 3600
+
+
 def _positive_timeout(v):
     if v is not None and v < 1:
         raise ValueError(f"expected a number of seconds >= 1, got {v!r} (0 or less would mean no limit at all; "
                          f"remove the key for the profile's default)")
+    if v is not None and v > MAX_TIMEOUT_S:
+        raise ValueError(f"expected at most {MAX_TIMEOUT_S} seconds (30 days), got {v!r}")
     return v
 
 

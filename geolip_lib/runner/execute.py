@@ -152,7 +152,7 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
     declared = notebook_parameters(job.notebook)
     injected = {"OUT_DIR": str(partial), "REPORT_ROOT": str(out_root), "MODEL": job.model}
     params.update({k: v for k, v in injected.items() if k in declared and (k != "MODEL" or v is not None)})
-    km = peak = None
+    km = peak = watchdog = None
     oom_before = oom_kills()
     try:
         if job.model is not None:
@@ -172,13 +172,19 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         if not (env or {}).get(SOCKET_ENV):  # a cold kernel: sample its peak memory (warm: the zygote knows it)
             peak = PeakMemory(getattr(km.provisioner, "pid", None)).start()
         t_nb = time.perf_counter()
-        pm.execute_notebook(
-            str(notebook_path(job.notebook)), str(partial / "executed.ipynb"),
-            parameters=params, kernel_name=job.kernel, km=km,
-            progress_bar=progress, execution_timeout=job.timeout_s, log_output=False,
-            start_timeout=KERNEL_READY_S,
-            report_mode=False,
-        )
+        watchdog = _JobLimit(job.timeout_s, t0, km, partial / "executed.ipynb")  # the whole notebook, not one cell
+        try:
+            pm.execute_notebook(
+                str(notebook_path(job.notebook)), str(partial / "executed.ipynb"),
+                parameters=params, kernel_name=job.kernel, km=km,
+                progress_bar=progress, execution_timeout=job.timeout_s, log_output=False,
+                start_timeout=KERNEL_READY_S,
+                report_mode=False,
+            )
+        finally:
+            watchdog.cancel()
+        if watchdog.fired.is_set():
+            raise JobTimeLimit(watchdog.message())
         if INTERRUPTED.is_set():  # a Ctrl-C that a library swallowed while the job ran
             raise KeyboardInterrupt
         if not (partial / "metrics.json").exists():
@@ -208,10 +214,13 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         except RootVanished:
             remove_entry(partial, ignore_errors=True)
             raise
-        msg = _one_line_error(exc)
-        death = _kernel_died(exc, km, partial / "kernel.log", oom_before, peak)
-        if death:
-            msg = f"{msg}: {death}"
+        if watchdog is not None and watchdog.fired.is_set():  # the kernel was stopped at the job's time limit
+            msg = watchdog.message()
+        else:
+            msg = _one_line_error(exc)
+            death = _kernel_died(exc, km, partial / "kernel.log", oom_before, peak)
+            if death:
+                msg = f"{msg}: {death}"
         if _is_disk_full(exc):
             msg = f"{DISK_FULL}: {msg}"
         return _fail(job, partial, failed, msg, traceback.format_exc(), t0, device)
@@ -229,6 +238,67 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         msg = (DISK_FULL + ": " if _is_disk_full(exc) else "") + f"could not move the result into place: {exc}"
         return _fail(job, partial, failed, msg, traceback.format_exc(), t0, device)
     return JobResult(job, True, final, time.perf_counter() - t0, device=device)
+
+
+class JobTimeLimit(RuntimeError):
+    """A job stopped at its time limit (its message is the one line the console and error.txt show)."""
+
+
+class _JobLimit:
+    """The job's time limit (``Job.timeout_s``: the whole notebook, from the job's start): a timer that
+    stops the kernel when it runs out. papermill's ``execution_timeout`` is a per-cell limit, which a
+    user does not mean by "timeout" (issue 38: 01 on Gemma failed at 975 s 'after 600 seconds')."""
+
+    def __init__(self, limit: Optional[int], started: float, km, executed: Optional[Path] = None):
+        self.limit, self.fired, self.km, self.executed, self.where = limit, threading.Event(), km, executed, None
+        self.timer = None
+        if limit:
+            self.timer = threading.Timer(max(0.0, limit - (time.perf_counter() - started)), self._stop)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _stop(self) -> None:
+        self.where = None
+        if self.executed is not None:  # the cell it is in, read before the stop (papermill then marks every cell)
+            self.where = cell_progress(self.executed)
+        self.fired.set()
+        try:
+            if self.km.has_kernel:
+                run_sync(self.km.shutdown_kernel)(now=True)
+        except Exception:  # noqa: BLE001 - a kernel already gone; papermill then ends the job
+            pass
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def message(self) -> str:
+        where = self.where
+        at = f" in cell {where[0] + 1} of {where[1]}" if where and where[0] < where[1] else ""
+        return (f"time limit reached: the job ran {self.limit} s{at} (timeout_s: of the profile or the model's "
+                "params file; run_all.py --timeout SECONDS raises it for a run); or plan it first with --plan: "
+                "a smaller sample or a GPU")
+
+
+#: the most of a partial executed notebook the progress reader opens (a notebook with big outputs is skipped)
+CELL_PROGRESS_MAX_BYTES = 64 << 20
+
+
+def cell_progress(executed: Path) -> Optional[tuple[int, int]]:
+    """(code cells finished, code cells in all) of a notebook papermill is writing (it saves after each
+    cell, with ``metadata.papermill.status``), or None when it cannot be read now (not written yet, a link,
+    too big, half-written)."""
+    try:
+        fd = os.open(executed, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > CELL_PROGRESS_MAX_BYTES:
+                return None
+            nb = json.loads(fh.read(CELL_PROGRESS_MAX_BYTES + 1))
+        cells = [c for c in nb.get("cells", []) if isinstance(c, dict) and c.get("cell_type") == "code"]
+        done = sum(1 for c in cells if ((c.get("metadata") or {}).get("papermill") or {}).get("status") == "completed")
+        return done, len(cells)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
 
 
 def job_paths(job: Job, out_root: Path) -> tuple[Path, Path, Path]:

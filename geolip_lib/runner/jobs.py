@@ -75,10 +75,15 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
         if notebooks and nb not in notebooks:
             continue
         for job_id, model, extra_params in specs:
-            if models and model not in models:
-                continue  # --models selects model jobs only (jobs without a model are not "these models")
+            # --models selects model jobs; a model-free job that reads the others' results and loads no models
+            # of its own (15's claims; not 03, whose MODELS it would compute) stays when a selected job feeds it
+            # (every notebook before it in the profile), else it is left out
+            if models and model not in models and not (model is None and jobs and reads_other_jobs(nb)
+                                                       and not {"MODEL", "MODELS"} & set(notebook_parameters(nb))):
+                continue
             jobs.append(Job(profile=prof.name, notebook=nb, job_id=job_id, model=model,
-                            parameters={**base, **extra_params}, timeout_s=entry.timeout_s or prof.timeout_s,
+                            parameters={**base, **extra_params},
+                            timeout_s=_job_timeout(entry.timeout_s or prof.timeout_s, model),
                             kernel=prof.kernel))
     for m in extra:
         if not any(j.model == m for j in jobs):
@@ -94,6 +99,26 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
     if problems:
         raise ParamsError.of(problems)
     return jobs
+
+
+def with_timeout(jobs: list[Job], timeout: int | None) -> list[Job]:
+    """``run_all.py --timeout``: every job's time limit replaced for this run (None: as planned)."""
+    if timeout is not None:
+        for j in jobs:
+            j.timeout_s = int(timeout)
+    return jobs
+
+
+def _job_timeout(profile_s: int | None, model: str | None) -> int | None:
+    """A job's time limit (the whole notebook): the profile's, raised by the model's params file
+    ``timeout_s:`` (the larger of the two); ``run_all.py --timeout`` replaces it afterwards."""
+    own = None
+    if model is not None:
+        try:
+            own = load_model_params(model).timeout_s
+        except ParamsError:
+            own = None  # a bad params file is reported by check_parameters, one line
+    return max((t for t in (profile_s, own) if t), default=None)
 
 
 def is_params_path(model: str) -> bool:

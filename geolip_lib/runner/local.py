@@ -24,7 +24,8 @@ from ..models.preflight import check_stored_model
 from ..params import load_model_params
 from ..paths import REPORTS
 from .execute import execute_job, job_paths, kill_all_kernels, recover
-from .jobs import Job, JobResult, claim_root, job_models, jobs_for_profile, notebook_defaults, stale_reasons
+from .jobs import (Job, JobResult, claim_root, job_models, jobs_for_profile, notebook_defaults, stale_reasons,
+                   with_timeout)
 from .lock import RunError, prepare_root, run_lock
 from .plan import check_fit, make_plan
 from .ray_executor import run_jobs_ray
@@ -100,8 +101,8 @@ class _Threads:
         if self.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(job_gpus)
         t = threading.Thread(target=self._work, args=(i, job, env, device), daemon=True, name=f"job-{i}")
-        if self.n > 1:
-            self.progress.line(f"{self.progress.tag(i)} start {job.label}" + (f"  ({device})" if job_gpus else ""))
+        limit = f"  (limit {job.timeout_s} s)" if job.timeout_s else ""
+        self.progress.line(f"{self.progress.tag(i)} start {job.label}" + (f"  ({device})" if job_gpus else "") + limit)
         t.start()
         return Running(job, i, time.perf_counter(), job_gpus, t)
 
@@ -184,7 +185,8 @@ def _check_stored_weights(jobs: Sequence[Job]) -> None:
 
 def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optional[Path] = None,
         console=None, jobs_at_once: Optional[int] = None, executor: str = "local", warm: Optional[bool] = None,
-        check_plan: bool = True, skip_unfit: bool = False, **executor_options) -> list[JobResult]:
+        check_plan: bool = True, skip_unfit: bool = False, timeout: Optional[int] = None,
+        **executor_options) -> list[JobResult]:
     """Expand a profile and run its jobs under the output root's lock (see :func:`run_jobs`).
 
     Before any job, the plan of the jobs that will run is checked against the free disk and
@@ -192,7 +194,7 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
     warm-kernel zygote imports.
     """
     console = console or sys.stderr
-    jobs = jobs_for_profile(profile, models, notebooks)
+    jobs = with_timeout(jobs_for_profile(profile, models, notebooks), timeout)  # --timeout: the run's job limit
     out_root = prepare_root(Path(out_root) if out_root else REPORTS / Path(profile).stem).resolve()
     try:
         return _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan,

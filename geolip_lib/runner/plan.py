@@ -185,6 +185,7 @@ class Plan:
                            f"({it.kind}: {_gb(it.new)} GB for {it.key[1]}), {_gb(self.free_disk[fs])} GB free")
         for r in self.rows:
             out += [line for line, _ in self._job_shortfalls(r)]
+            out += [line for line in [self.over_time(r)] if line]
         if self.parallel > 1:
             top = sorted(self.rows, key=lambda r: r.host, reverse=True)[:self.parallel]
             need = sum(r.host for r in top)
@@ -216,12 +217,26 @@ class Plan:
                         f"({_gb(cap * (1 - HEADROOM))} GB with {HEADROOM:.0%} kept free)", "gpu"))
         return out
 
+    def over_time(self, r, certain: bool = True) -> Optional[str]:
+        """One line when job ``r``'s estimate exceeds its time limit (``timeout_s``): ``certain``, the low end
+        of its range does (it would be stopped: a shortfall); else, its estimate does (it may be: a warning)."""
+        if r.seconds is None or not r.timeout_s:
+            return None
+        low, high = r.span or (r.seconds, r.seconds)
+        if (low if certain else r.seconds) <= r.timeout_s or (not certain and low > r.timeout_s):
+            return None
+        gpu = "" if r.device.startswith("cuda") else ", or a GPU"
+        verb = "will not finish" if certain else "may not finish"
+        return (f"{r.label}: time: {verb}: estimated {_span(r.seconds, r.span)} against its limit of "
+                f"{_duration(r.timeout_s)}; to finish: --timeout {int(math.ceil(high * 1.2))} (or timeout_s: in "
+                f"its model's params file), a smaller sample{gpu}")
+
     def unfit(self) -> dict:
         """label -> its shortfall lines, for the jobs that cannot run on this box (``--skip-unfit`` leaves them
         out; disk and the sum of parallel peaks are the run's, not one job's: :meth:`shortfalls` keeps them)."""
         out = {}
         for r in self.rows:
-            lines = [line for line, _ in self._job_shortfalls(r)]
+            lines = [line for line, _ in self._job_shortfalls(r)] + [ln for ln in [self.over_time(r)] if ln]
             if lines:
                 out[r.label] = lines
         return out
@@ -312,6 +327,10 @@ class Plan:
                          + (f"; their timeout_s bounds them: at most {_duration(bound)} more" if bound else ""))
         if any(r.device.startswith("cuda") for r in self.rows):
             lines += plan_lines((self.rates or load_rates()).gpu_speedup)
+        maybe = [ln for ln in (self.over_time(r, certain=False) for r in self.rows) if ln]
+        if maybe:
+            lines += ["", f"time limits: {len(maybe)} job(s) estimated above their limit (the low end of the range "
+                      "is below it, so they may still finish):"] + [f"  {ln}" for ln in maybe]
         short = self.shortfalls()
         lines += ["", f"does not fit: {len(short)} problem(s), jobs that cannot run as planned:" if short else "fits."]
         unfit = self.unfit()
@@ -319,7 +338,7 @@ class Plan:
         for s_ in short:
             lines.append(f"  {s_}")
             label = s_.split(": ", 1)[0]
-            if label in unfit and label not in advised:
+            if label in unfit and label not in advised and ": time: " not in s_:  # a time line says its own remedy
                 advised.add(label)
                 row = next(r for r in self.rows if r.label == label)
                 lines += [f"      to fit: {a}" for a in self.advice(row)]

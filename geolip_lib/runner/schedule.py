@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Optional, Protocol, Sequence
 
 from ..params import load_model_params
-from .execute import DISK_FULL, INTERRUPTED, JobInterrupted
+from .execute import DISK_FULL, INTERRUPTED, JobInterrupted, cell_progress
 from .jobs import Job, JobResult, job_dir, reads_other_jobs, stale_reasons
 from .lock import RootVanished, check_root
 
@@ -84,6 +84,7 @@ def schedule(jobs: Sequence[Job], out_root: Path, launcher: Launcher, progress, 
              resume: bool = False) -> list[JobResult]:
     """Run ``jobs`` through ``launcher`` (rules in the module docstring); results in profile order."""
     results: dict[int, JobResult] = {}
+    progress.out_root = Path(out_root)  # where the heartbeat reads each running job's cell count
     pending = list(enumerate(jobs, 1))
     running: dict[int, Running] = {}
     stop_reason = None
@@ -183,15 +184,21 @@ def _remove_recreated(out_root: Path, jobs: Sequence[Job]) -> None:
 
 
 class Progress:
-    """One line per started / finished job; on a terminal, a footer with every running job
-    and its elapsed time, refreshed each second; elsewhere, that list every 60 s."""
+    """One line per started / finished job; on a terminal, a footer with every running job, its
+    elapsed time and the cell it is in (``cell 5 of 23``), refreshed each second; elsewhere, that
+    list every 60 s (a heartbeat: with ``--jobs 1`` too, so a long job is never silent)."""
 
-    def __init__(self, console, total: int, parallel: bool):
-        self.console, self.total, self.parallel = console, total, parallel
+    #: seconds between two reads of one job's partial notebook for its cell count
+    CELL_EVERY = 10.0
+
+    def __init__(self, console, total: int, parallel: bool, every: float = 60.0):
+        self.console, self.total, self.parallel, self.every = console, total, parallel, every
         self.width = len(str(total))
         self.tty = bool(getattr(console, "isatty", lambda: False)())
         self.last_footer = time.perf_counter()
         self.footer_shown = False
+        self.out_root: Optional[Path] = None
+        self._cells: dict = {}  # label -> (read at, text)
 
     def tag(self, i: int) -> str:
         return f"[{i:>{self.width}}/{self.total}]"
@@ -205,15 +212,28 @@ class Progress:
             self.console.write("\r\033[K")
             self.footer_shown = False
 
+    def cell(self, job: Job) -> str:
+        """`` cell 5 of 23`` for a running job (read from its partial notebook every :attr:`CELL_EVERY` s)."""
+        if self.out_root is None:
+            return ""
+        now = time.perf_counter()
+        seen = self._cells.get(job.label)
+        if seen is None or now - seen[0] >= self.CELL_EVERY:
+            where = cell_progress(self.out_root / job.notebook / f".{job.job_id}.partial" / "executed.ipynb")
+            text = f", cell {min(where[0] + 1, where[1])} of {where[1]}" if where and where[1] else ""
+            seen = self._cells[job.label] = (now, text)
+        return seen[1]
+
     def footer(self, running: dict, force: bool = False) -> None:
-        if not self.parallel or not running:
+        if not running:
             return
         now = time.perf_counter()
-        every = 1.0 if self.tty else 60.0
+        every = 1.0 if self.tty else self.every
         if not force and now - self.last_footer < every:
             return
         self.last_footer = now
-        items = ", ".join(f"{r.job.label} {now - r.started:.0f}s" + (f" (gpu {','.join(r.gpus)})" if r.gpus else "")
+        items = ", ".join(f"{r.job.label} {now - r.started:.0f}s{self.cell(r.job)}"
+                          + (f" (gpu {','.join(r.gpus)})" if r.gpus else "")
                           for r in sorted(running.values(), key=lambda r: r.index))
         text = f"running {len(running)}: {items}"
         if self.tty:

@@ -167,7 +167,8 @@ def test_linked_failed_partial_and_old_entries_do_not_abort_the_run(sandbox, sen
     code, lines = sandbox.main("--cold", "--jobs", "1", capsys=capsys)
     assert code == 0, lines
     assert lines[0] == f"removed {d}/.a.old: a symbolic link where a moved-aside result belongs (not followed)"
-    assert re.fullmatch(r"\[1/1\] ok    ok / a +[\d.]+s", lines[1]), lines
+    assert lines[1] == "[1/1] start ok / a  (limit 1800 s)", lines  # a start line with --jobs 1 too (issue 38)
+    assert re.fullmatch(r"\[1/1\] ok    ok / a +[\d.]+s", lines[2]), lines
     assert results.read(d / "a")["metrics"]["value"] == 2.0
     assert sorted(p.name for p in d.iterdir()) == ["a"] and intact(sentinel)
 

@@ -78,7 +78,7 @@ def test_two_jobs_run_at_once_on_warm_kernels_with_shared_cores(timed, capsys):
     assert a["warm"] and b["warm"]
     # the notebook's progress bars (a cold kernel's ``tqdm.auto`` class), not the zygote's console bars
     assert a["tqdm"] == b["tqdm"] == "tqdm.auto"
-    assert "[1/2] start t / a" in lines and "[2/2] start t / b" in lines
+    assert "[1/2] start t / a  (limit 1800 s)" in lines and "[2/2] start t / b  (limit 1800 s)" in lines
     assert sum(" ok " in ln for ln in lines) == 2
     assert not (timed.out / run_all.LOCK).exists()
 
@@ -169,7 +169,7 @@ def test_warm_spec_rewrites_only_ipykernel_argv():
 
 def test_jobs_must_be_positive(sandbox, capsys):
     code, lines = sandbox.main("--jobs", "0", capsys=capsys)
-    assert code == 2 and lines == ["error: --jobs 0: give a number of jobs >= 1"]
+    assert code == 2 and lines == ["error: --jobs 0: give a number of jobs from 1 to 4096"]
 
 
 def test_a_model_asking_for_more_gpus_than_the_box_has_fails_that_job_only(tmp_path, monkeypatch):
