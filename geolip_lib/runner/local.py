@@ -225,6 +225,8 @@ def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, c
                     jobs[:] = [j for j in jobs if j.label not in unfit]
                     plan = plan_for(_obtainable([j for j in pending if j.label not in unfit]), out_root, at_once)
                 check_fit(plan)
+                for line in plan.time_lines(measured_only=True):  # said before the first job, never enforced
+                    print(f"warning: {line}", file=console)
 
         if executor == "ray":
             check(1)

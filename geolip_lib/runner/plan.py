@@ -185,7 +185,6 @@ class Plan:
                            f"({it.kind}: {_gb(it.new)} GB for {it.key[1]}), {_gb(self.free_disk[fs])} GB free")
         for r in self.rows:
             out += [line for line, _ in self._job_shortfalls(r)]
-            out += [line for line in [self.over_time(r)] if line]
         if self.parallel > 1:
             top = sorted(self.rows, key=lambda r: r.host, reverse=True)[:self.parallel]
             need = sum(r.host for r in top)
@@ -219,7 +218,9 @@ class Plan:
 
     def over_time(self, r, certain: bool = True) -> Optional[str]:
         """One line when job ``r``'s estimate exceeds its time limit (``timeout_s``): ``certain``, the low end
-        of its range does (it would be stopped: a shortfall); else, its estimate does (it may be: a warning)."""
+        of its range does ("will not finish"); else, its estimate does ("may not finish"). Said, not enforced:
+        an estimate is not a measurement (notebooks measured on tiny models only are extrapolated), so a run
+        is never refused for time; :meth:`time_lines` lists them in the plan and before a run."""
         if r.seconds is None or not r.timeout_s:
             return None
         low, high = r.span or (r.seconds, r.seconds)
@@ -227,16 +228,30 @@ class Plan:
             return None
         gpu = "" if r.device.startswith("cuda") else ", or a GPU"
         verb = "will not finish" if certain else "may not finish"
+        if self.extrapolated(r):
+            verb += " (an extrapolated estimate)"
         return (f"{r.label}: time: {verb}: estimated {_span(r.seconds, r.span)} against its limit of "
                 f"{_duration(r.timeout_s)}; to finish: --timeout {int(math.ceil(high * 1.2))} (or timeout_s: in "
                 f"its model's params file), a smaller sample{gpu}")
+
+    def time_lines(self, measured_only: bool = False) -> list[str]:
+        """``will not finish`` / ``may not finish`` lines, one per job estimated past its time limit
+        (``measured_only``: leave out estimates extrapolated from another notebook's or size's rate)."""
+        rows = [r for r in self.rows if not (measured_only and self.extrapolated(r))]
+        return [ln for ln in (self.over_time(r) or self.over_time(r, certain=False) for r in rows) if ln]
+
+    @staticmethod
+    def extrapolated(r) -> bool:
+        """An estimate not fitted to this notebook's measured jobs (rates.yaml's extrapolations, no rate)."""
+        basis = r.time_basis or ""
+        return "extrapolated" in basis or "no measured rate" in basis or "ASSUMED" in basis
 
     def unfit(self) -> dict:
         """label -> its shortfall lines, for the jobs that cannot run on this box (``--skip-unfit`` leaves them
         out; disk and the sum of parallel peaks are the run's, not one job's: :meth:`shortfalls` keeps them)."""
         out = {}
         for r in self.rows:
-            lines = [line for line, _ in self._job_shortfalls(r)] + [ln for ln in [self.over_time(r)] if ln]
+            lines = [line for line, _ in self._job_shortfalls(r)]
             if lines:
                 out[r.label] = lines
         return out
@@ -327,18 +342,20 @@ class Plan:
                          + (f"; their timeout_s bounds them: at most {_duration(bound)} more" if bound else ""))
         if any(r.device.startswith("cuda") for r in self.rows):
             lines += plan_lines((self.rates or load_rates()).gpu_speedup)
-        maybe = [ln for ln in (self.over_time(r, certain=False) for r in self.rows) if ln]
-        if maybe:
-            lines += ["", f"time limits: {len(maybe)} job(s) estimated above their limit (the low end of the range "
-                      "is below it, so they may still finish):"] + [f"  {ln}" for ln in maybe]
+        over = self.time_lines()
+        if over:
+            lines += ["", f"time limits: {len(over)} job(s) estimated past their limit (the whole notebook; a job is "
+                      "stopped there):"] + [f"  {ln}" for ln in over]
         short = self.shortfalls()
-        lines += ["", f"does not fit: {len(short)} problem(s), jobs that cannot run as planned:" if short else "fits."]
+        fits = "fits." if not over else (f"fits in memory and disk; {len(over)} job(s) estimated past their time "
+                                         "limit (above).")
+        lines += ["", f"does not fit: {len(short)} problem(s), jobs that cannot run as planned:" if short else fits]
         unfit = self.unfit()
         advised = set()
         for s_ in short:
             lines.append(f"  {s_}")
             label = s_.split(": ", 1)[0]
-            if label in unfit and label not in advised and ": time: " not in s_:  # a time line says its own remedy
+            if label in unfit and label not in advised:
                 advised.add(label)
                 row = next(r for r in self.rows if r.label == label)
                 lines += [f"      to fit: {a}" for a in self.advice(row)]
