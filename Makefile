@@ -34,7 +34,7 @@ report: setup
 	$(PY) run_all.py --profile $(PROFILE) $(RUN_ARGS)
 
 test: setup
-	$(PY) -m pytest -m "not gpu and not families and not fakecuda" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not gpu and not families and not fakecuda and not external" $(PYTEST_ARGS)
 
 # notebooks 01/02/06 on a tiny model of every model_type of the family registry (CI's second step)
 test-families: setup
@@ -59,6 +59,8 @@ test-gpu: setup
 # printed are the port it serves on. JUPYTER_CONFIG_PATH: scripts/jupyter/labconfig/page_config.json turns
 # off Lab's announcements plugin (no "get notified about news?" prompt, no update check).
 lab: setup
+	@case "$(LAB_PORT)" in ''|*[!0-9]*) echo "[lab] error: LAB_PORT=$(LAB_PORT) is not a port number; give one from 1024 to 65535: make lab LAB_PORT=8888"; exit 2;; esac; \
+	  if [ "$(LAB_PORT)" -lt 1024 ] || [ "$(LAB_PORT)" -gt 65535 ]; then echo "[lab] error: LAB_PORT=$(LAB_PORT) is not a port number; give one from 1024 to 65535: make lab LAB_PORT=8888"; exit 2; fi
 	@$(PY) -c "import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$(LAB_IP)', $(LAB_PORT)))" 2>/dev/null \
 	  || { echo "[lab] error: port $(LAB_PORT) on $(LAB_IP) is in use (another Jupyter?); stop it or pick another: make lab LAB_PORT=$$(( $(LAB_PORT) + 1 ))"; exit 2; }
 	@echo "[lab] on $(LAB_IP):$(LAB_PORT); from a laptop: ssh -N -L $(LAB_PORT):127.0.0.1:$(LAB_PORT) <user>@<this box>," \

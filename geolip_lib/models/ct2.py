@@ -54,6 +54,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+import torch
+from transformers import WhisperConfig, WhisperForConditionalGeneration
 
 __all__ = ["MAX_BYTES", "read", "to_whisper_state_dict", "whisper_config", "convert", "whisper_name_map"]
 
@@ -311,7 +313,6 @@ def _scalar(v: dict, name: str) -> int:
 
 def whisper_config(variables: dict, aliases: Optional[dict] = None, ct2_config: Optional[dict] = None):
     """A ``transformers.WhisperConfig`` with the sizes inferred from the shapes and the ``num_heads`` scalars."""
-    from transformers import WhisperConfig
 
     v = _resolve(variables, aliases)
     for k in ("encoder/conv1/weight", "encoder/position_encodings/encodings", "decoder/embeddings/weight",
@@ -365,7 +366,6 @@ def to_whisper_state_dict(variables: dict, config=None, aliases: Optional[dict] 
     ``config``: a WhisperConfig (or dict) giving d_model; None infers it (:func:`whisper_config`).
     A variable the map does not know is refused by name (one line).
     """
-    import torch
 
     v = dequantize(variables)  # before the aliases: an aliased weight (the tied projection) uses its target's scale
     v.pop(DEQUANTIZED, None)
@@ -410,8 +410,6 @@ def convert(model_dir, out_dir) -> Path:
     bounded to 1 MiB) gives the suppress tokens only; sizes come from the shapes (module docstring).
     Returns ``out_dir``.
     """
-    import torch
-    from transformers import WhisperForConditionalGeneration
 
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     spec, revision, variables, aliases = read(model_dir / "model.bin")

@@ -43,6 +43,11 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
+import onnx
+import torch
+from google.protobuf.message import DecodeError
+from onnx import numpy_helper
+from transformers import Dinov2Config, Dinov2Model
 
 __all__ = ["MAX_BYTES", "SOURCE_INFO", "LeftOut", "OnnxImportError", "convert", "infer_config", "read"]
 
@@ -91,8 +96,6 @@ def _regular_file(path: Path, max_bytes: int, what: str) -> os.stat_result:
 
 
 def _load_proto(path: Path, max_bytes: int):
-    import onnx
-    from google.protobuf.message import DecodeError
 
     _regular_file(path, max_bytes, "ONNX file")
     try:
@@ -132,8 +135,6 @@ def _external(t, folder: Path, budget: list[int]) -> bytes:
 
 def _array(t, folder: Path, budget: list[int]) -> np.ndarray:
     """An initializer as a numpy array, after checking that its data holds exactly dims x dtype."""
-    import onnx
-    from onnx import numpy_helper
 
     dims = tuple(int(d) for d in t.dims)
     if any(d < 0 for d in dims):
@@ -175,8 +176,6 @@ def _scope(node_name: str) -> Optional[str]:
 
 
 def _target_keys(cfg) -> dict[str, tuple]:
-    import torch
-    from transformers import Dinov2Model
 
     with torch.device("meta"):
         return {k: tuple(v.shape) for k, v in Dinov2Model(cfg).state_dict().items()}
@@ -334,8 +333,6 @@ def read(path: str | os.PathLike, prefix: str = "backbone", max_bytes: int = MAX
 def _layernorm_eps(path: Path, prefix: str) -> Optional[float]:
     """The epsilon of the final LayerNorm as exported: a LayerNormalization's attribute, or the scalar
     added to the variance in its decomposition (``/prefix/layernorm/Add``)."""
-    import onnx
-    from onnx import numpy_helper
 
     model = onnx.load_model(str(path), load_external_data=False)
     scope = f"/{prefix}/layernorm/" if prefix else "/layernorm/"
@@ -415,8 +412,6 @@ def convert(onnx_path: str | os.PathLike, out_dir: str | os.PathLike, config: Ma
     checked against any given; ``layer_norm_eps`` is read from the graph when not given (else
     Dinov2's 1e-6); the rest (``hidden_act`` ...) keep Dinov2Config's defaults unless given.
     """
-    import torch
-    from transformers import Dinov2Config, Dinov2Model
 
     onnx_path, out_dir = Path(onnx_path), Path(out_dir)
     state, left_out, notes = read(onnx_path, prefix=prefix, max_bytes=max_bytes)

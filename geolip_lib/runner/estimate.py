@@ -101,6 +101,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -372,12 +373,36 @@ class Fit:
         return self.fixed + sum(self.rates.get(k, 0.0) * features.get(k, 0.0) for k in self.rates)
 
 
+MAX_JOB_SECONDS = 30 * 24 * 3600  # a measured job of more than 30 days is a damaged row, not a measurement
+
+
+def _good_seconds(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= MAX_JOB_SECONDS and math.isfinite(x)
+
+
 def load_timings(directory: Path = TIMINGS_DIR) -> list[dict]:
-    """The measured jobs of ``timings/*.json`` (rows with notebook, model, profile, drivers, seconds, clock)."""
+    """The measured jobs of ``timings/*.json`` (rows with notebook, model, profile, drivers, seconds, clock).
+    A file that is not JSON, or a row without a notebook, drivers or finite seconds in (0, 30 days], is left out
+    with one line on stderr naming it (issue 39: NaN or negative seconds ended every plan in a traceback)."""
     rows = []
     for f in sorted(Path(directory).glob("*.json")):
-        data = json.loads(f.read_text(encoding="utf-8"))
-        for r in data.get("rows", []):
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+            found = data.get("rows", []) if isinstance(data, dict) else None
+        except (OSError, ValueError) as exc:
+            found, why = None, str(exc)[:80]
+        else:
+            why = "its rows are not a list"
+        if not isinstance(found, list):
+            print(f"warning: timings/{f.name} left out: {why}", file=sys.stderr)
+            continue
+        for i, r in enumerate(found):
+            if not (isinstance(r, dict) and isinstance(r.get("notebook"), str) and isinstance(r.get("drivers"), dict)
+                    and _good_seconds(r.get("seconds"))):
+                secs = r.get("seconds") if isinstance(r, dict) else None
+                print(f"warning: timings/{f.name} row {i} left out: seconds {secs!r} (expected a number in "
+                      f"(0, {MAX_JOB_SECONDS}]) or no notebook / drivers", file=sys.stderr)
+                continue
             rows.append(dict(r, file=f.name))
     return rows
 
@@ -461,14 +486,20 @@ def collect_timings(root: Path, profile: str, cores: int = CORES, null_share_was
             t = read_json(root, d / TIMING)
         except (FileNotFoundError, RootReadError):
             continue
-        wall = sum(float(t.get(k) or 0) for k in ("preflight_s", "kernel_start_s", "notebook_s"))
-        cpu, load = t.get("kernel_cpu_s"), t.get("load_1m")
-        share = min(1.0, k * cores / float(load)) if load else 1.0
-        if cpu:  # the kernel's CPU seconds + the runner's preflight (wall, scaled like a wall time)
-            secs, clock = float(cpu) + float(t.get("preflight_s") or 0) * share, "cpu"
-        elif load:
-            secs, clock = wall * share, "wall-load"
-        else:
+        try:
+            wall = sum(float(t.get(k) or 0) for k in ("preflight_s", "kernel_start_s", "notebook_s"))
+            cpu, load = t.get("kernel_cpu_s"), t.get("load_1m")
+            share = min(1.0, k * cores / float(load)) if load else 1.0
+            if cpu:  # the kernel's CPU seconds + the runner's preflight (wall, scaled like a wall time)
+                secs, clock = float(cpu) + float(t.get("preflight_s") or 0) * share, "cpu"
+            elif load:
+                secs, clock = wall * share, "wall-load"
+            else:
+                continue
+        except (TypeError, ValueError, ZeroDivisionError, AttributeError):
+            secs, clock = float("nan"), "unreadable"
+        if not _good_seconds(secs):  # a hand-edited job_timing.json (NaN, negative): never written into timings/
+            print(f"warning: {d}: job_timing.json gives {secs!r} seconds; left out", file=sys.stderr)
             continue
         rule = RULES.get(job.notebook) or GENERIC_MODEL_RULE
         infos = [model_info(m) for m in _models_of(job, rule, notebook_defaults)]

@@ -399,6 +399,10 @@ def publish(partial: Path, final: Path, root: Path) -> None:
     if os.path.islink(partial) or not partial.is_dir():
         raise UnsafePathError(f"{partial} is not a directory the runner wrote; nothing was published")
     check_root(root)
+    if os.path.isdir(final) and not os.path.islink(final) and not (
+            os.path.lexists(os.path.join(final, "metrics.json")) or os.path.lexists(os.path.join(final, FINGERPRINT))):
+        raise UnsafePathError(f"{final} holds no geolip result (no metrics.json): it was not replaced; move it away "
+                              "or pass another --out")
     old = final.parent / f".{final.name}.old"
     remove_entry(old)
     if os.path.lexists(final):

@@ -26,7 +26,8 @@ from .parameters import (ANY, EXPRESSION, RangeSyntaxError, check_value, compile
                          range_problem)
 from .parameters import coerce_parameter  # noqa: F401 - re-exported (run_all, tests)
 from .resume import FINGERPRINT, fingerprint, is_done, job_models, stale_reasons  # noqa: F401 - re-exported
-from .root_record import (ROOT_PROFILE, check_report_root, claim_root, root_profile)  # noqa: F401 - re-exported
+from .root_record import (ROOT_PROFILE, check_ours, check_report_root, claim_root,  # noqa: F401 - re-exported
+                          root_profile)
 
 
 #: the longest job id: it is a folder name, and ``.<id>.partial`` must stay under the 255 bytes a
@@ -60,6 +61,7 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
         if not entry.per_model and not entry.jobs:
             specs = [("all", None, {})]
         seen: set[str] = set()
+        folded: dict[str, str] = {}  # lower-cased id -> the first id seen
         for job_id, _, _ in specs:  # one result directory per job id
             if isinstance(job_id, str) and len(job_id) > MAX_JOB_ID:
                 problems.append(f"profile '{prof.name}': notebook {nb}: job id '{job_id[:40]}...' is {len(job_id)} "
@@ -69,7 +71,13 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
                 problems.append(f"profile '{prof.name}': notebook {nb}: job id '{job_id}' twice (two jobs would "
                                 f"share {nb}/{job_id}/ and one would delete the other's result); give each job "
                                 f"its own id:")
+            elif isinstance(job_id, str) and job_id.lower() in folded:  # one folder on a case-insensitive disk
+                problems.append(f"profile '{prof.name}': notebook {nb}: job ids '{folded[job_id.lower()]}' and "
+                                f"'{job_id}' differ only in case (one folder on macOS / Windows disks, where one "
+                                "result would replace the other); give them ids that differ in more than case")
             seen.add(job_id)
+            if isinstance(job_id, str):
+                folded.setdefault(job_id.lower(), job_id)
         if extra and entry.per_model and "MODEL" in notebook_parameters(nb):
             specs += [(m, m, {}) for m in extra if m not in seen]
         if notebooks and nb not in notebooks:

@@ -24,7 +24,7 @@ from ..models.preflight import check_stored_model
 from ..params import load_model_params
 from ..paths import REPORTS
 from .execute import execute_job, job_paths, kill_all_kernels, recover
-from .jobs import (Job, JobResult, claim_root, job_models, jobs_for_profile, notebook_defaults, stale_reasons,
+from .jobs import (Job, JobResult, check_ours, claim_root, job_models, jobs_for_profile, notebook_defaults, stale_reasons,
                    with_timeout)
 from .lock import RunError, prepare_root, run_lock
 from .plan import check_fit, make_plan
@@ -195,7 +195,9 @@ def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optio
     """
     console = console or sys.stderr
     jobs = with_timeout(jobs_for_profile(profile, models, notebooks), timeout)  # --timeout: the run's job limit
-    out_root = prepare_root(Path(out_root) if out_root else REPORTS / Path(profile).stem).resolve()
+    out_root = Path(out_root) if out_root else REPORTS / Path(profile).stem
+    check_ours(out_root)  # an existing folder of someone's own files is never written into (one line)
+    out_root = prepare_root(out_root).resolve()
     try:
         return _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, check_plan,
                            executor_options, {"models": list(models) if models else None,

