@@ -98,7 +98,7 @@ def random_init_table(lm: Any, seed: int) -> torch.Tensor:
         name = None
     if name is None:
         return lm.random_init(seed=seed).input_embeddings()
-    return store.get(name, dtype=torch.float32)
+    return store.get(name, dtype=torch.float32).cpu()  # drawn where the model is (a GPU's stream), read on the host
 
 
 def random_init_tables(lm: Any, twin: Any = None):
