@@ -34,7 +34,6 @@ number of attention heads cannot be read from shapes and must be given in ``conf
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -48,6 +47,8 @@ import torch
 from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 from transformers import Dinov2Config, Dinov2Model
+
+from ..provenance import file_sha256
 
 __all__ = ["MAX_BYTES", "SOURCE_INFO", "LeftOut", "OnnxImportError", "convert", "infer_config", "read"]
 
@@ -394,14 +395,6 @@ def infer_config(state: Mapping[str, np.ndarray], given: Mapping[str, Any]) -> d
     return {**dict(given), **inferred}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def convert(onnx_path: str | os.PathLike, out_dir: str | os.PathLike, config: Mapping[str, Any],
             prefix: str = "backbone", max_bytes: int = MAX_BYTES) -> dict:
     """Write the Dinov2 backbone of ``onnx_path`` as a ``save_pretrained`` folder ``out_dir``
@@ -438,7 +431,7 @@ def convert(onnx_path: str | os.PathLike, out_dir: str | os.PathLike, config: Ma
     model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()}, strict=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
-    info = {"onnx_file": onnx_path.name, "sha256": _sha256(onnx_path), "size": onnx_path.stat().st_size,
+    info = {"onnx_file": onnx_path.name, "sha256": file_sha256(onnx_path), "size": onnx_path.stat().st_size,
             "prefix": prefix, "dtypes": sorted(dtypes), "notes": notes,
             "left_out": [{"name": lo.name, "shape": list(lo.shape), "consumers": list(lo.consumers)}
                          for lo in left_out]}
