@@ -24,7 +24,9 @@ from .hf import blocks_at, seq2seq_hidden
 from .spec import FamilySpec, Sizes
 
 _L = r"(?:^|\.)(?P<stack>encoder|decoder)\.layers\.(?P<layer>\d+)\."
-RULES = rules(
+#: the per-layer rows BART's layout shares with Whisper's (families/whisper.py): self- and cross-attention,
+#: fc1 / fc2 and the three layer norms of each block
+LAYER_ROWS = (
     (_L + r"self_attn\.q_proj\.", "q", None, "self"),
     (_L + r"self_attn\.k_proj\.", "k", None, "self"),
     (_L + r"self_attn\.v_proj\.", "v", None, "self"),
@@ -36,6 +38,9 @@ RULES = rules(
     (_L + r"fc1\.", "mlp_in", None),
     (_L + r"fc2\.", "mlp_out", None),
     (_L + r"(?:self_attn_layer_norm|encoder_attn_layer_norm|final_layer_norm)\.", "norm", None),
+)
+RULES = rules(
+    *LAYER_ROWS,
     (r"(?:^|\.)shared\.weight$", "embed", None),
     (r"(?:^|\.)(?P<stack>encoder|decoder)\.embed_(?:tokens|positions)\.weight$", "embed", None),
     (r"(?:^|\.)(?P<stack>encoder|decoder)\.(?:layernorm_embedding|layer_norm)\.", "norm", None),

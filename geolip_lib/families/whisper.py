@@ -32,22 +32,12 @@ import numpy as np
 import torch
 
 from ..checkpoints.rules import Heads, build, need, rules
+from .bart import LAYER_ROWS
 from .hf import blocks_at
 from .spec import FamilySpec, Sizes, hidden_to_cpu
 
-_L = r"(?:^|\.)(?P<stack>encoder|decoder)\.layers\.(?P<layer>\d+)\."
 RULES = rules(
-    (_L + r"self_attn\.q_proj\.", "q", None, "self"),
-    (_L + r"self_attn\.k_proj\.", "k", None, "self"),
-    (_L + r"self_attn\.v_proj\.", "v", None, "self"),
-    (_L + r"self_attn\.out_proj\.", "o", None, "self"),
-    (_L + r"encoder_attn\.q_proj\.", "q", None, "cross"),
-    (_L + r"encoder_attn\.k_proj\.", "k", None, "cross"),
-    (_L + r"encoder_attn\.v_proj\.", "v", None, "cross"),
-    (_L + r"encoder_attn\.out_proj\.", "o", None, "cross"),
-    (_L + r"fc1\.", "mlp_in", None),
-    (_L + r"fc2\.", "mlp_out", None),
-    (_L + r"(?:self_attn_layer_norm|encoder_attn_layer_norm|final_layer_norm)\.", "norm", None),
+    *LAYER_ROWS,  # the same per-layer names as BART's
     (r"(?:^|\.)(?P<stack>encoder|decoder)\.embed_(?:tokens|positions)\.weight$", "embed", None),
     (r"(?:^|\.)(?P<stack>encoder|decoder)\.layer_norm\.", "norm", None),
     (r"(?:^|\.)encoder\.conv[12]\.", "other", None, None, "log-mel convolution front end"),
