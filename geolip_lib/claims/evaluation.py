@@ -31,7 +31,7 @@ from .schema import PATH_FIELDS, render_sentence
 from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null)
 
 __all__ = ["evaluate", "summarize", "readings", "required_jobs", "missing_jobs", "trained", "dequantized",
-           "pipeline_checks", "READING_DISAGREES"]
+           "pipeline_checks", "READING_DISAGREES", "forced_balance"]
 
 #: the verdict over a claim's readings when they disagree (a reading of the seed's words decides it)
 READING_DISAGREES = "undecided (reading)"
@@ -150,6 +150,35 @@ def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _span_int(v: list[int]) -> str:
+    return f"{min(v)}" if min(v) == max(v) else f"{min(v)}–{max(v)}"
+
+
+def forced_balance(h: Mapping) -> Optional[dict]:
+    """What a value forced by shape is made of (issue 37): the balance of the NONZERO eigenvalues
+    n_pos / (n_pos + n_neg), with the counts of positive, negative and (round-off) zero
+    eigenvalues per layer (``eigen_counts`` of the record), instead of a number such as 0.5001
+    (n_pos / inner: the forced third plus the signs of round-off zeros) that reads like "locked at
+    0.500". Returns ``{"balance", "n_pos", "n_neg", "n_zero" (per layer), "layers", "text"}``, or
+    ``{"balance", "text"}`` from the project's form alone (no counts recorded), or None."""
+    c = h.get("eigen_counts") if isinstance(h.get("eigen_counts"), Mapping) else {}
+    pos, neg, zero = (list(c.get(k) or []) for k in ("n_pos", "n_neg", "n_zero"))
+    if pos and len(pos) == len(neg) == len(zero) and all(p + n > 0 for p, n in zip(pos, neg)):
+        bal = [p / (p + n) for p, n in zip(pos, neg)]
+        b = sum(bal) / len(bal)
+        every = "in every one of" if min(bal) == max(bal) else "averaged over"
+        return {"balance": b, "n_pos": pos, "n_neg": neg, "n_zero": zero, "layers": len(pos),
+                "text": (f"the balance of the nonzero eigenvalues n_pos / (n_pos + n_neg) is {b:.4g} {every} "
+                         f"{len(pos)} layers ({_span_int(pos)} positive, {_span_int(neg)} negative, "
+                         f"{_span_int(zero)} zero per layer)")}
+    p = h.get("project") if isinstance(h.get("project"), Mapping) else {}
+    if _is_num(p.get("value")):
+        return {"balance": float(p["value"]),
+                "text": f"the balance of the nonzero eigenvalues n_pos / (n_pos + n_neg) is {p['value']:.4g} "
+                        "(no per-layer counts recorded)"}
+    return None
+
+
 def _fold_nulls(c: Claim, form: Form, rule: Rule, verdict: str, reason: str, value: float, lo, hi, exact: bool,
                 nulls: Mapping[str, dict], fmt: Optional[str]) -> tuple[str, str, str]:
     """(verdict, reason, null sentence) once the nulls are folded in: every null that bears on the
@@ -209,8 +238,10 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
     nulls = _nulls(h)
     pw = None
     deq = dequantized(data)
+    forced = forced_balance(h) if h.get("forced_by_shape") else None
     if h.get("forced_by_shape"):
-        verdict, reason, sentence = FORCED, (f"forced by shape: {h['forced_by_shape']}; kept out of the verdict"), ""
+        verdict, reason, sentence = FORCED, (f"forced by shape: {h['forced_by_shape']}"
+                                             + (f"; {forced['text']}" if forced else "") + "; kept out of the verdict"), ""
     elif h.get("found") is False:
         verdict, reason, pw = _power_verdict(c, form, h, data)
         sentence = ""
@@ -235,6 +266,7 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
         "nulls": "; ".join(f"{k}: {_show(n, c.scale, c.unit)}" for k, n in nulls.items()),
         "null values": {k: n.get("value") for k, n in nulls.items()},
         "verdict": verdict, "reason": reason, "null explains": sentence, "power": pw, "dequantized": deq,
+        "forced": forced,
     })
     return row
 
@@ -246,7 +278,7 @@ def _base(c: Claim, fi: int, form: Form, model: str, job: str, seed_model: bool,
             "model": model, "job": job, "scope": "", "seed model": seed_model, "seed value": c.seed_value,
             "measured": "–", "value": None, "lo": None, "hi": None, "kind": None, "project definition": "",
             "nulls": "", "null values": {}, "verdict": NOT_TESTED, "reason": reason,
-            "rule": (rule or form.rule).text, "null explains": "", "power": None, "dequantized": None,
+            "rule": (rule or form.rule).text, "null explains": "", "power": None, "dequantized": None, "forced": None,
             "note": form.note}
 
 

@@ -123,6 +123,10 @@ def _g(x: float) -> str:
     return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2g}"
 
 
+def _ispan(v: Sequence[int]) -> str:
+    return f"{min(v)}" if min(v) == max(v) else f"{min(v)}–{max(v)}"
+
+
 def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -146,12 +150,17 @@ def _cell(c: Claim, mine: list[dict]) -> dict:
         text = f"{_g(min(vals))}–{_g(max(vals))}{unit} ({len(nums)} scopes)"
     else:
         text = "–"
+    fb = next((r["forced"] for r in rows if r.get("forced")), None)
+    if verdict == FORCED and fb:  # not 0.5001 (n_pos / inner, round-off zeros' signs in it): the nonzero balance
+        text = f"nonzero balance {fb['balance']:.4g}" + (
+            f" ({_ispan(fb['n_pos'])}+ / {_ispan(fb['n_neg'])}− / {_ispan(fb['n_zero'])} zero per layer, "
+            f"{fb['layers']} layers)" if fb.get("layers") else "")
     deq = next((r.get("dequantized") for r in rows if r.get("dequantized")), None)
     reading = rows[0]["reading"] if rows else ""
     others = sorted({r["reading"] for r in mine if r["form"] in measured and r["form"] != fi})
     why = "; ".join(dict.fromkeys(f"{r['scope'] + ': ' if r['scope'] else ''}{r['reason']}" for r in rows
                                   if r.get("reason")))
-    return {"verdict": verdict, "text": text, "values": [r["value"] * c.scale for r in nums],
+    return {"verdict": verdict, "text": text, "forced": fb, "values": [r["value"] * c.scale for r in nums],
             "dequantized": deq, "reading": reading, "other readings": others, "reason": why,
             "null values": [(k, v * c.scale) for r in nums for k, v in (r.get("null values") or {}).items()
                             if _is_num(v)]}

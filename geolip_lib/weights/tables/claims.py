@@ -88,6 +88,11 @@ def _qk_claim(summary: Mapping, null, scope: str, *, seed: int, n_boot: int) -> 
         out[key] = h
     seed_h = out["seed"]
     seed_h["project"] = out["project"]
+    counts = {k: get(summary, "qk", scope, k) for k in ("n_pos", "n_neg", "n_zero")}
+    if all(isinstance(v, list) and v for v in counts.values()):
+        # the eigenvalue counts per layer of sym(W_Qᵀ W_K), round-off zeros counted as zero: where the
+        # shapes force the balance, the page prints these and the balance of the nonzero ones (issue 37)
+        seed_h["eigen_counts"] = {k: [int(x) for x in v] for k, v in counts.items()}
     return seed_h
 
 

@@ -61,3 +61,47 @@ def test_a_forced_value_is_kept_out_of_the_stand_ins_range(forced_root):
     m = claims_tables.matrix(claims.evaluate(forced_root))
     line = m["bottom line"]["qk_cross_balance"]
     assert "0.52" not in line and "on 6 trained stand-ins it is 0.5," in line, line
+
+
+def test_a_forced_cell_prints_the_nonzero_balance_with_the_counts(forced_root):
+    # SmolLM2: n_pos / inner = 0.5001 (192 forced positives plus the signs of round-off zeros) reads like
+    # "locked at 0.500"; the cell prints the nonzero eigenvalues' balance (exactly 0.5) and the counts
+    counts = {"n_pos": [192] * 30, "n_neg": [192] * 30, "n_zero": [192] * 30}
+    _write_job(forced_root, "02_weight_topology", FORCED_MODEL, {"qk_self_balance": {"decoder/self": _h(
+        0.5001, exact=True, per_layer=[0.5001] * 30, eigen_counts=counts,
+        forced_by_shape="forced by shape (2·n_kv_heads·head_dim = 2·3·64 = 384 ≤ d = 576)")}})
+    rows = claims.evaluate(forced_root)
+    row = next(r for r in rows if r["claim"] == "qk_cross_balance" and r["model"] == FORCED_MODEL)
+    assert row["forced"]["balance"] == 0.5 and row["forced"]["layers"] == 30
+    assert "192 positive, 192 negative, 192 zero per layer" in row["reason"], row["reason"]
+    cell = claims_tables.matrix(rows)["cells"][("qk_cross_balance", FORCED_MODEL)]
+    assert cell["verdict"] == claims.FORCED
+    assert cell["text"] == "nonzero balance 0.5 (192+ / 192− / 192 zero per layer, 30 layers)", cell["text"]
+    assert "0.5001" not in cell["text"]
+
+
+def test_forced_balance_reads_varying_counts_and_falls_back_to_the_project_form():
+    from geolip_lib.claims.evaluation import forced_balance
+    fb = forced_balance({"eigen_counts": {"n_pos": [3, 2], "n_neg": [1, 2], "n_zero": [0, 0]}})
+    assert fb["balance"] == pytest.approx((0.75 + 0.5) / 2) and "averaged over 2 layers" in fb["text"]
+    assert "2–3 positive" in fb["text"]
+    fb = forced_balance({"project": {"value": 0.5}})
+    assert fb["balance"] == 0.5 and "no per-layer counts" in fb["text"]
+    assert forced_balance({"value": 0.5001}) is None
+
+
+def test_the_battery_claim_carries_the_eigenvalue_counts_the_cell_prints():
+    # grouped-query attention by construction (16 query heads over 4 key heads of 16 dims, d = 160): the
+    # rank of W_Qᵀ W_K is at most 64, so sym(W_Qᵀ W_K) has 64 positive, 64 negative and 32 zero eigenvalues
+    from tests.unit.weights.test_qk_forced import _aligned_gqa, _block
+    from geolip_lib.weights.battery.qk import qk_block
+    from geolip_lib.weights.tables.claims import _qk_claim
+    from geolip_lib.claims.evaluation import forced_balance
+    rows = [qk_block(_block(16, 4, 16), *_aligned_gqa(s))[0] for s in (0, 1)]
+    summary = {"qk": {"decoder/self": {k: [r[k] for r in rows] for k in ("seed_pos_frac", "balance", "n_pos",
+                                                                          "n_neg", "n_zero")}
+                      | {"forced_by_shape": rows[0]["forced_by_shape"]}}}
+    h = _qk_claim(summary, None, "decoder/self", seed=0, n_boot=10)
+    assert h["eigen_counts"] == {"n_pos": [64, 64], "n_neg": [64, 64], "n_zero": [32, 32]}
+    fb = forced_balance(h)
+    assert fb["balance"] == 0.5 and "64 positive, 64 negative, 32 zero per layer" in fb["text"]
