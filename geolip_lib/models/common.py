@@ -19,6 +19,7 @@ from transformers.core_model_loading import revert_weight_conversion
 from transformers.utils import logging as tlog
 
 from ..families import spec
+from ..provenance import file_sha256
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -34,6 +35,15 @@ def model_class(family: str):
 
 def weights_hash(obj: Any) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def source_key(key: str, files) -> str:
+    """A derived copy's cache key (``key``: what the copy is: params, layout, rounding) joined with
+    the sha256 of the ``files`` it is derived from (``provenance.file_sha256``, cached by path,
+    size and mtime): a checkpoint re-saved in place (fine-tuned, retrained) gets a new copy, never
+    the old one under the new file's provenance. ``key`` itself when there are no files."""
+    found = sorted((Path(f).name, file_sha256(f)) for f in files if Path(f).is_file())
+    return weights_hash([key, found]) if found else key
 
 
 def short_error(exc: BaseException, n: int = 160) -> str:

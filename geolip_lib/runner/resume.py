@@ -35,7 +35,18 @@ def fingerprint(job: Job) -> dict:
         f = model_file(m)
         models[m] = _sha(f.read_bytes()) if f.exists() else None
     return {"notebook": notebook_digest(job.notebook), "parameters": job.parameters, "model": job.model,
-            "model_params": models, "library": library_hash()}
+            "model_params": models, "weights": {m: _weights(m) for m in models}, "library": library_hash()}
+
+
+def _weights(name: str) -> dict:
+    """``{file: sha256}`` of a model's weight files (``preflight.weight_digests``); {} when its params
+    do not load (the job's preflight names that)."""
+    from ..models.preflight import weight_digests  # torch and transformers: only when a job has a model
+
+    try:
+        return weight_digests(_params.load_model_params(name))
+    except (OSError, ValueError, RuntimeError):  # ParamsError is a ValueError, ModelLoadError a RuntimeError
+        return {}
 
 
 def stale_reasons(job: Job, out_root: Path) -> list[str]:
@@ -67,6 +78,12 @@ def stale_reasons(job: Job, out_root: Path) -> list[str]:
     for m, h in new["model_params"].items():
         if om.get(m) != h:
             why.append(f"{_params._rel(model_file(m))} changed")
+    ow = old.get("weights") if isinstance(old.get("weights"), dict) else {}
+    for m, files in new["weights"].items():
+        was = ow.get(m) if isinstance(ow.get(m), dict) else {}
+        changed = sorted(f for f in set(files) | set(was) if files.get(f) != was.get(f))
+        if changed:
+            why.append(f"weights of {m} changed: {', '.join(changed[:3])}" + (" ..." if len(changed) > 3 else ""))
     if old.get("library") != new["library"]:
         why.append("geolip_lib code changed")
     if reads_other_jobs(job.notebook):
