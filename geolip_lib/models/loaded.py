@@ -18,7 +18,7 @@ from ..params import ModelParams
 from ..checkpoints.store import TensorStore
 from . import twin
 from .common import (DTYPES, ModelLoadError, checkpoint_state, has_safetensors, quiet_transformers, safetensors_problems,
-                     saver, untie_output, weights_hash)
+                     saver, source_key, untie_output, weights_hash)
 from .tokenizers import _atomic_dir
 
 
@@ -105,7 +105,8 @@ class LoadedModel:
     def weights_dir(self) -> Path:
         """Directory holding this model's ``*.safetensors`` (written to ``.cache/`` on first use if needed)."""
         if not has_safetensors(self._weights_dir):
-            target = cache_root() / "safetensors" / f"{self.name}-{self._weights_key or weights_hash(self.params.model_dump())}"
+            key = source_key(self._weights_key or weights_hash(self.params.model_dump()), self.source_files)
+            target = cache_root() / "safetensors" / f"{self.name}-{key}"  # keyed by the source files' sha256 too
             if self._save_weights is None:
                 raise ModelLoadError(f"model '{self.name}': no safetensors directory and no way to write one")
             bad = safetensors_problems(target) if target.is_dir() else []
