@@ -278,7 +278,7 @@ def _base(c: Claim, fi: int, form: Form, model: str, job: str, seed_model: bool,
             "model": model, "job": job, "scope": "", "seed model": seed_model, "seed value": c.seed_value,
             "measured": "–", "value": None, "lo": None, "hi": None, "kind": None, "project definition": "",
             "nulls": "", "null values": {}, "verdict": NOT_TESTED, "reason": reason,
-            "rule": (rule or form.rule).text, "null explains": "", "power": None, "dequantized": None, "forced": None,
+            "rule": (rule or form.rule).text, "null explains": "", "power": None, "dequantized": None, "forced": None, "stand-in reading": "",
             "note": form.note}
 
 
@@ -346,6 +346,14 @@ def _records(c: Claim, form: Form, data: Mapping, seed_model: bool) -> tuple[Opt
     return rec or None, False
 
 
+def standin_reading(form: Form) -> str:
+    """What a stand-in's ``standin_record`` reads instead of the claim's quantity (issue 37: the
+    "cross-attention QK balance" row was read on encoders' self-attention, and said nothing)."""
+    kind = form.standin_record.split("_")[1]  # qk_self_balance -> "self"
+    return (f"a stand-in reading of {kind}-attention (the model has no {form.record.split('_')[1]}-attention; "
+            f"metrics.claims.{form.standin_record})")
+
+
 def evaluate(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = None,
              seed_models_only: bool = False) -> list[dict]:
     """One row per (claim, reading, model, scope) recorded under the report root ``root``, plus
@@ -388,6 +396,9 @@ def evaluate(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = 
                 for scope in scopes:
                     if isinstance(rec[scope], Mapping):
                         rows.append(_row(c, fi, form, model, job, scope, rec[scope], seed_model, jobs[model]))
+                        if standin:  # the claim's own quantity is absent: a different attention is read
+                            rows[-1]["stand-in reading"] = standin_reading(form)
+                            rows[-1]["reason"] = f"{rows[-1]['stand-in reading']}; {rows[-1]['reason']}"
             for m in form.models:
                 if m not in jobs:
                     rows.append(_base(c, fi, form, m, f"{form.notebook}/{m}", True,

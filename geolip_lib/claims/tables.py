@@ -155,12 +155,15 @@ def _cell(c: Claim, mine: list[dict]) -> dict:
         text = f"nonzero balance {fb['balance']:.4g}" + (
             f" ({_ispan(fb['n_pos'])}+ / {_ispan(fb['n_neg'])}− / {_ispan(fb['n_zero'])} zero per layer, "
             f"{fb['layers']} layers)" if fb.get("layers") else "")
+    stand_in = next((r["stand-in reading"] for r in rows if r.get("stand-in reading")), "")
+    if stand_in and text != "–":  # the cell says which attention it read (issue 37)
+        text += f" · read on {stand_in.split(' (')[0].rsplit(' of ', 1)[-1]}"
     deq = next((r.get("dequantized") for r in rows if r.get("dequantized")), None)
     reading = rows[0]["reading"] if rows else ""
     others = sorted({r["reading"] for r in mine if r["form"] in measured and r["form"] != fi})
     why = "; ".join(dict.fromkeys(f"{r['scope'] + ': ' if r['scope'] else ''}{r['reason']}" for r in rows
                                   if r.get("reason")))
-    return {"verdict": verdict, "text": text, "forced": fb, "values": [r["value"] * c.scale for r in nums],
+    return {"verdict": verdict, "text": text, "forced": fb, "stand-in reading": stand_in, "values": [r["value"] * c.scale for r in nums],
             "dequantized": deq, "reading": reading, "other readings": others, "reason": why,
             "null values": [(k, v * c.scale) for r in nums for k, v in (r.get("null values") or {}).items()
                             if _is_num(v)]}
@@ -256,6 +259,13 @@ def bottom_line(c: Claim, m: dict) -> str:
         second = (f"on {n} trained stand-in{'s' if n > 1 else ''} it is "
                   + (_span(vals, c.unit) + _where(c, vals) if vals else "measured")
                   + f" ({_tally(stand, [x for x, _ in named])})")
+        other = {}  # the stand-ins that read a different quantity (self- for cross-attention), by reading
+        for x, cl in named:
+            if cl.get("stand-in reading"):
+                other.setdefault(cl["stand-in reading"].split(" (")[0], []).append(x)
+        for what, xs in other.items():
+            second += (f" — {'all' if len(xs) == n else f'{len(xs)} of'} {'them' if n > 1 else 'it'}: "
+                       f"{what} ({', '.join(xs)}), not the claim's own quantity")
     else:
         second = "no trained stand-in measured it"
     bearing = [display_null(n) for n in c.nulls]

@@ -76,7 +76,8 @@ def test_a_forced_cell_prints_the_nonzero_balance_with_the_counts(forced_root):
     assert "192 positive, 192 negative, 192 zero per layer" in row["reason"], row["reason"]
     cell = claims_tables.matrix(rows)["cells"][("qk_cross_balance", FORCED_MODEL)]
     assert cell["verdict"] == claims.FORCED
-    assert cell["text"] == "nonzero balance 0.5 (192+ / 192− / 192 zero per layer, 30 layers)", cell["text"]
+    assert cell["text"] == ("nonzero balance 0.5 (192+ / 192− / 192 zero per layer, 30 layers) · read on "
+                            "self-attention"), cell["text"]
     assert "0.5001" not in cell["text"]
 
 
@@ -105,3 +106,21 @@ def test_the_battery_claim_carries_the_eigenvalue_counts_the_cell_prints():
     assert h["eigen_counts"] == {"n_pos": [64, 64], "n_neg": [64, 64], "n_zero": [32, 32]}
     fb = forced_balance(h)
     assert fb["balance"] == 0.5 and "64 positive, 64 negative, 32 zero per layer" in fb["text"]
+
+
+def test_a_stand_in_reading_of_self_attention_says_so_and_real_cross_attention_is_read(forced_root):
+    # the claim is on cross-attention; an encoder's self-attention is a different attention (issue 37)
+    _write_job(forced_root, "02_weight_topology", "whisper-tiny", {
+        "qk_cross_balance": {"decoder/cross": _h(0.5, exact=True, per_layer=[0.5] * 4, nulls=RI)},
+        "qk_self_balance": {"decoder/self": _h(0.4, exact=True, per_layer=[0.4] * 4, nulls=RI)}})
+    rows = claims.evaluate(forced_root)
+    m = claims_tables.matrix(rows)
+    for x in HELD_BY:
+        cell = m["cells"][("qk_cross_balance", x)]
+        assert cell["text"].endswith("· read on self-attention") and "stand-in reading" in cell["reason"]
+    real = m["cells"][("qk_cross_balance", "whisper-tiny")]
+    assert real["verdict"] == claims.HELD and real["stand-in reading"] == "" and "self" not in real["text"]
+    assert [r["scope"] for r in rows if r["model"] == "whisper-tiny" and r["claim"] == "qk_cross_balance"] == \
+        ["decoder/cross"]
+    line = m["bottom line"]["qk_cross_balance"]
+    assert "6 of them: a stand-in reading of self-attention" in line and "whisper-tiny, " not in line, line
