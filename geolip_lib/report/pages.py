@@ -58,8 +58,9 @@ def _is_tiny(model: str, groups: dict[str, list[JobRecord]]) -> bool:
 def findings_body(profile: str, groups: dict[str, list[JobRecord]], description: str = "", *,
                   embed: bool = False, prefix: str = "", out_root: Path | None = None, run: dict | None = None,
                   details: list[str] | None = None) -> str:
-    """The findings: header (what ran, :func:`run_description`), what this report tests, the
-    seed claims' matrix (when ``out_root`` is given), table of contents, one section per notebook
+    """The findings: header (what ran, :func:`run_description`), the seed claims' matrix (when
+    ``out_root`` is given: the first screen), what this report tests and how its numbers read,
+    table of contents, one section per notebook
     (question, key figures, sections not run, trajectories, the composite table), failures,
     provenance. ``details`` (the PDF): a list that receives the claims' details for an appendix."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -67,8 +68,13 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
     n_fail = sum(r.status == FAILED for rs in groups.values() for r in rs)
     n_incomplete = sum(r.status == INCOMPLETE for rs in groups.values() for r in rs)
     run = {"description": description, **(run or {})}
+    # the first screen (1280 x 800) is the verdicts (issue 38 §4): the title, what ran, then the claims'
+    # matrix; what the report tests and how to read its numbers follow it (checks.below_first_screen)
     parts = [f"<h1>geolip findings report — profile <code>{html.escape(profile)}</code></h1>",
-             run_description(profile, groups, run),
+             run_description(profile, groups, run)]
+    if out_root is not None:
+        parts.append(seed_claims_section(out_root, groups, embed=embed, prefix=prefix, details=details))
+    parts += [what_this_tests(),
              f"<p class='note'>Generated {now}. {n_ok} completed job(s), {n_fail} failed"
              + (f", {n_incomplete} incomplete" if n_incomplete else "") + ". Each headline number "
              "is printed as <b>value [95 % interval]</b> to the decimal its interval supports; the null models "
@@ -77,10 +83,8 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
              f"destroyed). <span style='color:#1a6b2a'>{SEPARATED}</span> marks a null that the interval excludes; "
              f"{BIAS_MARK} marks a bias-corrected interval that the sample value lies outside (the table's notes say "
              "why: a participation ratio of sampled rows is biased low, and its interval is centred on the "
-             "corrected value). Hover a column header for what it measures.</p>",
-             what_this_tests()]
+             "corrected value). Hover a column header for what it measures.</p>"]
     if out_root is not None:
-        parts.append(seed_claims_section(out_root, groups, embed=embed, prefix=prefix, details=details))
         parts.append(quantization_html(out_root))
     sections = {nb: recs for nb, recs in groups.items()
                 if not (out_root is not None and nb == CLAIMS_NOTEBOOK and all(r.ok for r in recs))}

@@ -3,6 +3,7 @@ questions, key figures, the provenance footer and the seed-claims section."""
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import re
 from pathlib import Path
@@ -11,11 +12,13 @@ from urllib.parse import quote
 import matplotlib.pyplot as plt
 import mistune
 import nbformat
+import yaml
 
 from .. import claims, plotting, quantization_effect, trajectory
 from ..claims import plots as claims_plots
 from ..claims import tables as claims_tables
 from ..metrics.intervals import format_value
+from ..paths import PARAMS
 from ..results import nonempty_columns  # one rule for every table (job.table too)
 from . import glossary
 from .records import FIGURE_TYPES, JobRecord
@@ -503,6 +506,43 @@ def _mx_cell(cell: dict, model: str, claim_title: str) -> str:
             f"<span class='mv'>{html.escape(cell['text'])}</span>{deq}</td>")
 
 
+#: what tests a claim the seed's models did not run for here (issue 38 §4): the paper profile on a GPU box
+PAPER_RUN = "make report PROFILE=paper, with hub access, on a GPU box"
+
+
+@functools.lru_cache(maxsize=1)
+def _paper_jobs() -> frozenset:
+    """(notebook, model) of every job the paper profile lists (its YAML read as it stands; empty if unreadable)."""
+    try:
+        data = yaml.safe_load((PARAMS / "profiles" / "paper.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return frozenset()
+    return frozenset((nb, m) for nb, e in (data.get("notebooks") or {}).items() if isinstance(e, dict)
+                     for m in list(e.get("models") or []) + [j.get("model") for j in e.get("jobs") or []
+                                                              if isinstance(j, dict)])
+
+
+def untested_hint(c) -> str:
+    """For a claim no model of the seed's tested on this root: what would test it (the notebooks and
+    seed models of its readings that the paper profile runs), as a small line under its verdict; nothing
+    where the paper profile runs none of them (a paper whose models this project has no params file for)."""
+    pairs = [(f.notebook, x) for f in c.forms for x in f.models if (f.notebook, x) in _paper_jobs()]
+    if not pairs:
+        return ""
+    nbs = list(dict.fromkeys(nb.split("_", 1)[0] for nb, _ in pairs))
+    models = list(dict.fromkeys(x for _, x in pairs))
+    who = models[0] if len(models) == 1 else f"{len(models)} seed models"
+    words = f"What would test it: notebook {', '.join(nbs)} on {', '.join(models)}, the paper profile ({PAPER_RUN})."
+    return (f"<span class='kind untested'{tip(words)}>tested by the paper profile: {html.escape(' and '.join(nbs))} "
+            f"on {html.escape(who)} (hub, GPU box)</span>")
+
+
+def _seed_verdict(m: dict, c) -> str:
+    """The "verdict on the seed's models" cell: the verdict, and where it is "not tested", what would test it."""
+    v = m["verdict"][c.id]
+    return _verdict(v) + (untested_hint(c) if v == claims.NOT_TESTED else "")
+
+
 def matrix_table(m: dict) -> str:
     """The verdict matrix as HTML: claims down and models across (the seed's models, then the
     trained stand-ins); transposed when there are more than :data:`MATRIX_MAX_COLUMNS` models."""
@@ -525,14 +565,14 @@ def matrix_table(m: dict) -> str:
                    if cols else ""))
         body = "".join(
             f"<tr><td class='claim'{tip(c.definition)}>{html.escape(c.title)}</td>"
-            f"<td class='seedv'>{html.escape(c.seed_value)}</td><td>{_verdict(m['verdict'][c.id])}</td>"
+            f"<td class='seedv'>{html.escape(c.seed_value)}</td><td class='seedverdict'>{_seed_verdict(m, c)}</td>"
             + "".join(_mx_cell(m["cells"][(c.id, x)], x, c.title) for x in cols) + "</tr>" for c in m["claims"])
     else:  # transposed: one row per model
         head = ("<tr><th>model</th>" + "".join(
             f"<th class='claimh'{tip(c.definition)}>{html.escape(c.title)}"
             f"<br><span class='kind'>seed: {html.escape(c.seed_value)}</span></th>" for c in m["claims"]) + "</tr>")
         body = (f"<tr><td class='model'>verdict on the seed's models</td>"
-                + "".join(f"<td>{_verdict(m['verdict'][c.id])}</td>" for c in m["claims"]) + "</tr>")
+                + "".join(f"<td class='seedverdict'>{_seed_verdict(m, c)}</td>" for c in m["claims"]) + "</tr>")
         body += "".join(f"<tr><td class='model'{tip(group[x])}>{html.escape(x)}"
                         f"<span class='kind'>{html.escape(group[x])}</span></td>"
                         + "".join(_mx_cell(m["cells"][(c.id, x)], x, c.title) for c in m["claims"]) + "</tr>"

@@ -52,7 +52,8 @@ table.matrix{border-collapse:collapse;font-size:.86em;margin:.5em 0}
 table.matrix th,table.matrix td{border:1px solid #ccd;padding:.25em .45em;vertical-align:middle}
 table.matrix th{background:#eef;text-align:center}table.matrix th.model{max-width:9em}
 table.matrix td.claim{font-weight:600;max-width:13em}table.matrix td.seedv{max-width:11em;color:#444}
-table.matrix td.mx{text-align:center;min-width:6.5em;max-width:11em}
+table.matrix td.mx{text-align:center;min-width:6.5em;max-width:11em}table.matrix td.seedverdict{max-width:14em}
+table.matrix td.seedverdict .untested{display:block;font-style:normal;font-size:.78em;color:#555}
 table.matrix td.mx .glyph{display:block;font-size:1.35em;line-height:1.1}
 table.matrix td.mx .mv{display:block;color:#222;font-weight:400;font-size:.92em}
 ul.legend{display:flex;flex-wrap:wrap;gap:.2em 1.4em;list-style:none;padding:0;font-size:.8em;color:#444;margin:.3em 0}
@@ -61,6 +62,7 @@ figure.matrixfig{margin:.6em 0;max-width:900px}figure.matrixfig img{width:auto;m
 details.claims-details{margin:.8em 0}details.claims-details>summary{cursor:pointer;font-weight:600;color:#335}
 dl.glossary dt{font-weight:700;margin-top:.3em}dl.glossary dd{margin:0 0 0 1.5em}
 section.claims{border:2px solid #446;border-radius:6px;padding:.3em 1em 1em;margin:1em 0 2em;background:#fbfbfe}
+section.claims h2.first{margin-top:.3em}h1{margin:.2em 0 .4em}
 table.claims{border-collapse:collapse;font-size:.86em;margin:.5em 0}table.claims th,table.claims td{border:1px solid #ccd;
 padding:.25em .5em;text-align:left;vertical-align:top}table.claims th{background:#eef}
 table.claims{width:100%}table.claims td.reason{min-width:14em}
