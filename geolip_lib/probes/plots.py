@@ -6,8 +6,9 @@ Every function takes data (arrays, probe summaries, intervals) and returns a
 Modules: :mod:`.plots_terrain` (embedding matrix: terrain, volumes, heatmaps),
 :mod:`.plots_layers` (layers, position bias, variance, encoder vs decoder, headline nulls).
 """
-from .plots_layers import cumulative_variance, encoder_decoder, headline_nulls, layers, position_bias
+from .plots_layers import (contextual_layers, cumulative_variance, encoder_decoder, headline_nulls, layers,
+                           position_bias)
 from .plots_terrain import PALETTE, categories_heatmap, digits_heatmap, pentachoron_volumes, terrain_map
 
-__all__ = ["PALETTE", "categories_heatmap", "cumulative_variance", "digits_heatmap", "encoder_decoder",
+__all__ = ["PALETTE", "categories_heatmap", "contextual_layers", "cumulative_variance", "digits_heatmap", "encoder_decoder",
            "headline_nulls", "layers", "pentachoron_volumes", "position_bias", "terrain_map"]

@@ -201,3 +201,50 @@ def headline_nulls(headline: Mapping[str, Mapping], *, title: str = ""):
     fig.suptitle(title or "Headline numbers and their null models (95 % intervals)", fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def contextual_layers(stats: Mapping[str, Mapping[str, Any]], *, title: str = ""):
+    """Ethayarajh (2019)'s measurements by layer (:meth:`geolip_lib.probes.contextual.
+    ContextualGeometry.layer_stats`), one line per model or null, 95 % intervals as bands.
+
+    Parameters
+    ----------
+    stats : {name: layer_stats}
+        ``"model"``, ``"random init"``, ``"gaussian"`` ... each with ``layer`` and lists of
+        ``{value, lo, hi}`` under ``anisotropy``, ``self_similarity``,
+        ``adjusted_self_similarity``, ``mev``, ``adjusted_mev``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Four axes: anisotropy; self-similarity (raw dashed, adjusted solid); MEV (raw dashed,
+        adjusted solid) with the paper's 5 % line; layer 0 is the embedding output.
+    """
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    panels = ((ax[0], ("anisotropy",), "anisotropy (mean cosine, random words)"),
+              (ax[1], ("self_similarity", "adjusted_self_similarity"), "self-similarity (dashed: raw; solid: adjusted)"),
+              (ax[2], ("mev", "adjusted_mev"), "max. explainable variance (dashed: raw; solid: adjusted)"))
+    for i, (name, st) in enumerate(stats.items()):
+        color = sns.color_palette()[i % 10]
+        x = np.asarray(st["layer"])
+        for a, keys, _ in panels:
+            for k in keys:
+                rows = st[k]
+                y = np.array([r["value"] for r in rows], dtype=float)
+                lo = np.array([r["lo"] for r in rows], dtype=float)
+                hi = np.array([r["hi"] for r in rows], dtype=float)
+                raw = len(keys) == 2 and not k.startswith("adjusted")
+                a.plot(x, y, "--" if raw else "o-", color=color, label=None if raw else name, lw=1.2 if raw else 1.8,
+                       ms=4)
+                a.fill_between(x, lo, hi, color=color, alpha=0.08 if raw else 0.18)
+    for a, _, t in panels:
+        a.axhline(0, color="0.6", lw=0.8)
+        a.set(title=t, xlabel="layer (0: embedding output)")
+        a.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax[2].axhline(0.05, color="0.3", lw=0.9, ls=":", label="5 % (the paper)")
+    ax[0].legend(fontsize=8)
+    ax[2].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -173,6 +173,7 @@ RULES: dict[str, Rule] = {
     "13_head_dim_cv": Rule("none"),
     "14_triple_product_attention": Rule("none"),
     "15_seed_claims": Rule("none"),
+    "16_contextual_geometry": Rule("job", twin="RANDOM_INIT_SEEDS", twin_whole=True, host_l=2),
 }
 GENERIC_MODEL_RULE, GENERIC_RULE = Rule("job", host_l=2), Rule("none")
 USES_CUDA = {"12_constellation_relay", "14_triple_product_attention"}  # non-model notebooks that pick CUDA

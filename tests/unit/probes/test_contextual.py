@@ -121,7 +121,7 @@ def test_adjusted_mev_is_near_zero_when_contexts_carry_no_word_identity():
     assert adj["lo"] < 0 < adj["hi"]
 
 
-def test_claim_headlines_read_the_layers_and_the_nulls():
+def test_contextual_claims_read_the_layers_and_the_nulls():
     rng = np.random.default_rng(11)
     w = _words(12, 6)
     # word identity fades with depth: lower self-similarity in upper layers
@@ -132,7 +132,7 @@ def test_claim_headlines_read_the_layers_and_the_nulls():
     g = C.analyse(layers, w, n_pairs=800, n_boot=200)
     gauss = [C.claim_values(C.analyse(C.gaussian_layers(layers, seed=s), w, n_pairs=800, n_boot=50))
              for s in range(3)]
-    rec = C.claim_headlines(g, nulls={"gaussian": gauss})
+    rec = C.contextual_claims(g, nulls={"gaussian": gauss})
     assert set(rec) == set(C.CLAIM_STATS)
     a = rec["anisotropy"]["block outputs"]
     st = g.layer_stats()
@@ -152,7 +152,7 @@ def test_one_block_has_no_drop():
     rng = np.random.default_rng(12)
     w = _words(6, 5)
     g = C.analyse(_layers_from(rng, w, n_layers=2), w, n_pairs=200, n_boot=50)
-    rec = C.claim_headlines(g)
+    rec = C.contextual_claims(g)
     assert rec["self_similarity_drop"]["block outputs"]["value"] is None
     assert C.claim_values(g)["self_similarity_drop"] is None
 
