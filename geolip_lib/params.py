@@ -16,6 +16,7 @@ import difflib
 import json
 import os
 import re
+import stat
 import typing
 from pathlib import Path
 from typing import Any, Iterable, Literal, Optional, Union
@@ -455,7 +456,14 @@ def _load_yaml(path: Path) -> dict:
     """A YAML mapping from ``path``, bounded: at most :data:`YAML_MAX_BYTES` bytes and
     :data:`YAML_MAX_NODES` nodes after alias expansion (one-line ParamsError naming the limit)."""
     try:
-        with open(path, "rb") as fh:
+        # non-blocking, then a regular file only: a named pipe would block open() and read() forever
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+            mode = os.fstat(fh.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(path)
+            if not stat.S_ISREG(mode):
+                raise ParamsError(f"{_rel(path)}: not a regular file (a pipe, a device or a folder); not read: give "
+                                  "the path of the .yaml file itself")
             raw = fh.read(YAML_MAX_BYTES + 1)
         if len(raw) > YAML_MAX_BYTES:
             raise ParamsError(f"{_rel(path)}: larger than {YAML_MAX_BYTES} bytes, the limit for a params, profile "

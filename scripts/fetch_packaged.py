@@ -16,7 +16,11 @@ to fetch, it ends there, so that set-up stays quick for profiles without package
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import stat
 import sys
+import threading
 from pathlib import Path
 
 import yaml
@@ -24,13 +28,20 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from geolip_lib.paths import PARAMS, cache_root  # noqa: E402 - light (no torch); the full check imports the rest
 
+YAML_MAX_BYTES = 1024 * 1024  # geolip_lib.params.YAML_MAX_BYTES (not imported: torch)
 STAMP = ".geolip-package.json"  # geolip_lib.params.PACKAGE_STAMP (not imported: that module imports torch)
 
 
 def _yaml(path: Path):
+    """A small YAML (or JSON) file, or None: missing, unreadable, not YAML, over 1 MB, or not a regular
+    file (a named pipe would block this first pass forever; the full check names what is wrong)."""
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            raw = fh.read(YAML_MAX_BYTES + 1)
+        return yaml.safe_load(raw.decode("utf-8")) if len(raw) <= YAML_MAX_BYTES else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return None
 
 
@@ -46,6 +57,9 @@ def _targets(args: list[str]) -> list[str]:
     names = []
     for a in args:
         prof = PARAMS / "profiles" / f"{a}.yaml"
+        if "/" not in a and os.path.lexists(prof) and not prof.is_file():  # a pipe would block the read
+            raise _Refused(f"{prof}: not a regular file (a pipe, a device or a folder); not read: give the path of "
+                           "the .yaml file itself")
         data = _yaml(prof) if "/" not in a and prof.is_file() else None
         names += _profile_models(data) if isinstance(data, dict) else [a]
     return list(dict.fromkeys(names))
@@ -70,7 +84,44 @@ def _ready_by_yaml(name: str) -> bool:
         and stamp.get("join") == pkg.get("join") and (stamp.get("package") or {}).get("path", "") == pkg.get("path", "")
 
 
+class _Refused(Exception):
+    """A target that cannot be read (one line, exit 2)."""
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread so that every ``finally`` runs (the assembly's
+    temporary folder, pip's download folder are removed) instead of dying with them on disk."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.code = 128 + signum
+        self.name = signal.Signals(signum).name
+
+
+def _stop(signum, _frame):
+    raise _Stopped(signum)
+
+
 def main(argv=None) -> int:
+    """The fetch; Ctrl-C (130), SIGTERM (143) and SIGHUP (129) end it with one line, nothing half-written."""
+    main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    old = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGHUP)} if main_thread else {}
+    try:
+        return _main(argv)
+    except _Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, _Stopped) as exc:
+        why, code = ("interrupted", 130) if isinstance(exc, KeyboardInterrupt) else (f"stopped by {exc.name}", exc.code)
+        print(f"[fetch] {why}: nothing half-written was kept (a model is in .cache/models only once assembled "
+              "whole); run the same command again to fetch what is left", file=sys.stderr)
+        return code
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="+", help="profile names (their models) or model names")

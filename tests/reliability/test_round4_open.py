@@ -123,3 +123,201 @@ def test_resume_reruns_a_job_whose_weights_changed(box, tmp_path, cache, monkeyp
     assert stale_reasons(job, box.out) == []
     _gpt2(d, seed=1)
     assert stale_reasons(job, box.out) == ["weights of w changed: model.safetensors"]
+
+
+# ------------------------------------------------------------------ 3. named pipes among the YAML inputs
+def _within(seconds: float, fn, unblock: Path):
+    """``fn()`` in a thread that must finish within ``seconds`` (a reader blocked on the pipe ``unblock``
+    is released by opening its other end, so that a failing probe does not hang the suite)."""
+    import os
+    import threading
+
+    out: dict = {}
+
+    def run():
+        try:
+            out["v"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            out["exc"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        fd = os.open(unblock, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        t.join(10)
+        pytest.fail(f"blocked on the named pipe {unblock}")
+    if "exc" in out:
+        raise out["exc"]
+    return out["v"]
+
+
+def test_a_profile_that_is_a_named_pipe_is_one_line_not_a_hang(box, capsys):
+    import os
+
+    box.profile.unlink()
+    os.mkfifo(box.profile)
+    code, lines = _within(30, lambda: box.main(capsys=capsys), box.profile)
+    assert (code, lines) == (2, [f"error: {params._rel(box.profile)}: not a regular file (a pipe, a device or a "
+                                 "folder); not read: give the path of the .yaml file itself"])
+    assert not box.out.exists()
+
+
+def test_a_model_params_file_that_is_a_named_pipe_is_one_line_not_a_hang(box, capsys, tmp_path):
+    import os
+
+    y = tmp_path / "piped.yaml"
+    os.mkfifo(y)
+    box.write("  rng:\n    per_model: true\n    models: []\n")
+    lines = _within(30, lambda: refused(box, capsys, "--models", str(y)), y)
+    assert lines == [f"error: --models: {y}: not a regular file (a pipe, a device); not read (give a params/models "
+                     "name or the path of a model's .yaml)"]  # was "no such params file"
+
+
+# ------------------------------------------------------------------ 4. a package: zip bomb, colliding files:
+def _wheel(folder: Path, members: dict, compression=None) -> Path:
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "fakemodel-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED if compression is None else compression) as zf:
+        for k, v in members.items():
+            zf.writestr(k, v)
+    return path
+
+
+def _package(tmp: Path, wheel: Path, files: dict, monkeypatch, **extra):
+    """A package: params (the wheel handed to the assembler as if pip had fetched and verified it)."""
+    from geolip_lib.models import packaged
+
+    monkeypatch.setattr(packaged, "download", lambda dist, model, pip_args=(): wheel)
+    spec = {"dists": [{"name": "fakemodel", "version": "0.1.0", "file": wheel.name, "sha256": "0" * 64}],
+            "files": files, **extra}
+    y = tmp / "fake-packaged.yaml"
+    y.write_text(json.dumps({"name": "fake-packaged", "family": "bert", "source": "package", "package": spec}))
+    return params.load_model_params(y), y
+
+
+def _nothing_kept(cache: Path) -> None:
+    models_dir = cache / "models"
+    assert not (models_dir / "fake-packaged").exists()
+    assert [p.name for p in models_dir.glob(".fake-packaged.tmp-*")] == []
+
+
+def test_a_zip_bomb_in_a_package_is_refused_before_a_byte_is_written(tmp_path, cache, monkeypatch):
+    """2.9 MB inflating to 3 GB filled the disk; here 8 MiB of zeros (8 kB deflated)."""
+    from geolip_lib.models import packaged
+
+    wheel = _wheel(tmp_path / "w", {"m/config.json": b"{}", "m/model.bin": bytes(8 << 20)})
+    p, _ = _package(tmp_path, wheel, {"m/": ""}, monkeypatch)
+    with pytest.raises(packaged.PackageError) as exc:
+        packaged.assemble(p)
+    size = __import__("zipfile").ZipFile(wheel).getinfo("m/model.bin").compress_size
+    assert str(exc.value) == (f"model 'fake-packaged': files: member 'm/model.bin' inflates from {size} to "
+                              f"{8 << 20} bytes, more than 100 times (a zip bomb, not model files); refused before "
+                              "anything was written")
+    _nothing_kept(cache)
+
+
+def test_package_members_larger_than_the_free_disk_are_refused(tmp_path, cache, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from geolip_lib.models import packaged
+
+    wheel = _wheel(tmp_path / "w", {"m/config.json": b"{}", "m/model.bin": bytes(range(256)) * 64})
+    p, _ = _package(tmp_path, wheel, {"m/": ""}, monkeypatch)
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(10 ** 9, 10 ** 9 - 1000, 1000))
+    with pytest.raises(packaged.PackageError) as exc:
+        packaged.assemble(p)
+    assert str(exc.value).startswith("model 'fake-packaged': files: its members hold 16386 bytes, the disk holding ")
+    assert str(exc.value).endswith(" has 1000 free; nothing was written: free space (or set GEOLIP_CACHE to a larger "
+                                   "disk) and fetch again")
+    _nothing_kept(cache)
+
+
+@pytest.mark.parametrize("files,why", [
+    ({"m/config.json": "", "n/config.json": ""},  # both kept their name: the params check sees no destination
+     "files: members 'm/config.json' and 'n/config.json' both land at 'config.json'; give each its own destination"),
+    ({"m/": "", "m/b.json": "config.json"},
+     "files: members 'm/config.json' and 'm/b.json' both land at 'config.json'; give each its own destination"),
+    ({"m/a.json": ".geolip-package.json"},
+     "files: member 'm/a.json' would be written as .geolip-package.json, the assembled folder's own stamp; give it "
+     "another destination"),
+])
+def test_colliding_files_destinations_are_one_line(tmp_path, cache, monkeypatch, files, why):
+    """Two members on one destination: the last won, silently; a member over the stamp replaced it."""
+    from geolip_lib.models import packaged
+
+    wheel = _wheel(tmp_path / "w", {"m/config.json": b"{}", "m/a.json": b'{"a": 1}', "m/b.json": b'{"b": 2}',
+                                    "n/config.json": b'{"n": 3}'})
+    p, _ = _package(tmp_path, wheel, files, monkeypatch)
+    with pytest.raises(packaged.PackageError) as exc:
+        packaged.assemble(p)
+    assert str(exc.value) == f"model 'fake-packaged': {why}"
+    _nothing_kept(cache)
+
+
+# ------------------------------------------------------------------ 5. fetch_packaged.py: signals, pipes
+def _fetch_module():
+    import importlib.util
+
+    from .conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("fetch_packaged_probe", ROOT / "scripts" / "fetch_packaged.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("how,code,why", [("int", 130, "interrupted"), ("term", 143, "stopped by SIGTERM"),
+                                          ("hup", 129, "stopped by SIGHUP")])
+def test_an_interrupted_fetch_is_one_line_and_leaves_nothing(tmp_path, cache, monkeypatch, capsys, how, code, why):
+    """Ctrl-C was a traceback; SIGTERM left a 125 MB temporary folder."""
+    import os
+    import signal
+
+    from geolip_lib.models import packaged
+
+    wheel = _wheel(tmp_path / "w", {"m/config.json": b"{}"})
+    _, y = _package(tmp_path, wheel, {"m/": ""}, monkeypatch)
+    seen = []
+
+    def download(dist, model, pip_args=()):  # the assembly's temporary folder exists by now
+        seen.extend((cache / "models").glob(".fake-packaged.tmp-*"))
+        if how == "int":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGTERM if how == "term" else signal.SIGHUP)
+        return wheel
+
+    monkeypatch.setattr(packaged, "download", download)
+    before = signal.getsignal(signal.SIGTERM)
+    assert _fetch_module().main([str(y)]) == code
+    assert seen, "the probe did not stop the assembly half-way"
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert err == [f"[fetch] {why}: nothing half-written was kept (a model is in .cache/models only once assembled "
+                   "whole); run the same command again to fetch what is left"]
+    _nothing_kept(cache)
+    assert signal.getsignal(signal.SIGTERM) == before  # the handlers are put back
+
+
+def test_fetch_of_a_profile_or_params_file_that_is_a_pipe_is_one_line(tmp_path, monkeypatch, capsys):
+    import os
+
+    mod = _fetch_module()
+    (tmp_path / "profiles").mkdir()
+    prof = tmp_path / "profiles" / "real.yaml"
+    os.mkfifo(prof)
+    monkeypatch.setattr(mod, "PARAMS", tmp_path)
+    assert _within(30, lambda: mod.main(["real"]), prof) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {prof}: not a regular file (a pipe, a device or a folder); not read: give the path of the .yaml "
+        "file itself"]
+    y = tmp_path / "m.yaml"
+    os.mkfifo(y)
+    assert _within(60, lambda: mod.main([str(y)]), y) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {params._rel(y)}: not a regular file (a pipe, a device or a folder); not read: give the path of the "
+        ".yaml file itself"]
