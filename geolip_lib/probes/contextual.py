@@ -44,8 +44,8 @@ from ..results import Interval, atomic_write_bytes, headline
 
 __all__ = ["Contexts", "wordnet_examples", "wordnet_contexts", "token_positions", "occurrence_states",
            "sample_pairs", "self_similarity", "max_explainable_variance", "mev_floor", "anisotropy",
-           "ContextualGeometry", "analyse", "gaussian_layers", "null_measurements", "CLAIM_STATS", "claim_values", "contextual_claims",
-           "layer_frame", "MIN_CONTEXTS"]
+           "ContextualGeometry", "analyse", "gaussian_layers", "null_measurements", "CLAIM_STATS", "claim_values",
+           "contextual_claims", "layer_frame", "MIN_CONTEXTS"]
 
 #: the paper's threshold: only words with at least this many contexts
 MIN_CONTEXTS = 5

@@ -6,10 +6,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .records import FAILED, INCOMPLETE, JobRecord
-from .sections import (CLAIMS_NOTEBOOK, _md_inline, anchor, composite_table, figures_html, fragment, href,
-                       not_run_html, provenance_footer, quantization_html, seed_claims_section, title_and_question,
-                       trajectory_html,
-                       what_this_tests)
+from .sections import (CLAIMS_NOTEBOOK, SEED_CLAIMS, _md_inline, anchor, claims_records, composite_table, figures_html,
+                       fragment, href, not_run_html, provenance_footer, quantization_html, seed_claims_section,
+                       title_and_question, trajectory_html, what_this_tests)
 from .style import BIAS_MARK, CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG, SEPARATED
 
 
@@ -74,6 +73,8 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
              run_description(profile, groups, run)]
     if out_root is not None:
         parts.append(seed_claims_section(out_root, groups, embed=embed, prefix=prefix, details=details))
+        parts += [seed_claims_section(out_root, groups, embed=embed, prefix=prefix, details=details, claims_file=f)
+                  for _, f in claims_records(groups) if f != SEED_CLAIMS]  # a second paper's claims: its own matrix
     parts += [what_this_tests(),
              f"<p class='note'>Generated {now}. {n_ok} completed job(s), {n_fail} failed"
              + (f", {n_incomplete} incomplete" if n_incomplete else "") + ". Each headline number "

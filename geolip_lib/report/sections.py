@@ -481,9 +481,29 @@ def _claims_table(rows: list[dict], columns: list[str]) -> str:
     return f"<div class='tablewrap'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
+#: the claims file of the report's lead matrix ("Do the seed's claims hold?")
+SEED_CLAIMS = "seed-001"
+
+
+def claims_file_of(rec: JobRecord) -> str:
+    """The claims file a notebook-15 job evaluated: a name under params/claims/ when it is one
+    (its metrics' ``claims_file``, else its ``CLAIMS`` parameter; default seed 001), else the path."""
+    f = str((rec.data.get("metrics") or {}).get("claims_file") or (rec.data.get("parameters") or {}).get("CLAIMS")
+            or SEED_CLAIMS)
+    return Path(f).stem if Path(f).stem in claims.claim_files() else f
+
+
+def claims_records(groups: dict[str, list[JobRecord]]) -> list[tuple[JobRecord, str]]:
+    """Notebook 15's finished jobs under this root with the claims file each evaluated, seed 001's
+    first: one verdict matrix each (a second claims job, e.g. ``CLAIMS: ethayarajh-2019``, is a
+    second matrix)."""
+    recs = [(r, claims_file_of(r)) for r in groups.get(CLAIMS_NOTEBOOK) or [] if r.ok]
+    return sorted(recs, key=lambda t: t[1] != SEED_CLAIMS)
+
+
 def claims_record(groups: dict[str, list[JobRecord]]) -> JobRecord | None:
-    """Notebook 15's finished job under this root, if it ran."""
-    return next((r for r in groups.get(CLAIMS_NOTEBOOK) or [] if r.ok), None)
+    """Notebook 15's finished job of seed 001's claims under this root, if it ran."""
+    return next((r for r, f in claims_records(groups) if f == SEED_CLAIMS), None)
 
 
 SEEDS_MODELS = "seed's models"
@@ -543,24 +563,25 @@ def _seed_verdict(m: dict, c) -> str:
     return _verdict(v) + (untested_hint(c) if v == claims.NOT_TESTED else "")
 
 
-def matrix_table(m: dict) -> str:
+def matrix_table(m: dict, whose: str = "the seed's") -> str:
     """The verdict matrix as HTML: claims down and models across (the seed's models, then the
-    trained stand-ins); transposed when there are more than :data:`MATRIX_MAX_COLUMNS` models."""
+    trained stand-ins); transposed when there are more than :data:`MATRIX_MAX_COLUMNS` models.
+    ``whose``: who the claims' own models belong to, in the headers ("the paper's" for a paper's file)."""
     cols = m["seed"] + m["stand-ins"]
     empty = "" if cols else ("<p class='note'>No model of the seed's and no trained stand-in ran a notebook the "
                              "claims read: no model columns.</p>")
-    group = {x: ("the seed's model" if x in m["seed"] else "trained stand-in") for x in cols}
+    group = {x: (f"{whose} model" if x in m["seed"] else "trained stand-in") for x in cols}
     if len(cols) <= MATRIX_MAX_COLUMNS:
         spans = ""
         if m["seed"]:
             spans += (f"<th colspan='{len(m['seed'])}' class='grp'{tip(glossary.TERMS[SEEDS_MODELS])}>"
-                      "the seed's models</th>")
+                      f"{html.escape(whose, quote=False)} models</th>")
         if m["stand-ins"]:
             spans += (f"<th colspan='{len(m['stand-ins'])}' class='grp'{tip(glossary.TERMS['stand-in'])}>"
                       "trained stand-ins</th>")
         span = " rowspan='2'" if cols else ""
         head = ("<tr>" + _th("claim", attrs=span) + _th("seed value", attrs=span)
-                + _th("verdict on the seed's models", attrs=span) + spans + "</tr>"
+                + _th(f"verdict on {whose} models", attrs=span) + spans + "</tr>"
                 + ("<tr>" + "".join(f"<th class='model'{tip(group[x])}>{html.escape(x)}</th>" for x in cols) + "</tr>"
                    if cols else ""))
         body = "".join(
@@ -571,7 +592,7 @@ def matrix_table(m: dict) -> str:
         head = ("<tr><th>model</th>" + "".join(
             f"<th class='claimh'{tip(c.definition)}>{html.escape(c.title)}"
             f"<br><span class='kind'>seed: {html.escape(c.seed_value)}</span></th>" for c in m["claims"]) + "</tr>")
-        body = (f"<tr><td class='model'>verdict on the seed's models</td>"
+        body = (f"<tr><td class='model'>verdict on {html.escape(whose, quote=False)} models</td>"
                 + "".join(f"<td class='seedverdict'>{_seed_verdict(m, c)}</td>" for c in m["claims"]) + "</tr>")
         body += "".join(f"<tr><td class='model'{tip(group[x])}>{html.escape(x)}"
                         f"<span class='kind'>{html.escape(group[x])}</span></td>"
@@ -602,32 +623,34 @@ def what_this_tests(m: dict | None = None) -> str:
             "measurement gives without training.</p></div>")
 
 
-def _claims_data(out_root: Path):
-    """(rows, summary, matrix) of the claims under ``out_root`` (:mod:`geolip_lib.claims`)."""
-    rows = claims.evaluate(out_root)
-    summary = claims.summarize(rows)
+def _claims_data(out_root: Path, claims_file: str | None = None):
+    """(rows, summary, matrix) of the claims under ``out_root`` (:mod:`geolip_lib.claims`);
+    ``claims_file``: a name under params/claims/ or a path (default seed 001)."""
+    extra = () if claims_file is None else (claims_file,)
+    rows = claims.evaluate(out_root, *extra)
+    summary = claims.summarize(rows, *extra)
     pipeline = getattr(claims.evaluation, "pipeline_checks", None)
-    tiny = pipeline(out_root) if pipeline else []
+    tiny = pipeline(out_root, *extra) if pipeline else []
     return rows, summary, claims_tables.matrix(rows, summary, pipeline_checks=tiny)
 
 
-def claims_matrix_figure(m: dict, out_root: Path, embed: bool, prefix: str) -> str:
+def claims_matrix_figure(m: dict, out_root: Path, embed: bool, prefix: str, name: str = "claims_matrix.png") -> str:
     """The matrix figure (:func:`geolip_lib.claims.plots.claims_matrix`), written to
-    ``_static/claims_matrix.png`` under the root; a link to it at full size."""
+    ``_static/<name>`` under the root (one per claims file); a link to it at full size."""
     fig = claims_plots.claims_matrix(m)
     data = plotting.png_bytes(fig)
     plt.close(fig)
-    path = Path(out_root) / "_static" / "claims_matrix.png"
+    path = Path(out_root) / "_static" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    src = ("data:image/png;base64," + base64.b64encode(data).decode()) if embed else href("_static", "claims_matrix.png",
+    src = ("data:image/png;base64," + base64.b64encode(data).decode()) if embed else href("_static", name,
                                                                                             prefix=prefix)
     img = f"<img src='{src}' alt='the claims matrix: verdict and value per claim and model'>"
     return f"<figure class='matrixfig'>{img if embed else linked_html(img, src)}</figure>"
 
 
 def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, embed: bool = False,
-                        prefix: str = "", details: list[str] | None = None) -> str:
+                        prefix: str = "", details: list[str] | None = None, claims_file: str | None = None) -> str:
     """The findings' lead: the claims matrix (claims down, models across, a status and value per
     cell: :func:`geolip_lib.claims.matrix`), its figure, one bottom-line sentence per claim; then
     the details (readings side by side, the verdict and reason per reading, every measured value
@@ -635,8 +658,26 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
     list (the PDF), appended there for an appendix.
 
     Shown only where notebook 15 ran on this root; otherwise one line says where to see it.
+    ``claims_file``: another claims file a notebook-15 job evaluated (:func:`claims_records`): the
+    same section, headed "Do <its source>'s claims hold?" (the text of its title before ':').
     """
-    rec15 = claims_record(groups)
+    other = claims_file not in (None, SEED_CLAIMS)
+    rec15 = next((r for r, f in claims_records(groups) if f == claims_file), None) if other else claims_record(groups)
+    if other:
+        table = claims.load(claims_file)
+        who = table.title.split(":")[0].strip()
+        sid, heading, whose = f"claims-{re.sub(r'[^a-z0-9]+', '-', str(claims_file).lower()).strip('-')}", \
+            f"Do {who}'s claims hold?", "the paper's"
+        lead = (f"Each row is a claim of {who} (<code>{html.escape(table.file)}</code>, the same verdict rules as "
+                "seed 001's table); each column a model that ran here: first the paper's own models, then trained "
+                "stand-ins (their verdict says whether the property holds there, not whether the paper's claim about "
+                "its models does). A cell's mark gives the verdict (colour and shape), the number under it the "
+                "measured value [95 % interval]")
+    else:
+        sid, heading, whose = "seed-claims", "Do the seed's claims hold?", "the seed's"
+        lead = ("Each row is a claim of seed 001's table; each column a model that ran here: first the "
+                "seed's own models, then trained stand-ins. A cell's mark gives the verdict (colour and shape), the "
+                "number under it the measured value [95 % interval]")
     if rec15 is None:
         return ("<p class='note' id='seed-claims'>Whether the seed's claims hold is tested by notebook "
                 f"<code>{CLAIMS_NOTEBOOK}</code>, which did not run on this output root: run it after the other "
@@ -644,30 +685,29 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
                 "it is in the tiny, demo, shapes and paper profiles) and its verdicts lead this "
                 "page.</p>")
     try:
-        rows, summary, m = _claims_data(out_root)
+        rows, summary, m = _claims_data(out_root, claims_file if other else None)
     except (AttributeError, KeyError, TypeError, ValueError, OSError) as exc:  # a job's record of the wrong shape
-        return (f"<p class='problem' id='seed-claims'>The seed's claims could not be evaluated from {html.escape(str(out_root))} "
+        return (f"<p class='problem' id='{sid}'>{'The claims of ' + html.escape(who) if other else 'The seed' + chr(39) + 's claims'} could not be evaluated from {html.escape(str(out_root))} "
                 f"({html.escape(type(exc).__name__)}: {html.escape(str(exc))}); the rest of the report is built. "
                 "Rerun the job whose metrics.json is named, then --report-only.</p>")
     link = linked("notebook 15", executed_link(rec15, prefix))
     bottom = "".join(f"<li>{_verdict_glyph(m['verdict'][c.id])}{html.escape(m['bottom line'][c.id])}</li>"
                      for c in m["claims"])
     tiny = m["pipeline checks"]
-    parts = ["<section class='claims' id='seed-claims'><h2 class='first'>Do the seed's claims hold?</h2>",
-             "<p class='note'>Each row is a claim of seed 001's table; each column a model that ran here: first the "
-             "seed's own models, then trained stand-ins. A cell's mark gives the verdict (colour and shape), the "
-             "number under it the measured value [95 % interval]"
+    parts = [f"<section class='claims' id='{sid}'><h2 class='{'' if other else 'first'}'>{html.escape(heading, quote=False)}</h2>",
+             f"<p class='note'>{lead}"
              + ("; hover a cell for its reading and reason" if details is None else
                 "; the appendix \"the claims in detail\" gives each one's reading and reason")
              + ". Exact values are compared at the seed's printed precision.</p>",
-             matrix_table(m), verdict_legend(),
+             matrix_table(m, whose), verdict_legend(),
              "<h3>The bottom line, claim by claim</h3>", f"<ul class='bottom'>{bottom}</ul>"]
     if tiny:
         parts.append(f"<p class='note'>The pipeline also ran on {len(tiny)} tiny random model(s) "
                      f"({html.escape(', '.join(tiny))}): pipeline checks, never given a verdict.</p>")
     try:
         if m["seed"] or m["stand-ins"]:  # an empty matrix is said in one line above, not drawn
-            parts.append(claims_matrix_figure(m, out_root, embed, prefix))
+            parts.append(claims_matrix_figure(m, out_root, embed, prefix,
+                                              f"claims_matrix-{sid}.png" if other else "claims_matrix.png"))
     except (OSError, ValueError) as exc:
         parts.append(f"<p class='problem'>The matrix figure could not be drawn ({html.escape(str(exc))}).</p>")
     measured = [r for r in rows if r["value"] is not None]
@@ -690,7 +730,8 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
         parts.append("<details class='claims-details'><summary>Details: readings, rules, reasons and nulls, per "
                      "claim and model</summary>" + "".join(more) + "</details>")
     else:
-        details.append("<h2 class='appendix' id='claims-details'>Appendix · the claims in detail</h2>" + "".join(more))
+        details.append(f"<h2 class='appendix' id='{sid + '-details' if other else 'claims-details'}'>Appendix · "
+                       f"{'the claims of ' + html.escape(who) if other else 'the claims'} in detail</h2>" + "".join(more))
         parts.append("<p class='note'>The readings, rules, reasons and nulls per claim and model are in the "
                      "appendix \"the claims in detail\".</p>")
     parts.append("</section>")
