@@ -14,7 +14,9 @@ ones measured?" from the measured per-seed curves themselves (issue 28 §1):
   each seed's own no-change part (offset, tilt, curvature: what the test removes from every
   seed) is taken out, shrunk to its diagonal as the test's own null is (Schäfer–Strimmer,
   ``changepoint_search._shrunk_root``). The level spread that the no-change model absorbs
-  never counts as noise; what is left has the observed spread along the grid.
+  never counts as noise; what is left has the observed spread along the grid, each grid point's
+  variance floored at the pooled spread (:func:`noise_root`: with two seeds one grid point can
+  look near-noiseless and make the test look powerful, issue 37).
   (The earlier simulation drew independent noise at the seeds' level spread at every grid
   point, which overstated the hinge coefficient's spread ~120× on tiny-t5.)
 - **hinge_sd**: the observed seed-to-seed standard deviation of each seed's coefficient of the
@@ -39,7 +41,7 @@ import numpy as np
 from ..metrics.changepoint import locate
 from ..metrics.changepoint_search import _null_basis, _shrunk_root
 
-__all__ = ["kink_power", "hinge_absorbed", "hinge_coefficients", "observed_curves"]
+__all__ = ["kink_power", "hinge_absorbed", "hinge_coefficients", "observed_curves", "noise_root"]
 
 #: doublings tried when looking for the smallest detectable kink / the seeds that decide
 MAX_DOUBLINGS = 5
@@ -116,6 +118,41 @@ def observed_curves(sweep: Mapping, quantity: str) -> Optional[tuple[np.ndarray,
     return x[cols], Y[keep][:, cols]
 
 
+def noise_root(R: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A square root (``rootᵀ root = S``) of the simulation's noise covariance from the seeds'
+    residual deviations ``R`` (n seeds, m grid points; their no-change part, basis ``B``, removed).
+
+    The covariance is the observed one shrunk to its diagonal (``_shrunk_root``), and then each
+    grid point's variance is floored at the pooled spread: white noise of the pooled variance
+    ``σ² = Σ_j var_j / tr(P)`` leaves ``σ² P_jj`` at point ``j`` once the no-change part is
+    removed (``P`` the projection off ``B``), so ``var_j ← max(var_j, σ² P_jj)``, the correlations
+    kept. With two seeds the shrinkage has nothing to estimate its intensity from (the two seeds'
+    deviations are ±the same vector, so the observed covariance has rank 1 and every direction
+    orthogonal to it would be simulated noiseless): the covariance is then its diagonal. With two
+    seeds a point's variance also rests on one degree of freedom and can come out
+    near zero (issue 37: sd 0.0005 at alpha 0.4 of SmolLM2's sweep, whose simulated experiments
+    then found every kink at 4 seeds while the real test found a 32x kink half the time); the
+    floor keeps one quiet grid point from making the test look powerful. For noise that is white
+    along the grid the floor changes nothing (in expectation)."""
+    if len(R) == 2:  # both seeds' products are the same: Schäfer–Strimmer reads lam 0, a rank-1 covariance
+        S = np.diag(np.diag(R.T @ R))
+    else:
+        root = _shrunk_root(R)[0]
+        S = root.T @ root
+    v = np.clip(np.diag(S).copy(), 0.0, None)
+    m = len(v)
+    P = np.eye(m) - B @ np.linalg.pinv(B)
+    pjj = np.clip(np.diag(P), 0.0, None)
+    sigma2 = float(v.sum() / pjj.sum()) if pjj.sum() > 0 else 0.0
+    t = np.maximum(v, sigma2 * pjj)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = np.where(v > 0, np.sqrt(t / np.where(v > 0, v, 1.0)), 0.0)
+    S2 = S * g[:, None] * g[None, :]
+    S2[np.diag_indices(m)] = t
+    ev, V = np.linalg.eigh((S2 + S2.T) / 2)
+    return (V * np.sqrt(np.clip(ev, 0.0, None))).T
+
+
 def _no_change_fit(x: np.ndarray, mean: np.ndarray, null: str) -> np.ndarray:
     B = _basis(x, null)
     return B @ np.linalg.lstsq(B, mean, rcond=None)[0]
@@ -151,14 +188,15 @@ def _cached(key: str) -> dict:
     # never becomes independent noise per point
     B = _basis(x, null)
     R = D - (B @ np.linalg.lstsq(B, D.T, rcond=None)[0]).T
-    root = _shrunk_root(R)[0] if n >= 2 else None
+    root = noise_root(R, B) if n >= 2 else None
     coef = hinge_coefficients(x, Y, at, null)
     out = {"slope_change": c, "n_seeds": n, "reps": reps, "n_boot": nb, "grid": x.tolist(), "target": target,
            "null": null, "at": at, "absorbed": hinge_absorbed(x, at, null),
            "absorbed_line": hinge_absorbed(x, at, "line"),
            "hinge_sd": float(np.std(coef, ddof=1)) if n >= 2 else None,
            "noise": ("Gaussian seed deviations with the covariance of the observed seeds' deviations beyond their own "
-                     "no-change part, shrunk to its diagonal"),
+                     "no-change part, shrunk to its diagonal, each grid point's variance floored at the pooled "
+                     "spread (so that no grid point is quieter than the seeds' spread over the whole grid)"),
            "injected": [{"multiple": k, **dict(zip(("found", "p_value"), _detects(
                x, Y + k * c * _hinge(x, at)[None, :], method, null, a["n_boot_injected"], seed)))} for k in INJECTED],
            "power": None, "smallest_detectable": None, "seeds_needed": None}

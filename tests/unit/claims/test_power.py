@@ -74,3 +74,62 @@ def test_injection_into_the_observed_curves_and_what_would_decide():
     assert kink_power([0, 1], [[0, 1]], at=0.3, slope_change=1.0) is None  # too short a grid
     assert kink_power(X, observed[:1], at=AT, slope_change=1.0, reps=10)["power"] is None  # one seed: no spread
     assert observed_curves({"alphas": list(X), "pearson": [[None] * len(X)]}, "pearson") is None
+
+
+# ------------------------------------------------------------------ issue 37: two seeds and a quiet grid point
+DEMO = np.array([0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5])
+SEED_AT = 0.29154
+
+
+def _quiet_pair(rng, j, sd):
+    """Two observed seed curves ±r around a line, r beyond the quadratic null and exactly 0 at grid point
+    ``j``: what two seeds can show by chance (SmolLM2's sweep had sd 0.0005 at alpha 0.4)."""
+    from geolip_lib.claims.power import _basis
+    B = _basis(DEMO, "quadratic")
+    P = np.eye(len(DEMO)) - B @ np.linalg.pinv(B)
+    e = P @ rng.normal(0, 1, len(DEMO))
+    r = e - e[j] / P[j, j] * P[:, j]
+    r *= sd / np.sqrt(np.mean(r ** 2))
+    return np.stack([0.1 + 0.2 * DEMO + r, 0.1 + 0.2 * DEMO - r]), float(np.sqrt(np.mean(r ** 2)))
+
+
+def _true_rate(sd, m, c, reps=40):
+    """The test's detection rate on fresh curves from the true noise (white, the spread the seeds show)."""
+    return float(np.mean([locate(DEMO, 0.1 + 0.2 * DEMO + np.random.default_rng(500 + k).normal(0, sd, (m, len(DEMO)))
+                                 + c * np.maximum(DEMO - SEED_AT, 0), null="quadratic", n_boot=49, seed=k)["found"]
+                          for k in range(reps)]))
+
+
+def test_a_quiet_grid_point_of_two_seeds_does_not_make_the_test_look_powerful():
+    # before (issue 37): the two seeds' covariance had rank 1 and the quiet point none of it, so the
+    # simulation said "about 4 seeds would decide it" where 4 fresh seeds find the kink 5 % of the time
+    observed, sd = _quiet_pair(np.random.default_rng(1), 5, 0.01)
+    pw = kink_power(DEMO, observed, at=SEED_AT, slope_change=0.1, reps=40, n_boot=49, target=0.8)
+    se = lambda p: np.sqrt(max(p * (1 - p), 0.05) * 2 / 40)  # noqa: E731 - two proportions of 40 draws
+    rate = _true_rate(sd, 2, 0.1)
+    assert pw["power"] <= rate + 3 * se(rate), (pw["power"], rate)
+    if pw["seeds_needed"] is not None:  # the seeds it names must find the kink with the target power
+        true = _true_rate(sd, pw["seeds_needed"], 0.1)
+        assert true >= 0.8 - 3 * se(true), (pw["seeds_needed"], true)
+    assert pw["smallest_detectable"] is not None  # a kink 32x the size is found at 2 seeds
+    true = _true_rate(sd, 2, pw["smallest_detectable"])
+    assert true >= 0.8 - 3 * se(true), (pw["smallest_detectable"], true)
+
+
+def test_the_noise_floor_raises_only_the_quiet_points_and_keeps_white_noise():
+    from geolip_lib.claims.power import _basis, noise_root
+    B = _basis(DEMO, "quadratic")
+    P = np.eye(len(DEMO)) - B @ np.linalg.pinv(B)
+    R = np.random.default_rng(0).normal(0, 1, (400, len(DEMO))) @ P  # white noise, the null part removed
+    S = (lambda r: r.T @ r)(noise_root(R, B))
+    assert np.diag(S) == pytest.approx(np.diag(P), rel=0.2)  # white: the floor (σ² P_jj) changes ~nothing
+    observed, _ = _quiet_pair(np.random.default_rng(1), 5, 0.01)
+    D = observed - observed.mean(0)
+    R2 = D - (B @ np.linalg.lstsq(B, D.T, rcond=None)[0]).T
+    assert abs(R2[0, 5]) < 1e-12  # the quiet point
+    S2 = (lambda r: r.T @ r)(noise_root(R2, B))
+    raw = np.diag(R2.T @ R2)
+    sigma2 = raw.sum() / np.trace(P)
+    assert S2[5, 5] == pytest.approx(sigma2 * P[5, 5])  # raised to the pooled spread
+    assert np.all(np.diag(S2) >= raw - 1e-15) and np.linalg.matrix_rank(S2) == len(DEMO) - 0 - \
+        int(np.sum(np.diag(P) < 1e-12))  # two seeds: a diagonal covariance, no noiseless direction

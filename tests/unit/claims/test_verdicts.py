@@ -155,17 +155,29 @@ def test_the_four_verdicts_roll_up_per_reading(tmp_path, write_job, h):
 def test_power_comes_from_the_jobs_own_curves_not_from_their_level_spread(tmp_path, write_job, h):
     """Issue 28 §1, the tiny-t5 case: seeds that differ mostly in level (sd 0.06) and little
     beyond the quadratic. The level spread is not noise to the test; the seed's kink (0.31 at
-    0.29154) added to these curves is found, and the reported power says so."""
+    0.29154) added to these curves is found. Issue 37: the reported power is not above what the
+    test achieves on fresh 3-seed experiments of the same noise (it was 83 % against a true 37 %:
+    three seeds' covariance along the grid, rank 2, made the simulation too quiet), and the
+    verdict follows the power."""
     rng = np.random.default_rng(7)
     x = np.linspace(0.0, 0.5, 11)
-    Y = 0.1 + 0.05 * x + rng.normal(0, 0.06, (3, 1)) + rng.normal(0, 0.002, (3, 11))
+
+    def curves(r, n, c=0.0):
+        return 0.1 + 0.05 * x + r.normal(0, 0.06, (n, 1)) + r.normal(0, 0.002, (n, 11)) + c * np.maximum(x - 0.29154, 0)
+
+    Y = curves(rng, 3)
     res = _phase_job(tmp_path, write_job, Y, x, h)
     if res["found"]:
         pytest.fail(f"the constructed curve without a kink was found to change (p = {res['p_value']})")
     row = rows_of(tmp_path, "phase_boundary")[("t5-small", "alpha")]
-    assert row["power"]["power"] >= 0.8 and row["verdict"] == NOT_HELD, row["reason"]
-    assert row["power"]["hinge_sd"] < 0.1  # the observed per-seed hinge coefficient, not the level spread
-    assert {i["multiple"]: i["found"] for i in row["power"]["injected"]}[1.0]
+    pw = row["power"]
+    true = np.mean([locate(x, curves(np.random.default_rng(900 + k), 3, 0.3055), null="quadratic", n_boot=49,
+                           seed=k)["found"] for k in range(pw["reps"])])
+    se = np.sqrt(max(true * (1 - true), 0.05) * 2 / pw["reps"])
+    assert pw["power"] <= true + 3 * se, (pw["power"], true)
+    assert (row["verdict"] == NOT_HELD) == (pw["power"] >= 0.8), row["reason"]
+    assert pw["hinge_sd"] < 0.1  # the observed per-seed hinge coefficient, not the level spread
+    assert {i["multiple"]: i["found"] for i in pw["injected"]}[1.0]
 
 
 def _inside(rule):
