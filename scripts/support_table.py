@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""The README's support table (model_type x notebook), generated from the family registry.
+"""The support table of geolip_lib/families/README.md (model_type x notebook), generated from the family registry.
 
     .venv/bin/python scripts/support_table.py            # print the table
-    .venv/bin/python scripts/support_table.py --write    # replace it in README.md between the markers
-    .venv/bin/python scripts/support_table.py --check    # exit 1 when README.md differs from the registry
+    .venv/bin/python scripts/support_table.py --write    # replace it between the README's markers
+    .venv/bin/python scripts/support_table.py --check    # exit 1 when that README differs from the registry
 
 One row per ``model_type`` of ``geolip_lib.families.REGISTRY`` (a model_type two families share,
 T5 / T5 v1.1, is one row naming both), from the specs alone: the family, its stacks, what notebooks
@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from geolip_lib import families  # noqa: E402  (the checkout's package, whatever is installed)
 
-README = ROOT / "README.md"
+README = ROOT / "geolip_lib" / "families" / "README.md"
+README_NAME = "geolip_lib/families/README.md"
 MODELS = ROOT / "params" / "models"
 START, END = "<!-- support-table:start -->", "<!-- support-table:end -->"
 def _battery(spec, cfg: dict) -> str:
@@ -96,15 +97,15 @@ def readme_section(text: str) -> str:
     """The text between the markers of ``text`` (ValueError naming the missing marker)."""
     for m in (START, END):
         if m not in text:
-            raise ValueError(f"README.md: marker {m!r} not found (add the two markers around the support table)")
+            raise ValueError(f"{README_NAME}: marker {m!r} not found (add the two markers around the support table)")
     return text.split(START, 1)[1].split(END, 1)[0].strip("\n")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--write", action="store_true", help="replace the table in README.md")
-    g.add_argument("--check", action="store_true", help="exit 1 when README.md's table is not the registry's")
+    g.add_argument("--write", action="store_true", help=f"replace the table in {README_NAME}")
+    g.add_argument("--check", action="store_true", help=f"exit 1 when {README_NAME}'s table is not the registry's")
     a = ap.parse_args(argv)
     t = table().strip("\n")
     if not (a.write or a.check):
@@ -119,7 +120,7 @@ def main(argv=None) -> int:
     if a.check:
         bad = stale_params()
         if current != t or bad:
-            print("README.md's support table or params/models/tiny-type-*.yaml " + (f"({', '.join(bad[:5])}) " if bad else "")
+            print(f"{README_NAME}'s support table or params/models/tiny-type-*.yaml " + (f"({', '.join(bad[:5])}) " if bad else "")
                   + "differ from the registry; run scripts/support_table.py --write", file=sys.stderr)
             return 1
         return 0

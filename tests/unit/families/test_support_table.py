@@ -1,4 +1,4 @@
-"""The README's support table and the tiny model_type params files are the registry's (scripts/support_table.py)."""
+"""The support table of geolip_lib/families/README.md and the tiny model_type params files are the registry's (scripts/support_table.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -16,9 +16,9 @@ _spec.loader.exec_module(support_table)
 
 
 def test_readme_table_is_the_registrys():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "geolip_lib" / "families" / "README.md").read_text(encoding="utf-8")
     assert support_table.readme_section(text) == support_table.table().strip("\n"), \
-        "README.md's support table differs from the registry: run scripts/support_table.py --write"
+        "geolip_lib/families/README.md's support table differs from the registry: run scripts/support_table.py --write"
 
 
 def test_the_table_has_a_row_per_model_type_and_40_or_more():
