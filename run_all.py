@@ -30,6 +30,7 @@ this file is its command line and re-exports the names scripts and tests use.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -40,22 +41,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from geolip_lib.params import ParamsError, load_profile  # noqa: E402
-from geolip_lib.runner.execute import (  # noqa: E402,F401 - re-exported
-    DISK_FULL, INTERRUPTED, REPORTS, STOP, STOP_SIGNALS, _fail, _is_disk_full, _one_line_error, execute_job, kernel_env,
-    on_stop_signal, publish, recover)
-from geolip_lib.runner.jobs import (  # noqa: E402,F401 - re-exported
-    FINGERPRINT, Job, JobResult, check_parameters, check_report_root, claim_root, coerce_parameter, fingerprint,
-    is_done, job_dir, job_models, jobs_for_profile, notebook_defaults, notebook_digest, notebook_parameters,
-    notebooks_dir, reads_other_jobs, stale_reasons, with_timeout)
-from geolip_lib.runner.local import Interrupted, run, run_jobs  # noqa: E402,F401 - re-exported
-from geolip_lib.runner.lock import LOCK, RunError, prepare_root, run_lock  # noqa: E402,F401 - re-exported
-from geolip_lib.runner.plan import PlanError  # noqa: E402
+#: what this file re-exports for scripts and tests (``run_all.execute_job``, ``from run_all import main``), by the
+#: module that defines it: imported on first use (PEP 562), so that ``--help`` and a refused flag import nothing of
+#: the runner, and a refused profile or parameter nothing of torch, transformers or papermill (issue 38 §2)
+_EXPORTS = {
+    "geolip_lib.runner.execute": ("DISK_FULL", "INTERRUPTED", "REPORTS", "STOP", "STOP_SIGNALS", "_fail",
+                                  "_is_disk_full", "_one_line_error", "execute_job", "kernel_env", "on_stop_signal",
+                                  "publish", "recover"),
+    "geolip_lib.runner.jobs": ("FINGERPRINT", "Job", "JobResult", "check_parameters", "check_report_root",
+                               "claim_root", "coerce_parameter", "fingerprint", "is_done", "job_dir", "job_models",
+                               "jobs_for_profile", "notebook_defaults", "notebook_digest", "notebook_parameters",
+                               "notebooks_dir", "reads_other_jobs", "stale_reasons", "with_timeout"),
+    "geolip_lib.runner.local": ("Interrupted", "run", "run_jobs"),
+    "geolip_lib.runner.lock": ("LOCK", "RunError", "prepare_root", "run_lock"),
+    "geolip_lib.runner.plan": ("PlanError",),
+    "geolip_lib.params": ("ParamsError", "load_profile"),
+}
+_HOME = {name: mod for mod, names in _EXPORTS.items() for name in names}
 
-NOTEBOOKS = notebooks_dir()
 
-
-_on_sigint = on_stop_signal  # Ctrl-C, SIGTERM, SIGHUP: remembered, then KeyboardInterrupt (execute.on_stop_signal)
+def __getattr__(name: str):
+    """The re-exported runner names, imported when first read (``NOTEBOOKS``: the notebooks folder)."""
+    if name == "NOTEBOOKS":
+        value = importlib.import_module("geolip_lib.runner.notebooks").notebooks_dir()
+    elif name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # once: a test's monkeypatch.setattr(run_all, "NOTEBOOKS", ...) then replaces it
+    return value
 
 
 #: the most jobs one run may hold at once (a typo such as --jobs 1000000000 is refused, not queued)
@@ -64,12 +78,13 @@ MAX_JOBS = 4096
 
 def _flag_problem(args) -> str | None:
     """One line for flags that are out of range or belong to another mode (they would be ignored)."""
-    from geolip_lib.params import MAX_TIMEOUT_S
-
     if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
         return f"--jobs {args.jobs}: give a number of jobs from 1 to {MAX_JOBS}"
-    if args.timeout is not None and not 1 <= args.timeout <= MAX_TIMEOUT_S:
-        return f"--timeout {args.timeout}: give seconds from 1 to {MAX_TIMEOUT_S} (30 days)"
+    if args.timeout is not None:
+        from geolip_lib.params import MAX_TIMEOUT_S
+
+        if not 1 <= args.timeout <= MAX_TIMEOUT_S:
+            return f"--timeout {args.timeout}: give seconds from 1 to {MAX_TIMEOUT_S} (30 days)"
     box = [f for f, v in (("--gpus", args.gpus), ("--gpu-memory", args.gpu_memory), ("--host-memory",
                                                                                      args.host_memory),
                           ("--disk", args.disk)) if v is not None]
@@ -129,11 +144,20 @@ def main(argv=None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    # the runner, only now that the flags are known (a job's own imports, torch & co., come later still)
+    from geolip_lib.params import ParamsError, load_profile
+    from geolip_lib.runner.execute import INTERRUPTED, REPORTS, STOP, STOP_SIGNALS, on_stop_signal
+    from geolip_lib.runner.jobs import JobResult, check_report_root, jobs_for_profile, with_timeout
+    from geolip_lib.runner.local import Interrupted, run
+    from geolip_lib.runner.lock import RunError, prepare_root
+    from geolip_lib.runner.plan import PlanError
+
+    notebooks = sys.modules[__name__].NOTEBOOKS  # through __getattr__, or what a test set
     INTERRUPTED.clear()
     STOP.reset()
     if threading.current_thread() is threading.main_thread():
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, _on_sigint)
+        for signum in STOP_SIGNALS:  # Ctrl-C, SIGTERM, SIGHUP: remembered, then KeyboardInterrupt
+            signal.signal(signum, on_stop_signal)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # kernels inherit this environment:
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars inside executed notebooks (run_all shows progress)
     # absolute once (not resolved: the root itself may be a link): readers take relative paths inside the root
@@ -142,7 +166,6 @@ def main(argv=None) -> int:
     try:
         if args.plan:
             from geolip_lib.runner.local import plan_for
-
             from geolip_lib.runner.plan import target_box
 
             box = target_box(args.gpus, args.gpu_memory, args.host_memory, args.disk)
@@ -164,7 +187,7 @@ def main(argv=None) -> int:
             if problem := cuda_problem():  # a GPU box whose driver torch cannot use: say so before any job
                 print(f"warning: {problem}", file=sys.stderr)
         if args.report_only:  # a root with results of this profile, never created here (exit 2 otherwise)
-            prepare_root(check_report_root(out_root, load_profile(args.profile, notebooks_dir=NOTEBOOKS).name))
+            prepare_root(check_report_root(out_root, load_profile(args.profile, notebooks_dir=notebooks).name))
         if not args.report_only:
             t0 = time.perf_counter()
             opts = {}
@@ -179,7 +202,7 @@ def main(argv=None) -> int:
             print(f"{done} job(s) ran, {skipped} skipped (done), {len(failures)} failed "
                   f"in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
         else:
-            load_profile(args.profile, notebooks_dir=NOTEBOOKS)
+            load_profile(args.profile, notebooks_dir=notebooks)
         from geolip_lib import report
 
         try:

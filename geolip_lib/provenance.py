@@ -29,11 +29,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
-import torch
 from safetensors import safe_open
 
+from .lazy import lazy
 from .paths import ROOT, cache_root
 from .results import atomic_write_text
+
+torch = lazy("torch")  # the device of a run (torch.cuda), read when a provenance is written
 
 LIBRARY = Path(__file__).resolve().parent
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")

@@ -23,11 +23,13 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import torch
 
 from .paths import REPORTS, ROOT  # noqa: F401 - re-exported (callers read results.ROOT / REPORTS)
 from .validation import check_finite_scalar
+from .lazy import lazy
+
+np = lazy("numpy")
+torch = lazy("torch")
 METRICS_FILE = "metrics.json"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: os.umask can only be read by setting it

@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-import numpy as np
-import torch
+from .lazy import lazy
+
+np = lazy("numpy")
+torch = lazy("torch")
 
 
 def fail(name: str, message: str) -> None:

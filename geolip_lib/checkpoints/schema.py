@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Optional
 
-import pandas as pd
-import torch
+from ..lazy import lazy
+
+pd = lazy("pandas")
+torch = lazy("torch")
 
 ROLES = ("q", "k", "v", "o", "qkv", "mlp_in", "mlp_gate", "mlp_out", "embed", "unembed",
          "norm", "pos_bias", "bias", "other")

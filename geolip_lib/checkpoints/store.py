@@ -23,10 +23,12 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-import torch
 from safetensors import safe_open
 
 from .schema import TensorInfo
+from ..lazy import lazy
+
+torch = lazy("torch")
 
 _ST_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
               "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8",
@@ -153,7 +155,7 @@ class TensorStore:
                              + (f" (similar: {', '.join(close)})" if close else "")) from None
 
     # ------------------------------------------------------------------ reading
-    def get(self, name: Any, dtype: torch.dtype = torch.float32, row_slice: Optional[tuple] = None,
+    def get(self, name: Any, dtype: Optional[torch.dtype] = None, row_slice: Optional[tuple] = None,
             device: Any = None) -> torch.Tensor:
         """Read one tensor (or a range of its rows) and cast it.
 
@@ -161,8 +163,8 @@ class TensorStore:
         ----------
         name : str or Entry
             Tensor name, or a catalog ``Entry`` (its ``row_slice`` is applied first).
-        dtype : torch.dtype
-            Result dtype (default float32; pass float64 where precision matters).
+        dtype : torch.dtype, optional
+            Result dtype (``None``: float32; pass float64 where precision matters).
         row_slice : (start, stop), optional
             Rows to read (relative to the entry's own rows for a view entry); only
             these rows are read from disk.
@@ -172,6 +174,7 @@ class TensorStore:
         -------
         torch.Tensor
         """
+        dtype = torch.float32 if dtype is None else dtype  # not a default argument: torch is imported lazily
         base = None
         if not isinstance(name, str):  # Entry
             base = getattr(name, "row_slice", None)
@@ -218,8 +221,8 @@ class TensorStore:
                     got += k
         return t
 
-    def iter(self, names: Iterable, dtype: torch.dtype = torch.float32):
-        """Yield ``(name, tensor)`` one at a time."""
+    def iter(self, names: Iterable, dtype: Optional[torch.dtype] = None):
+        """Yield ``(name, tensor)`` one at a time (``dtype``: as :meth:`get`)."""
         for n in names:
             yield (n if isinstance(n, str) else n.key), self.get(n, dtype=dtype)
 

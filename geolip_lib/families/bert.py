@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import re
 
-import torch.nn as nn
 
 from ..checkpoints.schema import Entry, attn_entry, get_int
 from ..validation import fail
 from .spec import FamilySpec, Sizes, hidden_to_cpu
+from ..lazy import lazy
+
+nn = lazy("torch.nn")
 
 _LAYER = re.compile(r"^(?:.*\.)?encoder\.layer\.(?P<layer>\d+)\.(?P<rest>.+)$")
 _SUB = {

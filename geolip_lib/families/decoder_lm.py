@@ -38,12 +38,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-import torch.nn as nn
 
 from ..checkpoints.rules import fused_views
 from ..checkpoints.schema import Entry, attn_entry, get_int, split_fused
 from ..validation import fail
 from .spec import FamilySpec, Sizes, hidden_to_cpu
+from ..lazy import lazy
+
+nn = lazy("torch.nn")
 
 _LAYER = re.compile(r"^(?:.*\.)?layers\.(?P<layer>\d+)\.(?P<rest>.+)$")
 _ATTN = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o"}

@@ -23,13 +23,15 @@ Scores: ``q·k / sqrt(head_dim)`` after RoPE (``alibi: false``, the default) or 
 """
 from __future__ import annotations
 
-import torch
 
 from ..checkpoints.rules import Heads, build, need
 from .bloom import FUSED, RULES  # the same tensor names (Falcon was derived from BLOOM's code)
 from .gpt2 import CAUSAL_IDS
 from .hf import blocks_at, canonical_by_name, causal_hidden, regroup_rows
 from .spec import FamilySpec, Sizes
+from ..lazy import lazy
+
+torch = lazy("torch")
 
 
 def kv_heads(config: dict) -> int:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional
 
-import torch
-import torch.nn as nn
 
 from ..validation import fail
 from .spec import hidden_to_cpu
+from ..lazy import lazy
+
+torch = lazy("torch")
+nn = lazy("torch.nn")
 
 
 def base(model: nn.Module) -> nn.Module:

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import re
 
-import torch
 
 from ..checkpoints.schema import Entry, attn_entry, split_fused
 from .spec import FamilySpec, Sizes, no_output_embeddings
+from ..lazy import lazy
+
+torch = lazy("torch")
 
 _BLOCK = re.compile(r"^(?P<vis>(?:.*\.)?visual\.)?(?:.*\.)?transformer\.resblocks\.(?P<layer>\d+)\.(?P<rest>.+)$")
 _MLP = {"mlp.c_fc": "mlp_in", "mlp.c_proj": "mlp_out", "mlp.fc1": "mlp_in", "mlp.fc2": "mlp_out"}

@@ -15,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-import torch
-import transformers
+from ..lazy import lazy
+
+torch = lazy("torch")
+transformers = lazy("transformers")
 
 DEFAULT_PROMPT = "{definition}"
 

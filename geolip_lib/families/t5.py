@@ -27,11 +27,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-import torch.nn as nn
 
 from ..checkpoints.schema import Entry, attn_entry, get_int
 from ..validation import fail
 from .spec import FamilySpec, Sizes, hidden_to_cpu
+from ..lazy import lazy
+
+nn = lazy("torch.nn")
 
 _BLOCK = re.compile(r"^(?:.*\.)?(?P<stack>encoder|decoder)\.block\.(?P<layer>\d+)\.layer\.\d+\.(?P<rest>.+)$")
 #: T5 does not scale q·k (the catalog's attention scale)

@@ -28,13 +28,15 @@ is refused with one line.
 """
 from __future__ import annotations
 
-import numpy as np
-import torch
 
 from ..checkpoints.rules import Heads, build, need, rules
 from .bart import LAYER_ROWS
 from .hf import blocks_at
 from .spec import FamilySpec, Sizes, hidden_to_cpu
+from ..lazy import lazy
+
+np = lazy("numpy")
+torch = lazy("torch")
 
 RULES = rules(
     *LAYER_ROWS,  # the same per-layer names as BART's
@@ -111,7 +113,7 @@ _TINY = dict(model_type="whisper", d_model=32, encoder_layers=2, decoder_layers=
              decoder_start_token_id=102, suppress_tokens=[], begin_suppress_tokens=[])
 
 WHISPER = FamilySpec(
-    name="whisper", stacks=("encoder", "decoder"), is_text=True, is_generative=True,
+    name="whisper", stacks=("decoder", "encoder"), is_text=True, is_generative=True,
     auto_class="AutoModelForSpeechSeq2Seq", model_types=("whisper",), sizes=_sizes, adapt=adapt,
     text_hidden=whisper_hidden, teacher_forced_decoder=True,
     locate_blocks=blocks_at({"encoder": "encoder.layers", "decoder": "decoder.layers"}, "whisper"),

@@ -19,6 +19,14 @@ What the values are measured on is recorded: :func:`quantization` reads each ten
 (``Q4_1``, ``Q8_0``, ``F32`` ...) with the ``gguf`` package's own reader (header only), and the
 provenance of such a model says ``dequantized: true`` with those types and the file's sha256
 (:func:`geolip_lib.provenance.model_provenance`).
+
+The header is read once per file content (issue 38 §2: reading a multi-GB file's header, with its
+tokenizer arrays, took 1-4 minutes in every plan and every job): :func:`header` keeps what the plan and
+the preflight need (each tensor's stored type and shape, the scalar metadata keys, the transformers
+config of each ``config:``) in ``<cache>/gguf-headers/<sha256>.json``, written atomically. The key is
+the file's sha256 (``provenance.file_sha256``, itself cached by path, size and mtime), so a file changed
+in place is read afresh, never served a stale entry; an entry that does not parse or does not describe
+its file (another sha256 or size, another layout) is ignored and rewritten.
 """
 from __future__ import annotations
 
@@ -31,12 +39,13 @@ from pathlib import Path
 from typing import Optional
 
 import transformers
-from gguf import GGUFReader
+from gguf import GGUFReader, GGUFValueType
 from transformers import AutoConfig, AutoTokenizer, GgufConfig
 
 from ..params import ModelParams, family_problem
 from ..paths import cache_root, resolve
 from ..provenance import file_sha256
+from ..results import atomic_write_text
 from . import packaged
 from .common import ModelLoadError, model_class, quiet_transformers, short_error, weights_hash
 from .tokenizers import _atomic_dir
@@ -47,6 +56,8 @@ __all__ = ["SOURCE_INFO", "config_dict", "dequantized_dir", "folder", "gguf_path
 SOURCE_INFO = "gguf_source.json"
 #: part of the cache key: bump when the way the dequantized folder is written changes
 LAYOUT = "gguf-dequantized-1"
+#: what a cached header record holds (:func:`header`): bump when that changes, and every entry is read afresh
+HEADER_LAYOUT = "gguf-header-1"
 
 
 def folder(p: ModelParams, fetch: bool = True) -> Path:
@@ -97,10 +108,78 @@ def _overlap(reader: GGUFReader) -> str:
     return ""
 
 
+def _plain(value):
+    """A metadata value as JSON (numpy scalars and arrays from the reader as Python numbers and lists)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+def _metadata(reader: GGUFReader) -> dict:
+    """The header's key-value pairs: scalars and strings as they are, an array (the tokenizer's tokens,
+    merges) as ``{"array": its length}``."""
+    out = {}
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF."):  # the reader's own header fields (version, counts)
+            continue
+        if field.types and field.types[0] == GGUFValueType.ARRAY:
+            out[name] = {"array": len(field.data)}
+        else:
+            out[name] = _plain(field.contents())
+    return out
+
+
+def _header_file(sha: str) -> Path:
+    return cache_root() / "gguf-headers" / f"{sha}.json"
+
+
+def _cached_header(path: Path, sha: str) -> Optional[dict]:
+    """The cached record of ``path`` (content ``sha``), or None when there is none or it does not describe the
+    file: not JSON, another layout, sha256 or size, or tensors / configs of the wrong shape (rewritten then)."""
+    try:
+        rec = json.loads(_header_file(sha).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(rec, dict) and rec.get("layout") == HEADER_LAYOUT and rec.get("sha256") == sha
+          and rec.get("bytes") == path.stat().st_size and isinstance(rec.get("metadata"), dict)
+          and isinstance(rec.get("configs"), dict) and isinstance(rec.get("tensors"), dict)
+          and all(isinstance(t, dict) and isinstance(t.get("type"), str) and isinstance(t.get("shape"), list)
+                  and all(isinstance(n, int) and n >= 0 for n in t["shape"]) for t in rec["tensors"].values()))
+    return rec if ok else None
+
+
+def _store_header(rec: dict) -> None:
+    try:  # atomically (another job may read it meanwhile); a read-only cache only costs the next read
+        atomic_write_text(_header_file(rec["sha256"]), json.dumps(rec, indent=0))
+    except OSError:
+        pass
+
+
+def header(path: Path) -> dict:
+    """What the plan and the preflight need of ``path``'s header, read once per file content (module
+    docstring): ``{"layout", "sha256", "bytes", "tensors": {GGUF name: {"type": "Q4_K", "shape": [...]}},
+    "metadata": {key: value}, "configs": {key: transformers config dict}}``. A first read checks the file
+    (:func:`_reader`: a broken file is one line naming it, and nothing is cached)."""
+    path = Path(path)
+    sha = file_sha256(path)
+    rec = _cached_header(path, sha)
+    if rec is not None:
+        return rec
+    reader = _reader(path)
+    rec = {"layout": HEADER_LAYOUT, "sha256": sha, "bytes": path.stat().st_size,
+           "tensors": {t.name: {"type": t.tensor_type.name, "shape": [int(n) for n in t.shape]}
+                       for t in reader.tensors},
+           "metadata": _metadata(reader), "configs": {}}
+    _store_header(rec)
+    return rec
+
+
 def quantization(path: Path) -> dict[str, str]:
     """``GGUF tensor name -> stored type`` (``Q4_1``, ``Q4_K``, ``Q6_K``, ``F32`` ...) of every tensor in
-    ``path``, from the file's header (``gguf.GGUFReader``; the tensor data is memory-mapped, never read)."""
-    return {t.name: t.tensor_type.name for t in _reader(path).tensors}
+    ``path``, from the file's header (:func:`header`: read once per file content, the tensor data never)."""
+    return {name: t["type"] for name, t in header(path)["tensors"].items()}
 
 
 def summary(types: dict[str, str]) -> dict[str, int]:
@@ -110,9 +189,26 @@ def summary(types: dict[str, str]) -> dict[str, int]:
 
 def hf_config(p: ModelParams, path: Path):
     """The transformers config that ``path``'s metadata gives (no tensor is read), with ``config:`` applied.
-    The header is checked first (:func:`_reader`), so that a broken file says so rather than what
-    transformers makes of it (a lying key count reads as 'not a valid JSON file' there)."""
-    _reader(path)
+    The header is checked first (:func:`header`), so that a broken file says so rather than what
+    transformers makes of it (a lying key count reads as 'not a valid JSON file' there). Read by
+    transformers once per file content, transformers version and ``config:`` (kept in the header record)."""
+    rec = header(path)
+    key = weights_hash([transformers.__version__, p.config])
+    known = rec["configs"].get(key)
+    if isinstance(known, dict) and isinstance(known.get("model_type"), str):
+        try:
+            with quiet_transformers():
+                return AutoConfig.for_model(**known)
+        except (KeyError, ValueError, TypeError):  # an entry this transformers cannot build: read afresh
+            pass
+    cfg = _read_hf_config(p, path)
+    rec["configs"][key] = cfg.to_dict()
+    _store_header(rec)
+    return cfg
+
+
+def _read_hf_config(p: ModelParams, path: Path):
+    """:func:`hf_config` read by transformers from the file itself."""
     try:
         with quiet_transformers():
             cfg = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name, **p.config)

@@ -13,24 +13,24 @@ import json
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Optional
 
-import nbformat
-import papermill as pm
-from jupyter_core.utils import run_sync
-
-from ..models import check
-from ..models.preflight import check_stored_model
+from .. import models  # its submodules (torch, transformers) are imported when a job's model is checked
+from ..lazy import lazy
 from ..paths import REPORTS  # noqa: F401 - re-exported (the default output root)
 from .jobs import FINGERPRINT, Job, JobResult, fingerprint, job_dir, notebook_parameters, notebook_path, notebooks_dir
 from .lock import RootVanished, UnsafePathError, check_root, inside_root, remove_entry
 from .resources import PeakMemory, kernel_death, kernel_env, oom_kills
+from .publish import _repoint_injected, publish, recover  # noqa: F401 - re-exported (run_all, Ray)
 from .warm import SOCKET_ENV, kernel_manager
+
+nbformat = lazy("nbformat")
+pm = lazy("papermill")  # with nbclient and jupyter_client: ~1.5 s, only when a job runs
+_jupyter = lazy("jupyter_core.utils")
 
 TIMING = "job_timing.json"  # not timing.json: notebooks 12 and 14 write their own
 
@@ -158,7 +158,7 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         if job.model is not None:
             with _CHECK_LOCK:
                 # fail fast (bad params, hub model offline, int8 or misshapen weights) with one line, not a kernel traceback
-                check_stored_model(check(job.model))
+                models.preflight.check_stored_model(models.check(job.model))
         fp = fingerprint(job)
         km = kernel_manager(job.kernel, warm=bool((env or {}).get(SOCKET_ENV)))
         with _KERNELS_LOCK:
@@ -168,7 +168,7 @@ def execute_job(job: Job, out_root: Path | None = None, progress: bool = False,
         JOB_LOGS.files[threading.get_ident()] = partial / "kernel.log"
         t_kernel = time.perf_counter()
         with _open_log(partial / "kernel.log") as log:  # kernel start-up noise and stderr
-            run_sync(km.start_kernel)(cwd=str(notebooks_dir()), env=kernel_env(env), stdout=log, stderr=log)
+            _jupyter.run_sync(km.start_kernel)(cwd=str(notebooks_dir()), env=kernel_env(env), stdout=log, stderr=log)
         if not (env or {}).get(SOCKET_ENV):  # a cold kernel: sample its peak memory (warm: the zygote knows it)
             peak = PeakMemory(getattr(km.provisioner, "pid", None)).start()
         t_nb = time.perf_counter()
@@ -264,7 +264,7 @@ class _JobLimit:
         self.fired.set()
         try:
             if self.km.has_kernel:
-                run_sync(self.km.shutdown_kernel)(now=True)
+                _jupyter.run_sync(self.km.shutdown_kernel)(now=True)
         except Exception:  # noqa: BLE001 - a kernel already gone; papermill then ends the job
             pass
 
@@ -346,7 +346,7 @@ def _stop(km) -> None:
         _KERNELS.pop(id(km), None)
     try:
         if km.has_kernel:
-            run_sync(km.shutdown_kernel)(now=True)
+            _jupyter.run_sync(km.shutdown_kernel)(now=True)
     except Exception:  # noqa: BLE001 - a kernel that is already gone
         pass
 
@@ -380,82 +380,6 @@ def _fail(job: Job, partial: Path, failed: Path, msg: str, tb: str, t0: float, d
         remove_entry(failed, ignore_errors=True)
         where = partial
     return JobResult(job, False, where, time.perf_counter() - t0, error=msg, device=device)
-
-
-def publish(partial: Path, final: Path, root: Path) -> None:
-    """Move a finished job into place inside the output root ``root``, replacing an older result.
-
-    The old result is renamed to ``.<job>.old`` first and deleted only after the new one is
-    in place; a run killed between the two renames leaves the old one there, and
-    :func:`recover` (called by every run) puts it back. Old and new are never both lost.
-    Both paths must lie in one directory inside ``root`` with no symbolic link on the way
-    (one-line :class:`.lock.UnsafePathError`); an entry in the way that is a link is moved
-    or unlinked as a link, never followed; a root this run locked that was deleted or
-    replaced meanwhile is :class:`.lock.RootVanished` (nothing is published into it).
-    """
-    final, partial = inside_root(root, final), inside_root(root, partial)
-    if partial.parent != final.parent:
-        raise UnsafePathError(f"{partial} and {final} are not in one directory; a result is only renamed in place")
-    if os.path.islink(partial) or not partial.is_dir():
-        raise UnsafePathError(f"{partial} is not a directory the runner wrote; nothing was published")
-    check_root(root)
-    if os.path.isdir(final) and not os.path.islink(final) and not (
-            os.path.lexists(os.path.join(final, "metrics.json")) or os.path.lexists(os.path.join(final, FINGERPRINT))):
-        raise UnsafePathError(f"{final} holds no geolip result (no metrics.json): it was not replaced; move it away "
-                              "or pass another --out")
-    old = final.parent / f".{final.name}.old"
-    remove_entry(old)
-    if os.path.lexists(final):
-        os.replace(final, old)  # a link or a file is moved as itself
-    os.replace(partial, final)
-    remove_entry(old, ignore_errors=True)
-
-
-def recover(out_root: Path, console=None) -> list[str]:
-    """Put back results a killed run had moved aside (``.<job>.old`` without ``<job>``).
-
-    Only real directories count: a notebook folder or a ``.old`` entry that is a symbolic link
-    (or a file) is never followed; such an ``.old`` is unlinked, with a line saying so."""
-    restored = []
-    out_root = Path(out_root)
-    console = console or sys.stderr
-    try:
-        nb_dirs = sorted(e.path for e in os.scandir(out_root) if e.is_dir(follow_symlinks=False))
-    except FileNotFoundError:
-        return restored
-    for nb in map(Path, nb_dirs):
-        try:
-            olds = sorted(e for e in os.scandir(nb) if e.name.startswith(".") and e.name.endswith(".old"))
-        except OSError:
-            continue
-        for entry in olds:
-            old, name = Path(entry.path), entry.name[1:-4]
-            if name in ("", ".", ".."):
-                continue
-            if not entry.is_dir(follow_symlinks=False):
-                remove_entry(old, ignore_errors=True)
-                print(f"removed {old}: a {'symbolic link' if entry.is_symlink() else 'file'} where a moved-aside "
-                      "result belongs (not followed)", file=console, flush=True)
-                continue
-            final = nb / name
-            if os.path.lexists(final):
-                remove_entry(old, ignore_errors=True)
-            else:
-                os.replace(old, final)
-                restored.append(f"{nb.name}/{final.name}")
-                print(f"restored the previous result of {nb.name}/{final.name} "
-                      "(a run was stopped while replacing it)", file=console, flush=True)
-    return restored
-
-
-
-def _repoint_injected(executed: Path, partial: Path, final: Path) -> None:
-    """The injected parameters cell and papermill's metadata name the temporary directory;
-    point them at the final one (the executed notebook is shown as HTML, and a stale
-    ``.partial`` path misleads)."""
-    nb = nbformat.reads(executed.read_text(encoding="utf-8").replace(json.dumps(str(partial))[1:-1],
-                                                                   json.dumps(str(final))[1:-1]), as_version=4)
-    nbformat.write(nb, str(executed))  # the injected cell and papermill's metadata (parameters, output_path)
 
 
 def _one_line_error(exc: BaseException) -> str:

@@ -34,11 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-import numpy as np
-import torch
-
+from ..lazy import lazy
 from ..params import load_model_params
 from .model_sizes import PlanError
+
+np = lazy("numpy")
+torch = lazy("torch")
 
 DATA_DIR = Path(__file__).with_name("timings")
 STEPS = ("load", "forward", "battery", "operators", "null_battery_one_seed")

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jupyter_client.kernelspec import KernelSpecManager
-
-from .. import claims
 from .. import params as _params
+from ..lazy import lazy
 from ..params import ParamsError, add_model_file, check_name, load_model_params, load_profile, model_names
 from .jobspec import Job, JobResult, job_dir  # noqa: F401 - re-exported
 from .model_checks import model_problems  # noqa: F401 - re-exported
@@ -28,6 +26,9 @@ from .parameters import coerce_parameter  # noqa: F401 - re-exported (run_all, t
 from .resume import FINGERPRINT, fingerprint, is_done, job_models, stale_reasons  # noqa: F401 - re-exported
 from .root_record import (ROOT_PROFILE, check_ours, check_report_root, claim_root,  # noqa: F401 - re-exported
                           root_profile)
+
+_kernelspec = lazy("jupyter_client.kernelspec")
+claims = lazy("geolip_lib.claims")  # with the metrics it reads (torch, scipy): only for a job naming a claims file
 
 
 #: the longest job id: it is a folder name, and ``.<id>.partial`` must stay under the 255 bytes a
@@ -196,7 +197,7 @@ def _profile_models(prof) -> set[str]:
 
 def kernel_problems(kernel: str, profile: str) -> list[str]:
     """The profile's ``kernel:`` must be an installed Jupyter kernelspec (what papermill starts)."""
-    specs = KernelSpecManager().find_kernel_specs()
+    specs = _kernelspec.KernelSpecManager().find_kernel_specs()
     if kernel in specs:
         return []
     return [f"profile '{profile}': key 'kernel': no Jupyter kernel '{kernel}' is installed (installed: "

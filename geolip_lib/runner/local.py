@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from ..models.loading import ModelLoadError, hub_problem
-from ..models.preflight import check_stored_model
+from .. import models  # sizes and checks of models: their submodules are imported on first use
 from ..params import load_model_params
 from ..paths import REPORTS
 from .execute import execute_job, job_paths, kill_all_kernels, recover
@@ -167,7 +166,7 @@ def _obtainable(jobs: Sequence[Job]) -> list:
         names = job_models(job)
         for m in names:
             if m not in problems:
-                problems[m] = hub_problem(m)
+                problems[m] = models.locate.hub_problem(m)
         if not any(problems[m] for m in names):
             out.append(job)
     return out
@@ -178,8 +177,8 @@ def _check_stored_weights(jobs: Sequence[Job]) -> None:
     (:func:`..models.preflight.check_stored_model`), before any kernel: one line, exit 2."""
     for name in sorted({m for j in jobs for m in job_models(j)}):
         try:
-            check_stored_model(load_model_params(name))
-        except ModelLoadError as exc:
+            models.preflight.check_stored_model(load_model_params(name))
+        except models.ModelLoadError as exc:
             raise RunError(str(exc)) from None
 
 

@@ -9,9 +9,7 @@ from pathlib import Path
 
 from .. import params as _params
 from .. import roots
-from ..models.common import ModelLoadError
-from ..models.preflight import (HF_KIND, check_config, check_stored_model, config_problem, model_config,
-                                trajectory_problems)
+from .. import models  # preflight (torch, transformers): imported when a model's params are checked
 from ..params import ROOT, ModelParams, ParamsError, family_problem, load_model_params, model_file
 from ..paths import resolve
 
@@ -26,14 +24,14 @@ def model_problems(name: str) -> list[str]:
     own = model_file(mp.name)  # params/models/<name>.yaml, or a file given by path to --models
     f = f"params/models/{mp.name}.yaml" if own == _params.MODELS_DIR / f"{mp.name}.yaml" else _params._rel(own)
     try:
-        check_config(mp.family, mp.config, f)
+        models.preflight.check_config(mp.family, mp.config, f)
     except ParamsError as exc:
         return exc.lines
     if mp.checkpoints:  # a trajectory's folders (issue 24 §4), each checked like a local_dir (issue 30)
         lines = _params.checkpoint_problems(mp, own)
         if lines:
             return lines
-        lines = trajectory_problems(mp, f)
+        lines = models.preflight.trajectory_problems(mp, f)
         if lines:
             return lines
     raw, key = (mp.local_dir, "local_dir") if mp.local_dir else ((mp.id, "id") if mp.source == "local" else (None, ""))
@@ -46,14 +44,14 @@ def model_problems(name: str) -> list[str]:
     if mp.source == "tiny":
         why = family_problem(mp.family, mp.config.get("model_type"), "its config:")
         if not why:
-            why = config_problem(mp, mp.config, HF_KIND, "its config")
+            why = models.preflight.config_problem(mp, mp.config, models.preflight.HF_KIND, "its config")
         return [f"{f}: {why}"] if why else []
     return _config_family_problems(mp, f)
 
 
 def _config_family_problems(mp: ModelParams, f: str) -> list[str]:
     try:
-        found = model_config(mp)  # local_dir / package / cached hub config.json: no download
+        found = models.preflight.model_config(mp)  # local_dir / package / cached hub config.json: no download
     except roots.RootReadError as exc:  # a pipe, too large, too deep, not an object: its own line
         return [f"{f}: {exc}"]
     except (OSError, ValueError) as exc:
@@ -64,18 +62,18 @@ def _config_family_problems(mp: ModelParams, f: str) -> list[str]:
         return []
     cfg, kind, d = found
     src = f"{d / 'config.json'}" if d is not None else "its config"
-    if kind != HF_KIND:
+    if kind != models.preflight.HF_KIND:
         mt = "open_clip"
         src = f"{d}" if d is not None else "its config"
     else:
         mt = cfg.get("model_type")
         if mt is None:
             return [f"{f}: {src} has no model_type; re-save the model with save_pretrained"]
-    why = family_problem(mp.family, mt, src) or config_problem(mp, cfg, kind, src)
+    why = family_problem(mp.family, mt, src) or models.preflight.config_problem(mp, cfg, kind, src)
     if why:
         return [f"{f}: {why}"]
     try:  # the weight files at hand: corrupt or lying headers, pickles, integer / quantised / misshapen tensors
-        check_stored_model(mp)
-    except ModelLoadError as exc:
+        models.preflight.check_stored_model(mp)
+    except models.ModelLoadError as exc:
         return [f"{f}: {exc}"]
     return []

@@ -18,9 +18,8 @@ import yaml
 from huggingface_hub import constants as hf_constants
 from huggingface_hub import try_to_load_from_cache
 
+from .. import models  # preflight (torch, transformers): imported when a model is sized
 from ..families import spec as family_spec
-from ..models import preflight
-from ..models.twin import TWIN_MAX_PARAMS
 from ..params import load_model_params
 from ..paths import resolve
 
@@ -67,8 +66,14 @@ class ModelInfo:
         return self.largest * DTYPE_BYTES[self.dtype]
 
     def twin_weights_bytes(self) -> int:
-        """Memory of the twin's weights: the whole twin up to TWIN_MAX_PARAMS, else a few generated tensors."""
-        return self.bytes if self.params <= TWIN_MAX_PARAMS else TWIN_TENSORS * self.largest_bytes
+        """Memory of the twin's weights: the whole twin up to ``models.twin.TWIN_MAX_PARAMS``, else a few
+        generated tensors."""
+        return self.bytes if self.params <= twin_max_params() else TWIN_TENSORS * self.largest_bytes
+
+
+def twin_max_params() -> int:
+    """The size above which a random-init twin is generated tensor by tensor (``models.twin.TWIN_MAX_PARAMS``)."""
+    return models.twin.TWIN_MAX_PARAMS
 
 
 _NUM = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
@@ -156,12 +161,12 @@ def _layers_vocab_or_zero(cfg: dict) -> tuple[int, int, int]:
 def model_info(name: str) -> ModelInfo:
     """Size a model without loading its weights (see the module docstring for the sources)."""
     p = load_model_params(name)
-    found = preflight.model_config(p)
+    found = models.preflight.model_config(p)
     files_dir = found[2] if found else None
     if found is not None:
         cfg, kind, _ = found
         try:
-            model = preflight.meta_model(p, cfg, kind)
+            model = models.preflight.meta_model(p, cfg, kind)
         except Exception as exc:  # noqa: BLE001 - any config transformers cannot build is one line, not a traceback
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise PlanError(f"model '{p.name}': its config cannot be built without weights ({first}); fix its "
@@ -241,5 +246,5 @@ def model_info(name: str) -> ModelInfo:
                      checkpoints=len(p.revisions or p.checkpoints or ()), image_tokens=int(image_tokens))
 
 
-__all__ = ["DTYPE_BYTES", "GB", "ModelInfo", "PlanError", "STORED_FILE", "TWIN_MAX_PARAMS", "hf_cache_dir",
-           "model_info", "parse_size_note", "stored_checkpoints"]
+__all__ = ["DTYPE_BYTES", "GB", "ModelInfo", "PlanError", "STORED_FILE", "hf_cache_dir", "model_info",
+           "parse_size_note", "stored_checkpoints", "twin_max_params"]

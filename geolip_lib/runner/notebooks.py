@@ -12,10 +12,11 @@ import json
 import os
 from pathlib import Path
 
-import nbformat
-
+from ..lazy import lazy
 from ..params import ROOT, ParamsError
 from .parameters import EXPRESSION, Declared, declared
+
+nbformat = lazy("nbformat")
 
 
 def notebooks_dir() -> Path:

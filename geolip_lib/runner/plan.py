@@ -2,118 +2,31 @@
 it should take, against this machine or a box described by ``--gpus``, ``--gpu-memory``,
 ``--host-memory`` and ``--disk`` (:func:`target_box`).
 
-The per-job rows and where their numbers come from: :mod:`.estimate` (rules, measured
-constants, the time rates of ``rates.yaml``) and :mod:`.model_sizes` (sizing a model without
-loading it).
+The per-job rows and where their numbers come from: :mod:`.estimate` (with the rules of
+:mod:`.memory_rules` and the cost model of :mod:`.cost_model`) and :mod:`.model_sizes` (sizing a
+model without loading it); what is free: :mod:`.box`; how the plan is written and what would make
+a job fit: :mod:`.plan_text`.
 """
 from __future__ import annotations
 
 import math
-import os
-import re
 import shutil
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
-import psutil
-import torch
-
 from ..paths import ROOT, cache_root
+from .box import MAX_GB, MAX_GPUS, _fs_key, available_memory, detect_gpus, target_box  # noqa: F401 - re-exported
 from .estimate import (  # noqa: F401 - re-exported: the rows of the plan
     CUDA_CONTEXT, DISK_KINDS, HEADROOM, RATES_FILE, RULES, DiskItem, JobEstimate, Rates, Rule, estimate_job,
     load_rates)
 from .gpu_rates import plan_lines
 from .jobs import notebook_defaults, reads_other_jobs
 from .model_sizes import (  # noqa: F401 - re-exported: the plan's model sizing
-    DTYPE_BYTES, GB, TWIN_MAX_PARAMS, ModelInfo, PlanError, hf_cache_dir, model_info, parse_size_note)
-
-
-# ============================================================================ the plan
-def _fs_key(path: Path) -> tuple[int, Path]:
-    """(device id, existing ancestor) of a path that may not exist yet."""
-    p = Path(path).resolve()
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return os.stat(p).st_dev, p
-
-
-def detect_gpus() -> list[int]:
-    """Free bytes per visible GPU (``torch.cuda.mem_get_info``); empty without CUDA."""
-    if not torch.cuda.is_available():
-        return []
-    return [int(torch.cuda.mem_get_info(i)[0]) for i in range(torch.cuda.device_count())]
-
-
-def available_memory() -> int:
-    """Host memory available to a new process (``psutil.virtual_memory().available``)."""
-    return int(psutil.virtual_memory().available)
-
-
-def _gb(n: float) -> str:
-    return f"{n / GB:.2f}"
-
-
-def _duration(sec: float) -> str:
-    """``40 s``, ``35 min``, ``2.1 h``."""
-    if sec < 90:
-        return f"{sec:.0f} s"
-    if sec < 5400:
-        return f"{sec / 60:.0f} min"
-    return f"{sec / 3600:.1f} h"
-
-
-def _span(sec: float, span: Optional[tuple]) -> str:
-    """``2 min (1-4)``: the estimate and its range in the unit of the estimate's own scale."""
-    if not span or span[0] == span[1]:
-        return _duration(sec)
-    unit, div = ("s", 1) if sec < 90 else ("min", 60) if sec < 5400 else ("h", 3600)
-    fmt = (lambda x: f"{x / div:.1f}") if unit == "h" else (lambda x: f"{x / div:.0f}")
-    return f"{fmt(sec)} ({fmt(span[0])}-{fmt(span[1])}) {unit}"
-
-
-MAX_GPUS = 4096  # --gpus above this is refused (the plan holds one entry per GPU)
-MAX_GB = {"--gpu-memory": 10_000, "--host-memory": 1_000_000, "--disk": 100_000_000}  # GB (decimal)
-
-
-WIDTH = 120  # the plan's lines fit a 120-column terminal
-# the rows' "from" parts, in words (model_sizes / estimate write them short, the tests read them so)
-SOURCE_WORDS = [
-    (r"config on meta device", "parameters counted on the model's config (built without weights)"),
-    (r"params file size_note", "parameters from its params file's size_note (no config at hand: shapes are bounded "
-                               "from above)"),
-    (r"download measured", "download: its files on disk, measured"),
-    (r"download config x dtype", "download: parameters x bytes per parameter of the stored dtype"),
-    (r"download size_note x dtype", "download: size_note's parameters x bytes per parameter"),
-    (r"download size_note", "download: its params file's size_note"),
-    (r"download none", None),
-    (r"download stored files", "download: the real checkpoint's files as stored (stored_checkpoints.yaml, with "
-                               "their source)"),
-    (r"stored_checkpoints\.yaml", "parameters and shapes of the real checkpoint from stored_checkpoints.yaml (no "
-                                  "config at hand)"),
-    (r"memory: rule \d\d", None),  # the usual case: said once, above the notes
-    (r"(memory: )?rule generic.*", "memory: no rule for this notebook (generic: its model and two float32 copies of "
-                                   "its largest tensor)"),
-    (r"rule \w+: the kernel's own peak", "memory: the kernel's own peak (no rule for this notebook)"),
-    (r"measured on the demo sizes", "memory: measured on the demo profile's sizes"),
-]
-
-
-def _in_words(part: str) -> Optional[str]:
-    for pattern, words in SOURCE_WORDS:
-        if re.fullmatch(pattern, part):
-            return words
-    return part
-
-
-def _count(n: int) -> str:
-    if not n:
-        return "-"
-    for unit, s in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if n >= unit:
-            return f"{n / unit:.1f}{s}"
-    return str(n)
+    DTYPE_BYTES, GB, ModelInfo, PlanError, hf_cache_dir, model_info, parse_size_note)
+from .plan_text import (  # noqa: F401 - re-exported: how the plan is written
+    SOURCE_WORDS, TWIN_SWITCH, WIDTH, _count, _duration, _gb, _in_words, _span, advise)
 
 
 @dataclass
@@ -368,118 +281,6 @@ class Plan:
             indent = " " * (len(ln) - len(ln.lstrip()) + 4)
             out += textwrap.wrap(ln, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [""]
         return "\n".join(out)
-
-
-# ============================================================================ what would make a job fit
-TWIN_SWITCH = {"01_embedding_terrain": "RANDOM_INIT_BASELINE", "02_weight_topology": "NULL_BASELINE",
-               "04_wordnet_alignment": "RANDOM_INIT_BASELINE", "06_qk_operators": "RANDOM_INIT_BASELINE",
-               "07_cross_scale_projection": "B_RANDOM_INIT"}
-
-
-def advise(r, plan: "Plan") -> list[str]:
-    """What would make job ``r`` fit ``plan``'s box, one option a line with what it would then need and
-    whether that fits: a dtype, the battery's work on the host, an offload (``device_map: auto``), more or
-    fewer GPUs per job, a converted checkpoint, a smaller sample or no random-init null (last: the claims
-    that read the null lose it). Arithmetic on the row's parts, not a new estimate: approximate."""
-    kinds = {k for _, k in plan._job_shortfalls(r)}
-    out: list[str] = []
-    files = ", ".join(f"params/models/{m}.yaml" for m in r.models) or "its params file"
-    parts, k = r.gpu_parts or {}, max(r.n_gpus, 1)
-    f32 = parts.get("float32_model", 0) + parts.get("float32_twin", 0)
-    if "gpu" in kinds:
-        cap = min(plan.gpus[:k]) * (1 - HEADROOM)
-
-        def verdict(need):
-            return f"{_gb(need)} GB per GPU: " + ("fits" if need <= cap else f"still over {_gb(cap)}")
-
-        if f32:
-            out.append(f"dtype: bfloat16 in {files} (it loads float32) -> {verdict(r.gpu - f32 / 2 / k)}")
-        if r.battery_on_device and parts.get("work"):
-            out.append(f"DEVICE: cpu in this job's parameters (the battery's SVDs on the host, +{_gb(parts['work'])} "
-                       f"GB host) -> {verdict(r.gpu - parts['work'] / k)}")
-        held = parts.get("model", 0) + parts.get("twin", 0)
-        if not r.offloads:
-            spill = max(r.gpu - cap, 0) * k
-            host = r.host + spill
-            out.append(f"device_map: auto in {files} (accelerate offloads {_gb(spill)} GB to the host, slower) -> "
-                       f"host peak {_gb(host)} GB: " + ("fits" if host <= plan.usable_mem else
-                                                        f"over the host's {_gb(plan.usable_mem)}"))
-        if len(plan.gpus) > k and held:
-            n = len(plan.gpus)
-            need = CUDA_CONTEXT + held / n + parts.get("work", 0)
-            out.append(f"gpus: {n} in {files}{'' if r.offloads else ' with device_map: auto'} (the model spread "
-                       f"over {n} GPUs) -> {verdict(need)}")
-        if parts.get("twin") and r.notebook in TWIN_SWITCH:
-            out.append(f"{TWIN_SWITCH[r.notebook]}: false (no random-init null: its claims lose the null) -> "
-                       f"{verdict(r.gpu - parts['twin'] / k)}")
-    if "gpus" in kinds:
-        have = len(plan.gpus)
-        if have:
-            out.append(f"gpus: {have} in {files} (fewer GPUs per job) with device_map: auto: accelerate offloads to "
-                       f"the host what {have} GPU(s) cannot hold")
-        else:
-            out.append(f"device: cpu in {files} (or plan a box with GPUs: --gpus N --gpu-memory GB)")
-    if "host" in kinds:
-        need = r.host / (1 - HEADROOM)
-        out.append(f"a box with --host-memory {math.ceil(need / GB)} or more")
-
-        def verdict_host(need):
-            return f"host peak {_gb(need)} GB: " + ("fits" if need <= plan.usable_mem else
-                                                     f"still over {_gb(plan.usable_mem)}")
-
-        if parts.get("pickle"):
-            out.append(f"convert the checkpoint to safetensors once (a load then streams tensor by tensor instead of "
-                       f"reading the whole {_gb(parts['pickle'])} GB .bin) -> {verdict_host(r.host - parts['pickle'])}")
-        if f32 and not r.n_gpus:
-            out.append(f"dtype: bfloat16 in {files} (it loads float32) -> {verdict_host(r.host - f32 / 2)}")
-        if r.notebook == "01_embedding_terrain" and not parts.get("pickle"):
-            out.append("smaller samples: N_COS_SAMPLE / N_DIST_SAMPLE / PCA_ROWS in the profile (their matrices "
-                       "grow with the square)")
-        if r.twin and r.notebook in TWIN_SWITCH and r.notebook != "02_weight_topology":
-            out.append(f"{TWIN_SWITCH[r.notebook]}: false (no whole random-init twin in memory; its claims lose "
-                       f"the null)")
-    return out
-
-
-def target_box(gpus: Optional[int] = None, gpu_memory: Optional[float] = None, host_memory: Optional[float] = None,
-               disk: Optional[float] = None) -> dict:
-    """The what-if of :func:`make_plan` for a box that is not this one (``run_all.py --plan --gpus 8
-    --gpu-memory 80 --host-memory 1000 --disk 2000``; sizes in GB, decimal): keyword arguments for
-    :func:`make_plan` plus ``gpu_ids`` (the GPU ids to hand out). What is not given is this machine's.
-    A bad combination is one :class:`PlanError` line naming the flag. Without ``disk`` the disk of a
-    target box is not judged (this machine's free disk says nothing about it)."""
-    for flag, v in (("--gpus", gpus), ("--gpu-memory", gpu_memory), ("--host-memory", host_memory), ("--disk", disk)):
-        if v is None:
-            continue
-        if not math.isfinite(v):
-            raise PlanError(f"{flag} {v}: give a finite number" + (" of GPUs" if flag == "--gpus" else " (GB)"))
-        if v < 0 or (v == 0 and flag != "--gpus"):
-            raise PlanError(f"{flag} {v:g}: give a number {'>= 0' if flag == '--gpus' else '> 0 (GB)'}")
-        limit = MAX_GPUS if flag == "--gpus" else MAX_GB[flag]
-        if v > limit:
-            raise PlanError(f"{flag} {v:g}: over the limit of {limit:g}{'' if flag == '--gpus' else ' GB'} the plan "
-                            f"accepts; give the box's real {'GPU count' if flag == '--gpus' else 'size'}")
-    if gpu_memory is not None and gpus is None:
-        raise PlanError(f"--gpu-memory {gpu_memory:g}: give --gpus N too (how many GPUs of that memory)")
-    if gpus and gpu_memory is None:
-        raise PlanError(f"--gpus {gpus}: give --gpu-memory GB too (the memory of one GPU, e.g. 80 for an H100 80GB)")
-    if (gpus is not None or disk is not None) and host_memory is None:
-        raise PlanError("a target box (--gpus / --disk) needs --host-memory GB too: its RAM available to the run "
-                        "(without it the plan would judge host memory against this machine's)")
-    out: dict = {"target": {}}
-    if gpus is not None:
-        out["gpus"] = [int(gpu_memory * GB)] * int(gpus) if gpus else []
-        out["gpu_ids"] = [str(i) for i in range(int(gpus))]
-        out["target"]["gpus"] = gpus
-    if host_memory is not None:
-        out["free_mem"] = int(host_memory * GB)
-        out["target"]["host"] = host_memory
-    if disk is not None:
-        out["free_disk"] = int(disk * GB)
-        out["target"]["disk"] = disk
-    elif out["target"]:  # another box, its disk not given: not judged against this machine's
-        out["target"]["disk"] = None
-    return out
 
 
 def make_plan(jobs: Iterable, devices: Optional[Mapping[str, str]] = None, free_disk: Optional[int] = None,

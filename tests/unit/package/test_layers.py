@@ -17,7 +17,8 @@ PKG = Path(__file__).resolve().parents[3] / "geolip_lib"
 
 #: (layer, module prefixes) bottom to top; the longest matching prefix decides
 LAYERS = [
-    (0, ["paths", "devices", "validation", "results", "provenance", "progress", "plotting", "roots", "nullcache"]),
+    (0, ["paths", "lazy", "devices", "validation", "results", "provenance", "progress", "plotting", "roots",
+         "nullcache"]),
     (1, ["checkpoints"]),
     (2, ["families"]),
     (3, ["metrics", "params", "models"]),
@@ -81,6 +82,10 @@ def imports(path: Path):
             top |= {id(n) for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
     out, local_third_party = [], []
     for node in ast.walk(tree):
+        lazy = _lazy_target(node)
+        if lazy is not None:  # ``claims = lazy("geolip_lib.claims")``: an import, made on first use
+            out.append((lazy, node.lineno, id(node) in top))
+            continue
         if isinstance(node, ast.ImportFrom):
             targets = _resolve(mod, path.name == "__init__.py", node)
             names = [node.module or ""] if not targets else []
@@ -95,6 +100,18 @@ def imports(path: Path):
         if not at_top:
             local_third_party += [(n.split(".")[0], node.lineno) for n in names if n]
     return mod, out, local_third_party
+
+
+def _lazy_target(node) -> str | None:
+    """The geolip_lib module an assignment ``name = lazy("geolip_lib.x")`` (:mod:`geolip_lib.lazy`) stands for."""
+    if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        return None
+    call = node.value
+    if not (isinstance(call.func, ast.Name) and call.func.id == "lazy" and call.args
+            and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)):
+        return None
+    name = call.args[0].value
+    return name[len("geolip_lib"):].lstrip(".") if name.split(".")[0] == "geolip_lib" else None
 
 
 FILES = sorted(p for p in PKG.rglob("*.py"))
