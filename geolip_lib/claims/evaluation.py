@@ -31,7 +31,7 @@ from .schema import PATH_FIELDS, render_sentence
 from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null)
 
 __all__ = ["evaluate", "summarize", "readings", "required_jobs", "missing_jobs", "trained", "dequantized",
-           "pipeline_checks", "READING_DISAGREES", "forced_balance"]
+           "pipeline_checks", "READING_DISAGREES", "forced_balance", "quantization_verdict"]
 
 #: the verdict over a claim's readings when they disagree (a reading of the seed's words decides it)
 READING_DISAGREES = "undecided (reading)"
@@ -216,6 +216,33 @@ def _fold_nulls(c: Claim, form: Form, rule: Rule, verdict: str, reason: str, val
     return HELD, reason, ""
 
 
+def quantization_verdict(rule: Rule, verdict: str, reason: str, h: Mapping, deq: str, c: Claim) -> tuple[str, str]:
+    """The verdict of a value measured on dequantized weights (issue 37): Q4_1 moves each weight by at
+    most half its block's step, so a record may carry ``quantization_bound`` ``{"lo", "hi"}``: the
+    range the unquantized value can lie in, from the stored scales (e.g. for the fraction |w| < 0.1:
+    the value ± the fraction of weights within half a step of 0.1). When the rule says the same at
+    both ends of that range, the bound cannot flip the verdict and it is kept; otherwise, or with no
+    bound recorded, it is "undecided (quantization)"."""
+    b = h.get("quantization_bound") if isinstance(h.get("quantization_bound"), Mapping) else {}
+    lo, hi = b.get("lo"), b.get("hi")
+    if _is_num(lo) and _is_num(hi) and lo <= hi:
+        ends = {rule.judge(x, exact=True)[0] for x in (lo, hi)}
+        inside = rule.inside(lo) == rule.inside(hi) and not (rule.lo is not None and lo < rule.lo < hi) \
+            and not (rule.hi is not None and lo < rule.hi < hi)
+        rng = f"[{_num(lo, c.scale, c.unit)}, {_num(hi, c.scale, c.unit)}]"
+        if len(ends) == 1 and inside and (verdict == NOT_HELD) == (ends == {NOT_HELD}):
+            return verdict, (f"{reason}; measured on dequantized weights ({deq}), but the unquantized value lies in "
+                             f"{rng} (each weight moved at most half a step), where the rule says the same: the "
+                             "quantization cannot flip it")
+        return UNDECIDED, (f"undecided (quantization): measured on dequantized weights ({deq}), and the unquantized "
+                           f"value can lie anywhere in {rng}, across an edge of the rule; the rule alone would say "
+                           f"'{verdict}': {reason}. What would decide it: the unquantized weights")
+    return UNDECIDED, (f"undecided (quantization): measured on dequantized weights ({deq}), and the quantization step "
+                       f"could decide this rule ({c.quantization}); no bound of its effect was recorded "
+                       f"(quantization_bound); the rule alone would say '{verdict}': {reason}. What would decide it: "
+                       "the bound from the stored scales, or the unquantized weights")
+
+
 def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Mapping, seed_model: bool,
          data: Mapping) -> dict:
     rule = form.rule_for(model, scope)
@@ -251,9 +278,7 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
         verdict, reason, sentence = _fold_nulls(c, form, rule, verdict, reason, value, lo, hi, exact, nulls,
                                                 h.get("fmt"))
     if deq is not None and c.quantization and verdict in VERDICTS:
-        verdict, reason = UNDECIDED, (f"measured on dequantized weights ({deq}), and the quantization step could "
-                                      f"decide this rule ({c.quantization}); the rule alone would say "
-                                      f"'{verdict}': {reason}. What would decide it: the unquantized weights")
+        verdict, reason = quantization_verdict(rule, verdict, reason, h, deq, c)
     if ref is not None and lo is not None and not exact and isinstance(value, (int, float)):
         reason += (f"; the interval {'contains' if lo <= ref <= hi else 'excludes'} the seed's "
                    f"{_num(ref, c.scale, c.unit)}")

@@ -170,3 +170,30 @@ def test_dequantized_values_are_kept_out_of_verdicts_the_quantization_step_could
     assert row["verdict"] == UNDECIDED and "dequantized Q4_1" in row["reason"] and "'held'" in row["reason"]
     assert claims.dequantized({"provenance": prov}) == "dequantized Q4_1"
     assert claims.dequantized({"provenance": {"models": [{"weights": {}}]}}) is None
+
+
+@pytest.mark.parametrize("value, bound, want", [
+    # T5-small's rule: the value prints as 93.7 %, i.e. lies in [93.65, 93.75) %
+    (0.80, (0.70, 0.90), NOT_HELD),     # SmolLM2-like: 80 % ± 10 points cannot reach 93.65 %: not held, kept
+    (0.937, (0.9366, 0.9374), HELD),    # the whole bound prints as 93.7 %: held, kept
+    (0.90, (0.85, 0.95), UNDECIDED),    # the bound crosses 93.65 %: undecided (quantization)
+    (0.937, (0.93, 0.94), UNDECIDED),   # held as measured, but the bound leaves the band
+])
+def test_a_quantization_bound_keeps_the_verdict_it_cannot_flip(tmp_path, write_job, h, value, bound, want):
+    """Issue 37: Q4_1 moves each weight at most half a step, so the Q-sparsity fraction moves at most by
+    the fraction of weights within half a step of 0.1; the verdict stands when that bound cannot flip it."""
+    prov = {"model": {"name": "t5-small", "dequantized": True,
+                      "weights": {"dequantized": True, "quantization": {"q.weight": "Q4_1"}}}}
+    d = tmp_path / "02_weight_topology" / "t5-small"
+    write_job(tmp_path, "02_weight_topology", "t5-small", {"q_sparsity": {"encoder+decoder/self": h(
+        value, exact=True, nulls={"random init": {"value": 0.5}}, quantization_bound={"lo": bound[0], "hi": bound[1]})}})
+    data = json.loads((d / "metrics.json").read_text())
+    (d / "metrics.json").write_text(json.dumps({**data, "provenance": prov}))
+    row = verdicts(tmp_path, "q_sparsity")[("t5-small", "encoder+decoder/self")]
+    rule = next(f for c in claims.CLAIMS if c.id == "q_sparsity" for f in c.forms).rule_for("t5-small", "")
+    assert row["verdict"] == want, row["reason"]
+    if want == UNDECIDED:
+        assert row["reason"].startswith("undecided (quantization)")
+        assert any(bound[0] < e < bound[1] for e in (rule.lo, rule.hi) if e is not None)  # the bound crosses an edge
+    else:
+        assert "cannot flip it" in row["reason"]
