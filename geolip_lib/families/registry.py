@@ -29,11 +29,12 @@ from .open_clip import OPEN_CLIP
 from .opt import OPT
 from .spec import FamilySpec, config_dict
 from .t5 import T5, T5_V1_1
+from .whisper import WHISPER
 
 #: family name -> spec, in the order of ``params/models`` documentation (the families of issue 24 after the first six)
 REGISTRY: dict[str, FamilySpec] = {s.name: s for s in (T5, T5_V1_1, BERT, DINOV2, OPEN_CLIP, DECODER_LM, GPT2, GPT_NEOX,
                                                        GPTJ, OPT, BLOOM, FALCON, DISTILBERT, ALBERT, DEBERTA_V2, BART,
-                                                       CLIP, MPNET, ANY)}
+                                                       CLIP, MPNET, WHISPER, ANY)}
 FAMILIES: tuple = tuple(REGISTRY)
 #: ``source:`` values that belong to one family (open_clip's model zoo) -> an example ``id:``
 FAMILY_SOURCES: dict = {src: ex for s in REGISTRY.values() for src, ex in s.sources.items()}

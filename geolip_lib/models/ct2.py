@@ -39,9 +39,10 @@ the missing k bias with zeros, which are checked and dropped (a nonzero k bias i
 Whisper conversion). The sizes of the rebuilt config are inferred from the shapes (d_model,
 layers, ffn, vocab, mel bins, positions) and the stored ``num_heads`` scalars; the CTranslate2
 folder's ``config.json`` contributes only ``suppress_ids`` / ``suppress_ids_begin``
-(-> ``suppress_tokens`` / ``begin_suppress_tokens``) when present. Special token ids: transformers'
-multilingual defaults for a 51865+ vocabulary, the English-only ids for 51864, otherwise
-``vocab_size - 1`` for all four (a placeholder: the ids are unknown; the weights do not depend on them).
+(-> ``suppress_tokens`` / ``begin_suppress_tokens``) when present. Special token ids: read from the folder's
+``tokenizer.json`` (<|endoftext|>, <|startoftranscript|>) when it has one; else OpenAI's ids (multilingual
+51865+: 50257 / 50258; English-only 51864: 50256 / 50257), otherwise ``vocab_size - 1`` for all four (a
+placeholder: the ids are unknown; the weights do not depend on them).
 """
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ import numpy as np
 import torch
 from transformers import WhisperConfig, WhisperForConditionalGeneration
 
-__all__ = ["MAX_BYTES", "read", "to_whisper_state_dict", "whisper_config", "convert", "whisper_name_map"]
+__all__ = ["MAX_BYTES", "check_against_ctranslate2", "convert", "read", "save_tokenizer", "to_whisper_state_dict",
+           "whisper_config", "whisper_name_map"]
 
 #: the largest model.bin read (Whisper large-v3 in float32 is ~6.2 GB; base in float16 ~145 MB)
 MAX_BYTES = 8 * 1024 ** 3
@@ -151,22 +153,23 @@ def _to_float(arr: np.ndarray, kind: str) -> np.ndarray:
     return arr.copy()  # writable, owns its memory
 
 
-def read(path, *, max_bytes: int = MAX_BYTES) -> tuple[str, int, dict, dict]:
+def read(path, *, max_bytes: int = MAX_BYTES, kinds: Optional[dict] = None) -> tuple[str, int, dict, dict]:
     """``(spec_name, revision, {name: np.ndarray}, {alias: variable name})`` of a model.bin (see module doc).
 
     Floating values come back as float32 (float16 / bfloat16 exactly); integers keep their type.
+    ``kinds``, when given, is filled with each variable's stored dtype name (``float16`` ...), for provenance.
     """
     path = Path(path)
     fd, size = _open_confined(path, max_bytes)
     try:
         if size == 0:
             raise ValueError(f"CTranslate2 file {path}: empty")
-        return _parse(_Cursor(fd, size, path))
+        return _parse(_Cursor(fd, size, path), kinds)
     finally:
         os.close(fd)
 
 
-def _parse(c: _Cursor) -> tuple[str, int, dict, dict]:
+def _parse(c: _Cursor, kinds: Optional[dict] = None) -> tuple[str, int, dict, dict]:
     (version,) = c.unpack("<I", "the binary version")
     if version != BINARY_VERSION:
         c.fail(f"binary version {version}, this reader reads version {BINARY_VERSION} (not a CTranslate2 "
@@ -200,6 +203,8 @@ def _parse(c: _Cursor) -> tuple[str, int, dict, dict]:
             c.fail(f"variable {name!r} says {nbytes} bytes, its dims {list(dims)} of {kind} need {want}")
         arr = np.frombuffer(c.bytes(nbytes, f"the data of {name!r}"), dtype=np_dt, count=count).reshape(dims)
         variables[name] = _to_float(arr, kind)
+        if kinds is not None:
+            kinds[name] = kind
     (na,) = c.unpack("<I", "the number of aliases")
     if na > MAX_VARIABLES:
         c.fail(f"{na} aliases (at most {MAX_VARIABLES})")
@@ -311,8 +316,24 @@ def _scalar(v: dict, name: str) -> int:
     return int(np.asarray(v[name]).reshape(-1)[0])
 
 
-def whisper_config(variables: dict, aliases: Optional[dict] = None, ct2_config: Optional[dict] = None):
-    """A ``transformers.WhisperConfig`` with the sizes inferred from the shapes and the ``num_heads`` scalars."""
+def _special_ids(tokenizer_file, vocab_size: int) -> Optional[dict]:
+    """``pad / bos / eos / decoder_start`` token ids read from a Whisper ``tokenizer.json`` (<|endoftext|> and
+    <|startoftranscript|>), None when the file lacks them."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_file))
+    eot, sot = tok.token_to_id("<|endoftext|>"), tok.token_to_id("<|startoftranscript|>")
+    if eot is None or sot is None:
+        return None
+    # as openai's conversions: bos = <|endoftext|> on multilingual models, <|startoftranscript|> on English-only ones
+    bos = sot if vocab_size < 51865 else eot
+    return {"pad_token_id": eot, "bos_token_id": bos, "eos_token_id": eot, "decoder_start_token_id": sot}
+
+
+def whisper_config(variables: dict, aliases: Optional[dict] = None, ct2_config: Optional[dict] = None,
+                   tokenizer_file=None):
+    """A ``transformers.WhisperConfig`` with the sizes inferred from the shapes and the ``num_heads`` scalars; the
+    special token ids from ``tokenizer_file`` when given (else OpenAI's ids for the vocabulary size)."""
 
     v = _resolve(variables, aliases)
     for k in ("encoder/conv1/weight", "encoder/position_encodings/encodings", "decoder/embeddings/weight",
@@ -338,9 +359,14 @@ def whisper_config(variables: dict, aliases: Optional[dict] = None, ct2_config: 
         max_target_positions=int(v["decoder/position_encodings/encodings"].shape[0]),
     )
     vocab = kw["vocab_size"]
-    if vocab == 51864:  # English-only Whisper (openai/whisper-*.en)
+    special = _special_ids(tokenizer_file, vocab) if tokenizer_file is not None else None
+    if special is not None:  # the folder's own tokenizer names them (faster-whisper ships tokenizer.json)
+        kw.update(special)
+    elif vocab == 51864:  # English-only Whisper (openai/whisper-*.en)
         kw.update(pad_token_id=50256, bos_token_id=50257, eos_token_id=50256, decoder_start_token_id=50257)
-    elif vocab < 51865:  # not an OpenAI vocabulary: the special ids are unknown; a placeholder (weights only)
+    elif vocab >= 51865:  # multilingual OpenAI vocabulary (openai/whisper-base ...: <|endoftext|> 50257, sot 50258)
+        kw.update(pad_token_id=50257, bos_token_id=50257, eos_token_id=50257, decoder_start_token_id=50258)
+    else:  # not an OpenAI vocabulary: the special ids are unknown; a placeholder (weights only)
         kw.update(pad_token_id=vocab - 1, bos_token_id=vocab - 1, eos_token_id=vocab - 1,
                   decoder_start_token_id=vocab - 1)
     proj = v.get("decoder/projection/weight")
@@ -403,7 +429,7 @@ def to_whisper_state_dict(variables: dict, config=None, aliases: Optional[dict] 
     return {k: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for k, a in out.items()}
 
 
-def convert(model_dir, out_dir) -> Path:
+def convert(model_dir, out_dir, model_bin: str = "model.bin") -> Path:
     """Write ``out_dir`` as a transformers ``save_pretrained`` folder of the Whisper model in ``model_dir``.
 
     ``model_dir/model.bin`` (a ``WhisperSpec``); ``model_dir/config.json`` (CTranslate2's, optional,
@@ -412,16 +438,17 @@ def convert(model_dir, out_dir) -> Path:
     """
 
     model_dir, out_dir = Path(model_dir), Path(out_dir)
-    spec, revision, variables, aliases = read(model_dir / "model.bin")
+    spec, revision, variables, aliases = read(model_dir / model_bin)
     if spec != "WhisperSpec":
-        raise ValueError(f"CTranslate2 file {model_dir / 'model.bin'}: spec {spec!r}, not a WhisperSpec")
+        raise ValueError(f"CTranslate2 file {model_dir / model_bin}: spec {spec!r}, not a WhisperSpec")
     cc = None
     cfg_file = model_dir / "config.json"
     if cfg_file.is_file():
         if cfg_file.stat().st_size > 1024 ** 2:
             raise ValueError(f"CTranslate2 config {cfg_file}: over 1 MiB")
         cc = json.loads(cfg_file.read_text(encoding="utf-8"))
-    config = whisper_config(variables, aliases, cc)
+    tok_file = model_dir / TOKENIZER_FILE
+    config = whisper_config(variables, aliases, cc, tok_file if tok_file.is_file() else None)
     state = to_whisper_state_dict(variables, config, aliases)
     if config.tie_word_embeddings:
         state.pop("proj_out.weight", None)
@@ -438,5 +465,115 @@ def convert(model_dir, out_dir) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
     (out_dir / "ct2_source.json").write_text(json.dumps({"spec": spec, "revision": revision,
-                                                       "model_bin": str(model_dir / "model.bin")}, indent=2))
+                                                       "model_bin": str(model_dir / model_bin)}, indent=2))
     return out_dir
+
+
+#: the tokenizer file a CTranslate2 Whisper folder ships (faster-whisper's ``tokenizer.json``, Hugging Face format)
+TOKENIZER_FILE = "tokenizer.json"
+#: the largest relative difference of the encoder output allowed against CTranslate2 (both float32 from float16)
+CHECK_TOLERANCE = 1e-3
+
+
+def save_tokenizer(model_dir, out_dir) -> bool:
+    """Write ``model_dir/tokenizer.json`` into ``out_dir`` as a transformers ``WhisperTokenizerFast`` (False when the
+    folder has none: the decoder's token probes then have no tokenizer, and say so). Bounded to 64 MiB."""
+    from transformers import WhisperTokenizerFast
+
+    f = Path(model_dir) / TOKENIZER_FILE
+    if not f.is_file():
+        return False
+    if not stat.S_ISREG(f.lstat().st_mode) or f.stat().st_size > 64 * 1024 ** 2:
+        raise ValueError(f"tokenizer file {f}: not a regular file of at most 64 MiB")
+    tok = WhisperTokenizerFast(tokenizer_file=str(f))
+    tok.save_pretrained(str(out_dir))
+    return True
+
+
+def _prompt(tokenizer_file: Path, multilingual: bool) -> list[int]:
+    """The transcription prompt's ids: <|startoftranscript|> (<|en|> <|transcribe|> on multilingual models)
+    <|notimestamps|>, read from the tokenizer file (English-only models take no language or task token)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_file))
+    names = ["<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>"]
+    if not multilingual:
+        names[1:3] = ["", ""]
+    ids = [tok.token_to_id(n) if n else None for n in names]
+    if ids[0] is None or ids[3] is None:
+        raise ValueError(f"{tokenizer_file}: no <|startoftranscript|> / <|notimestamps|> token")
+    return [i for i in ids if i is not None]
+
+
+def check_against_ctranslate2(model_dir, out_dir, model_bin: str = "model.bin", n_tokens: int = 16) -> dict:
+    """Run CTranslate2 itself (the ``ctranslate2`` package, CPU, float32) and the rebuilt transformers model of
+    ``out_dir`` on the same input: the log-mel features of :func:`geolip_lib.families.whisper.synthetic_log_mel`
+    (a deterministic chirp, 30 s of frames). Compared: the encoder output (largest difference relative to its
+    scale, at most :data:`CHECK_TOLERANCE`) and ``n_tokens`` greedy tokens from the transcription prompt (no
+    token suppression on either side): they must be the same. Returns the numbers; a mismatch raises ValueError.
+    CTranslate2 reads ``model.bin`` under that name, so another ``model_bin`` is linked in a temporary folder."""
+    import tempfile
+
+    import ctranslate2
+
+    from ..families.whisper import synthetic_log_mel
+
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    model = WhisperForConditionalGeneration.from_pretrained(str(out_dir)).eval()
+    cfg = model.config
+    feats = synthetic_log_mel(cfg.num_mel_bins, 2 * cfg.max_source_positions)[None]
+    prompt = _prompt(model_dir / TOKENIZER_FILE, cfg.vocab_size >= 51865)
+    n_tokens = max(0, min(n_tokens, cfg.max_target_positions - len(prompt)))  # the decoder's positions bound it
+    with tempfile.TemporaryDirectory() as tmp:
+        src = model_dir
+        if model_bin != "model.bin":
+            src = Path(tmp)
+            for f in model_dir.iterdir():
+                if f.is_file():
+                    (src / ("model.bin" if f.name == model_bin else f.name)).symlink_to(f.resolve())
+        ct = ctranslate2.models.Whisper(str(src), device="cpu", compute_type="float32", inter_threads=1)
+        sv = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats, dtype=np.float32))
+        enc_ct = np.array(ct.encode(sv, to_cpu=True))
+        res = ct.generate(sv, [prompt], beam_size=1, max_length=n_tokens, suppress_blank=False, suppress_tokens=[],
+                          return_scores=False, return_logits_vocab=True, return_no_speech_prob=False)
+    toks_ct = [int(t) for t in res[0].sequences_ids[0]]
+    steps = res[0].logits[0] if res[0].logits else []
+    # log-softmax on both sides: CTranslate2's "logits_vocab" may be raw logits or log-probs (identity then)
+    lp_ct = [torch.log_softmax(torch.from_numpy(np.asarray(x, dtype=np.float64).reshape(-1)), -1).numpy()
+             for x in steps]
+    with torch.no_grad():
+        enc = model.get_encoder()(input_features=torch.from_numpy(feats)).last_hidden_state
+        ids = list(prompt)
+        out, lp_hf = [], []
+        for _ in range(n_tokens):
+            logits = model(encoder_outputs=(enc,), decoder_input_ids=torch.tensor([ids]), use_cache=False).logits
+            lp_hf.append(torch.log_softmax(logits[0, -1].double(), -1).numpy())
+            nxt = int(logits[0, -1].argmax())
+            if nxt == cfg.eos_token_id:
+                break
+            ids.append(nxt)
+            out.append(nxt)
+    enc_hf = enc.numpy()
+    diff = float(np.abs(enc_hf - enc_ct).max())
+    scale = float(np.abs(enc_ct).max()) or 1.0
+    check = {"against": f"ctranslate2 {ctranslate2.__version__} (CPU, float32)", "input": "synthetic_log_mel chirp, "
+             f"{feats.shape[1]} mel x {feats.shape[2]} frames", "encoder_max_abs_diff": diff,
+             "encoder_max_rel_diff": diff / scale, "tolerance": CHECK_TOLERANCE, "prompt": prompt,
+             "tokens_ctranslate2": toks_ct, "tokens_transformers": out[:len(toks_ct)] if len(out) > len(toks_ct)
+             else out, "same_tokens": out[:len(toks_ct)] == toks_ct}
+    # CTranslate2 may stop before n_tokens (its own length rule): the tokens it gave are compared, and the log-probs
+    # of every step it returned (the whole vocabulary) against ours at the same step
+    n = min(len(lp_ct), len(lp_hf))
+    lp_diff = max((float(np.abs(lp_ct[i] - lp_hf[i]).max()) for i in range(n)
+                   if lp_ct[i].shape == lp_hf[i].shape), default=None)
+    check["steps_compared"], check["logprob_max_abs_diff"] = n, lp_diff
+    if diff / scale > CHECK_TOLERANCE:
+        raise ValueError(f"the rebuilt Whisper's encoder differs from CTranslate2's by {diff / scale:.2e} of its scale "
+                         f"(tolerance {CHECK_TOLERANCE:g}): the conversion is wrong")
+    if out[:len(toks_ct)] != toks_ct or (len(toks_ct) < len(out) and len(toks_ct) == 0):
+        raise ValueError(f"the rebuilt Whisper decodes {out} where CTranslate2 decodes {toks_ct} from the same "
+                         f"features: the conversion is wrong")
+    if lp_diff is not None and lp_diff > 1e-2:
+        raise ValueError(f"the rebuilt Whisper's log-probs differ from CTranslate2's by {lp_diff:.2e} (tolerance "
+                         f"1e-2): the conversion is wrong")
+    return check

@@ -62,6 +62,8 @@ class LoadedModel:
     source_files: tuple = ()
     #: a GGUF model's stored types: ``{"gguf_file", "sha256", "bytes", "types": {tensor: type}}``; None otherwise
     quantization: Optional[dict] = None
+    #: an ONNX / CTranslate2 model's conversion record (:func:`geolip_lib.models.converted.source_info`); None otherwise
+    conversion: Optional[dict] = None
 
     # ------------------------------------------------------------------ basics
     @property

@@ -50,7 +50,8 @@ from transformers import Dinov2Config, Dinov2Model
 
 from ..provenance import file_sha256
 
-__all__ = ["MAX_BYTES", "SOURCE_INFO", "LeftOut", "OnnxImportError", "convert", "infer_config", "read"]
+__all__ = ["MAX_BYTES", "SOURCE_INFO", "LeftOut", "OnnxImportError", "check_against_graph", "convert", "infer_config",
+           "read"]
 
 #: the largest ONNX file read (protobuf itself stops at 2 GiB; external data counts towards this too)
 MAX_BYTES = 4 * 1024**3
@@ -437,3 +438,57 @@ def convert(onnx_path: str | os.PathLike, out_dir: str | os.PathLike, config: Ma
                          for lo in left_out]}
     (out_dir / SOURCE_INFO).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     return info
+
+
+#: the largest relative difference (to the output's largest magnitude) a conversion may show against the graph
+CHECK_TOLERANCE = 1e-4
+
+
+def check_against_graph(onnx_path: str | os.PathLike, out_dir: str | os.PathLike, prefix: str = "backbone",
+                        max_bytes: int = MAX_BYTES, seed: int = 0) -> dict:
+    """Run the ONNX graph (``onnx.reference.ReferenceEvaluator``, numpy) and the rebuilt ``Dinov2Model`` of
+    ``out_dir`` on the same pixel input (standard normal, the graph's own input size; seed ``seed``) and compare
+    the backbone's final LayerNorm output (the last node of the ``/<prefix>/layernorm/`` scope) with the rebuilt
+    ``last_hidden_state``. Returns what was compared and the largest differences; a difference above
+    :data:`CHECK_TOLERANCE` of the output's scale raises :class:`OnnxImportError` (the conversion is wrong)."""
+    import time
+
+    from onnx.reference import ReferenceEvaluator
+
+    onnx_path = Path(onnx_path)
+    proto = _load_proto(onnx_path, max_bytes)
+    scope = f"/{prefix}/layernorm/" if prefix else "/layernorm/"
+    last = [n for n in proto.graph.node if n.name.startswith(scope)]
+    if not last:
+        raise _fail(f"{onnx_path.name}: no node in scope {scope} (the backbone's final LayerNorm) to compare with")
+    out_name = last[-1].output[0]
+    inputs = [i for i in proto.graph.input if i.name not in {t.name for t in proto.graph.initializer}]
+    if len(inputs) != 1:
+        raise _fail(f"{onnx_path.name}: {len(inputs)} graph inputs; expected one pixel input")
+    cfg = Dinov2Config.from_pretrained(str(out_dir))
+    dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+            for d in inputs[0].type.tensor_type.shape.dim]
+    if len(dims) != 4:
+        raise _fail(f"{onnx_path.name}: input {inputs[0].name} has rank {len(dims)}; expected (batch, 3, H, W)")
+    shape = (1, dims[1] or cfg.num_channels, dims[2] or 2 * cfg.patch_size * 8, dims[3] or 2 * cfg.patch_size * 8)
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    proto.graph.output.append(onnx.helper.make_tensor_value_info(out_name, onnx.TensorProto.FLOAT, None))
+    t0 = time.perf_counter()
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
+        onnx.load_external_data_for_model(proto, str(onnx_path.parent))  # read() has checked where it lies
+    ref = ReferenceEvaluator(proto).run([out_name], {inputs[0].name: x})[0]
+    t_graph = time.perf_counter() - t0
+    model = Dinov2Model.from_pretrained(str(out_dir)).eval()
+    with torch.no_grad():
+        got = model(pixel_values=torch.from_numpy(x)).last_hidden_state.numpy()
+    if got.shape != ref.shape:
+        raise _fail(f"{onnx_path.name}: the rebuilt model gives {got.shape}, the graph's {out_name} {ref.shape}")
+    diff = float(np.abs(got - ref).max())
+    scale = float(np.abs(ref).max()) or 1.0
+    check = {"against": "onnx.reference.ReferenceEvaluator", "input": list(shape), "output": out_name,
+             "max_abs_diff": diff, "max_rel_diff": diff / scale, "tolerance": CHECK_TOLERANCE,
+             "graph_seconds": round(t_graph, 1)}
+    if diff / scale > CHECK_TOLERANCE:
+        raise _fail(f"{onnx_path.name}: the rebuilt Dinov2Model differs from the graph's {out_name} by "
+                    f"{diff / scale:.2e} of its scale (tolerance {CHECK_TOLERANCE:g}): the conversion is wrong")
+    return check

@@ -19,6 +19,7 @@ from ..params import (ModelParams, ParamsError, checkpoint_problems, directory_f
                       package_folder)
 from ..paths import resolve
 from ..provenance import weight_files
+from . import converted as _converted
 from . import gguf as _gguf
 from . import packaged as _packaged
 from . import quantize as _quantize
@@ -187,6 +188,18 @@ def _from_gguf(p: ModelParams) -> LoadedModel:
     return lm
 
 
+def _from_converted(p: ModelParams) -> LoadedModel:
+    """An ONNX or CTranslate2 file, converted once into a checked transformers folder (:mod:`.converted`); its
+    provenance names the source file, its stored dtypes and the check against the original runtime."""
+    path = _converted.source_path(p)
+    d = _converted.converted_dir(p, path)
+    lm = _load_hf_dir(p.model_copy(update={"config": {}}), d)  # config: is already in the converted config.json
+    lm.params = p
+    lm.source_files = (path,)
+    lm.conversion = _converted.source_info(d)
+    return lm
+
+
 def _from_tiny(p: ModelParams) -> LoadedModel:
     return _load_dir(p, _tiny.build_tiny(p.name, p.family, p.config, p.tokenizer, p.seed))
 
@@ -201,6 +214,7 @@ def _from_open_clip(p: ModelParams) -> LoadedModel:
 
 SOURCES: dict[str, Callable[[ModelParams], LoadedModel]] = {
     "hub": _from_hub, "local": _from_local, "package": _from_package, "gguf": _from_gguf, "tiny": _from_tiny,
+    "onnx": _from_converted, "ctranslate2": _from_converted,
     OPEN_CLIP_SOURCE: _from_open_clip,
 }
 
@@ -235,6 +249,8 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
         path = _gguf.gguf_path(p)
         _gguf.quantization(path)  # the header reads (a truncated or foreign file: one line)
         _gguf._check_family(p, path, _gguf.hf_config(p, path))
+    elif p.source in _converted.CONVERTERS:
+        _converted.check_file(p, _converted.source_path(p))  # the file reads (a truncated or foreign file: one line)
     elif p.source == OPEN_CLIP_SOURCE and not p.local_dir:
         problem = hub_problem(p)  # a pretrained tag neither cached nor downloadable
         if problem:

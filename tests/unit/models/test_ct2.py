@@ -319,16 +319,14 @@ def test_a_fifo_and_a_symlink_out_are_refused(tmp_path):
     assert ct2.read(inner / "link.bin")[0] == "WhisperSpec"
 
 
-@pytest.mark.external
 @pytest.mark.parametrize("quantization,tol", [("float32", 0.0), ("float16", 1e-3), ("bfloat16", 5e-3),
                                               ("int16", 5e-3), ("int8", 2e-2)])
 def test_files_written_by_ctranslate2_itself(tiny, tmp_path, quantization, tol):
-    """When the ``ctranslate2`` package is installed (not a project requirement): its own WhisperLoader
+    """The ``ctranslate2`` package (pinned in the lock since issue 36): its own WhisperLoader
     and ``_serialize`` write the file; converted back, the logits match the float32 original (float32:
     exactly; the others within their rounding). Checked with ctranslate2 4.8.5."""
     import copy
 
-    pytest.importorskip("ctranslate2")
     from ctranslate2.converters.transformers import WhisperLoader
     from ctranslate2.specs import model_spec
 
@@ -345,3 +343,102 @@ def test_files_written_by_ctranslate2_itself(tiny, tmp_path, quantization, tol):
         a = rebuilt(input_features=feats, decoder_input_ids=ids).logits
         b = tiny(input_features=feats, decoder_input_ids=ids).logits
     assert (a - b).abs().max() <= tol
+
+
+# ------------------------------------------------------------------ source: ctranslate2 (geolip_lib.models.converted)
+SPECIAL = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>"]
+
+
+def _ct2_folder(model, d):
+    """A CTranslate2 Whisper folder as faster-whisper ships it, written by ctranslate2 itself (model.bin, config.json,
+    vocabulary), with a Hugging Face tokenizer.json whose special tokens sit at the tiny config's ids."""
+    import copy
+
+    from ctranslate2.converters.transformers import WhisperLoader
+    from tokenizers import Tokenizer, models as tmodels
+
+    c = model.config
+    vocab = {f"t{i}": i for i in range(c.vocab_size)}
+    ids = {"<|endoftext|>": c.eos_token_id, "<|startoftranscript|>": c.decoder_start_token_id, "<|en|>": 90,
+           "<|transcribe|>": 91, "<|notimestamps|>": 92}
+    for name, i in ids.items():
+        vocab.pop(f"t{i}")
+        vocab[name] = i
+    tok = Tokenizer(tmodels.WordLevel(vocab, unk_token="t5"))
+    tok.add_special_tokens(SPECIAL)
+    spec = WhisperLoader().get_model_spec(copy.deepcopy(model))
+    spec.register_vocabulary([t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])])
+    spec.config.suppress_ids, spec.config.suppress_ids_begin = [], []
+    spec.config.lang_ids = [90]
+    spec.config.alignment_heads = [[1, 0]]
+    spec.validate()
+    spec.optimize(quantization="float16")
+    d.mkdir(parents=True, exist_ok=True)
+    spec.save(str(d))
+    tok.save(str(d / "tokenizer.json"))
+    return d
+
+
+def _whisper_params(d, **kw):
+    return {"name": "my-whisper", "family": "whisper", "source": "ctranslate2", "local_dir": str(d),
+            "ct2_file": "model.bin", **kw}
+
+
+def test_source_ctranslate2_converts_once_checked_against_ctranslate2_itself(tiny, tmp_path, monkeypatch):
+    from geolip_lib import models, provenance
+    from geolip_lib.models import converted
+
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
+    d = _ct2_folder(tiny, tmp_path / "fw")
+    lm = models.load(_whisper_params(d))
+    chk = lm.conversion["check"]
+    assert chk["same_tokens"] and chk["tokens_ctranslate2"] == chk["tokens_transformers"]
+    assert chk["prompt"][0] == tiny.config.decoder_start_token_id and chk["encoder_max_rel_diff"] <= 1e-3
+    assert lm.config.eos_token_id == tiny.config.eos_token_id  # read from tokenizer.json
+    prov = provenance.model_provenance(lm)
+    assert prov["converted"]["format"] == "CTranslate2" and prov["converted"]["dtypes"].get("float16")
+    assert "CTranslate2 file" in prov["stored_dtype"] and list(prov["weights"]) == ["model.bin"]
+    folder = converted.converted_dir(lm.params, d / "model.bin")
+    stamp = (folder / converted.SOURCE_INFO).stat().st_mtime_ns
+    models.load(_whisper_params(d))  # the second load reads the folder: no new conversion
+    assert (folder / converted.SOURCE_INFO).stat().st_mtime_ns == stamp
+    with torch.no_grad():  # the converted model is the file's: float16-rounded weights of the original
+        g = torch.Generator().manual_seed(2)
+        feats, ids = torch.randn(1, 8, 32, generator=g), torch.randint(0, 80, (1, 4), generator=g)
+        a = lm.model(input_features=feats, decoder_input_ids=ids).logits
+        b = tiny(input_features=feats, decoder_input_ids=ids).logits
+    assert (a - b).abs().max() < 2e-2
+
+
+def test_source_ctranslate2_a_changed_file_is_converted_anew_and_a_broken_one_refused(tiny, tmp_path, monkeypatch):
+    from geolip_lib import models
+    from geolip_lib.models import converted
+    from geolip_lib.models.common import ModelLoadError
+    from geolip_lib.params import load_model_params
+
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
+    d = _ct2_folder(tiny, tmp_path / "fw")
+    p = load_model_params(_whisper_params(d))
+    first = converted.converted_dir(p, d / "model.bin")
+    with torch.no_grad():
+        tiny2 = WhisperForConditionalGeneration(tiny.config).eval()
+    _ct2_folder(tiny2, d)  # same name, same size, other weights: keyed by content, a new folder
+    second = converted.converted_dir(p, d / "model.bin")
+    assert second != first and (second / converted.SOURCE_INFO).is_file()
+    raw = (d / "model.bin").read_bytes()
+    (d / "model.bin").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ModelLoadError) as ei:
+        models.check(p)
+    assert "\n" not in str(ei.value) and "model.bin" in str(ei.value) and "my-whisper" in str(ei.value)
+
+
+@pytest.mark.parametrize("over, words", [({"family": "bert"}, "builds a whisper model"),
+                                         ({"ct2_file": "../model.bin"}, "relative path"),
+                                         ({"ct2_file": None}, "needs ct2_file"),
+                                         ({"gguf_file": "x.gguf"}, "source gguf only")])
+def test_source_ctranslate2_params_are_checked(tmp_path, over, words):
+    from geolip_lib.params import ParamsError, load_model_params
+
+    with pytest.raises(ParamsError) as ei:
+        load_model_params({k: v for k, v in {**_whisper_params(tmp_path), **over}.items() if v is not None})
+    assert words in str(ei.value)

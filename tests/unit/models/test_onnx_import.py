@@ -282,3 +282,80 @@ def test_a_gemm_weight_is_named_by_its_node(exported, tmp_path):
     next(t for t in named.graph.initializer if t.name == old).name = node.input[1]
     onnx.save(named, str(tmp_path / "named.onnx"))
     _one_line_error(lambda: onnx_import.read(tmp_path / "named.onnx"), "/backbone/encoder/layer.1/mlp/fc1/MatMul", "refused")
+
+
+# ------------------------------------------------------------------ source: onnx (geolip_lib.models.converted)
+def _onnx_params(d, **kw):
+    return {"name": "my-dinov2", "family": "dinov2", "source": "onnx", "local_dir": str(d), "onnx_file": "anon.onnx",
+            "config": {"num_attention_heads": HEADS}, **kw}
+
+
+def test_source_onnx_converts_once_and_checks_the_rebuilt_model_against_the_graph(exported, tmp_path, monkeypatch):
+    from geolip_lib import models, provenance
+    from geolip_lib.models import converted
+
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
+    lm = models.load(_onnx_params(exported["dir"]))
+    chk = lm.conversion["check"]
+    assert chk["against"] == "onnx.reference.ReferenceEvaluator" and chk["max_rel_diff"] <= 1e-5
+    assert chk["output"] == "hidden" and chk["input"] == [1, 3, 28, 28]  # the last /backbone/layernorm/ node
+    with torch.no_grad():
+        got = lm.model(pixel_values=exported["x"]).last_hidden_state.numpy()
+    np.testing.assert_allclose(got, exported["want"], atol=1e-5, rtol=0)
+    prov = provenance.model_provenance(lm)
+    assert prov["converted"]["format"] == "ONNX" and list(prov["weights"]) == ["anon.onnx"]
+    assert {d["name"] for d in prov["converted"]["left_out"]} >= {"head.bias"}
+    assert prov["stored_dtype"].startswith("ONNX file")
+    folder = converted.converted_dir(lm.params, exported["dir"] / "anon.onnx")
+    stamp = (folder / converted.SOURCE_INFO).stat().st_mtime_ns
+    models.load(_onnx_params(exported["dir"]))  # read from the folder: no second conversion
+    assert (folder / converted.SOURCE_INFO).stat().st_mtime_ns == stamp
+
+
+def test_source_onnx_a_conversion_that_disagrees_with_the_graph_is_refused_and_nothing_kept(exported, tmp_path,
+                                                                                            monkeypatch):
+    from geolip_lib import models
+    from geolip_lib.models import converted
+    from geolip_lib.models.common import ModelLoadError
+
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
+    real = onnx_import.convert
+
+    def wrong(*a, **k):  # a converter bug: one weight transposed the wrong way after a correct read
+        info = real(*a, **k)
+        from safetensors.torch import load_file, save_file
+        f = Path(a[1]) / "model.safetensors"
+        sd = load_file(str(f))
+        key = next(k for k in sd if k.endswith("layer.1.mlp.fc2.weight"))
+        sd[key] = sd[key] * 1.5
+        save_file(sd, str(f), metadata={"format": "pt"})
+        return info
+
+    monkeypatch.setattr(onnx_import, "convert", wrong)
+    with pytest.raises(ModelLoadError) as ei:
+        models.load(_onnx_params(exported["dir"]))
+    assert "\n" not in str(ei.value) and "conversion is wrong" in str(ei.value) and "nothing was kept" in str(ei.value)
+    assert not [p for p in (tmp_path / "cache" / "converted").iterdir()]
+
+
+@pytest.mark.parametrize("over, words", [({"family": "bert"}, "builds a dinov2 model"),
+                                         ({"onnx_file": "/etc/x.onnx"}, "relative path"),
+                                         ({"onnx_prefix": "a/../b"}, "module path"),
+                                         ({"onnx_file": "x.bin"}, "ending in .onnx")])
+def test_source_onnx_params_are_checked(tmp_path, over, words):
+    from geolip_lib.params import ParamsError, load_model_params
+
+    with pytest.raises(ParamsError) as ei:
+        load_model_params({**_onnx_params(tmp_path), **over})
+    assert words in str(ei.value)
+
+
+def test_source_onnx_preflight_refuses_a_truncated_file_in_one_line(exported, tmp_path, monkeypatch):
+    from geolip_lib import models
+    from geolip_lib.models.common import ModelLoadError
+
+    raw = (exported["dir"] / "anon.onnx").read_bytes()
+    (tmp_path / "anon.onnx").write_bytes(raw[: len(raw) // 3])
+    with pytest.raises(ModelLoadError) as ei:
+        models.check(_onnx_params(tmp_path))
+    assert "\n" not in str(ei.value) and "anon.onnx" in str(ei.value) and "my-dinov2" in str(ei.value)

@@ -25,7 +25,7 @@ SEED_MODELS = {
 }
 TINY = ["tiny-t5", "tiny-t5-v1_1", "tiny-bert", "tiny-dinov2", "tiny-open-clip", "tiny-qwen", "tiny-qwen-wide",
         "tiny-gpt2", "tiny-pythia", "tiny-gptj", "tiny-opt", "tiny-bloom", "tiny-falcon", "tiny-distilbert",
-        "tiny-albert", "tiny-deberta-v3", "tiny-bart", "tiny-clip", "tiny-any", "tiny-mpnet"]  # one per family
+        "tiny-albert", "tiny-deberta-v3", "tiny-bart", "tiny-clip", "tiny-any", "tiny-mpnet", "tiny-whisper"]  # one per family
 
 
 @pytest.mark.parametrize("name", model_names())
