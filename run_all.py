@@ -206,7 +206,13 @@ def main(argv=None) -> int:
         from geolip_lib import report
 
         try:
-            paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
+            if args.report_only:  # the lock too: a live run's jobs would be read half-done, its running job "stopped"
+                from geolip_lib.runner.lock import run_lock
+
+                with run_lock(out_root, report_only=True):
+                    paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
+            else:
+                paths = report.build(args.profile, out_root=out_root, pdf=not args.no_pdf)
         except OSError as exc:  # the report's own writes (a full disk): one line, not a 230 KB traceback
             raise RunError(f"the report could not be written: {exc.strerror or exc}"
                            + (f" ({exc.filename})" if exc.filename else "")

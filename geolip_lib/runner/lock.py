@@ -129,13 +129,15 @@ def _unusable(path: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def run_lock(out_root: Path, console=None):
+def run_lock(out_root: Path, console=None, report_only: bool = False):
     """One run per output root: ``<root>/.run.lock`` holds the pid and host of the run.
 
     A second run exits at once naming the running pid; a lock whose process is gone (same
     host) is taken over with a line saying so. A ``.run.lock`` that is no file (a directory,
     a link) or cannot be created is one line naming it (RunError, exit 2). While the lock is
     held, :func:`check_root` says whether the root and the lock are still this run's.
+    ``report_only``: the lock of ``--report-only``, whose refusal says why it waits (a live run's
+    jobs would be read half-done, its running job as stopped).
     """
     path = Path(out_root) / LOCK
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
@@ -154,6 +156,10 @@ def run_lock(out_root: Path, console=None):
                 other = {}
             pid, host = other.get("pid"), other.get("host")
             if isinstance(pid, int) and host == me["host"] and _alive(pid):
+                if report_only:
+                    raise RunError(f"another run_all (pid {pid}, started {other.get('started')}) is writing to "
+                                   f"{out_root}; its report is built when it ends (--report-only now would show its "
+                                   "running jobs as stopped): wait for it to finish") from None
                 raise RunError(f"another run_all (pid {pid}, started {other.get('started')}) is writing to "
                                f"{out_root}; wait for it to finish or pass another --out") from None
             if isinstance(pid, int) and host and host != me["host"]:

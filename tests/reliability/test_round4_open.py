@@ -321,3 +321,30 @@ def test_fetch_of_a_profile_or_params_file_that_is_a_pipe_is_one_line(tmp_path, 
     assert capsys.readouterr().err.splitlines() == [
         f"error: {params._rel(y)}: not a regular file (a pipe, a device or a folder); not read: give the path of the "
         ".yaml file itself"]
+
+
+# ------------------------------------------------------------------ 6. --report-only while a run holds the lock
+def test_report_only_while_a_live_run_holds_the_lock_is_one_line(box, capsys):
+    """``--report-only`` ignored a live run's lock and called its running job "stopped"."""
+    import socket
+    import subprocess
+    import sys
+
+    assert box.main(capsys=capsys)[0] == 0  # a finished run: a geolip root with one result
+    index = (box.out / "index.html").read_bytes()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        (box.out / ".run.lock").write_text(json.dumps({"pid": live.pid, "host": socket.gethostname(),
+                                                       "started": "2026-01-01 00:00:00"}))
+        code, lines = box.main("--report-only", capsys=capsys)
+        assert (code, lines) == (2, [
+            f"error: another run_all (pid {live.pid}, started 2026-01-01 00:00:00) is writing to {box.out}; its "
+            "report is built when it ends (--report-only now would show its running jobs as stopped): wait for it "
+            "to finish"])
+        assert (box.out / "index.html").read_bytes() == index  # not rebuilt
+        assert json.loads((box.out / ".run.lock").read_text())["pid"] == live.pid  # the live run's lock kept
+    finally:
+        live.kill()
+        live.wait()
+    assert box.main("--report-only", capsys=capsys)[0] == 0  # the run gone: its stale lock is taken over
+    assert not (box.out / ".run.lock").exists()
