@@ -132,3 +132,32 @@ def table(root, notebooks: Sequence[str] = NOTEBOOKS) -> pd.DataFrame:
 
 
 __all__ = ["COLUMNS", "NOTEBOOKS", "pairs", "table"]
+
+
+def threshold_bound(w, threshold: float = 0.1, scheme: str = "q4_1") -> dict:
+    """How far the rounding can have moved the fraction of weights with ``|w| < threshold``, from a
+    dequantized matrix alone (issue 37).
+
+    Q4_1 stores each block of 32 weights as ``d·q + m`` with ``d = (max - min) / 15`` and codes 0
+    and 15 at the block's minimum and maximum, so the block's step is read back from the
+    dequantized block itself, and the original weight lay within ``d / 2`` of the stored one. Only
+    weights within half a step of ±threshold can have crossed it: the unquantized fraction lies in
+    ``[fraction - near / n, fraction + near / n]``.
+
+    Returns ``{"fraction", "near", "n", "lo", "hi"}`` (``lo``/``hi``: the bound, clipped to [0, 1]);
+    ``quantization_bound`` of a claims record takes ``lo`` and ``hi``.
+    """
+    import numpy as np
+    from .models.quantize import block_size
+    a = np.asarray(w, dtype=np.float64)
+    k = block_size(scheme)
+    if a.ndim != 2 or a.shape[-1] % k:
+        raise ValueError(f"w: expected a 2-D matrix whose rows divide into blocks of {k} ({scheme}), got shape "
+                         f"{a.shape}")
+    b = a.reshape(-1, k)
+    half = ((b.max(1) - b.min(1)) / 15 / 2)[:, None]
+    n = b.size
+    below = int((np.abs(b) < threshold).sum())
+    near = int((np.abs(np.abs(b) - threshold) <= half).sum())
+    f = below / n
+    return {"fraction": f, "near": near, "n": n, "lo": max(0.0, f - near / n), "hi": min(1.0, f + near / n)}

@@ -92,3 +92,19 @@ def test_the_report_section_says_an_exact_value_moved_in_words_not_inf(root):
     assert "How far quantization moves the headlines" in page
     assert "+moved (exact)" in page and ">inf<" not in page and ">-inf<" not in page
     assert "<td>–</td>" in page  # exact and unmoved: no ratio
+
+
+def test_the_threshold_bound_from_the_dequantized_weights_holds_the_unquantized_fraction():
+    """Issue 37: Q4_1 moves each weight at most half its block's step, so the fraction |w| < 0.1 of the
+    fp32 weights lies within the bound computed from the dequantized weights alone."""
+    import numpy as np
+    from geolip_lib.models.quantize import round_trip
+    from geolip_lib.quantization_effect import threshold_bound
+    for seed, scale in ((0, 0.05), (1, 0.1), (2, 0.3)):
+        w = np.random.default_rng(seed).normal(0, scale, (64, 128)).astype(np.float32)
+        b = threshold_bound(round_trip(w))
+        true = float((np.abs(w) < 0.1).mean())
+        assert b["lo"] <= true <= b["hi"], (b, true)
+        assert b["hi"] - b["lo"] < 0.5 and b["near"] > 0  # a real bound, not [0, 1]
+    with pytest.raises(ValueError, match="rows divide into blocks of 32"):
+        threshold_bound(np.zeros((4, 33)))
