@@ -181,3 +181,40 @@ def test_bad_input_is_one_line():
         C.sample_pairs([0, 0, 0], 10)
     with pytest.raises(ValueError, match="fewer than 2 contexts"):
         C.analyse([np.ones((4, 3)) + np.eye(4, 3)], [0, 1, 2, 2])
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_token_positions_pick_the_word_tokens_in_a_padded_batch(side):
+    """Padded on either side, the positions are exactly the tokens of each occurrence's word."""
+    from geolip_lib import models
+
+    lm = models.load("tiny-bert")
+    lm.tokenizer.padding_side = side
+    texts = ["The bank closed.", "We sat on the grassy river bank today.", "Utopian dreams of a long and winding kind."]
+    spans = [(4, 8), (27, 31), (0, 7)]
+    enc = lm.tokenize(texts)
+    pos = C.token_positions(lm, texts, spans, enc["attention_mask"].numpy())
+    got = ["".join(lm.tokenizer.convert_ids_to_tokens(enc["input_ids"][b][p].tolist())).replace("##", "")
+           for b, p in enumerate(pos)]
+    assert got == ["bank", "bank", "utopian"]
+    assert all(enc["attention_mask"][b][p].all() for b, p in enumerate(pos))
+
+
+def test_occurrence_states_are_the_word_tokens_of_each_sentence_read_alone():
+    """Batched and padded, each occurrence is the mean hidden state of exactly the tokens of its
+    word: the same as reading its sentence alone and picking them by hand (right padding, as
+    BERT's absolute positions need)."""
+    from geolip_lib import models
+
+    lm = models.load("tiny-bert")
+    table = {"bank": ["The bank closed.", "We sat on the grassy river bank today.", "Bank on it."],
+             "utopian": ["A utopian plan.", "Utopian dreams of a very long and winding kind.", "so utopian"]}
+    ctx = C.wordnet_contexts(2, 3, min_contexts=3, examples=table)
+    layers, kept = C.occurrence_states(lm, ctx, batch_size=4)
+    assert kept.all() and len(layers) == 3 and layers[0].shape == (6, 32)
+    for i, (s, (a, b)) in enumerate(zip(ctx.sentences, ctx.spans)):
+        enc = lm.tokenizer(s, return_offsets_mapping=True)
+        want = [t for t, (x, y) in enumerate(enc["offset_mapping"]) if y > x and x < b and y > a]
+        alone = lm.hidden_states([s])
+        for li in range(3):
+            np.testing.assert_allclose(layers[li][i], alone.layers[li][0, want].double().mean(0).numpy(), atol=1e-4)
