@@ -42,7 +42,8 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
     rows : list of dict
         :func:`geolip_lib.claims.evaluate` rows.
     max_rows : int
-        At most this many rows per panel (the readings' own models first).
+        At most this many rows per panel (the readings' own models first); a panel that leaves rows
+        out says how many.
     claims : claims file (name, path or loaded set); default seed 001
     """
     cs = load(claims)
@@ -53,8 +54,12 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
     for ax, c in zip(axes.flat, cs.claims):
         mine = [r for r in rows if r["claim"] == c.id and isinstance(r["value"], (int, float))
                 and not isinstance(r["value"], bool)]
+        total = len(mine)
         mine = sorted(mine, key=lambda r: (not r["seed model"], r["form"], r["model"], r["scope"]))[:max_rows]
         ax.set_title(f"{c.title} — seed: {c.seed_value}", fontsize=9, loc="left")
+        if total > len(mine):  # never cut silently (issue 37): the panel says how many rows it leaves out
+            ax.text(1.0, -0.02, f"{total - len(mine)} more of {total} rows not shown (the details table has all)",
+                    ha="right", va="top", transform=ax.transAxes, fontsize=6, color="0.3")
         _reference(ax, c)
         if not mine:
             status = [r for r in rows if r["claim"] == c.id]

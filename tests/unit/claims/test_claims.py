@@ -197,3 +197,18 @@ def test_a_quantization_bound_keeps_the_verdict_it_cannot_flip(tmp_path, write_j
         assert any(bound[0] < e < bound[1] for e in (rule.lo, rule.hi) if e is not None)  # the bound crosses an edge
     else:
         assert "cannot flip it" in row["reason"]
+
+
+def test_the_forest_says_how_many_rows_a_panel_leaves_out(tmp_path, write_job, h):
+    """Issue 37: seed_claims.png cut each panel at 10 rows silently."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from geolip_lib.claims.plots import claims_forest
+    for i in range(12):
+        write_job(tmp_path, "01_embedding_terrain", f"model-{i:02d}", {"pentachoron_cv": {"embedding": h(
+            0.21, 0.2, 0.22, nulls={"gaussian": {"value": 0.4}})}})
+    rows = claims.evaluate(tmp_path)
+    fig = claims_forest(rows, max_rows=10)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    n = sum(1 for r in rows if r["claim"] == "pentachoron_cv" and isinstance(r["value"], float))
+    assert n == 12 and f"{n - 10} more of {n} rows not shown (the details table has all)" in texts, texts
