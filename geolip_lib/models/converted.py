@@ -36,9 +36,14 @@ import transformers
 from ..params import ModelParams
 from ..paths import cache_root, resolve
 from ..provenance import file_sha256
+from ..lazy import lazy
 from . import packaged
 from .common import ModelLoadError, short_error, weights_hash
 from .tokenizers import _atomic_dir
+
+# the readers import onnx / ctranslate2 / Whisper's classes: only a model of that source pays for them
+onnx_import = lazy("geolip_lib.models.onnx_import")
+ct2 = lazy("geolip_lib.models.ct2")
 
 __all__ = ["CONVERTERS", "LAYOUT", "SOURCE_INFO", "converted_dir", "source_info", "source_path"]
 
@@ -59,20 +64,17 @@ class Converter:
 
 
 def _onnx_header(p: ModelParams, path: Path) -> dict:
-    from . import onnx_import
     state, left_out, _ = onnx_import.read(path, prefix=p.onnx_prefix)
     return {"tensors": len(state), "left_out": len(left_out)}
 
 
 def _onnx_write(p: ModelParams, path: Path, out: Path) -> dict:
-    from . import onnx_import
     info = onnx_import.convert(path, out, p.config, prefix=p.onnx_prefix)
     check = onnx_import.check_against_graph(path, out, prefix=p.onnx_prefix)
     return {**info, "check": check}
 
 
 def _ct2_header(p: ModelParams, path: Path) -> dict:
-    from . import ct2
     spec, revision, variables, _ = ct2.read(path)
     if spec != "WhisperSpec":
         raise ValueError(f"CTranslate2 file {path}: spec {spec!r}, not a WhisperSpec (family whisper reads Whisper only)")
@@ -80,7 +82,6 @@ def _ct2_header(p: ModelParams, path: Path) -> dict:
 
 
 def _ct2_write(p: ModelParams, path: Path, out: Path) -> dict:
-    from . import ct2
     ct2.convert(path.parent, out, model_bin=path.name)
     ct2.save_tokenizer(path.parent, out)
     check = ct2.check_against_ctranslate2(path.parent, out, model_bin=path.name)

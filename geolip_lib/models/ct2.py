@@ -51,12 +51,20 @@ import os
 import re
 import stat
 import struct
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 import torch
-from transformers import WhisperConfig, WhisperForConditionalGeneration
+from tokenizers import Tokenizer
+from transformers import WhisperConfig, WhisperForConditionalGeneration, WhisperTokenizerFast
+
+from ..families.whisper import synthetic_log_mel
+from ..lazy import lazy
+
+#: CTranslate2 itself, for the conversion check only (its import loads its native library)
+ctranslate2 = lazy("ctranslate2")
 
 __all__ = ["MAX_BYTES", "check_against_ctranslate2", "convert", "read", "save_tokenizer", "to_whisper_state_dict",
            "whisper_config", "whisper_name_map"]
@@ -319,8 +327,6 @@ def _scalar(v: dict, name: str) -> int:
 def _special_ids(tokenizer_file, vocab_size: int) -> Optional[dict]:
     """``pad / bos / eos / decoder_start`` token ids read from a Whisper ``tokenizer.json`` (<|endoftext|> and
     <|startoftranscript|>), None when the file lacks them."""
-    from tokenizers import Tokenizer
-
     tok = Tokenizer.from_file(str(tokenizer_file))
     eot, sot = tok.token_to_id("<|endoftext|>"), tok.token_to_id("<|startoftranscript|>")
     if eot is None or sot is None:
@@ -478,8 +484,6 @@ CHECK_TOLERANCE = 1e-3
 def save_tokenizer(model_dir, out_dir) -> bool:
     """Write ``model_dir/tokenizer.json`` into ``out_dir`` as a transformers ``WhisperTokenizerFast`` (False when the
     folder has none: the decoder's token probes then have no tokenizer, and say so). Bounded to 64 MiB."""
-    from transformers import WhisperTokenizerFast
-
     f = Path(model_dir) / TOKENIZER_FILE
     if not f.is_file():
         return False
@@ -493,8 +497,6 @@ def save_tokenizer(model_dir, out_dir) -> bool:
 def _prompt(tokenizer_file: Path, multilingual: bool) -> list[int]:
     """The transcription prompt's ids: <|startoftranscript|> (<|en|> <|transcribe|> on multilingual models)
     <|notimestamps|>, read from the tokenizer file (English-only models take no language or task token)."""
-    from tokenizers import Tokenizer
-
     tok = Tokenizer.from_file(str(tokenizer_file))
     names = ["<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>"]
     if not multilingual:
@@ -512,12 +514,6 @@ def check_against_ctranslate2(model_dir, out_dir, model_bin: str = "model.bin", 
     scale, at most :data:`CHECK_TOLERANCE`) and ``n_tokens`` greedy tokens from the transcription prompt (no
     token suppression on either side): they must be the same. Returns the numbers; a mismatch raises ValueError.
     CTranslate2 reads ``model.bin`` under that name, so another ``model_bin`` is linked in a temporary folder."""
-    import tempfile
-
-    import ctranslate2
-
-    from ..families.whisper import synthetic_log_mel
-
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     model = WhisperForConditionalGeneration.from_pretrained(str(out_dir)).eval()
     cfg = model.config

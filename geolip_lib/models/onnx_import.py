@@ -38,6 +38,7 @@ import json
 import os
 import re
 import stat
+import time
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Optional
 
@@ -46,6 +47,7 @@ import onnx
 import torch
 from google.protobuf.message import DecodeError
 from onnx import numpy_helper
+from onnx.reference import ReferenceEvaluator
 from transformers import Dinov2Config, Dinov2Model
 
 from ..provenance import file_sha256
@@ -451,10 +453,6 @@ def check_against_graph(onnx_path: str | os.PathLike, out_dir: str | os.PathLike
     the backbone's final LayerNorm output (the last node of the ``/<prefix>/layernorm/`` scope) with the rebuilt
     ``last_hidden_state``. Returns what was compared and the largest differences; a difference above
     :data:`CHECK_TOLERANCE` of the output's scale raises :class:`OnnxImportError` (the conversion is wrong)."""
-    import time
-
-    from onnx.reference import ReferenceEvaluator
-
     onnx_path = Path(onnx_path)
     proto = _load_proto(onnx_path, max_bytes)
     scope = f"/{prefix}/layernorm/" if prefix else "/layernorm/"
