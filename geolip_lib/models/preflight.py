@@ -30,6 +30,7 @@ import dataclasses
 import difflib
 import inspect
 import json
+import math
 import os
 import re
 import stat
@@ -471,6 +472,8 @@ def _check_keys(config: dict, fields: dict[str, Any], where: str, prefix: str = 
             near = difflib.get_close_matches(k, list(fields), n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else ""
             raise ParamsError(f"{where}: key '{prefix}.{k}': unknown field of this config{hint}")
+        if isinstance(v, float) and not math.isfinite(v):  # .nan / .inf: the kernel failed naming no key
+            raise ParamsError(f"{where}: key '{prefix}.{k}': expected a finite number, got {v}")
         if not _type_ok(v, fields[k]):
             raise ParamsError(f"{where}: key '{prefix}.{k}': expected {type(fields[k]).__name__} like the default "
                               f"{fields[k]!r}, got {type(v).__name__} {v!r}")

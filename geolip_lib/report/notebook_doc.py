@@ -88,6 +88,22 @@ def clean_html(fragment) -> str:
                         "data"], strip=True, strip_comments=True, css_sanitizer=_CSS)
 
 
+def _copy_tree(src: Path, dst: Path) -> None:
+    """``src``'s files into ``dst``, stopping at the first error, which names the file it was writing
+    (``shutil.copytree`` goes on past a full disk and raises one ``shutil.Error`` listing every file
+    that failed: a "line" of 3-247 KB)."""
+    for folder, _, files in os.walk(src):
+        here = dst / Path(folder).relative_to(src)
+        here.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            try:
+                shutil.copyfile(Path(folder) / name, here / name)
+            except OSError as exc:
+                if exc.filename is None:  # a write that failed (ENOSPC, EFBIG): name the file being written
+                    raise OSError(exc.errno, exc.strerror, str(here / name)) from None
+                raise
+
+
 def install_mathjax(out_root: Path) -> Path:
     """Copy MathJax 2.7 (from the jupyter-server-mathjax package) into ``_static/mathjax``."""
     src = Path(jupyter_server_mathjax.__file__).parent / "static"
@@ -96,7 +112,7 @@ def install_mathjax(out_root: Path) -> Path:
         tmp = out_root / "_static" / ".mathjax.partial"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
-            shutil.copytree(src, tmp)
+            _copy_tree(src, tmp)
         except BaseException:  # a full disk or a stop: leave no half copy behind
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -348,3 +348,39 @@ def test_report_only_while_a_live_run_holds_the_lock_is_one_line(box, capsys):
         live.wait()
     assert box.main("--report-only", capsys=capsys)[0] == 0  # the run gone: its stale lock is taken over
     assert not (box.out / ".run.lock").exists()
+
+
+# ------------------------------------------------------------------ 7. the words of a few refusals
+def test_a_disk_that_fills_half_way_through_the_mathjax_copy_is_one_short_line(box, capsys, monkeypatch):
+    """shutil.copytree went on past a full disk and raised one shutil.Error listing every file: a
+    "line" of 3-247 KB of tuples. The copy now stops at the first file that fails, naming it."""
+    import shutil
+
+    from geolip_lib.report import notebook_doc
+
+    assert box.main(capsys=capsys)[0] == 0
+    shutil.rmtree(box.out / "_static")
+    real, n = shutil.copyfile, []
+
+    def filling(src, dst, *a, **k):  # the tenth file meets a full disk
+        n.append(dst)
+        if len(n) >= 10:
+            raise OSError(28, "No space left on device")
+        return real(src, dst, *a, **k)
+
+    monkeypatch.setattr(notebook_doc.shutil, "copyfile", filling)
+    code, lines = box.main("--report-only", capsys=capsys)
+    assert (code, lines) == (2, [f"error: the report could not be written: No space left on device ({n[-1]}); free "
+                                 "space and rerun with --report-only"])
+    assert len(n) == 10 and len(lines[0]) < 300
+    assert not (box.out / "_static" / ".mathjax.partial").exists()
+
+
+@pytest.mark.parametrize("value,shown", [(".nan", "nan"), (".inf", "inf"), ("-.inf", "-inf")])
+def test_a_config_number_that_is_not_finite_names_its_key_before_a_kernel(box, capsys, tmp_path, value, shown):
+    """``config: {layer_norm_eps: .nan}`` failed inside the kernel naming no key."""
+    y = tmp_path / "nanln.yaml"
+    y.write_text(f"name: nanln\nfamily: bert\nsource: tiny\nconfig:\n  layer_norm_eps: {value}\n")
+    box.write("  rng:\n    per_model: true\n    models: []\n")
+    assert refused(box, capsys, "--models", str(y)) == [
+        f"error: {params._rel(y)}: key 'config.layer_norm_eps': expected a finite number, got {shown}"]
