@@ -90,9 +90,15 @@ def cache_dir() -> Path:
     return cache_root() / "wordnet"
 
 
+#: the code that builds the lexicon: part of its cache key (a builder change never meets an older, valid npz in
+#: the shared cache, which every fresh checkout would otherwise copy)
+BUILDER = Path(__file__)
+
+
 def _cache_key() -> str:
     root = wordnet_root()
     h = hashlib.sha1(f"schema={SCHEMA};nltk={version('nltk')}".encode())
+    h.update(b"builder:" + hashlib.sha256(BUILDER.read_bytes()).digest())
     for name in ("data.noun", "data.verb", "data.adj", "data.adv", "index.sense", "lexnames"):
         p = root / name
         if p.exists():

@@ -384,3 +384,22 @@ def test_a_config_number_that_is_not_finite_names_its_key_before_a_kernel(box, c
     box.write("  rng:\n    per_model: true\n    models: []\n")
     assert refused(box, capsys, "--models", str(y)) == [
         f"error: {params._rel(y)}: key 'config.layer_norm_eps': expected a finite number, got {shown}"]
+
+
+# ------------------------------------------------------------------ 8. the WordNet lexicon cache keyed by its builder
+def test_the_lexicon_cache_key_holds_the_code_that_builds_it(tmp_path, monkeypatch):
+    """A valid but wrong lexicon npz in the shared cache was copied into every fresh checkout: its key
+    covered WordNet and NLTK, not the code that builds it."""
+    from geolip_lib.lexical import wordnet
+
+    try:
+        wordnet.wordnet_root()
+    except Exception as exc:  # noqa: BLE001 - the key needs the WordNet files of make setup
+        pytest.fail(f"WordNet data not installed ({exc}); run make setup")
+    key = wordnet._cache_key()
+    copy = tmp_path / "wordnet.py"
+    copy.write_bytes(wordnet.BUILDER.read_bytes())
+    monkeypatch.setattr(wordnet, "BUILDER", copy)
+    assert wordnet._cache_key() == key  # the same code: the same key
+    copy.write_bytes(copy.read_bytes() + b"\n# the builder changed\n")
+    assert wordnet._cache_key() != key
