@@ -18,10 +18,15 @@ import os
 from pathlib import Path
 from typing import Optional, Sequence
 
+import numpy as np
 import pandas as pd
 
 from . import roots
+from .lazy import lazy
 from .metrics.intervals import format_value
+
+#: the block schemes (torch): only when a bound is computed
+quantize = lazy("geolip_lib.models.quantize")
 
 #: the notebooks whose headlines the issue asks about (01 embedding terrain, 02 weight battery, 06 QK operators)
 NOTEBOOKS = ("01_embedding_terrain", "02_weight_topology", "06_qk_operators")
@@ -147,10 +152,8 @@ def threshold_bound(w, threshold: float = 0.1, scheme: str = "q4_1") -> dict:
     Returns ``{"fraction", "near", "n", "lo", "hi"}`` (``lo``/``hi``: the bound, clipped to [0, 1]);
     ``quantization_bound`` of a claims record takes ``lo`` and ``hi``.
     """
-    import numpy as np
-    from .models.quantize import block_size
     a = np.asarray(w, dtype=np.float64)
-    k = block_size(scheme)
+    k = quantize.block_size(scheme)
     if a.ndim != 2 or a.shape[-1] % k:
         raise ValueError(f"w: expected a 2-D matrix whose rows divide into blocks of {k} ({scheme}), got shape "
                          f"{a.shape}")

@@ -347,7 +347,7 @@ else:
 
 # %%
 layers = {}
-for stack in lm.stacks:
+for stack in lm.probe_stacks:  # Whisper's audio encoder reads no text: left out here (its weights are in 02/06)
     if stack == "vision":
         hs = lm.hidden_states(probes.synthetic_images(N_IMAGES, lm.image_size, seed=SEED), stack=stack)
     else:

@@ -53,6 +53,26 @@ def _profile_models(data: dict) -> list[str]:
     return list(dict.fromkeys(n for n in names if isinstance(n, str)))
 
 
+def _pointed_at(name: str) -> list[str]:
+    """The packaged models whose assembled folders model ``name``'s ``local_dir:`` or ``checkpoints:`` read
+    (rxnfp's trajectory reads three: ``.cache/models/rxnfp-bert-*``), so that fetching a profile fetches them too
+    (issue 37: a fresh clone's real profile stopped at the trajectory's missing folders)."""
+    data = _yaml(PARAMS / "models" / f"{name}.yaml") if "/" not in name and not name.startswith(".") else None
+    if not isinstance(data, dict):
+        return []
+    models_dir = (cache_root() / "models").resolve()
+    found = []
+    paths = [(PARAMS.parent, data.get("local_dir"))] + [(PARAMS / "models", c) for c in data.get("checkpoints") or []]
+    for base, raw in paths:
+        if not isinstance(raw, str) or not raw:
+            continue
+        path = Path(raw) if os.path.isabs(raw) else base / raw
+        target = Path(os.path.normpath(str(path.absolute())))
+        if target.parent == models_dir and (PARAMS / "models" / f"{target.name}.yaml").is_file():
+            found.append(target.name)
+    return found
+
+
 def _targets(args: list[str]) -> list[str]:
     names = []
     for a in args:
@@ -62,6 +82,7 @@ def _targets(args: list[str]) -> list[str]:
                            "the .yaml file itself")
         data = _yaml(prof) if "/" not in a and prof.is_file() else None
         names += _profile_models(data) if isinstance(data, dict) else [a]
+    names = [m for n in names for m in [*_pointed_at(n), n]]
     return list(dict.fromkeys(names))
 
 
@@ -80,8 +101,10 @@ def _ready_by_yaml(name: str) -> bool:
         return False
     want = [(d.get("file"), d.get("sha256")) for d in pkg.get("dists") or [] if isinstance(d, dict)]
     have = [(d.get("file"), d.get("sha256")) for d in stamp.get("dists") or [] if isinstance(d, dict)]
-    return want == have and (stamp.get("package") or {}).get("files") == pkg.get("files") \
-        and stamp.get("join") == pkg.get("join") and (stamp.get("package") or {}).get("path", "") == pkg.get("path", "")
+    return want == have and (stamp.get("package") or {}).get("files") == (pkg.get("files") or {}) \
+        and stamp.get("join") == pkg.get("join") and (stamp.get("package") or {}).get("path", "") == pkg.get("path", "") \
+        and (stamp.get("package") or {}).get("concat", []) == [{"count": None, **c} if isinstance(c, dict) else c
+                                                               for c in pkg.get("concat") or []]
 
 
 class _Refused(Exception):

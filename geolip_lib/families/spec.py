@@ -167,6 +167,9 @@ class FamilySpec:
     sizes: Callable[[dict], Sizes]
     adapt: Callable
     hf: bool = True
+    #: stacks that read audio features, not the probes' texts or images (Whisper's encoder): the hidden-state
+    #: probes skip them (their attention and weights are measured like every stack's)
+    audio_stacks: tuple = ()
     attn_scale: Any = None
     qk_norm_offset: Optional[Callable[[dict], float]] = None
     auto_class: Optional[str] = None

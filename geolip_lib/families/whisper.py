@@ -113,7 +113,7 @@ _TINY = dict(model_type="whisper", d_model=32, encoder_layers=2, decoder_layers=
              decoder_start_token_id=102, suppress_tokens=[], begin_suppress_tokens=[])
 
 WHISPER = FamilySpec(
-    name="whisper", stacks=("decoder", "encoder"), is_text=True, is_generative=True,
+    name="whisper", stacks=("decoder", "encoder"), audio_stacks=("encoder",), is_text=True, is_generative=True,
     auto_class="AutoModelForSpeechSeq2Seq", model_types=("whisper",), sizes=_sizes, adapt=adapt,
     text_hidden=whisper_hidden, teacher_forced_decoder=True,
     locate_blocks=blocks_at({"encoder": "encoder.layers", "decoder": "decoder.layers"}, "whisper"),

@@ -87,6 +87,12 @@ class LoadedModel:
         return self.spec.stacks
 
     @property
+    def probe_stacks(self) -> tuple:
+        """The stacks that read the probes' texts or images: :attr:`stacks` without the family's audio stacks
+        (Whisper's encoder reads log-mel features; its weights and attention are measured all the same)."""
+        return tuple(st for st in self.spec.stacks if st not in self.spec.audio_stacks)
+
+    @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 

