@@ -164,3 +164,34 @@ def threshold_bound(w, threshold: float = 0.1, scheme: str = "q4_1") -> dict:
     near = int((np.abs(np.abs(b) - threshold) <= half).sum())
     f = below / n
     return {"fraction": f, "near": near, "n": n, "lo": max(0.0, f - near / n), "hi": min(1.0, f + near / n)}
+
+
+def q4_1_rounded(lm) -> bool:
+    """Whether every Q weight of ``lm`` was stored as Q4_1 (a GGUF whose ``attn_q`` tensors are all Q4_1, or the
+    simulated ``quantize: q4_1`` copy): only then does :func:`threshold_bound` read each block's step back from the
+    dequantized values (K-quants scale their sub-blocks differently: no bound is claimed for them)."""
+    q = getattr(lm, "quantization", None) or {}
+    if q.get("simulated"):
+        return str(q.get("scheme", "")).lower() == "q4_1"
+    types = [t for name, t in (q.get("types") or {}).items() if "attn_q" in name and "norm" not in name]
+    return bool(types) and set(types) == {"Q4_1"}
+
+
+def q_sparsity_bounds(lm, store, cat, threshold: float = 0.1) -> dict:
+    """Per ``<stack>/<attn>`` scope, the range the unquantized Q sparsity (``|w| < threshold`` over every Q weight)
+    lies in, from :func:`threshold_bound` of each Q matrix summed over the scope (issue 37: a verdict the rounding
+    cannot flip is kept). ``{}`` unless :func:`q4_1_rounded`. Each value: ``{"lo", "hi", "near", "n", "scheme"}``."""
+    if not q4_1_rounded(lm):
+        return {}
+    acc: dict = {}
+    for b in cat.attention_blocks():
+        if b.q is None:
+            continue
+        w = store.get(b.q).reshape(-1, b.q.shape[-1] if b.q.shape else 32)
+        r = threshold_bound(w.numpy(), threshold)
+        a = acc.setdefault(f"{b.stack}/{b.attn}", {"below": 0, "near": 0, "n": 0})
+        a["below"] += round(r["fraction"] * r["n"])
+        a["near"] += r["near"]
+        a["n"] += r["n"]
+    return {scope: {"lo": max(0.0, (a["below"] - a["near"]) / a["n"]), "hi": min(1.0, (a["below"] + a["near"]) / a["n"]),
+                    "near": a["near"], "n": a["n"], "scheme": "q4_1"} for scope, a in acc.items() if a["n"]}

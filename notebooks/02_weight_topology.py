@@ -47,7 +47,7 @@ N_BOOT = 1000  # [1 ≤ x ≤ 10**6] bootstrap resamples of the headline interva
 # %%
 import warnings
 
-from geolip_lib import families, runtime, trajectory
+from geolip_lib import families, quantization_effect, runtime, trajectory
 from geolip_lib.families import catalog
 from geolip_lib.weights import TensorStore, nulls, plots, run_battery
 from geolip_lib.weights import tables as T
@@ -286,6 +286,14 @@ null_items = T.headline_items(null_res) if null_res is not None else None
 metrics["headline_items"] = {"trained": items, "random_init": null_items}
 metrics["claims"] = T.battery_claims(summary, items, stack_items, null_seeds or None, null_items,
                                      null_stack_seeds or None, seed=SEED, n_boot=N_BOOT)
+# dequantized Q4_1 weights (SmolLM2's GGUF, the simulated twin): the range the unquantized Q sparsity lies in, from
+# each block's step (quantization_effect.q_sparsity_bounds); a verdict the rounding cannot flip is kept (issue 37)
+for scope, bound in quantization_effect.q_sparsity_bounds(lm, store, cat).items():
+    if scope in metrics["claims"]["q_sparsity"]:
+        metrics["claims"]["q_sparsity"][scope]["quantization_bound"] = bound
+        print(f"Q sparsity {scope}: the rounding can have moved it by at most {bound['near'] / bound['n']:.2%} "
+              f"({bound['near']:,} of {bound['n']:,} weights within half a step of 0.1): [{bound['lo']:.4f}, "
+              f"{bound['hi']:.4f}]")
 job.table(T.claims_table(metrics["claims"]), caption="Seed claims: the seed's definition (exact: computed on every "
           "weight of the scope) beside the random-init copy (mean over its 5 init seeds) and the project's definition",
           index=False)

@@ -29,7 +29,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import transformers
 
@@ -45,7 +45,7 @@ from .tokenizers import _atomic_dir
 onnx_import = lazy("geolip_lib.models.onnx_import")
 ct2 = lazy("geolip_lib.models.ct2")
 
-__all__ = ["CONVERTERS", "LAYOUT", "SOURCE_INFO", "converted_dir", "source_info", "source_path"]
+__all__ = ["CONVERTERS", "LAYOUT", "SOURCE_INFO", "converted_dir", "existing_dir", "source_info", "source_path"]
 
 #: the file in a converted folder recording what it was made from and how the check went (written last)
 SOURCE_INFO = "converted_source.json"
@@ -127,12 +127,28 @@ def check_file(p: ModelParams, path: Path) -> dict:
         raise ModelLoadError(f"model '{p.name}': {conv.fmt} file {path} cannot be read ({short_error(exc)})") from None
 
 
+def _target(p: ModelParams, path: Path) -> tuple[Path, str]:
+    """Where ``path``'s conversion lives (keyed by its content) and its sha256."""
+    sha = file_sha256(path)
+    key = weights_hash([sha, transformers.__version__, p.source, p.config, p.onnx_prefix, LAYOUT])
+    return cache_root() / "converted" / f"{p.source}-{path.stem}-{key}", sha
+
+
+def existing_dir(p: ModelParams) -> Optional[Path]:
+    """The converted folder of ``p`` when it exists already (nothing fetched or converted: the preflight and the
+    planner read its config.json), else None."""
+    try:
+        path = source_path(p, fetch=False)
+    except ModelLoadError:
+        return None
+    target, _ = _target(p, path)
+    return target if (target / SOURCE_INFO).is_file() else None
+
+
 def converted_dir(p: ModelParams, path: Path) -> Path:
     """The checked ``save_pretrained`` folder of ``path`` (converted once, atomically; see the module docstring)."""
     conv = CONVERTERS[p.source]
-    sha = file_sha256(path)
-    key = weights_hash([sha, transformers.__version__, p.source, p.config, p.onnx_prefix, LAYOUT])
-    target = cache_root() / "converted" / f"{p.source}-{path.stem}-{key}"
+    target, sha = _target(p, path)
     if (target / SOURCE_INFO).is_file():
         return target
     if target.exists():  # no record: a folder someone else left (or a killed run that got past the rename)

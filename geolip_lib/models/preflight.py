@@ -43,11 +43,12 @@ from transformers import AutoConfig, PretrainedConfig
 
 from .. import roots
 from ..families import spec
-from ..params import ParamsError
+from ..params import FILE_SOURCES, ParamsError
 from ..paths import resolve
 from ..provenance import dtype_name, file_sha256, tensor_headers, weight_files
 from .common import (OPEN_CLIP_CONFIG, ModelLoadError, model_class, quiet_transformers,
                      safetensors_problems)  # noqa: F401 (safetensors_problems re-exported)
+from . import converted as _converted
 from . import gguf as _gguf
 from .locate import OPEN_CLIP_SOURCE, local_dir, package_dir
 from .tiny import resolve_config
@@ -519,8 +520,9 @@ def weight_digests(p) -> dict[str, str]:
         return {}
     files: list[tuple[str, Path]] = []
     try:
-        if p.source == "gguf" and p.local_dir:
-            files = [(p.gguf_file, resolve(p.local_dir) / p.gguf_file)]
+        if p.source in FILE_SOURCES and p.local_dir:  # a GGUF / ONNX / CTranslate2 file: that file
+            name = getattr(p, FILE_SOURCES[p.source][0])
+            files = [(name, resolve(p.local_dir) / name)]
         elif p.local_dir or p.source == "local":
             files = [(f.name, f) for f in weight_files(resolve(p.local_dir or p.id or ""))]
         elif p.source == "hub" and p.id:
@@ -571,6 +573,10 @@ def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
         # config.json); None while its package is not fetched
         cfg = _gguf.config_dict(p)
         return (cfg, HF_KIND, None) if cfg is not None else None
+    if p.source in _converted.CONVERTERS:  # the converted folder's config, once converted (the file's own folder
+        # holds another format's config.json: CTranslate2's); None before the first conversion
+        d = _converted.existing_dir(p)
+        return read(d) if d is not None else None
     if p.local_dir or p.source == "local":
         d = resolve(p.local_dir) if p.local_dir else local_dir(p)
         return read(d) if d.is_dir() else None

@@ -108,3 +108,28 @@ def test_the_threshold_bound_from_the_dequantized_weights_holds_the_unquantized_
         assert b["hi"] - b["lo"] < 0.5 and b["near"] > 0  # a real bound, not [0, 1]
     with pytest.raises(ValueError, match="rows divide into blocks of 32"):
         threshold_bound(np.zeros((4, 33)))
+
+
+def test_q_sparsity_bounds_of_a_q4_1_copy_hold_the_fp32_fraction():
+    """Issue 37: a simulated Q4_1 copy's bound, read from the dequantized blocks alone, holds the fp32 model's Q
+    sparsity in every scope; an unquantized model has no bound (nothing is claimed for it)."""
+    from geolip_lib import models
+    from geolip_lib.families import catalog
+    from geolip_lib.weights import TensorStore
+
+    lm = models.load("tiny-bert")
+    store = TensorStore(lm.weights_dir)
+    cat = catalog(store, config=lm.config, family=lm.family)
+    assert QE.q_sparsity_bounds(lm, store, cat) == {}
+    qlm = models.load("tiny-bert", quantize="q4_1")
+    qstore = TensorStore(qlm.weights_dir)
+    qcat = catalog(qstore, config=qlm.config, family=qlm.family)
+    bounds = QE.q_sparsity_bounds(qlm, qstore, qcat)
+    assert bounds and QE.q4_1_rounded(qlm)
+    for thr in (0.1, 0.05):
+        bounds = QE.q_sparsity_bounds(qlm, qstore, qcat, threshold=thr)
+        for scope, b in bounds.items():
+            qs = [blk.q for blk in cat.attention_blocks() if f"{blk.stack}/{blk.attn}" == scope]
+            below = sum(int((store.get(q).abs() < thr).sum()) for q in qs)
+            n = sum(store.get(q).numel() for q in qs)
+            assert b["n"] == n and b["lo"] <= below / n <= b["hi"], (scope, thr, b, below / n)
