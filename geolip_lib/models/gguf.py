@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -50,7 +51,8 @@ from . import packaged
 from .common import ModelLoadError, model_class, quiet_transformers, short_error, weights_hash
 from .tokenizers import _atomic_dir
 
-__all__ = ["SOURCE_INFO", "config_dict", "dequantized_dir", "folder", "gguf_path", "quantization"]
+__all__ = ["SOURCE_INFO", "check_tensors", "config_dict", "dequantized_dir", "folder", "gguf_path", "quantization",
+           "tensor_problems"]
 
 #: the file in a dequantized folder that names the GGUF it was made from (read back by the loader)
 SOURCE_INFO = "gguf_source.json"
@@ -273,3 +275,41 @@ def dequantized_dir(p: ModelParams, path: Path) -> Path:
 def source_info(directory: Path) -> dict:
     """What :func:`dequantized_dir` recorded about the GGUF file a folder was made from."""
     return json.loads((Path(directory) / SOURCE_INFO).read_text(encoding="utf-8"))
+
+
+_BLOCK = re.compile(r"^blk\.(\d+)\.")
+
+
+def tensor_problems(path: Path, cfg) -> list[str]:
+    """Where ``path``'s tensor infos (its header, :func:`header`) disagree with the config the model would be built
+    from (the file's metadata with the params file's ``config:`` applied): the number of ``blk.N`` layers, the
+    embedding width of ``token_embd`` and each ``attn_q`` / ``attn_k`` input width (ggml lists dims innermost
+    first: ``token_embd`` is (n_embd, n_vocab)). Read before any kernel starts (issue 39: a ``config:`` that
+    drops layers or a lying width failed inside the kernel naming no tensor). Empty when they agree."""
+    tensors = header(path)["tensors"]
+    c = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    out = []
+    layers = sorted({int(m.group(1)) for m in map(_BLOCK.match, tensors) if m})
+    n_layers = getattr(c, "num_hidden_layers", None)
+    if layers and isinstance(n_layers, int) and n_layers != len(layers):
+        out.append(f"the config has num_hidden_layers {n_layers}, the file stores {len(layers)} layers "
+                   f"(blk.0 ... blk.{layers[-1]}): remove num_hidden_layers from config: (a model of fewer layers "
+                   f"would leave stored tensors unread)")
+    d = getattr(c, "hidden_size", None)
+    if isinstance(d, int):
+        for name in ["token_embd.weight"] + [n for n in tensors if n.startswith("blk.0.attn_") and
+                                              n.endswith(("_q.weight", "_k.weight"))]:
+            shape = (tensors.get(name) or {}).get("shape") or []
+            if shape and int(shape[0]) != d:
+                out.append(f"tensor {name} is {list(shape)} (ggml order, innermost first): width {shape[0]}, the "
+                           f"config says hidden_size {d}")
+    return out
+
+
+def check_tensors(p: ModelParams, path: Path) -> None:
+    """One line (:class:`ModelLoadError`) naming the first disagreement of :func:`tensor_problems`, with their count."""
+    why = tensor_problems(path, hf_config(p, path))
+    if why:
+        more = f" (and {len(why) - 1} more)" if len(why) > 1 else ""
+        raise ModelLoadError(f"model '{p.name}': GGUF file {path.name}: {why[0]}{more}; fix config: in "
+                             f"params/models/{p.name}.yaml")

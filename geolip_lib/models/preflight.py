@@ -219,6 +219,13 @@ def check_stored_model(p) -> None:
     build only: the runner calls it for every model before any kernel starts."""
     if p.source == "tiny":
         return
+    if p.source == "gguf":  # no folder of weights: the file's tensor infos against its config (header only)
+        try:
+            path = _gguf.gguf_path(p, fetch=False)
+        except ModelLoadError:
+            return  # not fetched yet: the job's own check names it
+        _gguf.check_tensors(p, path)
+        return
     found = model_config(p)
     if found is not None and found[2] is not None:
         check_stored(p, found[2])

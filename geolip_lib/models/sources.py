@@ -249,6 +249,7 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
         path = _gguf.gguf_path(p)
         _gguf.quantization(path)  # the header reads (a truncated or foreign file: one line)
         _gguf._check_family(p, path, _gguf.hf_config(p, path))
+        _gguf.check_tensors(p, path)  # tensor infos against the config (layers dropped, widths that lie)
     elif p.source in _converted.CONVERTERS:
         _converted.check_file(p, _converted.source_path(p))  # the file reads (a truncated or foreign file: one line)
     elif p.source == OPEN_CLIP_SOURCE and not p.local_dir:

@@ -20,6 +20,7 @@ from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from geolip_lib import models, provenance
 from geolip_lib.models import gguf as gguf_source
+from geolip_lib.params import load_model_params
 
 pytestmark = pytest.mark.unit
 
@@ -204,3 +205,21 @@ def test_gguf_schema_and_missing_file_are_one_line(tiny_gguf, cache, tmp_path):
     assert "\n" not in str(ei.value) and "cannot be read" in str(ei.value)
     with pytest.raises(models.ModelLoadError, match="cannot describe this model"):
         models.load({**params(d), "family": "bert"})
+
+
+@pytest.mark.parametrize("config, words", [({"num_hidden_layers": 1}, "num_hidden_layers 1, the file stores 2 layers"),
+                                           ({"hidden_size": 48}, "hidden_size 48")])
+def test_a_config_the_tensor_infos_contradict_is_refused_before_a_kernel(tiny_gguf, cache, config, words):
+    """Issue 39: a config: that drops layers, or a width the stored tensors do not have, is one line from the
+    header alone (models.check and the runner's stored-weights check), naming the tensor or the layer count."""
+    from geolip_lib.models import preflight
+    from geolip_lib.models.common import ModelLoadError
+
+    d, _, _ = tiny_gguf
+    p = load_model_params({**params(d), "config": config})
+    for call in (lambda: models.check(p), lambda: preflight.check_stored_model(p)):
+        with pytest.raises(ModelLoadError) as ei:
+            call()
+        assert words in str(ei.value) and "\n" not in str(ei.value) and "tiny-gguf" in str(ei.value)
+    assert not (cache / "gguf").exists() or not [x for x in (cache / "gguf").iterdir() if x.is_dir()]
+    preflight.check_stored_model(load_model_params(params(d)))  # the file's own config passes
