@@ -88,9 +88,11 @@ def apt_install() -> bool:
         return False
     log(f"installing Debian packages {' '.join(DEBIAN_PACKAGES)} with apt-get")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    cmd = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *DEBIAN_PACKAGES]
+    # wait for the dpkg lock: two checkouts set up at once (a CI clone beside a working copy) otherwise fail
+    wait = ["-o", "DPkg::Lock::Timeout=600"]
+    cmd = ["apt-get", *wait, "install", "-y", "-qq", "--no-install-recommends", *DEBIAN_PACKAGES]
     if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True)
+        subprocess.run(["apt-get", *wait, "update", "-qq"], env=env, capture_output=True)
         return subprocess.run(cmd, env=env, capture_output=True).returncode == 0
     return True
 

@@ -82,8 +82,8 @@ if command -v chromium >/dev/null || command -v chromium-browser >/dev/null || c
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "[setup] installing Debian chromium for the PDF report"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
-    || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+    || { apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null && apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium >/dev/null; }
 else
   echo "[setup] note: no chromium; the PDF report needs it (sudo apt-get install chromium). HTML still works."
 fi
@@ -96,7 +96,7 @@ fi
 
 if ! command -v pdftoppm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "[setup] installing Debian poppler-utils (pdftoppm: look at report.pdf pages as PNG)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null 2>&1 \
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends poppler-utils >/dev/null 2>&1 \
     || echo "[setup] note: poppler-utils not installed (optional: pdftoppm -png reports/demo/report.pdf page)"
 fi
 
@@ -105,8 +105,8 @@ fi
 if ! dpkg-query -W -f='${Status}' fonts-droid-fallback 2>/dev/null | grep -q "ok installed" \
     && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "[setup] installing Debian fonts-droid-fallback (CJK glyphs in the report's token tables)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-droid-fallback >/dev/null 2>&1 \
-    || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends fonts-droid-fallback >/dev/null 2>&1 \
+    || { apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
          --no-install-recommends fonts-droid-fallback >/dev/null; } \
     || echo "[setup] note: fonts-droid-fallback not installed: CJK tokens show as boxes in the report"
 fi
