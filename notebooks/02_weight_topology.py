@@ -274,9 +274,13 @@ job.figure(plots.random_init_comparison(res, null_res, title=MODEL), "random_ini
 # cross- and self-attention groups in the seed's form (mean over every layer of n_pos /
 # inner: exact; marked "forced by shape" under grouped-query attention) with the project's
 # form beside it; the adjacent-layer cosine of attention weights (the project's pooling of
-# Q, K, V and O, scope `attention`) and, beside it, seed §5's pooling of self-attention Q
-# and K (or the fused QKV tensor whole) and the MLP up projection (scope
-# `seed:q,k,qkv,mlp_up`, `weights.tables.claims.seed_cross_layer`); the
+# Q, K, V and O: the signed mean, scope `attention`, and the mean of each group's |mean|,
+# scope `attention|abs`, which no cancellation between groups of opposite sign can bring to
+# 0) and, beside it, seed §5's pooling of self-attention Q and K (or the fused QKV tensor
+# whole) and the MLP up projection (scope `seed:q,k,qkv,mlp_up`, signed, mlp_up included
+# though the seed's row is "Attention"; `weights.tables.claims.seed_cross_layer`) and the
+# seed's attention types each (scope `seed:q,k,qkv|each`: the largest |group mean|); each
+# with every group's own mean (`groups`, the table of section 6); the
 # number of mixed relative-position heads per stack (seed's raw-bucket rule; the project's
 # distance-class rule beside it). Each beside the random-init copy.
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ... import results
 from ...metrics import intervals as iv
+from ...checkpoints import ATTN_ROLES
 from ...metrics.sampled_null import SampledNull
 from ._common import RANDOM, _layer_items, _mean, _qk_scopes, get
 from .headlines import NOTES, items_interval, null_entry
@@ -36,6 +37,40 @@ def _null(null, value_of, legacy_interval=None, kind: str = "layers", proportion
 #: seed §5's cross_layer_correlation weight types in the catalog's roles (mlp_up is mlp_in)
 SEED_CROSS_LAYER_ROLES = ("q", "k", "qkv", "mlp_in")
 SEED_CROSS_LAYER_SCOPE = "seed:q,k,qkv,mlp_up"
+#: the seed's attention types alone (its summary row is "Attention cross-layer corr"; mlp_up is no attention weight)
+SEED_ATTN_CROSS_LAYER_ROLES = ("q", "k", "qkv")
+#: every attention type of the seed's, each tested: the largest |group mean| (issue 37: no signed cancellation)
+SEED_EACH_CROSS_LAYER_SCOPE = "seed:q,k,qkv|each"
+#: the project's Q, K, V, O groups pooled as magnitudes: the mean of |group mean| (issue 37)
+ABS_CROSS_LAYER_SCOPE = "attention|abs"
+
+
+def _seed_groups(summary: Optional[Mapping], roles: tuple = SEED_CROSS_LAYER_ROLES) -> dict:
+    """The (stack, role) groups of ``summary["cross_layer"]`` that seed §5's catalog had, among
+    ``roles``: self-attention ``q`` and ``k``, or — where a stack stores them fused — the fused
+    ``qkv`` tensor whole (the seed's catalog had either, never both), and every ``mlp_in``.
+    ``{"stack/attn/role": {"adj_mean", "layers", ...}}``."""
+    cl = (summary or {}).get("cross_layer") or {}
+    fused = {k.rsplit("/", 1)[0] for k in cl if k.endswith("/qkv")}
+    out = {}
+    for key, d in cl.items():
+        stack, attn, role = key.split("/")
+        if role not in roles or (role != "mlp_in" and attn != "self") \
+                or (role in ("q", "k") and f"{stack}/{attn}" in fused):
+            continue
+        out[key] = d
+    return out
+
+
+def _attention_groups(summary: Optional[Mapping]) -> dict:
+    """The groups the project's pooling (``cross_layer_attn_adj_mean``) averages: every Q, K, V
+    and O group of ``summary["cross_layer"]`` (any stack, self- or cross-attention)."""
+    return {k: d for k, d in ((summary or {}).get("cross_layer") or {}).items()
+            if k.rsplit("/", 1)[-1] in ATTN_ROLES}
+
+
+def _pairs(groups: Mapping) -> int:
+    return sum(len(d["layers"]) - 1 for d in groups.values())
 
 
 def seed_cross_layer(summary: Optional[Mapping]) -> tuple[Optional[float], int, int]:
@@ -44,23 +79,58 @@ def seed_cross_layer(summary: Optional[Mapping]) -> tuple[Optional[float], int, 
     The seed printed ``adj_mean`` (the mean cosine of the flattened weights of adjacent layers)
     for each of self_attn_q, self_attn_k, self_attn_qkv and mlp_up; pooled here as the mean of
     those per-group means over every (stack, role) group the battery found (``summary
-    ["cross_layer"]``): self-attention ``q`` and ``k``, or — where a stack stores them fused —
-    the fused ``qkv`` tensor whole (the seed's catalog had either, never both), and every
-    ``mlp_in``. The seed's catalog ran each weight type over all stacks together, sorted by
-    layer; here each stack is its own group (adjacent layers of one stack), as for the
-    project's Q, K, V, O pooling (``cross_layer_attn_adj_mean``).
+    ["cross_layer"]``, :func:`_seed_groups`): self-attention ``q`` and ``k``, or — where a stack
+    stores them fused — the fused ``qkv`` tensor whole (the seed's catalog had either, never
+    both), and every ``mlp_in``. The seed's catalog ran each weight type over all stacks
+    together, sorted by layer; here each stack is its own group (adjacent layers of one stack),
+    as for the project's Q, K, V, O pooling (``cross_layer_attn_adj_mean``). A signed mean:
+    groups of opposite sign cancel (:func:`abs_cross_layer`, :func:`seed_each_cross_layer`).
     """
-    cl = (summary or {}).get("cross_layer") or {}
-    fused = {k.rsplit("/", 1)[0] for k in cl if k.endswith("/qkv")}
-    vals, pairs = [], 0
-    for key, d in cl.items():
-        stack, attn, role = key.split("/")
-        if role not in SEED_CROSS_LAYER_ROLES or (role != "mlp_in" and attn != "self") \
-                or (role in ("q", "k") and f"{stack}/{attn}" in fused):
-            continue
-        vals.append(d["adj_mean"])
-        pairs += len(d["layers"]) - 1
-    return _mean(vals), len(vals), pairs
+    g = _seed_groups(summary)
+    return _mean([d["adj_mean"] for d in g.values()]), len(g), _pairs(g)
+
+
+def abs_cross_layer(summary: Optional[Mapping]) -> tuple[Optional[float], int, int]:
+    """The project's Q, K, V, O pooling as magnitudes: ``(mean over groups of |group mean|,
+    groups, adjacent pairs)``. The signed pooling (``cross_layer_attn_adj_mean``) lets groups of
+    opposite sign cancel — four roles each beyond |x| = 0.0005 can pool to 0.0002 (issue 37);
+    the mean of magnitudes is at least the smallest |group mean| and cannot cancel."""
+    g = _attention_groups(summary)
+    return _mean([abs(d["adj_mean"]) for d in g.values()]), len(g), _pairs(g)
+
+
+def seed_each_cross_layer(summary: Optional[Mapping]) -> tuple[Optional[float], int, int, Optional[str]]:
+    """Each of the seed's attention types tested (its summary row is "Attention cross-layer
+    corr"; the seed printed one ``adj_mean`` per weight type): ``(largest |group mean| over the
+    self-attention Q and K groups, or the fused QKV tensor whole, groups, adjacent pairs, the
+    group it is)``. ``~0.000`` holds for every group exactly when it holds for the largest.
+    mlp_up is left out (no attention weight); :func:`seed_cross_layer` keeps it."""
+    g = _seed_groups(summary, SEED_ATTN_CROSS_LAYER_ROLES)
+    if not g:
+        return None, 0, 0, None
+    worst = max(g, key=lambda k: abs(g[k]["adj_mean"]))
+    return float(abs(g[worst]["adj_mean"])), len(g), _pairs(g), worst
+
+
+def _group_means(groups: Mapping) -> dict:
+    """``{"stack/attn/role": adj_mean}``: each group's own value, recorded beside a pooling."""
+    return {k: float(d["adj_mean"]) for k, d in groups.items()}
+
+
+def _magnitude_null(null, value_of) -> dict:
+    """``{"random init": entry}`` of a magnitude (a |mean| over adjacent pairs). A seed of a
+    :class:`SampledNull` that measured a fraction ``f`` of the pairs has a |mean| larger by
+    1/sqrt(f) in expectation (independent zero-mean cosines at init), so each seed's value is
+    rescaled by sqrt(f) to a draw of one whole model's, and the interval is that over the seeds
+    of whole-model draws (kind "first": fraction 1)."""
+    f = float(null.fractions.get("pairs", 1.0)) if isinstance(null, SampledNull) else 1.0
+    if isinstance(null, SampledNull) and f < 1.0:
+        vals = [np.nan if v is None else float(v) * np.sqrt(f) for v in (value_of(n) for n in null)]
+        e = null.distribution(vals, "first")
+        e["rescaled"] = (f"each seed's value × sqrt({f:.3g}) (it measured {f:.3g} of the adjacent pairs; "
+                         "a |mean| over fewer pairs is larger by 1/sqrt(f))")
+        return {RANDOM: e}
+    return _null(null, value_of, kind="first")
 
 
 def _qk_claim(summary: Mapping, null, scope: str, *, seed: int, n_boot: int) -> dict:
@@ -125,8 +195,11 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
           ``project``: the same for the balance of sym(W_Qᵀ W_K); ``forced_by_shape`` where the
           shapes force 0.5 (grouped-query attention);
         - ``cross_layer_corr`` scope ``attention``: mean adjacent-layer cosine of the attention
-          weights (the headline ``cross_layer_adj``), over every adjacent pair; scope
-          ``seed:q,k,qkv,mlp_up``: seed §5's pooling (:func:`seed_cross_layer`);
+          weights (the headline ``cross_layer_adj``), over every adjacent pair, a signed mean;
+          ``attention|abs``: the same Q, K, V, O groups as magnitudes (:func:`abs_cross_layer`);
+          ``seed:q,k,qkv,mlp_up``: seed §5's pooling (:func:`seed_cross_layer`, signed, with
+          mlp_up); ``seed:q,k,qkv|each``: the largest |group mean| of the seed's attention types
+          (:func:`seed_each_cross_layer`). Each carries ``groups`` (each group's own mean);
         - ``position_crystallization`` per stack with a relative position bias: the number of
           mixed heads by the seed's raw-bucket rule (a count), ``n_heads``; ``project``: by the
           distance-class rule.
@@ -172,21 +245,56 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
         claims[kind][scope] = _qk_claim(summary, null, scope, seed=seed, n_boot=n_boot)
     nulls = _null(null, lambda n: (n or {}).get("cross_layer_attn_adj_mean"),
                   lambda: items_interval((null_items or {}).get("cross_layer_adj"), seed=seed, n_boot=n_boot), "pairs")
+    cross: dict = {}
     if summary.get("cross_layer_attn_adj_mean") is not None:
         n_pairs = len(((items or {}).get("cross_layer_adj") or {}).get("num") or [])
-        claims["cross_layer_corr"] = {"attention": results.headline(
+        cross["attention"] = results.headline(
             summary["cross_layer_attn_adj_mean"], interval="exact", over=f"{n_pairs} adjacent layer pairs",
-            nulls=nulls, label="adjacent-layer cos (attn)", fmt=".4f", note=NOTES["cross_layer_adj"])}
+            nulls=nulls, label="adjacent-layer cos (attn)", fmt=".4f",
+            note=NOTES["cross_layer_adj"] + " A signed mean over the Q, K, V and O groups: groups of opposite sign "
+                 f"cancel (the magnitudes: scope {ABS_CROSS_LAYER_SCOPE}).")
+        cross["attention"]["groups"] = _group_means(_attention_groups(summary))
+    v, n_groups, n_pairs = abs_cross_layer(summary)
+    if v is not None:  # the project's pooling as magnitudes: no cancellation between groups (issue 37)
+        cross[ABS_CROSS_LAYER_SCOPE] = results.headline(
+            v, interval="exact", over=f"{n_groups} weight groups, {n_pairs} adjacent layer pairs",
+            nulls={k: e for k, e in _magnitude_null(null, lambda n: abs_cross_layer(n)[0]).items()
+                   if e is not None and e.get("value") is not None},
+            label="mean |adjacent-layer cos| over Q, K, V, O groups", fmt=".4f",
+            note="The project's Q, K, V, O pooling as magnitudes: the mean over groups of |each group's mean "
+                 "adjacent-layer cosine of the flattened weights| (the signed mean, scope attention, lets groups of "
+                 "opposite sign cancel); every layer pair: exact. Independent layers of n weights have cosines of "
+                 "spread 1/sqrt(n), so the random-init null's magnitude is not 0. " + NOTES["cross_layer_adj"])
+        cross[ABS_CROSS_LAYER_SCOPE]["groups"] = _group_means(_attention_groups(summary))
     v, n_groups, n_pairs = seed_cross_layer(summary)
     if v is not None:  # seed §5's pooling, beside the project's (scope "attention")
-        claims.setdefault("cross_layer_corr", {})[SEED_CROSS_LAYER_SCOPE] = results.headline(
+        cross[SEED_CROSS_LAYER_SCOPE] = results.headline(
             v, interval="exact", over=f"{n_groups} weight groups, {n_pairs} adjacent layer pairs",
             nulls={k: e for k, e in _null(null, lambda n: seed_cross_layer(n)[0], kind="pairs").items()
                    if e is not None and e.get("value") is not None},
             label="adjacent-layer cos (seed: q, k, qkv, mlp_up)", fmt=".4f",
             note="Seed §5's pooling: the mean over groups of each group's mean adjacent-layer cosine of the "
                  "flattened weights, for self-attention Q and K (or the fused QKV tensor whole) and the MLP up "
-                 "projection; every layer pair: exact. " + NOTES["cross_layer_adj"])
+                 "projection; every layer pair: exact. It includes mlp_up, no attention weight, though the seed's "
+                 "summary row is 'Attention cross-layer corr' (the attention types alone, each: scope "
+                 f"{SEED_EACH_CROSS_LAYER_SCOPE}); a signed mean, so groups of opposite sign cancel. "
+                 + NOTES["cross_layer_adj"])
+        cross[SEED_CROSS_LAYER_SCOPE]["groups"] = _group_means(_seed_groups(summary))
+    v, n_groups, n_pairs, worst = seed_each_cross_layer(summary)
+    if v is not None:  # each of the seed's attention types tested: the largest magnitude decides (issue 37)
+        cross[SEED_EACH_CROSS_LAYER_SCOPE] = results.headline(
+            v, interval="exact", over=f"{n_groups} weight groups, {n_pairs} adjacent layer pairs",
+            nulls={k: e for k, e in _magnitude_null(null, lambda n: seed_each_cross_layer(n)[0]).items()
+                   if e is not None and e.get("value") is not None},
+            label="largest |adjacent-layer cos| over the seed's attention types (q, k, qkv)", fmt=".4f",
+            note=f"Each of the seed's attention types tested (seed §5 printed one adj_mean per weight type): the "
+                 f"largest |mean adjacent-layer cosine| over the self-attention Q and K groups (or the fused QKV "
+                 f"tensor whole), here {worst}; mlp_up left out (the row is 'Attention'). Every layer pair: exact. "
+                 + NOTES["cross_layer_adj"])
+        cross[SEED_EACH_CROSS_LAYER_SCOPE].update(groups=_group_means(_seed_groups(summary, SEED_ATTN_CROSS_LAYER_ROLES)),
+                                                  largest=worst)
+    if cross:
+        claims["cross_layer_corr"] = cross
     pb = summary.get("position_bias") or {}
     if pb:
         claims["position_crystallization"] = {}

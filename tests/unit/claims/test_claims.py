@@ -22,7 +22,7 @@ def test_like_with_like_scopes_and_per_model_rules(tmp_path, write_job, h):
     write_job(tmp_path, "02_weight_topology", "t5-small", {
         "q_sparsity": {"encoder+decoder/self": h(0.80, 0.78, 0.82, nulls={"random_init": {"value": 0.99}}),
                        "encoder/self": h(0.99, 0.98, 1.0)},  # the seed's 93.7 % pooled both stacks: not compared
-        "cross_layer_corr": {"attention": h(0.12, 0.08, 0.15, nulls={"random_init": {"value": 0.0}})},
+        "cross_layer_corr": {"attention|abs": h(0.12, 0.08, 0.15, nulls={"random_init": {"value": 0.0}})},
         "position_crystallization": {"decoder": h(4, nulls={"random_init": {"value": 5}})}})
     write_job(tmp_path, "02_weight_topology", "t5-v1_1-xxl", {
         "qk_cross_balance": {"decoder/cross": h(0.46, 0.45, 0.47, per_layer=[0.45, 0.47])},
@@ -36,7 +36,7 @@ def test_like_with_like_scopes_and_per_model_rules(tmp_path, write_job, h):
     xxl = {qs[("t5-v1_1-xxl", s)]["verdict"] for s in ("encoder/self", "decoder/self", "decoder/cross")}
     assert xxl == {HELD_NULL}  # 100.0 % exactly, but the random-init copy is as sparse
     assert "initialiser" in qs[("t5-v1_1-xxl", "decoder/cross")]["null explains"]
-    assert verdicts(tmp_path, "cross_layer_corr")[("t5-small", "attention")]["verdict"] == NOT_HELD
+    assert verdicts(tmp_path, "cross_layer_corr")[("t5-small", "attention|abs")]["verdict"] == NOT_HELD
     assert verdicts(tmp_path, "position_crystallization")[("t5-small", "decoder")]["verdict"] == NOT_HELD
     assert verdicts(tmp_path, "qk_cross_balance")[("t5-v1_1-xxl", "decoder/cross")]["verdict"] == NOT_HELD
     summary = {(s["claim"], s["form"]): s for s in claims.summarize(claims.evaluate(tmp_path))}
@@ -49,7 +49,7 @@ def test_both_readings_are_tested_and_labelled(tmp_path, write_job, h):
     seed measured it and the project's; the modulator's CV band and coherence from 09's records."""
     rinit = {"random init": {"value": 0.01, "interval": (0.008, 0.012)}}
     write_job(tmp_path, "02_weight_topology", "bert-large-uncased", {"cross_layer_corr": {
-        "attention": h(0.0001, exact=True, nulls=rinit), "seed:q,k,qkv,mlp_up": h(0.02, exact=True, nulls=rinit)}})
+        "attention|abs": h(0.0001, exact=True, nulls=rinit), "seed:q,k,qkv,mlp_up": h(0.02, exact=True, nulls=rinit)}})
     lift = {**h(1.2, 1.0, 1.4, nulls={"no lift": 0.0}), "as_seed_measured": True,  # excludes the seed's +152 %
             "project": h(0.1, 0.02, 0.2, nulls={"no lift": 0.0})}
     write_job(tmp_path, "09_modulator_training", "t5-small", {
@@ -59,11 +59,11 @@ def test_both_readings_are_tested_and_labelled(tmp_path, write_job, h):
                               "project": h(0.30, 0.28, 0.32, nulls={"unmodulated": {"value": 0.214}})},
         "modulator_lift_coherence": {"seed_preservation": h(0.97, 0.96, 0.98)}})
     table, seed = verdicts(tmp_path, "cross_layer_corr", 0), verdicts(tmp_path, "cross_layer_corr", 1)
-    assert table[("bert-large-uncased", "attention")]["verdict"] == HELD
+    assert table[("bert-large-uncased", "attention|abs")]["verdict"] == HELD
     assert seed[("bert-large-uncased", "seed:q,k,qkv,mlp_up")]["verdict"] == NOT_HELD
-    assert table[("bert-large-uncased", "attention")]["reading"].startswith("the project's own reading (the project's "
-                                                                           "pooling")
-    assert table[("bert-large-uncased", "attention")]["by"] == "project"
+    assert table[("bert-large-uncased", "attention|abs")]["reading"].startswith("the project's own reading (the "
+                                                                               "project's pooling")
+    assert table[("bert-large-uncased", "attention|abs")]["by"] == "project"
     assert seed[("bert-large-uncased", "seed:q,k,qkv,mlp_up")]["reading"].startswith("as the seed measured")
     assert len(claims.claim("cross_layer_corr").forms[1].models) == 7  # the seed's cells: 7 weight batteries
     lifts = verdicts(tmp_path, "modulator_lift", 0)
@@ -82,12 +82,48 @@ def test_both_readings_are_tested_and_labelled(tmp_path, write_job, h):
     assert row["the project's own reading"].startswith(UNDECIDED) and row["as the seed measured"].startswith(NOT_HELD)
     # the two poolings disagree on BERT-large (held vs not held): a reading of the seed's words decides it
     write_job(tmp_path, "02_weight_topology", "all-minilm-l6-v2", {"cross_layer_corr": {
-        "attention": h(0.0002, exact=True, nulls=rinit), "seed:q,k,qkv,mlp_up": h(0.007, exact=True, nulls=rinit)}})
+        "attention|abs": h(0.0002, exact=True, nulls=rinit), "seed:q,k,qkv,mlp_up": h(0.007, exact=True, nulls=rinit)}})
     both = {r["title"]: r for r in claims.readings(claims.summarize(claims.evaluate(tmp_path)))}
     over = both["attention cross-layer correlation"]["over the readings"]
     assert over.startswith(claims.READING_DISAGREES)
     assert f"stand-ins: all-minilm-l6-v2: {claims.READING_DISAGREES}" in over  # MiniLM flips with the pooling
     assert "[project's]" not in row["the project's own reading"] and "extrapolation" not in row["as the seed measured"]
+
+
+def _cancelling_battery(signs=(1, -1, 1, -1), m=0.0006):
+    """A battery summary whose four attention roles each lie beyond |x| = 0.0005 with alternating
+    signs, so that their signed mean is 0 (MiniLM's case in issue 37: four roles pooled to 0.00018)."""
+    cl = {f"encoder/self/{r}": {"adj_mean": s * m, "layers": list(range(6))} for r, s in zip("qkvo", signs)}
+    cl["encoder/-/mlp_in"] = {"adj_mean": -m, "layers": list(range(6))}
+    return {"cross_layer": cl, "cross_layer_attn_adj_mean": sum(d["adj_mean"] for k, d in cl.items() if "mlp" not in k) / 4}
+
+
+def test_cancelling_roles_are_not_held_under_the_magnitude_pooling(tmp_path, write_job):
+    """Issue 37: roles of ±0.0006 that cancel in a signed mean are 'not held' in the project's pooling
+    of magnitudes and in the seed's attention types tested each; the seed's signed pooling (with
+    mlp_up, and its label says so) is kept computable beside them, so the claim over its readings is
+    'undecided (reading)' and MiniLM's cell is not 'held'."""
+    from geolip_lib.claims import tables
+    from geolip_lib.weights.tables.claims import battery_claims
+
+    null = [_cancelling_battery((1, 1, 1, 1), 0.002)] * 5  # random init: |cos| ~ 1/sqrt(n) on a small model
+    rec = battery_claims(_cancelling_battery(), {}, {}, null)
+    assert abs(rec["cross_layer_corr"]["attention"]["value"]) < 1e-12  # the signed pooling cancels
+    for model in ("all-minilm-l6-v2", "bert-large-uncased"):
+        write_job(tmp_path, "02_weight_topology", model, rec)
+    rows = claims.evaluate(tmp_path)
+    by = {(r["model"], r["form"], r["scope"]): r for r in rows if r["claim"] == "cross_layer_corr"}
+    for model in ("all-minilm-l6-v2", "bert-large-uncased"):
+        assert by[(model, 0, "attention|abs")]["verdict"] == NOT_HELD
+        assert by[(model, 0, "attention|abs")]["value"] == pytest.approx(0.0006)
+        assert by[(model, 2, "seed:q,k,qkv|each")]["verdict"] == NOT_HELD
+        seed = by[(model, 1, "seed:q,k,qkv,mlp_up")]
+        assert seed["verdict"] == HELD and "mlp_up is no attention weight" in seed["reading"]
+        assert (model, 0, "attention") not in by  # the signed mean is recorded, not read
+    m = tables.matrix(rows)
+    assert m["cells"][("cross_layer_corr", "all-minilm-l6-v2")]["verdict"] == NOT_HELD
+    over = {r["claim"]: r for r in claims.readings(claims.summarize(rows))}["cross_layer_corr"]["over the readings"]
+    assert over.startswith(claims.READING_DISAGREES) and f"all-minilm-l6-v2: {claims.READING_DISAGREES}" in over
 
 
 def test_stand_ins_do_not_decide_the_claim(tmp_path, write_job, h):

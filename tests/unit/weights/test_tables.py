@@ -95,8 +95,15 @@ def test_battery_claims_record_the_seed_definition_with_the_project_beside_it(to
     assert len(want) == 2 * 2 + 2 and sc["value"] == pytest.approx(np.mean(want))  # 2 stacks × (q, k) + 2 mlp_in
     assert sc["nulls"]["random init"]["value"] == pytest.approx(T.claims.seed_cross_layer(n)[0])
     assert "6 weight groups, 12 adjacent layer pairs" in sc["interval"]["method"]
+    # issue 37: the project's Q, K, V, O groups as magnitudes, and the seed's attention types each
+    att = [d["adj_mean"] for (_, a, r), d in res.cross.items() if r in ("q", "k", "v", "o")]
+    assert c["cross_layer_corr"]["attention|abs"]["value"] == pytest.approx(np.mean(np.abs(att)))
+    assert c["cross_layer_corr"]["attention"]["value"] == pytest.approx(np.mean(att))
+    qk = [d["adj_mean"] for (_, a, r), d in res.cross.items() if a == "self" and r in "qk"]
+    assert c["cross_layer_corr"]["seed:q,k,qkv|each"]["value"] == pytest.approx(np.max(np.abs(qk)))
     tab = T.claims_table(c)
-    assert len(tab) == 4 + 1 + 2 + 2 + 2 and not tab["seed definition"].isna().any()
+    # q_sparsity 4 + 1 pooled, QK 2 + 2, cross-layer 4 (signed, |abs|, seed's pooling, seed's types each), position 2
+    assert len(tab) == 4 + 1 + 2 + 2 + 4 and not tab["seed definition"].isna().any()
     # the claim is defined at |w| < 0.1: a battery without that threshold records no q_sparsity
     s2 = dict(s, qkv_sparsity_threshold="<0.01")
     assert "q_sparsity" not in T.battery_claims(s2, T.headline_items(res), T.stack_items(res))
@@ -112,6 +119,66 @@ def test_seed_cross_layer_pools_q_k_or_the_fused_qkv_and_mlp_up():
     v, groups, pairs = T.claims.seed_cross_layer({"cross_layer": cl})
     assert (groups, pairs) == (3, 2 + 2 + 1) and v == pytest.approx((0.3 + 0.5 - 0.2) / 3)
     assert T.claims.seed_cross_layer({}) == (None, 0, 0)
+
+
+def _cancelling_roles(signs=(1, -1, 1, -1), m=0.0006):
+    """MiniLM-like (issue 37): four attention roles, each beyond |x| = 0.0005, of alternating sign."""
+    roles = ("q", "k", "v", "o")
+    return {f"encoder/self/{r}": {"adj_mean": s * m, "layers": list(range(6))} for r, s in zip(roles, signs)} | \
+        {"encoder/-/mlp_in": {"adj_mean": -0.0006, "layers": list(range(6))}}
+
+
+def test_cancelling_roles_pool_to_zero_signed_but_not_as_magnitudes_or_each():
+    """Issue 37: four roles of ±0.0006 pool to 0 in the signed means (the project's Q, K, V, O and the
+    seed's Q, K, mlp_up), which the rule '~0.000' reads as held; their magnitudes do not cancel, and
+    the seed's attention types tested each have their largest |mean| 0.0006."""
+    cl = _cancelling_roles()
+    s = {"cross_layer": cl}
+    assert abs(np.mean([d["adj_mean"] for k, d in cl.items() if "mlp" not in k])) < 1e-12  # signed: cancels
+    v, groups, pairs = T.claims.abs_cross_layer(s)
+    assert (groups, pairs) == (4, 20) and v == pytest.approx(0.0006)
+    seed_v = T.claims.seed_cross_layer(s)[0]
+    assert seed_v == pytest.approx((0.0006 - 0.0006 - 0.0006) / 3)  # q, k, mlp_in: signed
+    each, g, p, worst = T.claims.seed_each_cross_layer(s)
+    assert each == pytest.approx(0.0006) and (g, p) == (2, 10) and worst in ("encoder/self/q", "encoder/self/k")
+    assert T.claims.seed_each_cross_layer({}) == (None, 0, 0, None) and T.claims.abs_cross_layer({})[0] is None
+    # the largest magnitude decides: one type beyond the edge is enough
+    one = {"cross_layer": {"text/self/q": {"adj_mean": 0.0001, "layers": [0, 1]},
+                           "text/self/k": {"adj_mean": -0.0009, "layers": [0, 1]}}}
+    assert T.claims.seed_each_cross_layer(one)[:2] == (pytest.approx(0.0009), 2)
+    assert T.claims.seed_each_cross_layer(one)[3] == "text/self/k"
+
+
+def test_battery_claims_record_the_magnitudes_and_each_group_beside_the_signed_poolings():
+    """battery_claims: scopes attention (signed), attention|abs (magnitudes), seed:q,k,qkv,mlp_up (signed,
+    with mlp_up) and seed:q,k,qkv|each (largest |mean|), each with its groups' own means; the random-init
+    null of a magnitude is the magnitude of the null."""
+    cl = _cancelling_roles()
+    s = {"cross_layer": cl, "cross_layer_attn_adj_mean": 0.0}
+    null = [{"cross_layer": _cancelling_roles((1, 1, 1, 1), 0.002), "cross_layer_attn_adj_mean": 0.002}] * 3
+    c = T.battery_claims(s, {}, {}, null)["cross_layer_corr"]
+    assert set(c) == {"attention", "attention|abs", "seed:q,k,qkv,mlp_up", "seed:q,k,qkv|each"}
+    assert c["attention"]["value"] == 0.0 and "cancel" in c["attention"]["note"]
+    a = c["attention|abs"]
+    assert a["value"] == pytest.approx(0.0006) and a["kind"] == "exact"
+    assert a["groups"] == {k: d["adj_mean"] for k, d in cl.items() if "mlp" not in k}
+    assert a["nulls"]["random init"]["value"] == pytest.approx(0.002)
+    e = c["seed:q,k,qkv|each"]
+    assert e["value"] == pytest.approx(0.0006) and set(e["groups"]) == {"encoder/self/q", "encoder/self/k"}
+    assert "mlp_up" in c["seed:q,k,qkv,mlp_up"]["note"] and "'Attention" in c["seed:q,k,qkv,mlp_up"]["note"]
+    assert "encoder/-/mlp_in" in c["seed:q,k,qkv,mlp_up"]["groups"]
+
+
+def test_a_sampled_null_of_a_magnitude_is_rescaled_to_one_whole_model():
+    """A null seed that measured a fraction f of the adjacent pairs has a |mean| larger by 1/sqrt(f):
+    rescaled, each seed's value is one whole model's."""
+    from geolip_lib.metrics.sampled_null import SampledNull
+
+    s = {"cross_layer": _cancelling_roles()}
+    null = SampledNull([{"cross_layer": _cancelling_roles((1, 1, 1, 1), 0.004)}] * 3,
+                       fractions={"layers": 0.5, "pairs": 0.25, "first": 1.0})
+    a = T.battery_claims(s, {}, {}, null)["cross_layer_corr"]["attention|abs"]["nulls"]["random init"]
+    assert a["value"] == pytest.approx(0.004 * 0.5) and "sqrt(0.25)" in a["rescaled"]
 
 
 def test_cross_model_stack_rows_headlines_and_figure(toy):
