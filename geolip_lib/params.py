@@ -602,6 +602,13 @@ def model_file(name: str) -> Path:
     return _extra_model_files().get(name) or MODELS_DIR / f"{name}.yaml"
 
 
+def model_file_label(name: str) -> str:
+    """How a message names model ``name``'s params file: ``params/models/<name>.yaml``, or the path a run
+    was given (``--models path/to/m.yaml``), so that "fix config: in ..." names a file that exists."""
+    own = model_file(name)
+    return f"params/models/{name}.yaml" if own == MODELS_DIR / f"{name}.yaml" else _rel(own)
+
+
 def model_names() -> list[str]:
     """All model names that have a params file (params/models and those given by path)."""
     return sorted({p.stem for p in MODELS_DIR.glob("*.yaml")} | set(_extra_model_files()))

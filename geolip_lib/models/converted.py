@@ -33,7 +33,7 @@ from typing import Callable, Optional
 
 import transformers
 
-from ..params import ModelParams
+from ..params import model_file_label, ModelParams
 from ..paths import cache_root, resolve
 from ..provenance import file_sha256
 from ..lazy import lazy
@@ -109,11 +109,11 @@ def source_path(p: ModelParams, fetch: bool = True) -> Path:
         folder = resolve(p.local_dir)
         if not folder.is_dir():
             raise ModelLoadError(f"model '{p.name}': local directory {folder} does not exist "
-                                 f"(fix local_dir: in params/models/{p.name}.yaml)")
+                                 f"(fix local_dir: in {model_file_label(p.name)})")
     f = folder / getattr(p, conv.field)
     if not f.is_file():
         raise ModelLoadError(f"model '{p.name}': {conv.fmt} file {f} does not exist (fix {conv.field}: in "
-                             f"params/models/{p.name}.yaml)")
+                             f"{model_file_label(p.name)})")
     return f
 
 

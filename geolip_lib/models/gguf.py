@@ -43,7 +43,7 @@ import transformers
 from gguf import GGUFReader, GGUFValueType
 from transformers import AutoConfig, AutoTokenizer, GgufConfig
 
-from ..params import ModelParams, family_problem
+from ..params import model_file_label, ModelParams, family_problem
 from ..paths import cache_root, resolve
 from ..provenance import file_sha256
 from ..results import atomic_write_text
@@ -69,7 +69,7 @@ def folder(p: ModelParams, fetch: bool = True) -> Path:
     d = resolve(p.local_dir)
     if not d.is_dir():
         raise ModelLoadError(f"model '{p.name}': local directory {d} does not exist "
-                             f"(fix local_dir: in params/models/{p.name}.yaml)")
+                             f"(fix local_dir: in {model_file_label(p.name)})")
     return d
 
 
@@ -78,7 +78,7 @@ def gguf_path(p: ModelParams, fetch: bool = True) -> Path:
     f = folder(p, fetch) / p.gguf_file
     if not f.is_file():
         raise ModelLoadError(f"model '{p.name}': GGUF file {f} does not exist (fix gguf_file: in "
-                             f"params/models/{p.name}.yaml)")
+                             f"{model_file_label(p.name)})")
     return f
 
 
@@ -233,7 +233,7 @@ def config_dict(p: ModelParams) -> Optional[dict]:
 def _check_family(p: ModelParams, path: Path, cfg) -> None:
     why = family_problem(p.family, getattr(cfg, "model_type", None), str(path))
     if why:
-        raise ModelLoadError(f"model '{p.name}': params/models/{p.name}.yaml: {why}")
+        raise ModelLoadError(f"model '{p.name}': {model_file_label(p.name)}: {why}")
 
 
 def dequantized_dir(p: ModelParams, path: Path) -> Path:
@@ -312,4 +312,4 @@ def check_tensors(p: ModelParams, path: Path) -> None:
     if why:
         more = f" (and {len(why) - 1} more)" if len(why) > 1 else ""
         raise ModelLoadError(f"model '{p.name}': GGUF file {path.name}: {why[0]}{more}; fix config: in "
-                             f"params/models/{p.name}.yaml")
+                             f"{model_file_label(p.name)}")

@@ -15,7 +15,7 @@ from typing import Optional, Union
 from huggingface_hub import HfApi, snapshot_download, try_to_load_from_cache
 
 from ..families.open_clip import SOURCE as OPEN_CLIP_SOURCE
-from ..params import ModelParams, load_model_params
+from ..params import model_file_label, ModelParams, load_model_params
 from ..paths import resolve
 from . import packaged
 from .common import ModelLoadError, has_safetensors
@@ -49,9 +49,9 @@ def hub_error(p: ModelParams, offline: bool, exc: BaseException) -> str:
     if p.revision:  # one checkpoint of a trajectory (revisions:): a folder per revision replaces them
         return (f"model '{p.name}': '{p.id}' at revision '{p.revision}' is not in the Hugging Face cache and cannot "
                 f"be downloaded ({why}); download it elsewhere and list the folders under checkpoints: in "
-                f"params/models/{p.name}.yaml")
+                f"{model_file_label(p.name)}")
     return (f"model '{p.name}': '{p.id}' is not in the Hugging Face cache and cannot be downloaded ({why}); "
-            f"download it elsewhere and set local_dir: /path/to/model in params/models/{p.name}.yaml")
+            f"download it elsewhere and set local_dir: /path/to/model in {model_file_label(p.name)}")
 
 
 def is_checkpoint_path(pretrained: Optional[str]) -> bool:
@@ -66,7 +66,7 @@ def _open_clip_hub_problem(p: ModelParams, offline: bool) -> Optional[str]:
     def line(why: str) -> str:
         return (f"model '{p.name}': open_clip '{p.id}' / '{p.pretrained}' cannot be loaded ({why}); put "
                 f"open_clip_config.json + open_clip_model.safetensors in a directory and set local_dir: in "
-                f"params/models/{p.name}.yaml")
+                f"{model_file_label(p.name)}")
 
     cfg = open_clip.get_pretrained_cfg(p.id, p.pretrained)
     if not cfg:
@@ -118,11 +118,11 @@ def hub_problem(name_or_params: Union[str, Path, dict, ModelParams]) -> Optional
 def local_dir(p: ModelParams) -> Path:
     raw = p.local_dir or p.id
     if not raw:
-        raise ModelLoadError(f"model '{p.name}': source local needs local_dir: (or id:) in params/models/{p.name}.yaml")
+        raise ModelLoadError(f"model '{p.name}': source local needs local_dir: (or id:) in {model_file_label(p.name)}")
     d = resolve(raw)
     if not d.is_dir():
         raise ModelLoadError(f"model '{p.name}': local directory {d} does not exist "
-                             f"(fix local_dir: in params/models/{p.name}.yaml)")
+                             f"(fix local_dir: in {model_file_label(p.name)})")
     return d
 
 

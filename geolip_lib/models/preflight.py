@@ -43,7 +43,7 @@ from transformers import AutoConfig, PretrainedConfig
 
 from .. import roots
 from ..families import spec
-from ..params import FILE_SOURCES, ParamsError
+from ..params import model_file_label, FILE_SOURCES, ParamsError
 from ..paths import resolve
 from ..provenance import dtype_name, file_sha256, tensor_headers, weight_files
 from .common import (OPEN_CLIP_CONFIG, ModelLoadError, model_class, quiet_transformers,
@@ -296,7 +296,7 @@ def check_stored(p, directory: Path) -> None:
         method = (q.get("quant_method") if isinstance(q, dict) else None) or "unnamed"
         raise ModelLoadError(f"model '{p.name}': {cfg_file} declares quantization_config (quant_method {method}): "
                              "a quantised checkpoint would be measured as if it were the float model; give the "
-                             f"float16 / float32 checkpoint in local_dir: of params/models/{p.name}.yaml")
+                             f"float16 / float32 checkpoint in local_dir: of {model_file_label(p.name)}")
     bad = safetensors_problems(directory)
     if bad:
         f, why = bad[0]
@@ -332,7 +332,7 @@ def check_stored(p, directory: Path) -> None:
     if unplaced:
         name, f = unplaced[0]
         more = f" (and {len(unplaced) - 1} more tensor(s))" if len(unplaced) > 1 else ""
-        over = f" with the config: of params/models/{p.name}.yaml" if p.config and p.source != "tiny" else ""
+        over = f" with the config: of {model_file_label(p.name)}" if p.config and p.source != "tiny" else ""
         raise ModelLoadError(
             f"model '{p.name}': tensor {name} in {f} has no place in the model {cfg_used}{over} makes{more}: the "
             "weights hold more layers than the config asks for, and those would be ignored while the provenance "

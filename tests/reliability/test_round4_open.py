@@ -55,9 +55,48 @@ def test_a_config_that_drops_layers_is_refused_before_a_kernel(box, capsys, tmp_
     (line,) = refused(box, capsys, "--models", str(y))
     assert line == (f"error: {params._rel(y)}: model 'drop': tensor transformer.h.1.attn.c_attn.bias in "
                     f"{d / 'model.safetensors'} has no place in the model {d / 'config.json'} with the config: of "
-                    "params/models/drop.yaml makes (and 11 more tensor(s)): the weights hold more layers than the "
+                    f"{params._rel(y)} makes (and 11 more tensor(s)): the weights hold more layers than the "
                     "config asks for, and those would be ignored while the provenance names the file; use the layer "
                     "count the weights were saved with")
+
+
+@pytest.fixture(scope="module")
+def two_layer_gguf(tmp_path_factory) -> Path:
+    """A 2-layer llama GGUF (Q8_0 / Q4_1 / F32 tensors) written by the GGUF source's own unit tests' writer."""
+    from tests.unit.models.test_gguf_source import source_model, write_gguf
+
+    d = tmp_path_factory.mktemp("gguf2")
+    write_gguf(d / "tiny-llama.Q.gguf", source_model())
+    return d
+
+
+@pytest.mark.parametrize("config, why", [
+    ("num_hidden_layers: 1", "the config has num_hidden_layers 1, the file stores 2 layers"),
+    ("hidden_size: 48", "hidden_size 48")])
+@pytest.mark.parametrize("plan", [False, True])
+def test_a_gguf_config_the_tensor_infos_contradict_is_refused_before_a_kernel(box, capsys, tmp_path, cache,
+                                                                               two_layer_gguf, config, why, plan):
+    """``config: {num_hidden_layers: 1}`` on a 2-layer GGUF, or ``hidden_size: 48`` (the tensors are 32
+    wide), passed ``--plan`` and loaded a 1-layer model or failed in the kernel naming no tensor: the
+    GGUF's tensor infos are checked against the config from its header alone (``gguf.tensor_problems``),
+    in the run's preflight and in ``--plan``, one line, exit 2, no dequantized copy written."""
+    y = tmp_path / "gg.yaml"
+    y.write_text(f"name: gg\nfamily: decoder_lm\nsource: gguf\nlocal_dir: {two_layer_gguf}\n"
+                 f"gguf_file: tiny-llama.Q.gguf\nconfig:\n  {config}\n")
+    box.write("  rng:\n    per_model: true\n    models: []\n")
+    (line,) = refused(box, capsys, *(["--plan"] if plan else []), "--models", str(y))
+    assert line.startswith(f"error: {params._rel(y)}: model 'gg': GGUF file tiny-llama.Q.gguf: ") and why in line, line
+    assert line.endswith(f"fix config: in {params._rel(y)}"), line  # the file given, not params/models/gg.yaml
+    assert not (cache / "gguf").exists() or not [x for x in (cache / "gguf").iterdir() if x.is_dir()]
+
+
+def test_the_gguf_config_its_header_holds_passes(tmp_path, cache, two_layer_gguf):
+    """The file's own config (no ``config:``), and one that says what the file stores, pass the check."""
+    for extra in ("", "config:\n  num_hidden_layers: 2\n"):
+        y = tmp_path / "gg.yaml"
+        y.write_text(f"name: gg\nfamily: decoder_lm\nsource: gguf\nlocal_dir: {two_layer_gguf}\n"
+                     f"gguf_file: tiny-llama.Q.gguf\n{extra}")
+        preflight.check_stored_model(params.load_model_params(y))
 
 
 def test_the_layer_count_the_weights_were_saved_with_passes(tmp_path):
