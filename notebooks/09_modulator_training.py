@@ -304,7 +304,10 @@ if generation:
 # - `modulator_lift_coherence`: `<run>_preservation` (per-token cos, interval over the
 #   entries) and `<run>_generation_identical` (fraction of prompts whose greedy generation
 #   is unchanged, exact over the prompts; absent for encoder-only models, reason under
-#   `generation`) — what "coherence preserved" can be measured by.
+#   `generation`) and `<run>_generation_coherent` (the text read: of the prompts whose
+#   unmodulated generation is coherent, the fraction whose modulated one is unchanged or
+#   coherent too — not empty, no repetition loop, `stats.text_degeneracy`) — what
+#   "coherence preserved" can be measured by; the claim reads the cosine and the text.
 
 # %%
 si, sj, seed_subset = gm.seed_relational_pairs(n_used, SEED_N_REL, N_PAIRS, seed=SEED)

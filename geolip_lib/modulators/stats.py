@@ -28,10 +28,12 @@ from .correlation_stats import (CORRELATIONS, SEED_LIFT, argmax_interval, correl
                                 lift_interval, modulator_lift, pair_bootstrap, pearson, relational_intervals,
                                 relative_lift, resample_ranks, spearman)
 from .matrix_stats import cv_interval, matrix_r, matrix_r_interval, reconstruction_null, weighted_matrix_r
-from .stats_tables import (LIFT_LABELS, SEED_CV_BAND, TRAINING_LABELS, coherence_claims, iv_text, lift_claims,
-                           lift_cv_claims, lift_frame, lift_headlines, modulator_claims, relational_frame)
+from .stats_tables import (LIFT_LABELS, SEED_CV_BAND, TRAINING_LABELS, coherence_claims, generation_coherence,
+                           iv_text, lift_claims, lift_cv_claims, lift_frame, lift_headlines, modulator_claims,
+                           relational_frame, text_degeneracy)
 
 __all__ = ["CORRELATIONS", "LIFT_LABELS", "SEED_CV_BAND", "SEED_LIFT", "TRAINING_LABELS", "coherence_claims",
+           "generation_coherence", "text_degeneracy",
            "lift_cv_claims", "lift_claims", "lift_headlines", "modulator_claims", "lift_frame", "lift_interval",
            "modulator_lift", "relative_lift", "argmax_interval", "correlation_interval", "cv_interval", "iv_text", "matrix_r",
            "matrix_r_interval", "pair_bootstrap", "pearson", "reconstruction_null", "relational_frame", "relational_intervals",

@@ -1,7 +1,8 @@
 """The modulator intervals as table cells, frames and claims records."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import re
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -116,6 +117,68 @@ def lift_cv_claims(reps: Mapping[str, Any], n_simplices: int, *, seed: int = 0,
     return out
 
 
+#: a text with at least this many word bigrams, fewer than MIN_DISTINCT_BIGRAMS of them distinct, is a loop
+MIN_BIGRAMS = 3
+MIN_DISTINCT_BIGRAMS = 0.7
+
+
+def text_degeneracy(text: Any) -> Optional[str]:
+    """Why a generated text is degenerate, or None when it is not (issue 37: "coherence" read from
+    the text as well as from a pooled cosine).
+
+    Words are the ``\\w+`` runs of the lower-cased text. Degenerate: **empty** (no word: "", "...",
+    blank lines), or a **repetition loop**: at least :data:`MIN_BIGRAMS` word bigrams of which
+    fewer than :data:`MIN_DISTINCT_BIGRAMS` (70 %) are distinct (distinct-2, Li et al. 2016). A
+    phrase of p ≥ 2 words said twice has p / (2p − 1) distinct bigrams, below 70 % ("The cat is a
+    cat. The cat is a cat.": 5 of 9, 56 %); an English sentence that repeats no word pair has
+    100 %. Nothing is said about sense or grammar: only these two failures are caught."""
+    words = re.findall(r"\w+", str(text or "").lower())
+    if not words:
+        return "empty (no word)"
+    bigrams = list(zip(words, words[1:]))
+    distinct = len(set(bigrams))
+    if len(bigrams) >= MIN_BIGRAMS and distinct < MIN_DISTINCT_BIGRAMS * len(bigrams):
+        return (f"a repetition loop ({distinct} distinct of {len(bigrams)} word bigrams, "
+                f"{distinct / len(bigrams):.0%} < {MIN_DISTINCT_BIGRAMS:.0%})")
+    return None
+
+
+def generation_coherence(rows: Sequence[Mapping], run: str = "") -> Optional[dict]:
+    """``<run>_generation_coherent``: coherence read from the greedy generations' text.
+
+    Of the prompts whose unmodulated generation is not degenerate (:func:`text_degeneracy`),
+    the fraction whose modulated generation is unchanged or not degenerate either, exact over
+    those prompts (null "unmodulated (identity)": 1, the modulator that changes nothing). A
+    prompt whose unmodulated generation is itself degenerate has no coherence to preserve and
+    is left out (``n_testable``). ``per_prompt`` lists each prompt's texts' degeneracy. None when
+    the rows carry no texts (``original`` / ``modulated``)."""
+    if not rows or not all("original" in r and "modulated" in r for r in rows):
+        return None
+    per = []
+    for r in rows:
+        od, md = text_degeneracy(r["original"]), text_degeneracy(r["modulated"])
+        per.append({"prompt": r.get("prompt"), "identical": bool(r.get("identical")), "original_degenerate": od,
+                    "modulated_degenerate": md, "testable": od is None,
+                    "coherent": bool(r.get("identical")) or md is None})
+    test = [p for p in per if p["testable"]]
+    value = float(np.mean([p["coherent"] for p in test])) if test else None
+    broken = [p for p in test if not p["coherent"]]
+    note = ("Coherence read from the text (issue 37): of the prompts whose unmodulated greedy generation is coherent, "
+            "the fraction whose modulated generation is unchanged or coherent too. A text is not coherent when it "
+            f"has no word, or is a repetition loop (at least {MIN_BIGRAMS} word bigrams, fewer than "
+            f"{MIN_DISTINCT_BIGRAMS:.0%} of them distinct); sense and grammar are not judged. "
+            f"{len(per) - len(test)} of {len(per)} prompts left out (their unmodulated generation is degenerate)."
+            + (" Broken: " + "; ".join(f"{p['prompt']!r}: {p['modulated_degenerate']}" for p in broken[:4]) + "."
+               if broken else "")
+            + ("" if test else " No prompt can test it: every unmodulated generation is degenerate."))
+    h = headline(value, interval="exact" if test else None, over=f"{len(test)} prompts", fmt=".2f",
+                 nulls={"unmodulated (identity)": 1.0},
+                 label=f"prompts whose modulated generation stays coherent ({run})" if run else
+                 "prompts whose modulated generation stays coherent", note=note)
+    h.update(per_prompt=per, n_prompts=len(per), n_testable=len(test), n_broken=len(broken))
+    return h
+
+
 def coherence_claims(preservation: Mapping[str, Any], generation: Mapping[str, Sequence[Mapping]], *,
                      seed: int = 0, why_no_generation: str | None = None) -> dict:
     """``metrics["claims"]["modulator_lift_coherence"]``: what "coherence preserved" can be
@@ -127,7 +190,12 @@ def coherence_claims(preservation: Mapping[str, Any], generation: Mapping[str, S
       is unchanged by the trained modulator, exact over the prompts (the seed printed them
       side by side and called coherence preserved by reading them), with
       ``token_diffs`` / ``n_tokens`` summed over the prompts. Absent for models that do not
-      generate (``generation_applies: False`` and the reason under ``"generation"``).
+      generate (``generation_applies: False`` and the reason under ``"generation"``);
+    - ``"<run>_generation_coherent"``: the text read too (:func:`generation_coherence`): of the
+      prompts whose unmodulated generation is coherent, the fraction whose modulated one is
+      unchanged or coherent (not empty, no repetition loop: :func:`text_degeneracy`), exact over
+      those prompts (null: 1, the identity). A pooled cosine of 0.99 with empty or looping
+      generations is no preserved coherence.
     """
     out: dict = {}
     for run, cos in preservation.items():
@@ -144,6 +212,9 @@ def coherence_claims(preservation: Mapping[str, Any], generation: Mapping[str, S
                      note="Greedy decoding (the seed passed temperature 0.0), before vs after training.")
         h.update(token_diffs=int(sum(r["token_diffs"] for r in rows)), n_tokens=int(sum(r["n_tokens"] for r in rows)))
         out[f"{run}_generation_identical"] = h
+        coh = generation_coherence(rows, run)
+        if coh is not None:
+            out[f"{run}_generation_coherent"] = coh
     out["generation"] = {"applies": bool(any(generation.values())), "reason": why_no_generation}
     return out
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 
 from geolip_lib import claims
@@ -124,6 +126,39 @@ def test_cancelling_roles_are_not_held_under_the_magnitude_pooling(tmp_path, wri
     assert m["cells"][("cross_layer_corr", "all-minilm-l6-v2")]["verdict"] == NOT_HELD
     over = {r["claim"]: r for r in claims.readings(claims.summarize(rows))}["cross_layer_corr"]["over the readings"]
     assert over.startswith(claims.READING_DISAGREES) and f"all-minilm-l6-v2: {claims.READING_DISAGREES}" in over
+
+
+def test_coherence_is_not_held_when_the_generations_are_empty_or_loop(tmp_path, write_job):
+    """Issue 37: SmolLM2's coherence was 'held' from a pooled cosine of 0.991 while its generations were
+    empty or looping; the text is a scope of the same reading, so the cell is 'not held' (seed model
+    and stand-in alike); unchanged generations leave it 'held, but the null gives it too'."""
+    from geolip_lib.claims import tables
+    from geolip_lib.modulators import stats
+
+    rows = [{"prompt": "a", "original": "The cat sat on the mat.", "modulated": "", "identical": False,
+             "token_diffs": 5, "n_tokens": 5},
+            {"prompt": "b", "original": "A cat is a small mammal.", "modulated": "The cat is a cat. The cat is a cat.",
+             "identical": False, "token_diffs": 9, "n_tokens": 10}]
+    cos = np.full(40, 0.991)
+    for model in ("t5-small", "smollm2-135m"):
+        write_job(tmp_path, "09_modulator_training", model,
+                  {"modulator_lift_coherence": stats.coherence_claims({"project": cos, "seed": cos},
+                                                                      {"project": rows, "seed": rows})})
+    ev = claims.evaluate(tmp_path)
+    got = {(r["model"], r["form"], r["scope"]): r for r in ev if r["claim"] == "modulator_coherence"}
+    for model in ("t5-small", "smollm2-135m"):
+        assert got[(model, 1, "project_preservation")]["verdict"] == HELD_NULL  # the cosine alone: held
+        text = got[(model, 1, "project_generation_coherent")]
+        assert text["verdict"] == NOT_HELD and text["value"] == 0.0
+    m = tables.matrix(ev)
+    assert m["cells"][("modulator_coherence", "t5-small")]["verdict"] == NOT_HELD
+    assert m["cells"][("modulator_coherence", "smollm2-135m")]["verdict"] == NOT_HELD
+    same = [{**r, "modulated": r["original"], "identical": True} for r in rows]
+    write_job(tmp_path, "09_modulator_training", "t5-small",
+              {"modulator_lift_coherence": stats.coherence_claims({"seed": cos}, {"seed": same})})
+    ok = {r["scope"]: r for r in claims.evaluate(tmp_path) if r["claim"] == "modulator_coherence"
+          and r["model"] == "t5-small" and r["form"] == 0}
+    assert ok["seed_generation_coherent"]["verdict"] == HELD_NULL  # the identity gives it too
 
 
 def test_stand_ins_do_not_decide_the_claim(tmp_path, write_job, h):

@@ -498,6 +498,38 @@ def test_lift_cv_and_coherence_claims():
     assert none["generation"] == {"applies": False, "reason": "encoder-only"}
 
 
+def test_coherence_reads_the_text_an_empty_or_looping_generation_is_not_coherent():
+    """Issue 37: a pooled cosine of 0.991 is no preserved coherence when the modulated generations
+    are empty or a repetition loop: <run>_generation_coherent reads the text (prompts whose
+    unmodulated generation is itself degenerate test nothing and are left out)."""
+    from geolip_lib.modulators import stats
+
+    assert stats.text_degeneracy("") == "empty (no word)" and stats.text_degeneracy(" ... \n") == "empty (no word)"
+    loop = stats.text_degeneracy("The cat is a cat. The cat is a cat.")
+    assert loop.startswith("a repetition loop") and "5 distinct of 9" in loop
+    assert stats.text_degeneracy("The cat sat on the mat.") is None
+    assert stats.text_degeneracy("Mount Everest is the tallest mountain on Earth.") is None
+    rows = [{"prompt": "a", "original": "The cat sat on the mat.", "modulated": "", "identical": False,
+             "token_diffs": 5, "n_tokens": 5},
+            {"prompt": "b", "original": "A cat is a small mammal.", "modulated": "The cat is a cat. The cat is a cat.",
+             "identical": False, "token_diffs": 9, "n_tokens": 10},
+            {"prompt": "c", "original": "Love is patient.", "modulated": "Love is kind and patient.",
+             "identical": False, "token_diffs": 3, "n_tokens": 5},
+            {"prompt": "d", "original": "the the the the", "modulated": "x y x y x y", "identical": False,
+             "token_diffs": 4, "n_tokens": 4}]  # unmodulated already a loop: left out
+    coh = stats.coherence_claims({"project": np.full(20, 0.991)}, {"project": rows})
+    assert coh["project_preservation"]["value"] == pytest.approx(0.991)
+    g = coh["project_generation_coherent"]
+    assert g["value"] == pytest.approx(1 / 3) and g["n_testable"] == 3 and g["n_broken"] == 2
+    assert g["interval"]["method"] == "exact (all 3 prompts)" and g["nulls"]["unmodulated (identity)"]["value"] == 1.0
+    assert "'a': empty" in g["note"] and "'b': a repetition loop" in g["note"]
+    assert [p["testable"] for p in g["per_prompt"]] == [True, True, True, False]
+    same = [{**r, "modulated": r["original"], "identical": True} for r in rows]
+    assert stats.coherence_claims({}, {"seed": same})["seed_generation_coherent"]["value"] == 1.0
+    assert "project_generation_coherent" not in stats.coherence_claims(  # rows without texts: nothing read
+        {}, {"project": [{"identical": True, "token_diffs": 0, "n_tokens": 5}]})
+
+
 def test_seed_training_schedule_is_the_seeds_draw():
     """Seed §9's split and per-epoch batches, draw for draw (one default_rng(42))."""
     from geolip_lib.modulators import seed_training_schedule
