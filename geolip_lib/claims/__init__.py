@@ -18,8 +18,8 @@ over its own models only; other models (the demo's MiniLM and tiny models) are s
 """
 from __future__ import annotations
 
-from .evaluation import (READING_DISAGREES, dequantized, evaluate, missing_jobs, pipeline_checks, readings,
-                         required_jobs, summarize, trained)
+from .evaluation import (READING_DISAGREES, dequantized, describe, evaluate, missing_jobs, model_descriptions,
+                         pipeline_checks, readings, required_jobs, summarize, trained)
 from .power import kink_power
 from .registry import CLAIM_IDS, CLAIMS, SEED_001, Claim, ClaimSet, Form, check_name, claim, claim_files, load
 from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, NULL_NAMES, STATUSES, UNDECIDED, VERDICT_CLASS,
@@ -34,6 +34,6 @@ NOT_TESTABLE = NOT_TESTED
 __all__ = ["Claim", "ClaimSet", "Form", "Rule", "Printed", "CLAIMS", "CLAIM_IDS", "SEED_001", "HELD", "HELD_NULL",
            "NOT_HELD", "UNDECIDED", "NOT_TESTED", "NOT_TESTABLE", "FORCED", "VERDICTS", "STATUSES", "VERDICT_CLASS",
            "NULL_NAMES", "claim", "claim_files", "check_name", "load", "evaluate", "trained", "dequantized",
-           "pipeline_checks", "READING_DISAGREES", "summarize", "readings", "required_jobs",
+           "pipeline_checks", "describe", "model_descriptions", "READING_DISAGREES", "summarize", "readings", "required_jobs",
            "missing_jobs", "kink_power", "summary_frame", "detail_frame", "readings_frame", "SUMMARY_COLUMNS",
            "DETAIL_COLUMNS", "READINGS_COLUMNS", "headline", "power_sentences"]

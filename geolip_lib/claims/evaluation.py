@@ -31,7 +31,8 @@ from .schema import PATH_FIELDS, render_sentence
 from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null)
 
 __all__ = ["evaluate", "summarize", "readings", "required_jobs", "missing_jobs", "trained", "dequantized",
-           "pipeline_checks", "READING_DISAGREES", "forced_balance", "quantization_verdict"]
+           "pipeline_checks", "describe", "model_descriptions", "READING_DISAGREES", "forced_balance",
+           "quantization_verdict"]
 
 #: the verdict over a claim's readings when they disagree (a reading of the seed's words decides it)
 READING_DISAGREES = "undecided (reading)"
@@ -342,6 +343,35 @@ def trained(model: str, data: Mapping) -> bool:
         return True
     tw = getattr(mp, "trained_weights", None)
     return bool(tw) if tw is not None else mp.source != "tiny"
+
+
+DESCRIPTION_CHARS = 400  # a description longer than this is cut (it is shown beside every matrix)
+
+
+def describe(model: str, data: Mapping) -> str:
+    """What a model is, in one line (issue 36 §5: a stand-in's verdict says what the stand-in is: "a
+    Q4_K_M Coder model", "possibly fine-tuned", "Whisper, not T5"): the ``description`` its job's
+    provenance records, else its params file's; '' when neither has one. Cut at
+    :data:`DESCRIPTION_CHARS`, whitespace folded (it is text, escaped where it is shown)."""
+    text = next((m.get("description") for m in _provenance_models(data)
+                 if m.get("name") in (None, model) and isinstance(m.get("description"), str)), None)
+    if text is None:
+        try:
+            text = getattr(load_model_params(model), "description", None)
+        except (ParamsError, OSError, ValueError):
+            text = None
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= DESCRIPTION_CHARS else text[:DESCRIPTION_CHARS - 1] + "…"
+
+
+def model_descriptions(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = None) -> dict[str, str]:
+    """model -> :func:`describe` for every trained model under ``root`` that ran a notebook the claims read."""
+    out: dict[str, str] = {}
+    for nb in required_jobs(claims):
+        for model, data in _read_jobs(Path(root), nb).items():
+            if model not in out and trained(model, data):
+                out[model] = describe(model, data)
+    return {k: v for k, v in out.items() if v}
 
 
 def pipeline_checks(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = None) -> list[str]:

@@ -570,7 +570,9 @@ def matrix_table(m: dict, whose: str = "the seed's") -> str:
     cols = m["seed"] + m["stand-ins"]
     empty = "" if cols else ("<p class='note'>No model of the seed's and no trained stand-in ran a notebook the "
                              "claims read: no model columns.</p>")
+    what = m.get("descriptions") or {}
     group = {x: (f"{whose} model" if x in m["seed"] else "trained stand-in") for x in cols}
+    hover = {x: group[x] + (f": {what[x]}" if what.get(x) else "") for x in cols}
     if len(cols) <= MATRIX_MAX_COLUMNS:
         spans = ""
         if m["seed"]:
@@ -582,7 +584,7 @@ def matrix_table(m: dict, whose: str = "the seed's") -> str:
         span = " rowspan='2'" if cols else ""
         head = ("<tr>" + _th("claim", attrs=span) + _th("seed value", attrs=span)
                 + _th(f"verdict on {whose} models", attrs=span) + spans + "</tr>"
-                + ("<tr>" + "".join(f"<th class='model'{tip(group[x])}>{html.escape(x)}</th>" for x in cols) + "</tr>"
+                + ("<tr>" + "".join(f"<th class='model'{tip(hover[x])}>{html.escape(x)}</th>" for x in cols) + "</tr>"
                    if cols else ""))
         body = "".join(
             f"<tr><td class='claim'{tip(c.definition)}>{html.escape(c.title)}</td>"
@@ -594,11 +596,16 @@ def matrix_table(m: dict, whose: str = "the seed's") -> str:
             f"<br><span class='kind'>seed: {html.escape(c.seed_value)}</span></th>" for c in m["claims"]) + "</tr>")
         body = (f"<tr><td class='model'>verdict on {html.escape(whose, quote=False)} models</td>"
                 + "".join(f"<td class='seedverdict'>{_seed_verdict(m, c)}</td>" for c in m["claims"]) + "</tr>")
-        body += "".join(f"<tr><td class='model'{tip(group[x])}>{html.escape(x)}"
+        body += "".join(f"<tr><td class='model'{tip(hover[x])}>{html.escape(x)}"
                         f"<span class='kind'>{html.escape(group[x])}</span></td>"
                         + "".join(_mx_cell(m["cells"][(c.id, x)], x, c.title) for c in m["claims"]) + "</tr>"
                         for x in cols)
-    return f"{empty}<div class='tablewrap'><table class='matrix'><thead>{head}</thead><tbody>{body}</tbody></table></div>"
+    stand = [x for x in m["stand-ins"] if what.get(x)]
+    named = ("<p class='note standins'>What the trained stand-ins are (a verdict on one is about that model, not "
+             "the seed's): " + "; ".join(f"<b>{html.escape(x)}</b>: {html.escape(what[x])}" for x in stand)
+             + "</p>") if stand else ""
+    return (f"{empty}<div class='tablewrap'><table class='matrix'><thead>{head}</thead><tbody>{body}</tbody></table>"
+            f"</div>{named}")
 
 
 def verdict_legend() -> str:
@@ -631,7 +638,9 @@ def _claims_data(out_root: Path, claims_file: str | None = None):
     summary = claims.summarize(rows, *extra)
     pipeline = getattr(claims.evaluation, "pipeline_checks", None)
     tiny = pipeline(out_root, *extra) if pipeline else []
-    return rows, summary, claims_tables.matrix(rows, summary, pipeline_checks=tiny)
+    m = claims_tables.matrix(rows, summary, pipeline_checks=tiny)
+    m["descriptions"] = claims.model_descriptions(out_root, *extra)  # what each model is (issue 36 §5)
+    return rows, summary, m
 
 
 def claims_matrix_figure(m: dict, out_root: Path, embed: bool, prefix: str, name: str = "claims_matrix.png") -> str:

@@ -231,3 +231,31 @@ def test_every_glossary_term_and_seed_has_one_line():
     assert len(glossary.SEED_DOCUMENTS) == 5 and all(len(w) < 300 for _, _, w in glossary.SEED_DOCUMENTS)
     assert "participation ratio" in glossary.explain("PR / D") and glossary.explain("nothing known") == ""
     assert "stand-in" in glossary.explain("trained stand-in")
+
+
+def test_each_stand_in_says_what_it_is_beside_the_matrix(claims_root):
+    """Issue 36 §5: a verdict on a stand-in says what the stand-in is ("a Q4_K_M Coder model", "possibly
+    fine-tuned", "Whisper, not T5"): the description its job's provenance records (else its params file's),
+    under the matrix and in the column's tooltip, escaped, cut at DESCRIPTION_CHARS; tiny models never."""
+    f = claims_root / "02_weight_topology" / "my-model" / "metrics.json"
+    m = json.loads(f.read_text())
+    m["provenance"]["models"][0]["description"] = "A Q4_K_M <b onmouseover=x>Coder</b> model,\n not the seed's Qwen3.5."
+    f.write_text(json.dumps(m))
+    g = claims_root / "02_weight_topology" / "tiny-t5" / "metrics.json"
+    m = json.loads(g.read_text())
+    m["provenance"]["models"][0]["description"] = "TINY"
+    g.write_text(json.dumps(m))
+    what = claims.model_descriptions(claims_root)
+    assert what["my-model"] == "A Q4_K_M <b onmouseover=x>Coder</b> model, not the seed's Qwen3.5."
+    assert "tiny-t5" not in what
+    assert what["all-minilm-l6-v2"].startswith("sentence-transformers/all-MiniLM-L6-v2")  # from its params file
+    assert "t5-small" in what  # a seed model ran here too: it is described in its header's tooltip
+    rows = claims.evaluate(claims_root)
+    mx = claims_tables.matrix(rows, pipeline_checks=claims.evaluation.pipeline_checks(claims_root))
+    mx["descriptions"] = what
+    html = sections.matrix_table(mx)
+    assert "<b>my-model</b>: A Q4_K_M &lt;b onmouseover=x&gt;Coder&lt;/b&gt; model, not the seed&#x27;s Qwen3.5." in html
+    assert "onmouseover=x>" not in html and "TINY" not in html
+    assert "title='trained stand-in: A Q4_K_M &lt;b onmouseover=x&gt;" in html
+    assert claims.describe("my-model", {"provenance": {"model": {"name": "my-model", "description": "x" * 900}}}) \
+        == "x" * (claims.evaluation.DESCRIPTION_CHARS - 1) + "…"
