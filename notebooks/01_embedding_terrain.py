@@ -35,7 +35,12 @@
 # covariance of **all** rows (or a `default_rng(SEED).choice(V, PCA_ROWS, replace=False)`
 # sample when `PCA_ROWS` is set). The pentachoron CV draws `N_SIMPLICES` sets of 5
 # distinct rows from the whole table (`metrics.sample_distinct_rows(V, N_SIMPLICES, 5,
-# SEED)`) and reports population std / mean of the volumes. Cosine statistics use the
+# SEED)`) and reports population std / mean of the volumes; a table of at most
+# `metrics.EXACT_MAX` (200 000) distinct 5-row subsets (≤ 32 rows) is measured on every
+# one of them (exact). It is measured twice on a text model's token table: on **every row**
+# (the seed's §1 and §13a) and **without the tokenizer's special tokens**
+# (`probes.content_rows`: less `tokenizer.all_special_ids` and any rows past the tokenizer's
+# vocabulary, as the seed's vocabulary reading of §2), each with its row count. Cosine statistics use the
 # upper triangle of the cosine matrix of `default_rng(SEED).choice(V, N_COS_SAMPLE,
 # replace=False)` rows.
 #
@@ -79,6 +84,12 @@ metrics: dict = {"model": {"name": lm.name, "family": lm.family, "is_text": lm.i
 headline: dict = {}
 not_run: dict = {}  # section title -> why it cannot run on this model (recorded in metrics.json, shown on the index)
 print(f"{lm.name} ({lm.family}): {'token' if lm.is_text else 'position'} embedding table E = {V_} x {D_}.")
+# the rows without the tokenizer's special tokens (text models): the second reading of the pentachoron CV
+content, content_idx = probes.content_rows(E, lm.tokenizer) if lm.is_text else (None, None)
+if content is not None:
+    past = content["n_beyond_tokenizer"]
+    print(f"Rows without special tokens: {content['n_content']} of {V_} ({content['n_special']} special tokens"
+          + (f", {past} rows past the tokenizer" if past else "") + " left out).")
 
 # %% [markdown]
 # **Null models.** Every headline number is measured three or four times: on `E`; on
@@ -108,7 +119,7 @@ if twin is not None:  # what the null cost: seed 0 the whole twin, the others th
     metrics["random_init_null"] = probes.uncertainty.random_init_drivers(lm, M.intervals.N_NULL_SEEDS)
 null_dist = probes.uncertainty.null_distributions(
     E, init_table, n_seeds=M.intervals.N_NULL_SEEDS, n_cos=N_COS_SAMPLE, n_simplices=N_SIMPLICES, pca_rows=PCA_ROWS,
-    seed=SEED, tokenizer=lm.tokenizer if lm.is_text else None, n_boot=N_BOOT)
+    seed=SEED, tokenizer=lm.tokenizer if lm.is_text else None, n_boot=N_BOOT, rows=content_idx)
 
 # %% [markdown]
 # ## 1. Architecture introspection
@@ -209,17 +220,42 @@ job.figure(plots.cumulative_variance(ev, title=f"{lm.name}: cumulative explained
 # %% [markdown]
 # ## 5. Pentachoron geometry (Cayley–Menger)
 #
-# Volumes of random 4-simplices drawn from the whole table; the coefficient of
-# variation (std / mean) beside the Gaussian, the unit sphere of the same dimension and
-# the random-init table (all measured on the same index sets), and the mean-volume ratio
-# against the Gaussian. CV intervals: BCa bootstrap over the sampled simplices; volume
-# ratio: the same, with each simplex's two volumes resampled together.
+# Volumes of random 4-simplices drawn from the whole table (every 5-row subset of a table
+# of at most 32 rows: exact); the coefficient of variation (std / mean) beside the Gaussian,
+# the unit sphere of the same dimension and the random-init table (all measured on the same
+# index sets), and the mean-volume ratio against the Gaussian. A text model's table is
+# measured a second time without its special tokens (the rows of `content_rows`).
+#
+# CV intervals: the table is the whole population of its 5-row subsets, so the CV's
+# sampling distribution is drawn from the table itself — 400 fresh draws of `N_SIMPLICES`
+# subsets (`probes.uncertainty.pentachoron_cv_interval`), the basic interval about the CV of
+# all of them. A bootstrap over the one sample (BCa, before issue 37) cannot see the rare
+# subsets of large-norm rows it missed: on simulated heavy-tailed tables it covered the
+# table's CV 73–89 % of the time, the redrawn interval 93–96 %
+# (`tests/unit/metrics/test_interval_coverage.py`). Volume ratio: BCa over the simplices,
+# each simplex's two volumes resampled together.
 
 # %%
-pent, vols = probes.pentachoron_probe(E, N_SIMPLICES, seed=SEED, random_init=E_init, return_data=True)
+pent, vols = probes.pentachoron_probe(E, N_SIMPLICES, seed=SEED, random_init=E_init, return_data=True,
+                                      intervals=True)
 metrics["pentachoron"] = pent
-cv_iv = {k: M.intervals.bootstrap(v, M.intervals.cv, n_boot=N_BOOT, seed=SEED, what="simplices") for k, v in vols.items()}
-job.table(probes.tables.pentachoron_frame(pent, cv_iv), caption=f"Pentachoron volumes ({N_SIMPLICES} draws per table)",
+cv_iv = {k: M.intervals.Interval(**pent[k]["interval"]) for k in vols}
+rows_all = f"all {V_} rows"
+if content is not None:  # the same CV without the special tokens, its own redrawn interval
+    pent_draws = M.pentachoron_cv(E, N_SIMPLICES, seed=SEED, exact_max=M.EXACT_MAX)  # the embedding's draws (= pent's)
+    cvc = probes.pentachoron_cv_of_rows(E, content_idx, pent_draws, N_SIMPLICES, seed=SEED)  # the same draws, less
+    # the subsets that touch a special token, topped up with fresh subsets of the kept rows
+    cvc_iv, cvc_drawn = probes.uncertainty.pentachoron_cv_interval(E[content_idx], cvc, seed=SEED)
+    rows_content = (f"{content['n_content']} of {V_} rows: {content['n_special']} special tokens"
+                    + (f" and {content['n_beyond_tokenizer']} rows past the tokenizer" if content["n_beyond_tokenizer"]
+                       else "") + " left out")
+    metrics["pentachoron_content"] = {**cvc.as_dict(), "n_rows": content["n_content"], "rows": content,
+                                      "interval": cvc_iv.as_dict(), "redrawn": cvc_drawn}
+frame_rows = {**pent, **({"embedding, no special tokens": {**cvc.as_dict(), "n_rows": content["n_content"]}}
+                         if content is not None else {})}
+frame_iv = {**cv_iv, **({"embedding, no special tokens": cvc_iv} if content is not None else {})}
+job.table(probes.tables.pentachoron_frame(frame_rows, frame_iv),
+          caption=f"Pentachoron volumes ({N_SIMPLICES} draws per table, or every 5-row subset where exact)",
           formats={"mean volume": "{:.4g}", "std volume": "{:.4g}"})
 job.figure(plots.pentachoron_volumes(vols, {k: pent[k]["cv"] for k in vols}, cv_iv,
                                      title=f"{lm.name}: pentachoron volume / mean (D = {D_})"), "pentachoron_volumes")
@@ -234,7 +270,18 @@ cv_nulls = null_dist["pentachoron_cv"]  # each null over its 5 seeds
 cv_note = probes.dimension_note(f"{lm.name}: pentachoron CV", pent["embedding"]["cv"], cv_iv["embedding"],
                                 {k: (n["value"], n["interval"]) for k, n in cv_nulls.items() if k != "random_init"}, D_)
 headline["pentachoron_cv"] = results.headline(pent["embedding"]["cv"], interval=cv_iv["embedding"], nulls=cv_nulls,
-                                              label="pentachoron CV", fmt=".4f", note=cv_note)
+                                              label="pentachoron CV", fmt=".4f",
+                                              note=" ".join(filter(None, [f"On {rows_all}.", cv_note])))
+if content is not None:
+    cvc_nulls = null_dist.get("pentachoron_cv_content", {})
+    cvc_note = probes.dimension_note(f"{lm.name}: pentachoron CV without special tokens", cvc.cv, cvc_iv,
+                                     {k: (n["value"], n["interval"]) for k, n in cvc_nulls.items() if k != "random_init"},
+                                     D_)
+    headline["pentachoron_cv_content"] = results.headline(
+        cvc.cv, interval=cvc_iv, nulls=cvc_nulls, label="pentachoron CV (no special tokens)", fmt=".4f",
+        note=" ".join(filter(None, [f"On {rows_content}.", cvc_note])))
+    print(f"Pentachoron CV on {rows_all}: {M.intervals.format_value(pent['embedding']['cv'], cv_iv['embedding'])}; "
+          f"on {rows_content}: {M.intervals.format_value(cvc.cv, cvc_iv)}.")
 if "random_init" in pent:
     headline["pentachoron_cv_init"] = results.headline(pent["embedding"]["cv"], interval=cv_iv["embedding"],
                                                        nulls={"random_init": cv_nulls["random_init"]},
@@ -483,14 +530,26 @@ else:
 # **Seed claim.** Seed 001's summary puts the pentachoron CV of the token embedding in a
 # band 0.20–0.23 (T5, Qwen). It is recorded for the findings notebook (15) in the seed's
 # definition, beside the Gaussian, unit-sphere and random-init nulls — text models only
-# (open_clip: its text tower); a vision model has no token embedding.
+# (open_clip: its text tower); a vision model has no token embedding. Two readings, each with
+# the rows it used (`rows`): `embedding` on every row of the table (the seed's §1 and §13a
+# drew from all of them), `embedding_content` without the tokenizer's special tokens (the
+# seed's vocabulary reading, §2); where they disagree the claim is "undecided (reading)".
 
 # %%
 if lm.is_text:
-    metrics["claims"] = {"pentachoron_cv": {"embedding": results.headline(
+    cv_claims = {"embedding": results.headline(
         pent["embedding"]["cv"], interval=cv_iv["embedding"], label="pentachoron CV (token embedding)", fmt=".4f",
         nulls={probes.uncertainty.CLAIM_NULLS[k]: n for k, n in cv_nulls.items()},
-        note=" ".join(filter(None, [cv_note, probes.uncertainty.cv_definition_note(pent["embedding"])])))}}
+        note=" ".join(filter(None, [cv_note, probes.uncertainty.cv_definition_note(pent["embedding"], rows_all)])))}
+    cv_claims["embedding"]["rows"] = {"n": V_, "of": V_, "text": rows_all}
+    cv_claims["embedding_content"] = results.headline(
+        cvc.cv, interval=cvc_iv, label="pentachoron CV (token embedding, no special tokens)", fmt=".4f",
+        nulls={probes.uncertainty.CLAIM_NULLS[k]: n for k, n in cvc_nulls.items()},
+        note=" ".join(filter(None, [cvc_note, probes.uncertainty.cv_definition_note(metrics["pentachoron_content"],
+                                                                                    rows_content)])))
+    cv_claims["embedding_content"]["rows"] = {"n": content["n_content"], "of": V_, "text": rows_content,
+                                              "special": content["special"]}
+    metrics["claims"] = {"pentachoron_cv": cv_claims}
 
 # %% [markdown]
 # ## Geometry over training

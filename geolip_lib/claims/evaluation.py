@@ -14,6 +14,11 @@ The verdict of one value (:mod:`geolip_lib.claims.rules`) is reached in three st
    leaves it **undecided** (the reason says which to record);
 3. a value marked ``forced_by_shape`` (the weight shapes fix it) is kept out: status
    **forced by shape**, in no verdict.
+
+A record marked ``repeats`` (another record's number again: a table PCA-projected to its own
+width is a rotation, its CV the native one) is shown as **not tested**, never a second verdict;
+a record's ``rows`` (``{"text": "20 of 25 rows: 5 special tokens left out"}``) is named in its
+reason.
 """
 from __future__ import annotations
 
@@ -264,6 +269,13 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
     value = h.get("value")
     exact = kind_of(h.get("interval")) == "exact"
     nulls = _nulls(h)
+    if isinstance(h.get("repeats"), str) and h["repeats"]:
+        # a record that is another record's number (a PCA to the table's own width is a rotation: the native
+        # CV again; issue 37): shown, never a second verdict
+        row.update({"measured": _show(h, c.scale, c.unit), "value": value, "lo": lo, "hi": hi,
+                    "kind": kind_of(h.get("interval")), "verdict": NOT_TESTED,
+                    "reason": f"not tested: {h['repeats']}; the same number is not a second verdict"})
+        return row
     pw = None
     deq = dequantized(data)
     forced = forced_balance(h) if h.get("forced_by_shape") else None
@@ -280,6 +292,9 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
                                                 h.get("fmt"))
     if deq is not None and c.quantization and verdict in VERDICTS:
         verdict, reason = quantization_verdict(rule, verdict, reason, h, deq, c)
+    rows = h.get("rows") if isinstance(h.get("rows"), Mapping) else {}
+    if isinstance(rows.get("text"), str) and rows["text"]:  # which rows of the table the value used (issue 37)
+        reason += f"; on {rows['text']}"
     if ref is not None and lo is not None and not exact and isinstance(value, (int, float)):
         reason += (f"; the interval {'contains' if lo <= ref <= hi else 'excludes'} the seed's "
                    f"{_num(ref, c.scale, c.unit)}")

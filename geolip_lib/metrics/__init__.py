@@ -19,7 +19,9 @@ from .cosine import (
 )
 from .sampling import anchor_test_split, random_pairs, sample_rows, train_val_split
 from .simplex import (
+    EXACT_MAX,
     SimplexCVResult,
+    all_subsets,
     cayley_menger_volume,
     cayley_menger_volume_sq,
     cayley_menger_volume_sq_reference,
@@ -52,6 +54,6 @@ __all__ = [
     "pairwise_cosines", "participation_ratio", "participation_ratio_from_eigenvalues",
     "pentachoron_cv", "random_init_baseline", "ratio", "regular_simplex_volume",
     "sample_distinct_rows", "sample_rows", "simplex_volume_cv", "singular_values",
-    "sphere_like", "stable_rank",
+    "sphere_like", "stable_rank", "EXACT_MAX", "all_subsets",
     "anchor_test_split", "mean_offdiag_cosine", "random_pairs", "row_cosine", "train_val_split",
 ]

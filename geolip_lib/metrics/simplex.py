@@ -14,6 +14,7 @@ Everything is batched: no Python loop over simplices, only over memory-bounded c
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,9 @@ from .threads import one_torch_thread
 #: simplices processed per chunk (bounds memory to chunk * (k+1) * D float64 values); small
 #: chunks keep the gathered rows in cache, which is what makes the batched path fast on CPU
 DEFAULT_CHUNK = 128
+#: a table with at most this many distinct 5-row subsets is measured on every one of them (exact: no
+#: sampling) where a caller passes ``exact_max`` (notebook 01: a 25-row table has C(25, 5) = 53130)
+EXACT_MAX = 200_000
 
 
 def _edge_gram(points: torch.Tensor) -> torch.Tensor:
@@ -142,6 +146,16 @@ def sample_distinct_rows(n_rows: int, n_sets: int, size: int, seed: Any = 0) -> 
     return out
 
 
+def all_subsets(n_rows: int, size: int) -> np.ndarray:
+    """Every ``size``-subset of ``range(n_rows)`` in lexicographic order, shape (C(n_rows, size), size), int64."""
+    V.check_positive_int(size, "size")
+    V.check_positive_int(n_rows, "n_rows", minimum=size)
+    n = math.comb(n_rows, size)
+    flat = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n_rows), size)),
+                       dtype=np.int64, count=n * size)
+    return flat.reshape(n, size)
+
+
 @dataclass
 class SimplexCVResult:
     """Result of :func:`pentachoron_cv` / :func:`simplex_volume_cv`.
@@ -166,6 +180,9 @@ class SimplexCVResult:
     indices : ndarray, shape (n_sampled, k+1)
         Row indices of every drawn simplex (for reproduction).
     valid : ndarray of bool, shape (n_sampled,)
+    exact : bool
+        Every distinct subset was measured once (``exact_max``): the CV of the whole table, no
+        sampling (``n_sampled`` = C(n, k+1)).
     """
 
     cv: float
@@ -178,11 +195,12 @@ class SimplexCVResult:
     reason: str | None = None
     indices: np.ndarray | None = field(default=None, repr=False)
     valid: np.ndarray | None = field(default=None, repr=False)
+    exact: bool = False
 
     def as_dict(self) -> dict:
         """Scalar summary for ``metrics.json`` (no per-simplex arrays)."""
         return {"cv": self.cv, "n_valid": self.n_valid, "n_sampled": self.n_sampled,
-                "mean": self.mean, "std": self.std, "k": self.k, "reason": self.reason}
+                "mean": self.mean, "std": self.std, "k": self.k, "reason": self.reason, "exact": self.exact}
 
 
 def simplex_volume_cv(
@@ -194,6 +212,8 @@ def simplex_volume_cv(
     min_valid: int = 10,
     rtol: float = 1e-12,
     chunk: int = DEFAULT_CHUNK,
+    exact_max: int | None = None,
+    indices: Any = None,
 ) -> SimplexCVResult:
     """Coefficient of variation of random simplex volumes over the rows of ``X``.
 
@@ -214,6 +234,13 @@ def simplex_volume_cv(
         invariant, so duplicate or collinear rows are excluded whatever the units).
     chunk : int
         Simplices per batched chunk.
+    exact_max : int, optional
+        When ``X`` has at most this many distinct ``n_vertices``-row subsets, measure every one
+        of them once instead of drawing ``n_simplices`` (``exact=True``: the CV of the whole
+        table, no sampling error; ``seed`` and ``n_simplices`` are then unused). None: always draw.
+    indices : array-like of int, shape (m, n_vertices), optional
+        Measure these row sets instead of drawing (each row distinct; ``n_simplices`` and ``seed``
+        unused): the draws of another table mapped onto these rows, for example.
 
     Returns
     -------
@@ -241,7 +268,19 @@ def simplex_volume_cv(
         t = t.to(torch.float64) / scale
     else:
         scale = 1.0
-    idx = sample_distinct_rows(t.shape[0], n_simplices, n_vertices, seed)
+    exact = indices is None and exact_max is not None and math.comb(t.shape[0], n_vertices) <= exact_max
+    if indices is not None:
+        idx = np.ascontiguousarray(np.asarray(indices), dtype=np.int64)
+        if idx.ndim != 2 or idx.shape[1] != n_vertices or idx.shape[0] < 1:
+            V.fail("indices", f"expected shape (m, {n_vertices}) with m >= 1, got {idx.shape}")
+        if idx.min() < 0 or idx.max() >= t.shape[0] or (np.diff(np.sort(idx, axis=1), axis=1) == 0).any():
+            V.fail("indices", f"expected distinct row indices in [0, {t.shape[0]}) in each set")
+        n_simplices = idx.shape[0]
+    elif exact:
+        idx = all_subsets(t.shape[0], n_vertices)
+        n_simplices = idx.shape[0]
+    else:
+        idx = sample_distinct_rows(t.shape[0], n_simplices, n_vertices, seed)
     vol_sq, rel = simplex_volumes_sq_at(t, idx, chunk=chunk)
     vol_sq, rel = vol_sq.cpu(), rel.cpu()
     valid = (rel > rtol) & (vol_sq > 0)
@@ -263,7 +302,7 @@ def simplex_volume_cv(
         cv = float(unit.std() / unit.mean())
     return SimplexCVResult(cv=cv, n_valid=n_valid, n_sampled=n_simplices, volumes=vols,
                            mean=mean, std=std, k=n_vertices - 1, reason=reason,
-                           indices=idx, valid=valid.numpy())
+                           indices=idx, valid=valid.numpy(), exact=exact)
 
 
 def simplex_volumes_sq_at(X: torch.Tensor, indices: Any, *, chunk: int = DEFAULT_CHUNK
@@ -317,7 +356,7 @@ def pentachoron_cv(X: Any, n_simplices: int = 1000, seed: Any = 0, **kwargs: Any
         Pentachora to draw (5 distinct rows each, Floyd sampling, ``default_rng(seed)``).
     seed : int or numpy.random.Generator
     **kwargs
-        ``min_valid``, ``rtol``, ``chunk`` (see :func:`simplex_volume_cv`).
+        ``min_valid``, ``rtol``, ``chunk``, ``exact_max`` (see :func:`simplex_volume_cv`).
 
     Returns
     -------

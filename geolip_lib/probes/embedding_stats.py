@@ -3,6 +3,7 @@ pentachoron volumes. Each returns a JSON-friendly dict (``return_data=True``: al
 per-item data)."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -11,6 +12,7 @@ import torch
 from .. import metrics as M
 from .. import validation as V
 from ._common import _matrix
+from .uncertainty import pentachoron_cv_interval
 
 PERCENTILES = (1, 5, 25, 50, 75, 95, 99)
 
@@ -147,8 +149,46 @@ def euclidean_distances(E: Any, n_sample: int | None = 2000, seed: int = 0,
     return (out, d) if return_data else out
 
 
+def pentachoron_cv_of_rows(E: Any, rows: Any, drawn: Any, n_simplices: int = 1000, seed: int = 0, *,
+                           exact_max: int | None = M.EXACT_MAX) -> Any:
+    """Pentachoron CV of the rows ``rows`` of ``E`` on the draws of the whole table where it can:
+    the measured subsets of ``drawn`` (``metrics.pentachoron_cv(E, n_simplices, seed)``) that use
+    only those rows, topped up to ``n_simplices`` with fresh subsets of those rows (seed
+    ``[seed, 41]``).
+
+    A uniform 5-row subset of the table that avoids the left-out rows is a uniform subset of the
+    kept rows, so the union is ``n_simplices`` uniform draws from the kept rows; where few rows
+    are left out (5 special tokens of 30 522) nearly every subset is shared, and the two CVs
+    differ by what the left-out rows contribute, not by two independent samples. At most
+    ``exact_max`` distinct subsets of the kept rows (20 rows: 15 504): every one (exact).
+
+    Returns
+    -------
+    SimplexCVResult
+        On the table ``E[rows]`` (its ``indices`` index the kept rows).
+    """
+    t = _matrix(E)
+    keep = np.asarray(rows, dtype=np.int64)
+    sub = t[torch.from_numpy(keep)]
+    if exact_max is not None and len(keep) >= 5 and math.comb(len(keep), 5) <= exact_max:
+        return M.pentachoron_cv(sub, n_simplices, seed=seed, exact_max=exact_max)
+    pos = np.full(t.shape[0], -1, dtype=np.int64)
+    pos[keep] = np.arange(len(keep))
+    sets = np.empty((0, 5), dtype=np.int64)
+    if getattr(drawn, "indices", None) is not None and not getattr(drawn, "exact", False):
+        mapped = pos[np.asarray(drawn.indices)]
+        sets = mapped[(mapped >= 0).all(axis=1)][:n_simplices]
+    if len(sets) < n_simplices and len(keep) >= 5:
+        extra = M.sample_distinct_rows(len(keep), n_simplices - len(sets), 5, seed=np.random.default_rng([int(seed), 41]))
+        sets = np.concatenate([sets, extra])
+    if len(sets) == 0:
+        return M.pentachoron_cv(sub, n_simplices, seed=seed)  # too few rows: its own reason
+    return M.pentachoron_cv(sub, len(sets), seed=seed, indices=sets)
+
+
 def pentachoron_probe(E: Any, n_simplices: int = 1000, seed: int = 0, random_init: Any = None, *,
-                      sphere: bool = True, return_data: bool = False) -> dict | tuple[dict, dict]:
+                      sphere: bool = True, return_data: bool = False, exact_max: int | None = M.EXACT_MAX,
+                      intervals: bool = False, n_redraws: int = M.intervals.N_REDRAWS) -> dict | tuple[dict, dict]:
     """Pentachoron CV of ``E`` beside its null models, on the same index draws.
 
     Every table is measured on the same ``n_simplices`` sets of 5 row indices
@@ -169,6 +209,15 @@ def pentachoron_probe(E: Any, n_simplices: int = 1000, seed: int = 0, random_ini
         (:func:`geolip_lib.metrics.sphere_like`): the CV that the dimension alone gives.
     return_data : bool
         Also return the per-simplex volumes.
+    exact_max : int, optional
+        A table with at most this many distinct 5-row subsets (25 rows: 53130) is measured on
+        every one of them (``exact: true``, no sampling); None: always ``n_simplices`` draws.
+    intervals : bool
+        Also give each table its 95 % interval (``interval``, an
+        :class:`~geolip_lib.metrics.intervals.Interval` record) and what it was drawn from
+        (``redrawn``): :func:`geolip_lib.probes.uncertainty.pentachoron_cv_interval`, fresh
+        draws of ``n_simplices`` subsets from the table itself (``n_redraws`` of them); exact
+        for an enumerated table.
 
     Returns
     -------
@@ -187,8 +236,12 @@ def pentachoron_probe(E: Any, n_simplices: int = 1000, seed: int = 0, random_ini
     if random_init is not None:
         tables["random_init"] = random_init
         tables["random_init_gaussian"] = M.gaussian_like(random_init, seed=seed + 3)
-    res = {k: M.pentachoron_cv(T, n_simplices, seed=seed) for k, T in tables.items()}
-    out: dict = {k: r.as_dict() for k, r in res.items()}
+    res = {k: M.pentachoron_cv(T, n_simplices, seed=seed, exact_max=exact_max) for k, T in tables.items()}
+    out: dict = {k: {**r.as_dict(), "n_rows": int(T.shape[0])} for (k, r), T in zip(res.items(), tables.values())}
+    if intervals:
+        for k, T in tables.items():
+            iv, info = pentachoron_cv_interval(T, res[k], seed=seed, n_redraws=n_redraws)
+            out[k]["interval"], out[k]["redrawn"] = iv.as_dict(), info
     out["volume_ratio_gaussian"] = M.ratio(res["embedding"].mean, res["gaussian"].mean)
     if random_init is not None:
         out["volume_ratio_random_init"] = M.ratio(res["embedding"].mean, res["random_init"].mean)

@@ -74,9 +74,10 @@ def pentachoron_frame(summary: Mapping[str, Any], intervals: Mapping[str, Any] |
         if not isinstance(r, Mapping):
             continue
         iv = (intervals or {}).get(name)
-        rows[name] = {"CV [95 % interval]": format_value(r["cv"], iv), "valid": r["n_valid"],
-                      "sampled": r["n_sampled"], "mean volume": r["mean"], "std volume": r["std"],
-                      "note": r["reason"] or ""}
+        rows[name] = {"CV [95 % interval]": format_value(r["cv"], iv), "rows": r.get("n_rows", ""),
+                      "valid": r["n_valid"], "sampled": r["n_sampled"],
+                      "exact": "every subset" if r.get("exact") else "", "mean volume": r["mean"],
+                      "std volume": r["std"], "note": r["reason"] or ""}
     return pd.DataFrame(rows).T.infer_objects()
 
 

@@ -210,6 +210,50 @@ def token_range_probe(E: Any, tokenizer: Any, global_mean_cos: float | None = No
     return {"applicable": True, "definitions": out}
 
 
+#: at most this many special-token ids and names are listed in a record (the count is always given)
+MAX_LISTED = 128
+
+
+def content_rows(E: Any, tokenizer: Any) -> tuple[dict, np.ndarray]:
+    """The rows of a token-embedding table that are tokens of the text: every row, less the
+    tokenizer's special tokens (``tokenizer.all_special_ids``: [PAD], [CLS], <eos>, T5's
+    sentinels ...) and the rows past the tokenizer's vocabulary (padding rows no id maps to).
+
+    This is the seed's vocabulary reading (seed 001 §2 reads ``range(tokenizer.vocab_size)`` and
+    encodes words with ``add_special_tokens=False``): a special token is never a word of the
+    vocabulary. The seed's CV itself (§1, §13a) drew from every row, special tokens included,
+    so notebook 01 records both (issue 37: AntiBERTy's 25-row table, whose [PAD] row has 2.6x
+    the norm of the others).
+
+    Returns
+    -------
+    summary : dict
+        ``n_rows`` (the table), ``n_content`` (kept), ``n_special`` and ``n_beyond_tokenizer``
+        (left out), ``special`` {id: token} (the first :data:`MAX_LISTED`), ``rule``.
+    rows : ndarray of int64
+        The kept row indices, ascending.
+    """
+    t = _matrix(E)
+    V_rows = int(t.shape[0])
+    try:
+        n_tok = int(len(tokenizer))
+    except TypeError:
+        n_tok = V_rows
+    limit = min(V_rows, n_tok) if n_tok > 0 else V_rows
+    ids = []
+    for i in (getattr(tokenizer, "all_special_ids", None) or []):
+        if isinstance(i, (int, np.integer)) and 0 <= int(i) < limit:
+            ids.append(int(i))
+    special = sorted(set(ids))
+    rows = np.setdiff1d(np.arange(limit, dtype=np.int64), np.asarray(special, dtype=np.int64))
+    names = tokenizer.convert_ids_to_tokens(special[:MAX_LISTED]) if special else []
+    summary = {"n_rows": V_rows, "n_content": int(rows.size), "n_special": len(special),
+               "n_beyond_tokenizer": V_rows - limit,
+               "special": {str(i): str(n) for i, n in zip(special[:MAX_LISTED], names)},
+               "rule": "every row less tokenizer.all_special_ids and the rows past len(tokenizer)"}
+    return summary, rows
+
+
 def special_tokens(E: Any, tokenizer: Any, max_tokens: int = 32) -> dict:
     """Norms and pairwise cosines of the tokenizer's special tokens (T5: pad/eos/unk and
     the first ``<extra_id_n>`` sentinels; BERT: [CLS]/[SEP]/[PAD]/[MASK]/[UNK]; ...).

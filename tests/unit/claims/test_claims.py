@@ -283,3 +283,46 @@ def test_the_forest_says_how_many_rows_a_panel_leaves_out(tmp_path, write_job, h
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     n = sum(1 for r in rows if r["claim"] == "pentachoron_cv" and isinstance(r["value"], float))
     assert n == 12 and f"{n - 10} more of {n} rows not shown (the details table has all)" in texts, texts
+
+
+def test_the_pentachoron_cv_is_read_on_every_row_and_without_special_tokens(tmp_path, write_job, h):
+    """Issue 37: AntiBERTy's 25-row table is 'not held' on every row (its [PAD] row far out) and in the
+    band without its special tokens: each reading names its rows, and the stand-in's verdict turns on
+    the reading ('undecided (reading)')."""
+    nulls = {"gaussian": {"value": 0.40, "interval": {"lo": 0.38, "hi": 0.42}},
+             "sphere": {"value": 0.39, "interval": {"lo": 0.37, "hi": 0.41}},
+             "random_init": {"value": 0.41, "interval": {"lo": 0.39, "hi": 0.43}}}
+    write_job(tmp_path, "01_embedding_terrain", "antiberty", {"pentachoron_cv": {
+        "embedding": h(0.2613, exact=True, nulls=nulls, rows={"n": 25, "of": 25, "text": "all 25 rows"}),
+        "embedding_content": h(0.2105, exact=True, nulls=nulls, rows={
+            "n": 20, "of": 25, "text": "20 of 25 rows: 5 special tokens left out"})}})
+    every = verdicts(tmp_path, "pentachoron_cv", form=0)[("antiberty", "embedding")]
+    assert every["verdict"] == NOT_HELD and every["reason"].endswith("on all 25 rows")
+    assert ("antiberty", "embedding_content") not in verdicts(tmp_path, "pentachoron_cv", form=0)
+    content = verdicts(tmp_path, "pentachoron_cv", form=2)[("antiberty", "embedding_content")]
+    assert content["verdict"] == HELD and "on 20 of 25 rows: 5 special tokens left out" in content["reason"]
+    assert content["reading"] == "the project's own reading (without the tokenizer's special tokens)"
+    over = {r["claim"]: r for r in claims.readings(claims.summarize(claims.evaluate(tmp_path)))}["pentachoron_cv"]
+    assert "antiberty: undecided (reading)" in over["over the readings"]
+
+
+def test_a_pca_to_the_tables_own_width_is_a_rotation_not_a_second_verdict(tmp_path, write_job, h):
+    """Issue 37: SmolLM2's 'PCA-projected' CV went 576 -> 576 d, a rotation, and repeated the native CV
+    as a second verdict; a record marked ``repeats`` is shown, not tested."""
+    rec = h(0.2150, 0.2100, 0.2200, nulls={"gaussian": {"value": 0.40}, "unit sphere": {"value": 0.40}},
+            rotation=True, d_from=576, d_to=576,
+            repeats="PCA to 576 of 576 d is a rotation (after centring): the native CV again")
+    write_job(tmp_path, "07_cross_scale_projection", "smollm2-135m", {"pentachoron_cv": {"pca_projected": rec}})
+    write_job(tmp_path, "07_cross_scale_projection", "qwen3.5-4b", {"pentachoron_cv": {"pca_projected": rec}})
+    rows = verdicts(tmp_path, "pentachoron_cv", form=1)
+    for model in ("smollm2-135m", "qwen3.5-4b"):
+        r = rows[(model, "pca_projected")]
+        assert r["verdict"] == NOT_TESTED and r["reason"].startswith("not tested: PCA to 576 of 576 d is a rotation")
+        assert r["value"] == pytest.approx(0.215) and r["measured"] != "–"  # shown beside its reason
+    summary = {(s["claim"], s["form"]): s for s in claims.summarize(claims.evaluate(tmp_path))}
+    assert summary[("pentachoron_cv", 1)]["verdict"] == NOT_TESTED
+    assert summary[("pentachoron_cv", 1)]["stand-ins"] == "–"  # no second verdict from the repeat
+    assert "rotation" in summary[("pentachoron_cv", 1)]["reason"]
+    rec.pop("repeats")  # the same record without the mark: a verdict, as before
+    write_job(tmp_path, "07_cross_scale_projection", "smollm2-135m", {"pentachoron_cv": {"pca_projected": rec}})
+    assert verdicts(tmp_path, "pentachoron_cv", form=1)[("smollm2-135m", "pca_projected")]["verdict"] != NOT_TESTED

@@ -36,7 +36,8 @@ def test_seed_001_transcribes_the_table_and_the_cells():
     cs = claims.load("seed-001")
     assert cs.claims == claims.CLAIMS
     cv = claims.claim("pentachoron_cv")
-    assert [f.reading for f in cv.forms] == ["table", "seed"] and "PCA-projected" in cv.forms[1].representation
+    assert [f.reading for f in cv.forms] == ["table", "seed", "project"] and "PCA-projected" in cv.forms[1].representation
+    assert cv.forms[2].scopes == ("embedding_content",) and cv.forms[2].by == "project"  # issue 37: no special tokens
     corr = claims.claim("cross_layer_corr")
     assert len(corr.forms[0].models) == 9 and len(corr.forms[1].models) == 7
     assert "Q, K, V, O" in corr.forms[0].name and "fused QKV, mlp_up" in corr.forms[1].name
