@@ -7,7 +7,9 @@ import shutil
 import subprocess
 from typing import Any, Optional
 
-import torch
+from .lazy import lazy
+
+torch = lazy("torch")  # imported on first use: cuda_problem on a box without an NVIDIA GPU needs no torch
 
 #: the oldest Linux driver branch each CUDA major release runs on (NVIDIA's CUDA toolkit release notes,
 #: "minimum required driver version" for minor-version compatibility: CUDA 12.x >= 525, CUDA 13.x >= 580)

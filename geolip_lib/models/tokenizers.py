@@ -37,9 +37,12 @@ from typing import Callable
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from tokenizers.processors import TemplateProcessing
-from transformers import AutoTokenizer, CLIPTokenizer, PreTrainedTokenizerFast
 
+from ..lazy import lazy
 from ..paths import ROOT, cache_root  # noqa: F401 (cache_root re-exported: its home is geolip_lib.paths)
+
+#: imported when a tokenizer is built or loaded: the runner's checks find a tokenizer's folder without it
+transformers = lazy("transformers")
 
 N_SENTINELS = 100
 UNIGRAM_VOCAB = 8000
@@ -148,7 +151,7 @@ def _train_unigram(corpus: list[str], out: Path, vocab_size: int) -> None:
     tok.add_special_tokens(sentinels)
     eos = tok.token_to_id("</s>")
     tok.post_processor = TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", eos)])
-    fast = PreTrainedTokenizerFast(
+    fast = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
         additional_special_tokens=[f"<extra_id_{i}>" for i in range(N_SENTINELS)], model_max_length=512)
     fast.save_pretrained(out)
@@ -165,7 +168,7 @@ def _unigram_wordnet(out: Path) -> None:
 
 
 def _minilm(out: Path) -> None:
-    AutoTokenizer.from_pretrained(str(minilm_dir())).save_pretrained(out)
+    transformers.AutoTokenizer.from_pretrained(str(minilm_dir())).save_pretrained(out)
 
 
 def _clip_bpe(out: Path) -> None:
@@ -175,8 +178,8 @@ def _clip_bpe(out: Path) -> None:
     merges = [(a, b) for (a, b), _ in sorted(st.bpe_ranks.items(), key=lambda kv: kv[1])]
     inv = {v: k for k, v in st.encoder.items()}
     sot, eot = inv[st.sot_token_id], inv[st.eot_token_id]  # '<start_of_text>', '<end_of_text>'
-    tok = CLIPTokenizer(vocab=dict(st.encoder), merges=merges, unk_token=eot, bos_token=sot,
-                        eos_token=eot, pad_token=eot, model_max_length=77)
+    tok = transformers.CLIPTokenizer(vocab=dict(st.encoder), merges=merges, unk_token=eot, bos_token=sot,
+                                     eos_token=eot, pad_token=eot, model_max_length=77)
     tok.save_pretrained(out)
 
 
@@ -201,4 +204,4 @@ def tokenizer_dir(kind: str) -> Path:
 
 def load_tokenizer(kind: str):
     """The tokenizer ``kind`` as a Hugging Face fast tokenizer (see the module docstring)."""
-    return AutoTokenizer.from_pretrained(str(tokenizer_dir(kind)))
+    return transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir(kind)))

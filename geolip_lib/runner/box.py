@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -24,9 +25,21 @@ def _fs_key(path: Path) -> tuple[int, Path]:
     return os.stat(p).st_dev, p
 
 
+#: what a GPU that torch could use leaves on a machine without torch being imported: the NVIDIA driver
+#: (``/proc/driver/nvidia``, ``/dev/nvidia*``, ``nvidia-smi``), WSL2's GPU (``/dev/dxg``), ROCm's (``/dev/kfd``)
+GPU_SIGNS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg", "/dev/kfd")
+
+
+def gpu_here() -> bool:
+    """Whether this machine shows any sign of a GPU (:data:`GPU_SIGNS`); without one, torch sees none either,
+    and the plan need not import it to count them."""
+    return any(os.path.exists(p) for p in GPU_SIGNS) or shutil.which("nvidia-smi") is not None
+
+
 def detect_gpus() -> list[int]:
-    """Free bytes per visible GPU (``torch.cuda.mem_get_info``); empty without CUDA."""
-    if not torch.cuda.is_available():
+    """Free bytes per visible GPU (``torch.cuda.mem_get_info``); empty without CUDA (without importing torch
+    on a machine with no sign of a GPU: :func:`gpu_here`)."""
+    if not gpu_here() or not torch.cuda.is_available():
         return []
     return [int(torch.cuda.mem_get_info(i)[0]) for i in range(torch.cuda.device_count())]
 

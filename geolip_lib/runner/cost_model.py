@@ -27,7 +27,10 @@ the machine this was written on) + what the table puts on the device (model, twi
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
+import io
 import json
 import math
 import sys
@@ -37,6 +40,7 @@ from typing import Mapping, Optional, Sequence
 
 from ..lazy import lazy
 from .memory_rules import ALL_ENTRIES, RULES, _param
+from .remembered import file_digest, remembered
 
 np = lazy("numpy")
 _optimize = lazy("scipy.optimize")  # nnls: scipy.optimize takes ~1 s to import, needed only to fit the model
@@ -221,9 +225,28 @@ def fit_notebook(notebook: str, rows: Sequence[Mapping]) -> Optional[Fit]:
 
 @functools.lru_cache(maxsize=2)
 def fitted_costs(directory: Path = TIMINGS_DIR) -> dict:
-    """notebook -> :class:`Fit` over every measured job of ``timings/``."""
-    rows = load_timings(directory)
-    return {nb: fit_notebook(nb, rows) for nb in sorted({r["notebook"] for r in rows})}
+    """notebook -> :class:`Fit` over every measured job of ``timings/``. Remembered by the files' contents
+    and the library's code (:mod:`.remembered`: the fit imports scipy), with the warnings reading them
+    printed, which are printed again whenever the fits are read back."""
+    def compute() -> list:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):  # load_timings' warnings: kept with the fits
+            rows = load_timings(directory)
+            fits = {nb: fit_notebook(nb, rows) for nb in sorted({r["notebook"] for r in rows})}
+        return [err.getvalue(), {nb: dataclasses.asdict(f) if f is not None else None for nb, f in fits.items()}]
+
+    d = Path(directory)
+    key = [str(d), [[f.name, file_digest(f)] for f in sorted(d.glob("*.json"))]]
+    warnings, fits = remembered("fitted-costs", key, compute, check=_fits_ok)
+    if warnings:
+        sys.stderr.write(warnings)
+    return {nb: Fit(**f) if f is not None else None for nb, f in fits.items()}
+
+
+def _fits_ok(value) -> bool:
+    names = {f.name for f in dataclasses.fields(Fit)}
+    return (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], dict)
+            and all(f is None or (isinstance(f, dict) and set(f) == names) for f in value[1].values()))
 
 
 def held_out_ratios(rows: Sequence[Mapping], every: int = 3) -> list[tuple[Mapping, float]]:

@@ -11,11 +11,13 @@ records :mod:`.root_record`; ``--resume`` :mod:`.resume`. Their names are re-exp
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .. import params as _params
 from ..lazy import lazy
 from ..params import ParamsError, add_model_file, check_name, load_model_params, load_profile, model_names
+from ..paths import PARAMS, ROOT
 from .jobspec import Job, JobResult, job_dir  # noqa: F401 - re-exported
 from .model_checks import model_problems  # noqa: F401 - re-exported
 from .notebooks import (_parameters_cell, notebook_declared, notebook_defaults, notebook_digest,  # noqa: F401
@@ -23,6 +25,7 @@ from .notebooks import (_parameters_cell, notebook_declared, notebook_defaults, 
 from .parameters import (ANY, EXPRESSION, RangeSyntaxError, check_value, compile_range, range_names,
                          range_problem)
 from .parameters import coerce_parameter  # noqa: F401 - re-exported (run_all, tests)
+from .remembered import file_digest, lines_ok, remembered
 from .resume import FINGERPRINT, fingerprint, is_done, job_models, stale_reasons  # noqa: F401 - re-exported
 from .root_record import (ROOT_PROFILE, check_ours, check_report_root, claim_root,  # noqa: F401 - re-exported
                           root_profile)
@@ -255,11 +258,43 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
             if why:
                 problems.append(f"{where}: parameter {d.name}: {why}")
         if "CLAIMS" in decls and "CLAIMS" not in mistyped and isinstance(values.get("CLAIMS"), str):
-            try:  # notebook 15's claims file: known by name and valid, before any kernel (claims.check_name)
-                claims.load(claims.check_name(values["CLAIMS"], f"{where}: parameter CLAIMS"))
-            except ParamsError as exc:
-                problems += exc.lines
+            problems += claims_problems(values["CLAIMS"], f"{where}: parameter CLAIMS")
     if problems:
         raise ParamsError.of(problems)
+
+
+#: what a claims file's check reads besides the file itself: every claims file (seed-001's is loaded when
+#: the claims package is imported), the notebooks (their names and the .py files whose records a claim must
+#: name) and the library's code (its producers of records; added by :func:`.remembered.remembered`)
+_CLAIMS_INPUTS = (PARAMS / "claims", ROOT / "notebooks")
+
+
+def claims_problems(value: str, what: str) -> list[str]:
+    """Notebook 15's claims file (parameter ``CLAIMS``) known by name and valid, before any kernel
+    (``claims.check_name`` and ``claims.load``): its problems, one line each (none: []). Remembered by the
+    name, the claims files' and the notebooks' contents and the library's code (:mod:`.remembered`): the
+    claims package imports the metrics, torch and scipy."""
+    key = [value, what, str(Path.cwd()), _tree_digest(Path(value)) if value.endswith((".yaml", ".yml")) else None,
+           *(_tree_digest(d) for d in _CLAIMS_INPUTS)]
+    return remembered("claims-problems", key, lambda: _claims_problems(value, what), check=lines_ok)
+
+
+def _claims_problems(value: str, what: str) -> list[str]:
+    try:
+        claims.load(claims.check_name(value, what))
+    except ParamsError as exc:
+        return exc.lines
+    return []
+
+
+def _tree_digest(path: Path) -> list:
+    """``[path, [name, sha256 of its bytes or None], ...]`` of a file or of the entries of a folder (sorted)."""
+    if not path.is_dir():
+        return [str(path), file_digest(path)]
+    try:
+        names = sorted(e.name for e in os.scandir(path))
+    except OSError:
+        return [str(path), None]
+    return [str(path), *([n, file_digest(path / n)] for n in names)]
 
 

@@ -2,7 +2,11 @@
 problem): its ``config:`` keys and types, a ``local_dir`` that is a folder, a trajectory's
 checkpoints (each like a ``local_dir``), a ``config.json`` its declared family describes and
 transformers can build within the limits (:func:`geolip_lib.models.preflight.config_problem`),
-and the weight files at hand (:func:`geolip_lib.models.preflight.check_stored_model`)."""
+and the weight files at hand (:func:`geolip_lib.models.preflight.check_stored_model`).
+
+A tiny model's problems depend on nothing but its params, the library's code and the installed
+packages (no file of it is read): they are remembered by those (:mod:`.remembered`), so that a
+refusal of a profile seen before does not import torch and transformers to check its config again."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,6 +16,7 @@ from .. import roots
 from .. import models  # preflight (torch, transformers): imported when a model's params are checked
 from ..params import ROOT, ModelParams, ParamsError, family_problem, load_model_params, model_file
 from ..paths import resolve
+from .remembered import lines_ok, remembered
 
 
 def model_problems(name: str) -> list[str]:
@@ -23,6 +28,19 @@ def model_problems(name: str) -> list[str]:
         return exc.lines
     own = model_file(mp.name)  # params/models/<name>.yaml, or a file given by path to --models
     f = f"params/models/{mp.name}.yaml" if own == _params.MODELS_DIR / f"{mp.name}.yaml" else _params._rel(own)
+    if self_contained(mp):  # params that are not plain data (a YAML date) are checked every time
+        return remembered("model-problems", [mp.model_dump(), f], lambda: _problems(mp, own, f), check=lines_ok)
+    return _problems(mp, own, f)
+
+
+def self_contained(mp: ModelParams) -> bool:
+    """A model whose checks and size read nothing but its params (a tiny model built from its config, no
+    folder of its own): what :mod:`.remembered` may keep."""
+    return (mp.source == "tiny" and not mp.local_dir and not mp.checkpoints and not mp.revisions
+            and mp.package is None)
+
+
+def _problems(mp: ModelParams, own: Path, f: str) -> list[str]:
     try:
         models.preflight.check_config(mp.family, mp.config, f)
     except ParamsError as exc:

@@ -3,9 +3,14 @@ where each number comes from): parameter count, largest tensor, width, layers, v
 rows, download size, the stored dtype and format of its files and whether they are on disk —
 from the config on the meta device when one is at hand, else from ``stored_checkpoints.yaml``
 (the real checkpoint files of the paper models, as data with their source), else from the
-params file's ``size_note``."""
+params file's ``size_note``.
+
+A tiny model's size is a function of its params, its tokenizer's files, the library's code and the
+installed packages: it is remembered by those (:mod:`.remembered`), so that ``--plan`` of a profile of
+tiny models builds no model on the meta device (nor imports torch) once it has been planned before."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -22,6 +27,8 @@ from .. import models  # preflight (torch, transformers): imported when a model 
 from ..families import spec as family_spec
 from ..params import load_model_params
 from ..paths import resolve
+from .model_checks import self_contained
+from .remembered import folder_listing, remembered
 
 GB = 1e9
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -72,8 +79,10 @@ class ModelInfo:
 
 
 def twin_max_params() -> int:
-    """The size above which a random-init twin is generated tensor by tensor (``models.twin.TWIN_MAX_PARAMS``)."""
-    return models.twin.TWIN_MAX_PARAMS
+    """The size above which a random-init twin is generated tensor by tensor (``models.twin.TWIN_MAX_PARAMS``;
+    a constant of the library's code, remembered with it: ``models.twin`` imports torch)."""
+    return remembered("twin-max-params", [], lambda: models.twin.TWIN_MAX_PARAMS,
+                      check=lambda v: type(v) is int)
 
 
 _NUM = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
@@ -161,6 +170,35 @@ def _layers_vocab_or_zero(cfg: dict) -> tuple[int, int, int]:
 def model_info(name: str) -> ModelInfo:
     """Size a model without loading its weights (see the module docstring for the sources)."""
     p = load_model_params(name)
+    if self_contained(p):  # a tiny model: remembered by its params and its tokenizer's files
+        key = [p.model_dump(), _tokenizer_files(p)]
+        return ModelInfo(**remembered("model-info", key, lambda: dataclasses.asdict(_model_info(p)), check=_info_ok))
+    return _model_info(p)
+
+
+def _tokenizer_files(p) -> list:
+    """``[folder, its files' names, sizes and mtimes]`` of the tokenizer whose length is a tiny model's
+    vocabulary (:func:`..models.preflight.model_config`); [] when its vocabulary is its config's. Built
+    here when missing, as sizing the model would."""
+    fs = family_spec(p.family)
+    kind = p.tokenizer or fs.tiny_tokenizer
+    if not (kind and fs.vocab_from_tokenizer):
+        return []
+    d = models.tokenizers.tokenizer_dir(kind)
+    return [str(d), folder_listing(d)]
+
+
+def _info_ok(value) -> bool:
+    """A record read back is the fields of a :class:`ModelInfo` with their types."""
+    if not isinstance(value, dict) or set(value) != {f.name for f in dataclasses.fields(ModelInfo)}:
+        return False
+    return all(isinstance(value[f.name], int) and not isinstance(value[f.name], bool) if f.type == "int"
+               else isinstance(value[f.name], bool) if f.type == "bool"
+               else isinstance(value[f.name], str) if f.type == "str"
+               else value[f.name] is None for f in dataclasses.fields(ModelInfo))
+
+
+def _model_info(p) -> ModelInfo:
     found = models.preflight.model_config(p)
     files_dir = found[2] if found else None
     if found is not None:

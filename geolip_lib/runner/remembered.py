@@ -1,0 +1,173 @@
+"""Answers of the pre-kernel checks and of the plan remembered on disk, keyed by a digest of what they
+read (issue 38 §2), so that a refusal or ``--plan`` of a profile seen before imports neither torch nor
+transformers.
+
+Some answers need those packages only to be computed: the fields of a transformers config class (the
+check of a params file's ``config:``), the parameter count of a model built on the meta device (the
+plan), the length of a tokenizer, a claims file validated by :mod:`geolip_lib.claims` (whose package
+imports the metrics, torch and scipy). Importing them costs 10-20 s of CPU on a 2-core box, before the
+first line of a refusal. Each such answer is a function of inputs that are cheap to digest: the params
+of a tiny model (as loaded), the library's code (:func:`geolip_lib.provenance.library_hash`), the
+installed versions of the packages that answer, the files read (by content, or by name, size and
+mtime). :func:`remembered` looks the answer up under ``<cache>/remembered/<kind>/<sha256 of the
+key>.json``; the first time, it computes it and writes it (atomically; a read-only cache only costs the
+next computation). An exception is never remembered: the computation runs again and raises it.
+
+A record holds its whole key (compared on reading) and the value in an exact encoding (:func:`encode`:
+tuples, dicts with non-string keys, ints and floats kept apart); a value or key that is not plain data
+(a date, a path, an object) is not remembered. ``GEOLIP_REMEMBER=0`` turns the cache off (every answer
+is computed, as before). The callers: :mod:`.model_checks` (a tiny model's problems), :mod:`.model_sizes`
+(a tiny model's size, the twin's limit), :mod:`.jobs` (a claims file's problems).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Optional, TypeVar
+
+from ..paths import cache_root
+from ..provenance import library_hash
+from ..results import atomic_write_text
+
+T = TypeVar("T")
+
+#: bump when what a record holds, or how a key is written, changes: every answer is computed afresh
+FORMAT = 1
+#: the packages whose answers are remembered (a version change is a new key)
+PACKAGES = ("torch", "transformers", "tokenizers", "safetensors", "huggingface_hub", "open_clip_torch", "pydantic",
+            "PyYAML")
+
+
+class Unrememberable(TypeError):
+    """A key or value that is not plain data (it is computed every time instead)."""
+
+
+def encode(value: Any) -> Any:
+    """``value`` as JSON that :func:`decode` turns back into an equal value of the same types: None, bool,
+    int, float, str and lists as they are; a tuple ``{"t": [...]}``, a dict ``{"d": {...}}`` (string keys)
+    or ``{"p": [[key, value], ...]}`` (other keys). Anything else raises :class:`Unrememberable`."""
+    t = type(value)
+    if value is None or t in (bool, int, float, str):
+        return value
+    if t is list:
+        return [encode(v) for v in value]
+    if t is tuple:
+        return {"t": [encode(v) for v in value]}
+    if t is dict:
+        if all(type(k) is str for k in value):
+            return {"d": {k: encode(v) for k, v in value.items()}}
+        return {"p": [[encode(k), encode(v)] for k, v in value.items()]}
+    raise Unrememberable(f"not plain data: {t.__name__}")
+
+
+def decode(data: Any) -> Any:
+    """The value :func:`encode` wrote (``ValueError`` for what it never writes)."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if isinstance(data, dict):
+        if set(data) == {"t"} and isinstance(data["t"], list):
+            return tuple(decode(v) for v in data["t"])
+        if set(data) == {"d"} and isinstance(data["d"], dict):
+            return {k: decode(v) for k, v in data["d"].items()}
+        if set(data) == {"p"} and isinstance(data["p"], list):
+            out = {}
+            for pair in data["p"]:
+                if not (isinstance(pair, list) and len(pair) == 2):
+                    raise ValueError("a broken pair")
+                k = decode(pair[0])
+                if isinstance(k, (list, dict)):
+                    raise ValueError("an unhashable key")
+                out[k] = decode(pair[1])
+            return out
+        raise ValueError("an unknown tag")
+    return data
+
+
+@functools.lru_cache(maxsize=1)
+def library() -> str:
+    """sha256 of the library's code (once per process: a run does not edit it)."""
+    return library_hash()
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> tuple:
+    """``(python, (package, version or None), ...)`` of :data:`PACKAGES`."""
+    out = []
+    for dist in PACKAGES:
+        try:
+            out.append((dist, metadata.version(dist)))
+        except metadata.PackageNotFoundError:
+            out.append((dist, None))
+    return (sys.version, tuple(out))
+
+
+def folder_listing(d: Optional[Path]) -> list:
+    """``[[name, size, mtime_ns], ...]`` of the files directly in ``d`` (sorted; [] when there is none)."""
+    out = []
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                if e.is_file():
+                    st = e.stat()
+                    out.append([e.name, st.st_size, st.st_mtime_ns])
+    except (OSError, TypeError):
+        return []
+    return sorted(out)
+
+
+def file_digest(path: Path) -> Optional[str]:
+    """sha256 of a regular file's bytes, None when it is not one (or unreadable)."""
+    try:
+        p = Path(path)
+        return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+    except OSError:
+        return None
+
+
+def enabled() -> bool:
+    return os.environ.get("GEOLIP_REMEMBER", "1") != "0"
+
+
+def record_path(kind: str, key_text: str) -> Path:
+    return cache_root() / "remembered" / kind / f"{hashlib.sha256(key_text.encode()).hexdigest()}.json"
+
+
+def remembered(kind: str, key: Any, compute: Callable[[], T], check: Callable[[Any], bool] = lambda v: True) -> T:
+    """``compute()``, or what it returned before for the same ``key`` (module docstring). ``key``: plain data
+    holding everything the answer depends on besides the library code and :data:`PACKAGES` (both added
+    here); ``check``: whether a value read back has the shape the caller expects (else it is recomputed)."""
+    if not enabled():
+        return compute()
+    try:
+        key_text = json.dumps([FORMAT, kind, encode(key), library(), encode(versions())], allow_nan=True)
+    except (Unrememberable, ValueError):
+        return compute()
+    path = record_path(kind, key_text)
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(rec, dict) and rec.get("key") == key_text and "value" in rec:
+            value = decode(rec["value"])
+            if check(value):
+                return value
+    except (OSError, ValueError, RecursionError, TypeError, KeyError):
+        pass  # none yet, or broken: computed and written again
+    value = compute()
+    try:
+        atomic_write_text(path, json.dumps({"key": key_text, "value": encode(value)}, allow_nan=True))
+    except (OSError, Unrememberable, ValueError):
+        pass
+    return value
+
+
+def lines_ok(value: Any) -> bool:
+    """A list of problem lines (strings)."""
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+__all__ = ["FORMAT", "PACKAGES", "Unrememberable", "decode", "enabled", "encode", "file_digest", "folder_listing",
+           "library", "lines_ok", "record_path", "remembered", "versions"]
