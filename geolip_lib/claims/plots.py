@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Union
 
 import matplotlib.pyplot as plt
@@ -135,6 +136,19 @@ def _reference(ax, c) -> None:
             ax.axvline(v * s, color="#b8860b", ls=":", lw=1)
 
 
+FIGURE_CELL_CHARS = 22  # a cell's text in the figure: wider would run into the next column or the claim labels
+
+
+def short_cell_text(text: str, width: int = FIGURE_CELL_CHARS) -> str:
+    """A matrix cell's text as the figure prints it under its marker: whole when short, else its value
+    without the interval, the counts or the reading (" [", " (", " · "), cut with "…" if still too wide;
+    the HTML matrix beside it keeps the whole text."""
+    if len(text) <= width:
+        return text
+    text = re.split(r" \[| \(| · ", text)[0]
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
 def claims_matrix(m: dict, title: str = ""):
     """The verdict matrix (:func:`geolip_lib.claims.tables.matrix`): claims down, models across
     (the seed's models, a dashed line, then the trained stand-ins); each cell a marker whose
@@ -152,7 +166,7 @@ def claims_matrix(m: dict, title: str = ""):
             ax.plot(j, i - 0.12, VERDICT_MARKERS.get(v, "o"), color=VERDICT_COLORS.get(v, "#9a9a9a"), ms=11,
                     mec="black" if v != NOT_TESTED else VERDICT_COLORS[v], mew=0.6,
                     mfc="none" if v == NOT_TESTED else VERDICT_COLORS.get(v, "#9a9a9a"))
-            text = cell["text"] if len(cell["text"]) <= 22 else cell["text"].split(" [")[0]
+            text = short_cell_text(cell["text"])
             ax.text(j, i + 0.26, text + (" (deq.)" if cell["dequantized"] else ""), ha="center", va="center",
                     fontsize=6.5, color="0.15")
         if i:

@@ -259,3 +259,16 @@ def test_each_stand_in_says_what_it_is_beside_the_matrix(claims_root):
     assert "title='trained stand-in: A Q4_K_M &lt;b onmouseover=x&gt;" in html
     assert claims.describe("my-model", {"provenance": {"model": {"name": "my-model", "description": "x" * 900}}}) \
         == "x" * (claims.evaluation.DESCRIPTION_CHARS - 1) + "…"
+
+
+def test_the_matrix_figure_keeps_each_cells_text_inside_its_column():
+    """A forced cell's "nonzero balance 0.5 (256+ / 256− / 1024 zero per layer, 28 layers) · read on
+    self-attention" was printed whole under its marker and ran over the claim labels of the figure."""
+    from geolip_lib.claims.plots import FIGURE_CELL_CHARS, short_cell_text
+
+    long = "nonzero balance 0.5 (256+ / 256− / 1024 zero per layer, 28 layers) · read on self-attention"
+    assert short_cell_text(long) == "nonzero balance 0.5"
+    assert short_cell_text("0.324 [0.310, 0.342]") == "0.324 [0.310, 0.342]"  # short: whole
+    assert short_cell_text("99.1–99.8 % (4 scopes) and more words") == "99.1–99.8 %"
+    cut = short_cell_text("x" * 60)
+    assert len(cut) == FIGURE_CELL_CHARS and cut.endswith("…")
