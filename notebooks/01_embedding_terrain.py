@@ -86,10 +86,7 @@ not_run: dict = {}  # section title -> why it cannot run on this model (recorded
 print(f"{lm.name} ({lm.family}): {'token' if lm.is_text else 'position'} embedding table E = {V_} x {D_}.")
 # the rows without the tokenizer's special tokens (text models): the second reading of the pentachoron CV
 content, content_idx = probes.content_rows(E, lm.tokenizer) if lm.is_text else (None, None)
-if content is not None:
-    past = content["n_beyond_tokenizer"]
-    print(f"Rows without special tokens: {content['n_content']} of {V_} ({content['n_special']} special tokens"
-          + (f", {past} rows past the tokenizer" if past else "") + " left out).")
+rows_all, rows_content = f"all {V_} rows", probes.uncertainty.rows_text(content, V_) if content else None
 
 # %% [markdown]
 # **Null models.** Every headline number is measured three or four times: on `E`; on
@@ -240,20 +237,14 @@ pent, vols = probes.pentachoron_probe(E, N_SIMPLICES, seed=SEED, random_init=E_i
                                       intervals=True)
 metrics["pentachoron"] = pent
 cv_iv = {k: M.intervals.Interval(**pent[k]["interval"]) for k in vols}
-rows_all = f"all {V_} rows"
-if content is not None:  # the same CV without the special tokens, its own redrawn interval
-    pent_draws = M.pentachoron_cv(E, N_SIMPLICES, seed=SEED, exact_max=M.EXACT_MAX)  # the embedding's draws (= pent's)
-    cvc = probes.pentachoron_cv_of_rows(E, content_idx, pent_draws, N_SIMPLICES, seed=SEED)  # the same draws, less
-    # the subsets that touch a special token, topped up with fresh subsets of the kept rows
-    cvc_iv, cvc_drawn = probes.uncertainty.pentachoron_cv_interval(E[content_idx], cvc, seed=SEED)
-    rows_content = (f"{content['n_content']} of {V_} rows: {content['n_special']} special tokens"
-                    + (f" and {content['n_beyond_tokenizer']} rows past the tokenizer" if content["n_beyond_tokenizer"]
-                       else "") + " left out")
-    metrics["pentachoron_content"] = {**cvc.as_dict(), "n_rows": content["n_content"], "rows": content,
-                                      "interval": cvc_iv.as_dict(), "redrawn": cvc_drawn}
-frame_rows = {**pent, **({"embedding, no special tokens": {**cvc.as_dict(), "n_rows": content["n_content"]}}
-                         if content is not None else {})}
-frame_iv = {**cv_iv, **({"embedding, no special tokens": cvc_iv} if content is not None else {})}
+# the same CV without the special tokens: the whole table's draws less the subsets that touch one, topped up
+# with fresh subsets of the kept rows, and its own interval drawn from those rows
+pc = probes.content_pentachoron(E, content_idx, content, N_SIMPLICES, seed=SEED) if content else None
+if pc is not None:
+    metrics["pentachoron_content"] = pc["record"]
+    cvc, cvc_iv = pc["result"], pc["interval"]
+frame_rows = {**pent, **({"embedding, no special tokens": pc["record"]} if pc else {})}
+frame_iv = {**cv_iv, **({"embedding, no special tokens": cvc_iv} if pc else {})}
 job.table(probes.tables.pentachoron_frame(frame_rows, frame_iv),
           caption=f"Pentachoron volumes ({N_SIMPLICES} draws per table, or every 5-row subset where exact)",
           formats={"mean volume": "{:.4g}", "std volume": "{:.4g}"})
@@ -272,7 +263,17 @@ cv_note = probes.dimension_note(f"{lm.name}: pentachoron CV", pent["embedding"][
 headline["pentachoron_cv"] = results.headline(pent["embedding"]["cv"], interval=cv_iv["embedding"], nulls=cv_nulls,
                                               label="pentachoron CV", fmt=".4f",
                                               note=" ".join(filter(None, [f"On {rows_all}.", cv_note])))
-if content is not None:
+if "random_init" in pent:
+    headline["pentachoron_cv_init"] = results.headline(pent["embedding"]["cv"], interval=cv_iv["embedding"],
+                                                       nulls={"random_init": cv_nulls["random_init"]},
+                                                       label="pentachoron CV vs init", fmt=".4f")
+
+# %% [markdown]
+# The same without the special tokens (text models), beside the same nulls measured on the
+# same rows of each null table.
+
+# %%
+if pc is not None:
     cvc_nulls = null_dist.get("pentachoron_cv_content", {})
     cvc_note = probes.dimension_note(f"{lm.name}: pentachoron CV without special tokens", cvc.cv, cvc_iv,
                                      {k: (n["value"], n["interval"]) for k, n in cvc_nulls.items() if k != "random_init"},
@@ -282,10 +283,6 @@ if content is not None:
         note=" ".join(filter(None, [f"On {rows_content}.", cvc_note])))
     print(f"Pentachoron CV on {rows_all}: {M.intervals.format_value(pent['embedding']['cv'], cv_iv['embedding'])}; "
           f"on {rows_content}: {M.intervals.format_value(cvc.cv, cvc_iv)}.")
-if "random_init" in pent:
-    headline["pentachoron_cv_init"] = results.headline(pent["embedding"]["cv"], interval=cv_iv["embedding"],
-                                                       nulls={"random_init": cv_nulls["random_init"]},
-                                                       label="pentachoron CV vs init", fmt=".4f")
 
 # %% [markdown]
 # The mean-volume ratio against the Gaussian of matched total variance (1 by
@@ -542,13 +539,14 @@ if lm.is_text:
         nulls={probes.uncertainty.CLAIM_NULLS[k]: n for k, n in cv_nulls.items()},
         note=" ".join(filter(None, [cv_note, probes.uncertainty.cv_definition_note(pent["embedding"], rows_all)])))}
     cv_claims["embedding"]["rows"] = {"n": V_, "of": V_, "text": rows_all}
-    cv_claims["embedding_content"] = results.headline(
-        cvc.cv, interval=cvc_iv, label="pentachoron CV (token embedding, no special tokens)", fmt=".4f",
-        nulls={probes.uncertainty.CLAIM_NULLS[k]: n for k, n in cvc_nulls.items()},
-        note=" ".join(filter(None, [cvc_note, probes.uncertainty.cv_definition_note(metrics["pentachoron_content"],
-                                                                                    rows_content)])))
-    cv_claims["embedding_content"]["rows"] = {"n": content["n_content"], "of": V_, "text": rows_content,
-                                              "special": content["special"]}
+    if pc is not None:  # the second reading: without the special tokens
+        cv_claims["embedding_content"] = results.headline(
+            cvc.cv, interval=cvc_iv, label="pentachoron CV (token embedding, no special tokens)", fmt=".4f",
+            nulls={probes.uncertainty.CLAIM_NULLS[k]: n for k, n in cvc_nulls.items()},
+            note=" ".join(filter(None, [cvc_note, probes.uncertainty.cv_definition_note(metrics["pentachoron_content"],
+                                                                                        rows_content)])))
+        cv_claims["embedding_content"]["rows"] = {"n": content["n_content"], "of": V_, "text": rows_content,
+                                                  "special": content["special"]}
     metrics["claims"] = {"pentachoron_cv": cv_claims}
 
 # %% [markdown]

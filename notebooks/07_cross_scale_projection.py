@@ -303,25 +303,13 @@ if metrics["applicable"]:
 
 # %%
 if metrics["applicable"]:
-    cvp = M.pentachoron_cv(E_proj, N_SIMPLICES, seed=SEED)  # the sets of §8: sample_distinct_rows(V, N_SIMPLICES, 5, SEED)
-    cvp_iv, cvp_drawn = uncertainty.pentachoron_cv_interval(E_proj, cvp, seed=SEED)
-    cvp_nulls = uncertainty.pentachoron_cv_nulls(E_proj, N_SIMPLICES, seed=SEED)
-    cvp_note = uncertainty.dimension_note(f"{name_l} PCA-projected: pentachoron CV", cvp.cv, cvp_iv,
-                                          {k: (n["value"], n["interval"]) for k, n in cvp_nulls.items()}, d_small)
-    metrics["claims"] = {"pentachoron_cv": {"pca_projected": results.headline(
-        cvp.cv, interval=cvp_iv, nulls=cvp_nulls, label="pentachoron CV (PCA-projected table)", fmt=".4f",
-        note=" ".join(filter(None, [cvp_note, f"{name_l}'s table PCA-projected to {d_small} d (seed §13b); "
-                                    f"{cvp.n_valid} of {cvp.n_sampled} simplices non-degenerate."])))}}
-    pcv = metrics["claims"]["pentachoron_cv"]["pca_projected"]
-    pcv.update(rotation=rotation, d_from=E_large.shape[1], d_to=d_small, redrawn=cvp_drawn)
-    if rotation:  # the same number as the native CV: recorded, never a second verdict
-        pcv["repeats"] = (f"PCA to {d_small} of {E_large.shape[1]} d is a rotation (after centring): it changes no "
-                          f"distance, so this is {name_l}'s native pentachoron CV (01_embedding_terrain, "
-                          f"metrics.claims.pentachoron_cv.embedding; the same draws where both use all {V} rows), "
-                          "not a second measurement")
+    # the sets of §8 (sample_distinct_rows(V, N_SIMPLICES, 5, SEED)); a PCA to the table's own width: `repeats`
+    cvp = uncertainty.projected_cv_claim(E_proj, name_l, E_large.shape[1], N_SIMPLICES, seed=SEED)
+    metrics["claims"] = {"pentachoron_cv": {"pca_projected": cvp}}
+    if cvp["rotation"]:
         print(f"The PCA keeps all {d_small} of {E_large.shape[1]} dimensions: a rotation; the CV below is the "
-              "native table's.")
-    print(f"Pentachoron CV of the PCA-projected table: {M.intervals.format_value(cvp.cv, cvp_iv)}.")
+              "native table's, recorded as a repeat (not a second verdict).")
+    print(f"Pentachoron CV of the PCA-projected table: {M.intervals.format_value(cvp['value'], cvp['interval'])}.")
 
 # %% [markdown]
 # ## 9. Seed-comparable mode: rotation only (seed) vs fitted scale (project)

@@ -10,6 +10,7 @@ from .embedding import (
     ID_RANGES,
     category_probe,
     char_token_id,
+    content_pentachoron,
     content_rows,
     cumulative_variance,
     digit_manifold,
@@ -51,11 +52,13 @@ from .uncertainty import (
 )
 
 __all__ = [
-    "CATEGORIES", "ID_RANGES", "SENTENCES", "TRANSLATION_PAIR", "category_probe", "char_token_id", "content_rows",
+    "CATEGORIES", "ID_RANGES", "SENTENCES", "TRANSLATION_PAIR", "category_probe", "char_token_id",
+    "content_pentachoron", "content_rows",
     "cumulative_variance", "digit_corr_interval", "digit_manifold", "dimension_note", "eigenspectrum",
     "embed_vs_output", "encoder_decoder_cosine", "encoder_decoder_states", "euclidean_distances",
     "is_encoder_decoder", "layer_geometry", "mean_cosine_interval", "norm_stats", "parameter_census",
-    "pentachoron_cv_of_rows", "pentachoron_probe", "position_cosines", "position_interval", "pr_interval", "relative_position_bias",
+    "pentachoron_cv_of_rows", "pentachoron_probe", "position_cosines", "position_interval", "pr_interval",
+    "relative_position_bias",
     "scale_interval", "seed_layers", "single_token_id", "special_tokens", "synthetic_images", "tables",
     "token_cosine_interval", "token_range_categories", "token_range_probe", "uncertainty",
     "vision_embedding_tables", "volume_ratio_interval", "weight_tying",

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from ..models.tokens import single_token_id
 from .architecture import embed_vs_output, parameter_census, relative_position_bias, vision_embedding_tables, weight_tying
-from .embedding_stats import PERCENTILES, cumulative_variance, eigenspectrum, euclidean_distances, norm_stats, pentachoron_cv_of_rows, pentachoron_probe
+from .embedding_stats import (PERCENTILES, content_pentachoron, cumulative_variance, eigenspectrum, euclidean_distances,
+                              norm_stats, pentachoron_cv_of_rows, pentachoron_probe)
 from .token_probes import (CATEGORIES, ID_RANGE_CHARS, ID_RANGES, TAIL, TAIL_NAME, category_probe, char_token_id,
-                           content_rows, digit_manifold, special_tokens, token_range_categories, token_range_probe, token_strings)
+                           content_rows, digit_manifold, special_tokens, token_range_categories, token_range_probe,
+                           token_strings)
 
 __all__ = ["CATEGORIES", "ID_RANGES", "ID_RANGE_CHARS", "PERCENTILES", "TAIL", "TAIL_NAME", "category_probe",
-           "char_token_id", "content_rows", "cumulative_variance", "digit_manifold", "eigenspectrum", "embed_vs_output",
-           "euclidean_distances", "norm_stats", "parameter_census", "pentachoron_cv_of_rows", "pentachoron_probe", "relative_position_bias",
+           "char_token_id", "content_pentachoron", "content_rows", "cumulative_variance", "digit_manifold",
+           "eigenspectrum", "embed_vs_output", "euclidean_distances", "norm_stats", "parameter_census",
+           "pentachoron_cv_of_rows", "pentachoron_probe", "relative_position_bias",
            "single_token_id", "special_tokens", "token_range_categories", "token_range_probe", "token_strings",
            "vision_embedding_tables", "weight_tying"]

@@ -12,7 +12,7 @@ import torch
 from .. import metrics as M
 from .. import validation as V
 from ._common import _matrix
-from .uncertainty import pentachoron_cv_interval
+from .uncertainty import pentachoron_cv_interval, rows_text
 
 PERCENTILES = (1, 5, 25, 50, 75, 95, 99)
 
@@ -184,6 +184,26 @@ def pentachoron_cv_of_rows(E: Any, rows: Any, drawn: Any, n_simplices: int = 100
     if len(sets) == 0:
         return M.pentachoron_cv(sub, n_simplices, seed=seed)  # too few rows: its own reason
     return M.pentachoron_cv(sub, len(sets), seed=seed, indices=sets)
+
+
+def content_pentachoron(E: Any, rows: Any, content: Mapping[str, Any], n_simplices: int = 1000, seed: int = 0, *,
+                        n_redraws: int = M.intervals.N_REDRAWS) -> dict:
+    """Notebook 01's second pentachoron CV: the rows ``rows`` of ``E`` (the table less its special
+    tokens, :func:`geolip_lib.probes.content_rows`), on the whole table's draws where they avoid the
+    left-out rows (:func:`pentachoron_cv_of_rows`), with its own interval drawn
+    from those rows (:func:`geolip_lib.probes.uncertainty.pentachoron_cv_interval`).
+
+    Returns ``{"result": SimplexCVResult, "interval": Interval, "text": rows in words, "record":
+    JSON summary for metrics.json (the CV's summary, ``n_rows``, ``rows``, ``interval``, ``redrawn``)}``.
+    """
+    t = E if isinstance(E, torch.Tensor) else torch.as_tensor(np.asarray(E))
+    keep = np.asarray(rows, dtype=np.int64)
+    drawn = M.pentachoron_cv(t, n_simplices, seed=seed, exact_max=M.EXACT_MAX)  # = pentachoron_probe's embedding draws
+    res = pentachoron_cv_of_rows(t, keep, drawn, n_simplices, seed=seed)
+    iv, info = pentachoron_cv_interval(t[torch.from_numpy(keep)], res, seed=seed, n_redraws=n_redraws)
+    record = {**res.as_dict(), "n_rows": int(len(keep)), "rows": dict(content), "interval": iv.as_dict(),
+              "redrawn": info}
+    return {"result": res, "interval": iv, "text": rows_text(content, t.shape[0]), "record": record}
 
 
 def pentachoron_probe(E: Any, n_simplices: int = 1000, seed: int = 0, random_init: Any = None, *,

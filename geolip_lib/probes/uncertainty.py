@@ -33,6 +33,7 @@ import torch
 
 from .. import metrics as M
 from ..metrics.intervals import N_BOOT, Interval, scale_interval, separates  # noqa: F401 - scale_interval re-exported
+from ..results import headline
 from .token_probes import digit_manifold
 
 #: a value within this relative distance of a null counts as "set by the null"
@@ -290,6 +291,52 @@ def pentachoron_cv_interval(T: Any, result: Any, seed: int = 0, *, n_redraws: in
     return iv, {"draws": B, "n_simplices": B * m + m, "cv_pooled": pooled}
 
 
+def rows_text(content: Mapping[str, Any] | None, n_rows: int) -> str:
+    """Which rows a CV used, in words: ``"all 25 rows"`` (``content`` None), or ``"20 of 25 rows: 5
+    special tokens left out"`` (:func:`geolip_lib.probes.content_rows`' summary)."""
+    if content is None:
+        return f"all {n_rows} rows"
+    past = content.get("n_beyond_tokenizer") or 0
+    return (f"{content['n_content']} of {n_rows} rows: {content['n_special']} special tokens"
+            + (f" and {past} rows past the tokenizer" if past else "") + " left out")
+
+
+def rotation_repeat(name: str, d_from: int, d_to: int, n_rows: int) -> str | None:
+    """Why a PCA-projected table's pentachoron CV is the native one again, or None: a PCA to
+    ``d_to >= d_from`` dimensions keeps every one, a rotation after centring, which changes no
+    distance (SmolLM2 576 -> 576 d, issue 37). The claims read a record carrying this as
+    ``repeats``: shown, not tested, never a second verdict."""
+    if d_to < d_from:
+        return None
+    return (f"PCA to {d_to} of {d_from} d is a rotation (after centring): it changes no distance, so this is "
+            f"{name}'s native pentachoron CV (01_embedding_terrain, metrics.claims.pentachoron_cv.embedding; the "
+            f"same draws where both use all {n_rows} rows), not a second measurement")
+
+
+def projected_cv_claim(E_proj: Any, name: str, d_from: int, n_simplices: int = 1000, seed: int = 0) -> dict:
+    """Notebook 07's claims record of the pentachoron CV of ``name``'s table PCA-projected from
+    ``d_from`` to ``E_proj``'s width (seed §13b): the CV of ``n_simplices`` subsets (the sets
+    ``sample_distinct_rows(V, n_simplices, 5, seed)``), its interval drawn from the projected
+    table (:func:`pentachoron_cv_interval`), the dimension-only nulls
+    (:func:`pentachoron_cv_nulls`), ``rotation``, ``d_from`` / ``d_to``, and ``repeats`` where the
+    projection keeps every dimension (:func:`rotation_repeat`)."""
+    t = E_proj if isinstance(E_proj, torch.Tensor) else torch.as_tensor(np.asarray(E_proj))
+    d_to = int(t.shape[1])
+    cvp = M.pentachoron_cv(t, n_simplices, seed=seed)
+    iv, drawn = pentachoron_cv_interval(t, cvp, seed=seed)
+    nulls = pentachoron_cv_nulls(t, n_simplices, seed=seed)
+    note = dimension_note(f"{name} PCA-projected: pentachoron CV", cvp.cv, iv,
+                          {k: (n["value"], n["interval"]) for k, n in nulls.items()}, d_to)
+    h = headline(cvp.cv, interval=iv, nulls=nulls, label="pentachoron CV (PCA-projected table)", fmt=".4f",
+                 note=" ".join(filter(None, [note, f"{name}'s table PCA-projected to {d_to} d (seed §13b); "
+                                             f"{cvp.n_valid} of {cvp.n_sampled} simplices non-degenerate."])))
+    h.update(rotation=d_to >= d_from, d_from=int(d_from), d_to=d_to, redrawn=drawn)
+    repeat = rotation_repeat(name, int(d_from), d_to, int(t.shape[0]))
+    if repeat:
+        h["repeats"] = repeat
+    return h
+
+
 def ratio_of_means(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """``mean(x[0]) / mean(x[1])`` along ``axis``: the vectorised statistic of paired samples."""
     x = np.asarray(x, dtype=np.float64)
@@ -448,6 +495,6 @@ def dimension_note(label: str, value: float | None, interval: Interval | Mapping
 
 
 __all__ = ["pr_estimate", "null_distributions", "random_init_tables", "random_init_table", "random_init_tables_full", "random_init_drivers", "pentachoron_cv_nulls", "CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
-           "pr_interval", "pentachoron_cv_interval", "ratio_of_means", "scale_interval", "token_cosine_interval", "volume_ratio_interval",
+           "pr_interval", "pentachoron_cv_interval", "rows_text", "rotation_repeat", "projected_cv_claim", "ratio_of_means", "scale_interval", "token_cosine_interval", "volume_ratio_interval",
            "weighted_digit_corr", "token_range_intervals", "encoder_decoder_intervals", "CLAIM_NULLS",
            "cv_definition_note"]

@@ -31,7 +31,10 @@ def _check_common(m: dict, model: str) -> dict:
     pent = met["pentachoron"]
     for k in ("embedding", "gaussian", "random_init"):
         assert math.isfinite(pent[k]["cv"]) and pent[k]["cv"] > 0, (k, pent[k])
-        assert pent[k]["n_valid"] <= pent[k]["n_sampled"] == m["parameters"]["N_SIMPLICES"]
+        # a table of at most metrics.EXACT_MAX 5-row subsets is measured on every one (exact), else N_SIMPLICES draws
+        want = math.comb(pent[k]["n_rows"], 5) if pent[k]["exact"] else m["parameters"]["N_SIMPLICES"]
+        assert pent[k]["n_valid"] <= pent[k]["n_sampled"] == want
+        assert pent[k]["exact"] == (math.comb(pent[k]["n_rows"], 5) <= M.EXACT_MAX)
     assert head["pentachoron_cv"]["value"] == pent["embedding"]["cv"]
     assert head["pentachoron_cv_init"]["nulls"]["random_init"]["per_seed"][0] == pent["random_init"]["cv"]
     assert head["volume_ratio"]["value"] > 0
@@ -61,13 +64,14 @@ def _check_common(m: dict, model: str) -> dict:
     assert head["pr"]["kind"] == "exact" and head["pr"]["interval"]["method"] == f"exact (all {V} rows)"
     assert head["pr"]["nulls"]["gaussian"]["per_seed"][0] == pytest.approx(met["eigenspectrum_gaussian"]["pr"], rel=1e-9)
     iv = head["pentachoron_cv"]["interval"]
-    assert iv["lo"] <= head["pentachoron_cv"]["value"] <= iv["hi"] and "simplices" in iv["method"]
+    assert iv["lo"] <= head["pentachoron_cv"]["value"] <= iv["hi"] and ("fresh draws of" in iv["method"]
+                                                                    or "5-row subsets" in iv["method"])
     assert list(head["pentachoron_cv"]["nulls"]) == ["gaussian", "sphere", "random_init"]
     assert all(n["interval"] for n in head["pentachoron_cv"]["nulls"].values())
     assert list(head["pr"]["nulls"]) == ["gaussian", "random_init"]
     assert head["cosine_mean"]["nulls"]["gaussian"]["interval"]["lo"] <= met["cosine_gaussian"]["mean"]
     # the sphere null: points on the unit sphere of the same dimension, same draws
-    assert pent["sphere"]["n_sampled"] == m["parameters"]["N_SIMPLICES"]
+    assert pent["sphere"]["n_sampled"] == pent["embedding"]["n_sampled"]
     # no figure data under private keys anywhere
     _no_private_keys({k: v for k, v in m.items() if k != "_job_dir"})
     # figures: key figures marked, each saved one shown as an image output, no temporary paths
@@ -108,10 +112,13 @@ def test_tiny_t5_values_match_an_independent_computation(run_notebook):
     idx = M.sample_distinct_rows(E.shape[0], p["N_SIMPLICES"], 5, seed=p["SEED"])
     vols = np.sqrt([M.cayley_menger_volume_sq_reference(E[i]) for i in idx])
     assert m["headline"]["pentachoron_cv"]["value"] == pytest.approx(vols.std() / vols.mean(), rel=1e-8)
-    # its interval: BCa bootstrap over exactly those simplices
-    iv = M.intervals.bootstrap(vols, M.intervals.cv, seed=p["SEED"], what="simplices")
+    # its interval: fresh draws of as many simplices from the table itself (issue 37 §3)
+    from geolip_lib.probes.uncertainty import pentachoron_cv_interval
+    Et = lm.input_embeddings()
+    iv, drawn = pentachoron_cv_interval(Et, M.pentachoron_cv(Et, p["N_SIMPLICES"], seed=p["SEED"]), seed=p["SEED"])
     assert m["headline"]["pentachoron_cv"]["interval"]["lo"] == pytest.approx(iv.lo, rel=1e-6)
     assert m["headline"]["pentachoron_cv"]["interval"]["hi"] == pytest.approx(iv.hi, rel=1e-6)
+    assert "fresh draws" in iv.method and met["pentachoron"]["embedding"]["redrawn"]["draws"] == drawn["draws"]
     # PR of every row: exact, no interval; PR / D the same number over D
     assert m["headline"]["pr"]["interval"]["method"] == f"exact (all {E.shape[0]} rows)"
     assert m["headline"]["pr_over_dim"]["value"] == pytest.approx(m["headline"]["pr"]["value"] / E.shape[1], rel=1e-12)
@@ -192,6 +199,25 @@ def _check_restored(m: dict, lm, E: np.ndarray) -> None:
     assert c["nulls"]["unit sphere"]["per_seed"][0] == met["pentachoron"]["sphere"]["cv"]
     assert c["nulls"]["random init"]["per_seed"][0] == met["pentachoron"]["random_init"]["cv"]
     assert "5-row subsets" in c["note"] and p["N_SIMPLICES"] == met["pentachoron"]["embedding"]["n_sampled"]
+    V = E.shape[0]
+    assert c["rows"] == {"n": V, "of": V, "text": f"all {V} rows"} and f"measured on all {V} rows" in c["note"]
+    # the second reading (issue 37 §1): the rows less the tokenizer's special tokens, the same draws where they avoid them
+    special = {i for i in lm.tokenizer.all_special_ids if 0 <= i < min(V, len(lm.tokenizer))}
+    cc, pc = met["claims"]["pentachoron_cv"]["embedding_content"], met["pentachoron_content"]
+    assert cc["rows"]["n"] == pc["n_rows"] == min(V, len(lm.tokenizer)) - len(special) and cc["rows"]["of"] == V
+    assert {int(i) for i in cc["rows"]["special"]} == special and cc["rows"]["text"] in cc["note"]
+    keep = np.setdiff1d(np.arange(min(V, len(lm.tokenizer))), sorted(special))
+    idx = M.sample_distinct_rows(V, p["N_SIMPLICES"], 5, seed=p["SEED"])  # the embedding's draws
+    shared = idx[~np.isin(idx, sorted(special)).any(axis=1) & (idx < len(lm.tokenizer)).all(axis=1)]
+    pos = np.full(V, -1)
+    pos[keep] = np.arange(len(keep))
+    sets = pos[shared]
+    vc = np.sqrt([M.cayley_menger_volume_sq_reference(E[keep][i]) for i in sets])
+    assert pc["n_sampled"] == p["N_SIMPLICES"] and len(sets) <= p["N_SIMPLICES"]
+    if len(sets) == p["N_SIMPLICES"]:  # no drawn subset touched a special row: the same CV
+        assert cc["value"] == pytest.approx(vc.std() / vc.mean(), rel=1e-8)
+    assert list(cc["nulls"]) == ["gaussian", "unit sphere", "random init"]
+    assert m["headline"]["pentachoron_cv_content"]["value"] == cc["value"]
     job = Path(m["_job_dir"])
     assert (job / "encoder_decoder.png").exists() and (job / "cumulative_variance.png").exists()
 

@@ -159,6 +159,10 @@ def test_pca_projected_pentachoron_cv_is_the_claims_record(run, monkeypatch):
     assert h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"] and h["kind"] == "sampled"
     assert set(h["nulls"]) == {"gaussian", "unit sphere"}
     assert all(len(nl["per_seed"]) == 5 for nl in h["nulls"].values())
+    assert "fresh draws" in h["interval"]["method"] and h["redrawn"]["draws"] > 0  # drawn from the table (issue 37)
+    t = m["tables"]  # a real projection (wider -> narrower): no rotation, a verdict of its own
+    assert (h["rotation"], h["d_from"], h["d_to"]) == (False, t["d_large"], t["d_small"]) and "repeats" not in h
+    assert m["pca"]["rotation"] is False
     root = Path(run["_job_dir"]).parents[1]
     # tiny random models are pipeline checks (no claims row, issue 27 §5); what evaluate reads is checked as if trained
     assert not [r for r in claims.evaluate(root) if r["model"] == run["model"]]
@@ -167,6 +171,29 @@ def test_pca_projected_pentachoron_cv_is_the_claims_record(run, monkeypatch):
             if r["claim"] == "pentachoron_cv" and r["scope"] == "pca_projected"]
     assert len(rows) == 1 and rows[0]["verdict"] != NOT_TESTED and rows[0]["value"] == pytest.approx(h["value"])
 
+
+
+def test_a_pca_to_the_tables_own_width_is_recorded_as_the_native_cv_again(run_notebook, monkeypatch):
+    """Issue 37: a model against its random-init twin (one width, as SmolLM2 576 -> 576 d): the PCA keeps
+    every dimension, a rotation; the CV is the native one on the same draws, recorded as a repeat, and
+    the claims show it as not tested (no second verdict)."""
+    from geolip_lib import claims
+    from geolip_lib import metrics as M
+    from geolip_lib.claims import NOT_TESTED
+
+    res = run_notebook("07_cross_scale_projection", job_id="tiny-qwen-wide__tiny-qwen", MODEL_B="tiny-qwen-wide",
+                       B_RANDOM_INIT=True)
+    m, p = res["metrics"], res["parameters"]
+    h = m["claims"]["pentachoron_cv"]["pca_projected"]
+    assert m["pca"]["rotation"] is True and h["rotation"] is True and h["d_from"] == h["d_to"]
+    assert h["repeats"].startswith(f"PCA to {h['d_to']} of {h['d_from']} d is a rotation")
+    E = models.load("tiny-qwen-wide").input_embeddings()
+    native = M.pentachoron_cv(E[:m["tables"]["vocab"]], p["N_SIMPLICES"], seed=p["SEED"]).cv
+    assert h["value"] == pytest.approx(native, rel=1e-6)  # the native CV, the same draws
+    monkeypatch.setattr(claims.evaluation, "trained", lambda model, data: True)
+    rows = [r for r in claims.evaluate(Path(res["_job_dir"]).parents[1])
+            if r["claim"] == "pentachoron_cv" and r["scope"] == "pca_projected" and r["model"] == res["model"]]
+    assert rows and all(r["verdict"] == NOT_TESTED and "rotation" in r["reason"] for r in rows)
 
 
 def test_the_digit_correlation_is_exact_as_in_notebook_01(run):
