@@ -228,7 +228,7 @@ job.figure(plots.cumulative_variance(ev, title=f"{lm.name}: cumulative explained
 # subsets (`probes.uncertainty.pentachoron_cv_interval`), the basic interval about the CV of
 # all of them. A bootstrap over the one sample (BCa, before issue 37) cannot see the rare
 # subsets of large-norm rows it missed: on simulated heavy-tailed tables it covered the
-# table's CV 73–89 % of the time, the redrawn interval 93–96 %
+# table's CV 73–87 % of the time, the redrawn interval 94–96 %
 # (`tests/unit/metrics/test_interval_coverage.py`). Volume ratio: BCa over the simplices,
 # each simplex's two volumes resampled together.
 

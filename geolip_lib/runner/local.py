@@ -36,21 +36,23 @@ from .warm import WarmPool
 def run_jobs(jobs: Sequence[Job], out_root: Path, *, jobs_at_once: Optional[int] = None, resume: bool = False,
              console=None, execute: Callable[..., JobResult] = execute_job,
              gpus: Optional[Sequence[str]] = None, warm: Optional[bool] = None,
-             pool: Optional[WarmPool] = None) -> list[JobResult]:
+             pool: Optional[WarmPool] = None, plan=None) -> list[JobResult]:
     """Run ``jobs`` (profile order) into ``out_root``, up to ``jobs_at_once`` at a time.
 
     Returns one :class:`JobResult` per job handled, in profile order. A failing job never
     stops the batch; a full disk does (the remaining jobs could not write either). Ctrl-C
     raises :class:`Interrupted` after every kernel is killed. ``warm``: start kernels from a
     zygote that has imported torch & co. once (:mod:`.warm`; default on, ``GEOLIP_WARM=0``
-    turns it off); or ``pool``, a zygote already started by the caller.
+    turns it off); or ``pool``, a zygote already started by the caller. ``plan``: the run's
+    :class:`.plan.Plan`; a job then starts only where its estimated host peak fits beside the
+    running jobs' (:meth:`.plan.Plan.admits`), else it waits for one to end.
     """
     if pool is not None:
         return _run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console,
-                         execute=execute, gpus=gpus, pool=pool)
+                         execute=execute, gpus=gpus, pool=pool, plan=plan)
     with WarmPool(enabled=warm, log=out_root_log(out_root)) as pool:
         return _run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console,
-                         execute=execute, gpus=gpus, pool=pool)
+                         execute=execute, gpus=gpus, pool=pool, plan=plan)
 
 
 def out_root_log(out_root: Path) -> Path:
@@ -58,21 +60,23 @@ def out_root_log(out_root: Path) -> Path:
     return Path(out_root) / ".runner.log"
 
 
-def _run_jobs(jobs, out_root, *, jobs_at_once, resume, console, execute, gpus, pool) -> list[JobResult]:
+def _run_jobs(jobs, out_root, *, jobs_at_once, resume, console, execute, gpus, pool, plan=None) -> list[JobResult]:
     console = console or sys.stderr
     out_root = Path(out_root).resolve()
     gpus = list(visible_gpus() if gpus is None else gpus)
     n = jobs_at_once or default_jobs(gpus)
     progress = Progress(console, len(jobs), parallel=n > 1)
-    return schedule(jobs, out_root, _Threads(n, gpus, pool, execute, out_root, progress), progress, resume=resume)
+    return schedule(jobs, out_root, _Threads(n, gpus, pool, execute, out_root, progress, plan), progress,
+                    resume=resume)
 
 
 class _Threads:
     """The local executor's launcher for :func:`.schedule.schedule`: one thread per job (each
-    with its own kernel process), up to ``n`` at once, each with its own GPUs."""
+    with its own kernel process), up to ``n`` at once, each with its own GPUs and, with a plan, no
+    more at once than their estimated host peaks allow (a large model's jobs run alone)."""
 
-    def __init__(self, n: int, gpus: list, pool, execute, out_root: Path, progress: Progress):
-        self.n, self.gpus, self.free = n, list(gpus), list(gpus)
+    def __init__(self, n: int, gpus: list, pool, execute, out_root: Path, progress: Progress, plan=None):
+        self.n, self.gpus, self.free, self.plan = n, list(gpus), list(gpus), plan
         self.pool, self.execute, self.out_root, self.progress = pool, execute, out_root, progress
         self.done: "queue.Queue[tuple[int, object]]" = queue.Queue()
 
@@ -90,6 +94,8 @@ class _Threads:
         return None
 
     def fits(self, job: Job, running: dict) -> bool:
+        if self.plan is not None and not self.plan.admits(job.label, (r.job.label for r in running.values())):
+            return False  # host memory: it waits for a running job to end
         return self._want(job) <= len(self.free)
 
     def start(self, i: int, job: Job) -> Running:
@@ -215,8 +221,8 @@ def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, c
             job_paths(job, out_root)
         _check_stored_weights(jobs)
 
-        def check(at_once):  # the jobs that will run (under --resume, the stale ones) must fit
-            if check_plan:
+        def check(at_once):  # the jobs that will run (under --resume, the stale ones) must fit; the plan
+            if check_plan:  # is then what the launcher reads each job's memory peak from
                 pending = [j for j in jobs if not resume or stale_reasons(j, out_root)]
                 plan = plan_for(_obtainable(pending), out_root, at_once)
                 if skip_unfit:  # --skip-unfit: the jobs that cannot fit are left out, named (H5, issue 31)
@@ -228,10 +234,17 @@ def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, c
                 check_fit(plan)
                 for line in plan.time_lines(measured_only=True):  # said before the first job, never enforced
                     print(f"warning: {line}", file=console)
+                alone = plan.memory_alone()
+                if alone:
+                    print(f"note: run alone (host memory; the others {plan.parallel} at once): {', '.join(alone)}",
+                          file=console)
+                return plan
+            return None
 
         if executor == "ray":
             check(1)
             return run_jobs_ray(jobs, out_root, resume=resume, console=console, **executor_options)
         with WarmPool(enabled=warm, log=out_root_log(out_root)) as pool:
-            check(jobs_at_once)  # while the zygote imports
-            return run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console, pool=pool)
+            plan = check(jobs_at_once)  # while the zygote imports
+            return run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console, pool=pool,
+                            plan=plan)

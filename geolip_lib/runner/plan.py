@@ -98,13 +98,30 @@ class Plan:
                            f"({it.kind}: {_gb(it.new)} GB for {it.key[1]}), {_gb(self.free_disk[fs])} GB free")
         for r in self.rows:
             out += [line for line, _ in self._job_shortfalls(r)]
-        if self.parallel > 1:
-            top = sorted(self.rows, key=lambda r: r.host, reverse=True)[:self.parallel]
-            need = sum(r.host for r in top)
-            if len(top) > 1 and need > self.usable_mem and all(r.host <= self.usable_mem for r in top):
-                out.append(f"{', '.join(r.label for r in top)}: host memory with --jobs {self.parallel}: their peaks "
-                           f"add up to {_gb(need)} GB, {_gb(self.free_mem)} GB available; lower --jobs")
         return out
+
+    def memory_alone(self) -> list[str]:
+        """The jobs whose host peak leaves no room for another job beside them at ``--jobs N > 1``: the run
+        starts them when nothing else runs, and nothing beside them (:meth:`admits`). Not a shortfall: a
+        batch with one large model among small ones runs, two at once where memory allows (issue 36: the real
+        profile's Qwen2.5-Coder jobs peak at 12-19 GB on a 24 GB box)."""
+        if self.parallel < 2:
+            return []
+        smallest = min((r.host for r in self.rows), default=0)
+        return [r.label for r in self.rows if r.host + smallest > self.usable_mem >= r.host]
+
+    def peaks(self) -> dict:
+        """Each job's estimated host peak (bytes) by label: what :meth:`admits` adds up."""
+        return {r.label: r.host for r in self.rows}
+
+    def admits(self, label: str, running: Iterable[str]) -> bool:
+        """Whether job ``label`` may start beside the jobs ``running`` (labels): their estimated host peaks
+        together within the usable memory. A job alone is always admitted (its own fit is a shortfall)."""
+        running = list(running)
+        if not running:
+            return True
+        peaks = self.peaks()
+        return peaks.get(label, 0) + sum(peaks.get(r, 0) for r in running) <= self.usable_mem
 
     @property
     def usable_mem(self) -> float:
@@ -235,6 +252,10 @@ class Plan:
         par = f"; {self.parallel} at once: {_gb(t['host_parallel'])} GB" if self.parallel > 1 else ""
         where = "on the target box (--host-memory)" if "host" in self.target else "available here"
         lines.append(f"host memory: largest peak {_gb(t['host_peak'])} GB{par}; {_gb(self.free_mem)} GB {where}")
+        alone = self.memory_alone()
+        if alone:
+            lines.append(f"  run alone (no other job fits beside their peak; the others run {self.parallel} at once): "
+                         + ", ".join(alone))
         if "gpus" in self.target:
             gpus = (f"{len(self.gpus)} GPU(s) of {_gb(self.gpus[0])} GB on the target box (--gpus, --gpu-memory)"
                     if self.gpus else "no GPU on the target box (--gpus 0)")

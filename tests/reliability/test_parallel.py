@@ -214,3 +214,35 @@ def test_each_parallel_job_gets_its_own_gpu(tmp_path):
     assert all(r.ok for r in res) and len(seen) == 3
     assert not any(overlaps), "two jobs shared one GPU at the same time"
     assert {g for g, _ in seen.values()} == {"0", "1"} and all(d == f"cuda:{g}" for g, d in seen.values())
+
+
+def test_jobs_whose_memory_peaks_do_not_fit_together_run_one_after_the_other(tmp_path):
+    """--jobs 2 with a plan: two jobs whose estimated host peaks exceed the usable memory together never run at
+    once (issue 36: Qwen2.5-Coder's 12-19 GB jobs beside others on a 24 GB box); small ones still pair up."""
+    import dataclasses
+    import threading
+
+    from geolip_lib.runner import local
+    from geolip_lib.runner import plan as P
+
+    jobs = run_all.jobs_for_profile("tiny", notebooks=["01_embedding_terrain"])[:4]
+    big = {jobs[0].label, jobs[1].label}
+    pl = P.make_plan(jobs, free_disk=10**15, free_mem=10**12, gpus=[], parallel=2, defaults=run_all.notebook_defaults)
+    rows = [dataclasses.replace(r, host=(6 if r.label in big else 1) * 10**9) for r in pl.rows]
+    pl = dataclasses.replace(pl, rows=rows, free_mem=int(10 * 10**9 / (1 - P.HEADROOM)) + 1)  # 10 GB usable
+    lock_, active, pairs = threading.Lock(), set(), []
+
+    def fake_execute(job, out_root, env=None, device=""):
+        with lock_:
+            active.add(job.label)
+            pairs.append(frozenset(active))
+        time.sleep(0.3)
+        with lock_:
+            active.discard(job.label)
+        return run_all.JobResult(job, True, out_root, 0.0, device=device)
+
+    res = local.run_jobs(jobs, tmp_path / "o", jobs_at_once=2, execute=fake_execute, gpus=[], warm=False,
+                         console=sys.stderr, plan=pl)
+    assert all(r.ok for r in res)
+    assert not any(big <= p for p in pairs), "the two large jobs ran at once"
+    assert any(len(p) == 2 for p in pairs), "small jobs beside each other (or a large one) should still pair up"

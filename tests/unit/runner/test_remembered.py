@@ -1,0 +1,134 @@
+"""Answers remembered by a digest of their inputs (``geolip_lib.runner.remembered``, issue 38 §2): read back
+equal and of the same types, computed again for another key, a broken record or ``GEOLIP_REMEMBER=0``, never
+for an exception; and the runner's answers read back are those it computes (a tiny model's problems and size,
+a claims file's problems, the cost fits)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from geolip_lib.runner import cost_model, jobs, model_checks, model_sizes
+from geolip_lib.runner import remembered as R
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path))
+    monkeypatch.delenv("GEOLIP_REMEMBER", raising=False)
+    return tmp_path
+
+
+class Counter:
+    def __init__(self, value):
+        self.value, self.calls = value, 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.value
+
+
+def test_encode_round_trips_types_exactly():
+    v = [None, True, 0, 1.0, -0.0, math.inf, "s", (1, (2.5, "x")), {"a": [1, {3: "three", (1, 2): None}]}, []]
+    back = R.decode(json.loads(json.dumps(R.encode(v))))
+    assert back == v
+    assert type(back[2]) is int and type(back[3]) is float and type(back[7]) is tuple
+    assert list(back[8]["a"][1]) == [3, (1, 2)]
+    for bad in (object(), {1.5: {2}}, [b"bytes"]):
+        with pytest.raises(R.Unrememberable):
+            R.encode(bad)
+
+
+def test_remembered_once_per_key_and_recomputed_when_broken_or_off(cache, monkeypatch):
+    f = Counter({"n": (1, 2)})
+    assert R.remembered("k", ["a"], f) == {"n": (1, 2)} and f.calls == 1
+    assert R.remembered("k", ["a"], f) == {"n": (1, 2)} and f.calls == 1  # read back
+    assert R.remembered("k", ["b"], f) == {"n": (1, 2)} and f.calls == 2  # another key
+    records = list((cache / "remembered" / "k").iterdir())
+    assert len(records) == 2
+    for rec in records:
+        rec.write_text("{broken", encoding="utf-8")
+    assert R.remembered("k", ["a"], f) == {"n": (1, 2)} and f.calls == 3
+    assert R.remembered("k", ["a"], f, check=lambda v: False) and f.calls == 4  # a value of the wrong shape
+    monkeypatch.setenv("GEOLIP_REMEMBER", "0")
+    assert R.remembered("k", ["a"], f) and f.calls == 5
+    assert R.remembered("k", [object()], f) and f.calls == 6  # a key that is not plain data: computed
+
+
+def test_an_exception_is_never_remembered(cache):
+    calls = []
+
+    def fail():
+        calls.append(1)
+        raise ValueError("boom")
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="boom"):
+            R.remembered("k", ["x"], fail)
+    assert len(calls) == 2
+    assert not (cache / "remembered" / "k").exists()
+
+
+def test_a_value_that_is_not_plain_data_is_returned_but_not_kept(cache):
+    f = Counter(object())
+    assert R.remembered("k", [], f) is f.value and R.remembered("k", [], f) is f.value and f.calls == 2
+
+
+def _twice(fn, monkeypatch):
+    """``fn()`` computed (GEOLIP_REMEMBER=0), then remembered, then read back."""
+    monkeypatch.setenv("GEOLIP_REMEMBER", "0")
+    computed = fn()
+    monkeypatch.delenv("GEOLIP_REMEMBER")
+    return computed, fn(), fn()
+
+
+def test_a_tiny_models_problems_read_back_are_those_computed(cache, tmp_path, monkeypatch):
+    bad = tmp_path / "tiny-bret.yaml"
+    bad.write_text("name: tiny-bret\nfamily: bert\nsource: tiny\ntokenizer: minilm\n"
+                   "config: {hidden_sizee: 32, num_hidden_layers: 2}\n", encoding="utf-8")
+    for name in ("tiny-bert", str(bad)):
+        computed, first, again = _twice(lambda: model_checks.model_problems(name), monkeypatch)
+        assert computed == first == again
+    assert "hidden_sizee" in computed[0]
+    assert len(list((cache / "remembered" / "model-problems").iterdir())) == 2
+
+
+def test_a_tiny_models_size_read_back_is_the_one_computed(cache, monkeypatch):
+    def info():
+        model_sizes.model_info.cache_clear()
+        return model_sizes.model_info("tiny-bert")
+
+    computed, first, again = _twice(info, monkeypatch)
+    assert computed == first == again and computed.params > 0
+    assert [f.name for f in dataclasses.fields(again)] == [f.name for f in dataclasses.fields(computed)]
+    model_sizes.model_info.cache_clear()
+
+
+def test_claims_problems_read_back_are_those_computed(cache, monkeypatch):
+    for value in ("seed-001", "no-such-claims", "../seed-001"):
+        computed, first, again = _twice(lambda: jobs.claims_problems(value, "job x: parameter CLAIMS"), monkeypatch)
+        assert computed == first == again
+    assert jobs.claims_problems("seed-001", "w") == []
+    assert "unknown claims file 'no-such-claims'" in jobs.claims_problems("no-such-claims", "w")[0]
+
+
+def test_cost_fits_read_back_are_those_computed_with_their_warnings(cache, tmp_path, monkeypatch, capsys):
+    timings = tmp_path / "timings"
+    timings.mkdir()
+    for f in cost_model.TIMINGS_DIR.glob("*.json"):
+        (timings / f.name).write_bytes(f.read_bytes())
+    (timings / "broken.json").write_text("{not json", encoding="utf-8")
+
+    def fits():
+        cost_model.fitted_costs.cache_clear()
+        return cost_model.fitted_costs(timings)
+
+    computed, first, again = _twice(fits, monkeypatch)
+    assert computed == first == again and computed
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if "broken.json" in ln]
+    assert len(warned) == 3  # printed by each: computed, remembered, read back
+    cost_model.fitted_costs.cache_clear()
