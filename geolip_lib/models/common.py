@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import stat
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -19,13 +20,41 @@ from transformers.core_model_loading import revert_weight_conversion
 from transformers.utils import logging as tlog
 
 from ..families import spec
+from ..params import model_file_label
 from ..provenance import file_sha256
+from ..roots import RootReadError
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 class ModelLoadError(RuntimeError):
     """A model cannot be obtained (not cached and unreachable, missing directory or package)."""
+
+
+class ModelFileError(ModelLoadError, RootReadError):
+    """A file a params file names (``gguf_file:``, ``onnx_file:``, ``ct2_file:``) that is not there or cannot be
+    read: a typo, a folder, a pipe, a truncated or lying file. One line naming it; a :class:`RootReadError` too, so
+    that the runner's model checks refuse it before any kernel, in a run and in ``--plan`` (issue 39: a typo'd
+    ``gguf_file`` said "no config at hand ... set local_dir:" while local_dir was set; a truncated GGUF was a
+    traceback from ``--plan``)."""
+
+
+def source_file(p, folder: Path, field: str, fmt: str) -> Path:
+    """``folder / <p's field>``: a regular file (a link to one is followed: a Hugging Face cache snapshot links
+    its blobs; each reader then applies its own rule on links), else one :class:`ModelFileError` line saying
+    what it is: missing, a folder, a pipe or a device (never opened: a pipe would block the reader)."""
+    f = Path(folder) / getattr(p, field)
+    fix = f"(fix {field}: in {model_file_label(p.name)})"
+    try:
+        st = f.stat()
+    except OSError:
+        raise ModelFileError(f"model '{p.name}': {fmt} file {f} does not exist {fix}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelFileError(f"model '{p.name}': {fmt} file {f} is a folder, not a file {fix}")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelFileError(f"model '{p.name}': {fmt} file {f} is not a regular file (a pipe or a device); not "
+                             f"read {fix}")
+    return f
 
 
 def model_class(family: str):
@@ -157,6 +186,26 @@ def safetensors_problems(directory: Path) -> list[tuple[Path, str]]:
         except (SafetensorError, OSError) as exc:
             bad.append((f, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
     return bad
+
+
+def derived_problem(directory: Path, sha: str, info: str) -> str:
+    """Why a derived folder (a dequantized GGUF, a converted ONNX / CTranslate2 file) cannot be used as it is, or
+    ``""``: its record ``info`` unreadable or naming another source file, no ``config.json``, a weight file missing
+    or unreadable (truncated, emptied). Issue 39: a damaged ``.cache/gguf/<dir>`` was never rebuilt."""
+    try:
+        rec = json.loads((directory / info).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"{info}: {short_error(exc) or type(exc).__name__}"
+    if not isinstance(rec, dict) or rec.get("sha256") != sha:
+        return f"{info} does not name this source file's sha256"
+    if not (directory / "config.json").is_file():
+        return "no config.json"
+    bad = safetensors_problems(directory)
+    if bad:
+        return f"{bad[0][0].name}: {bad[0][1]}"
+    if not any(directory.glob("*.safetensors")):
+        return "no weight file"
+    return ""
 
 
 def check_finite(model: torch.nn.Module, name: str) -> None:

@@ -38,7 +38,7 @@ from ..paths import cache_root, resolve
 from ..provenance import file_sha256
 from ..lazy import lazy
 from . import packaged
-from .common import ModelLoadError, short_error, weights_hash
+from .common import ModelFileError, ModelLoadError, derived_problem, short_error, source_file, weights_hash
 from .tokenizers import _atomic_dir
 
 # the readers import onnx / ctranslate2 / Whisper's classes: only a model of that source pays for them
@@ -110,11 +110,7 @@ def source_path(p: ModelParams, fetch: bool = True) -> Path:
         if not folder.is_dir():
             raise ModelLoadError(f"model '{p.name}': local directory {folder} does not exist "
                                  f"(fix local_dir: in {model_file_label(p.name)})")
-    f = folder / getattr(p, conv.field)
-    if not f.is_file():
-        raise ModelLoadError(f"model '{p.name}': {conv.fmt} file {f} does not exist (fix {conv.field}: in "
-                             f"{model_file_label(p.name)})")
-    return f
+    return source_file(p, folder, conv.field, conv.fmt)  # a typo, a folder, a pipe: one line naming it
 
 
 def check_file(p: ModelParams, path: Path) -> dict:
@@ -124,7 +120,7 @@ def check_file(p: ModelParams, path: Path) -> dict:
     try:
         return conv.header(p, path)
     except (ValueError, OSError) as exc:
-        raise ModelLoadError(f"model '{p.name}': {conv.fmt} file {path} cannot be read ({short_error(exc)})") from None
+        raise ModelFileError(f"model '{p.name}': {conv.fmt} file {path} cannot be read ({short_error(exc)})") from None
 
 
 def _target(p: ModelParams, path: Path) -> tuple[Path, str]:
@@ -136,13 +132,16 @@ def _target(p: ModelParams, path: Path) -> tuple[Path, str]:
 
 def existing_dir(p: ModelParams) -> Optional[Path]:
     """The converted folder of ``p`` when it exists already (nothing fetched or converted: the preflight and the
-    planner read its config.json), else None."""
+    planner read its config.json), else None. A ``local_dir`` file that is missing, a folder or a pipe is its own
+    line (:class:`.common.ModelFileError`), never "no config at hand"."""
     try:
         path = source_path(p, fetch=False)
-    except ModelLoadError:
+    except ModelFileError:
+        raise
+    except ModelLoadError:  # a package not fetched yet
         return None
-    target, _ = _target(p, path)
-    return target if (target / SOURCE_INFO).is_file() else None
+    target, sha = _target(p, path)
+    return target if (target / SOURCE_INFO).is_file() and not derived_problem(target, sha, SOURCE_INFO) else None
 
 
 def converted_dir(p: ModelParams, path: Path) -> Path:
@@ -150,8 +149,12 @@ def converted_dir(p: ModelParams, path: Path) -> Path:
     conv = CONVERTERS[p.source]
     target, sha = _target(p, path)
     if (target / SOURCE_INFO).is_file():
-        return target
-    if target.exists():  # no record: a folder someone else left (or a killed run that got past the rename)
+        why = derived_problem(target, sha, SOURCE_INFO)
+        if not why:
+            return target
+        print(f"[{p.source}] rebuilding the damaged copy {target} ({why})", file=sys.stderr, flush=True)
+        shutil.rmtree(target, ignore_errors=True)
+    elif target.exists():  # no record: a folder someone else left (or a killed run that got past the rename)
         shutil.rmtree(target, ignore_errors=True)
 
     def write(out: Path) -> None:

@@ -34,6 +34,7 @@ import contextlib
 import io
 import json
 import re
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -48,7 +49,8 @@ from ..paths import cache_root, resolve
 from ..provenance import file_sha256
 from ..results import atomic_write_text
 from . import packaged
-from .common import ModelLoadError, model_class, quiet_transformers, short_error, weights_hash
+from .common import (ModelFileError, ModelLoadError, derived_problem, model_class, quiet_transformers,
+                     short_error, source_file, weights_hash)
 from .tokenizers import _atomic_dir
 
 __all__ = ["SOURCE_INFO", "check_tensors", "config_dict", "dequantized_dir", "folder", "gguf_path", "quantization",
@@ -74,12 +76,8 @@ def folder(p: ModelParams, fetch: bool = True) -> Path:
 
 
 def gguf_path(p: ModelParams, fetch: bool = True) -> Path:
-    """The GGUF file of ``p`` (one line when it is missing)."""
-    f = folder(p, fetch) / p.gguf_file
-    if not f.is_file():
-        raise ModelLoadError(f"model '{p.name}': GGUF file {f} does not exist (fix gguf_file: in "
-                             f"{model_file_label(p.name)})")
-    return f
+    """The GGUF file of ``p`` (one line when it is missing, a folder, a pipe: :func:`.common.source_file`)."""
+    return source_file(p, folder(p, fetch), "gguf_file", "GGUF")
 
 
 def _reader(path: Path) -> GGUFReader:
@@ -92,7 +90,7 @@ def _reader(path: Path) -> GGUFReader:
     except Exception as exc:  # noqa: BLE001 - a truncated, lying or foreign file: one line
         why = f"{type(exc).__name__}: {short_error(exc)}"
     if why:
-        raise ModelLoadError(f"GGUF file {path} cannot be read ({why}); re-download it") from None
+        raise ModelFileError(f"GGUF file {path} cannot be read ({why}); re-download it") from None
     return reader
 
 
@@ -215,19 +213,22 @@ def _read_hf_config(p: ModelParams, path: Path):
         with quiet_transformers():
             cfg = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name, **p.config)
     except Exception as exc:  # noqa: BLE001 - an architecture transformers cannot read from GGUF: one line
-        raise ModelLoadError(f"model '{p.name}': transformers cannot read {path} as a model "
+        raise ModelFileError(f"model '{p.name}': transformers cannot read {path} as a model "
                              f"({type(exc).__name__}: {short_error(exc)})") from None
     return cfg
 
 
 def config_dict(p: ModelParams) -> Optional[dict]:
     """The model's config as a ``config.json`` dict, for sizing and checks without loading weights
-    (``None`` when the file is not at hand: a package not fetched yet)."""
+    (``None`` when the file is not at hand: a package not fetched yet). A ``local_dir`` file that is missing,
+    a folder, a pipe or unreadable is its own line (:class:`.common.ModelFileError`), never "no config at hand"."""
     try:
-        path = gguf_path(p, fetch=False)
+        d = folder(p, fetch=False)
     except ModelLoadError:
-        return None
-    return hf_config(p, path).to_dict()
+        if p.package is not None:
+            return None
+        raise
+    return hf_config(p, source_file(p, d, "gguf_file", "GGUF")).to_dict()
 
 
 def _check_family(p: ModelParams, path: Path, cfg) -> None:
@@ -243,7 +244,13 @@ def dequantized_dir(p: ModelParams, path: Path) -> Path:
     key = weights_hash([sha, transformers.__version__, p.config, LAYOUT])
     target = cache_root() / "gguf" / f"{path.stem}-{key}"
     if (target / SOURCE_INFO).is_file():
-        return target
+        why = derived_problem(target, sha, SOURCE_INFO)
+        if not why:
+            return target
+        print(f"[gguf] rebuilding the damaged copy {target} ({why})", file=sys.stderr, flush=True)
+        shutil.rmtree(target, ignore_errors=True)
+    elif target.exists():  # no record: a folder someone else left (or a killed run that got past the rename)
+        shutil.rmtree(target, ignore_errors=True)
     types = quantization(path)  # the header first: a broken file is one line before transformers reads it
     cfg = hf_config(p, path)
     _check_family(p, path, cfg)

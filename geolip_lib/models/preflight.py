@@ -583,6 +583,9 @@ def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
     if p.source in _converted.CONVERTERS:  # the converted folder's config, once converted (the file's own folder
         # holds another format's config.json: CTranslate2's); None before the first conversion
         d = _converted.existing_dir(p)
+        if d is None and p.package is None:  # not converted yet: the file read by its bounded reader, so that a
+            # truncated, lying or foreign file is its own line here (issue 39), not "no config at hand" from the plan
+            _converted.check_file(p, _converted.source_path(p, fetch=False))
         return read(d) if d is not None else None
     if p.local_dir or p.source == "local":
         d = resolve(p.local_dir) if p.local_dir else local_dir(p)
