@@ -230,11 +230,14 @@ job.table(shown, caption="Verdict per attention group (mean operator cosine to t
 # interval is the same bootstrap over layer pairs as §6, and the random-init column the
 # mean over the 5 init seeds with its prediction interval. Sorted
 # spectra of independent random matrices of one shape are already close, so the
-# random-init column is the baseline to beat.
+# random-init column is the baseline to beat. The same records are this job's
+# `metrics.claims` (`operators.tables.operator_claims`): seed 004's question as data,
+# `params/claims/seed-004.yaml`, given verdicts by notebook 15 beside the random-init null.
 
 # %%
 spectral = tables.spectral_records(analyses, null_an, intervals, null_intervals, samples, null_samples_seeds)
 metrics["spectral_vs_operator"] = spectral
+metrics["claims"] = tables.operator_claims(spectral)  # seed 004's claims: params/claims/seed-004.yaml, notebook 15
 if ops:  # no attention group: no figure (the reason is in not_run)
     job.figure(plots.spectral_vs_operator(analyses, null_an), "spectral_vs_operator", key=True)
 job.table(tables.spectral_table(spectral), caption="Operator vs spectral cosine between layers (means over "

@@ -22,7 +22,7 @@ from .nulls import ITEM_KIND
 
 __all__ = ["group_rows", "cosine_table", "rescale_table", "sign_table", "principal_angle_table", "verdict_rows",
            "SPECTRAL_KEYS", "spectral_records", "spectral_table", "FIRST_GROUP", "first_group_headline",
-           "null_over_init_seeds"]
+           "null_over_init_seeds", "OPERATOR_CLAIMS", "operator_claims"]
 
 NAN = float("nan")
 
@@ -184,6 +184,26 @@ def spectral_records(analyses: Mapping[str, dict], null: Mapping[str, dict], int
             h["items_interval"] = iv[item].as_dict()
             out[g][key] = h
     return out
+
+
+#: seed 004's question as claims records (``params/claims/seed-004.yaml``): record -> its
+#: :data:`SPECTRAL_KEYS` key. Every group is a scope ("decoder.self", "encoder.self", "vision.self",
+#: "decoder.cross"); the claims file says which scopes a reading reads.
+OPERATOR_CLAIMS = {"qk_operator_cos": "operator_cos_to_anchor", "qk_spectral_cos": "spectral_cos_to_anchor",
+                   "qk_spectral_minus_operator": "spectral_minus_operator"}
+
+
+def operator_claims(spectral: Mapping[str, Mapping[str, dict]]) -> dict:
+    """``metrics["claims"]`` records of notebook 06 for seed 004's claims (issue 36 §6): per record of
+    :data:`OPERATOR_CLAIMS`, ``{group: headline}`` from :func:`spectral_records` (exact means over
+    every layer pair and head, the random-init null over its init seeds). A group without layer
+    pairs (one layer) records nothing."""
+    claims = {"qk_operator_cos": {}, "qk_spectral_cos": {}, "qk_spectral_minus_operator": {}}
+    for g, recs in spectral.items():
+        for record, key in OPERATOR_CLAIMS.items():
+            if key in recs:
+                claims[record][g] = recs[key]
+    return claims
 
 
 #: notebook 06's headlines of the first group -> (label, fmt, note)

@@ -675,12 +675,14 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
     if other:
         table = claims.load(claims_file)
         who = table.title.split(":")[0].strip()
-        sid, heading, whose = f"claims-{re.sub(r'[^a-z0-9]+', '-', str(claims_file).lower()).strip('-')}", \
-            f"Do {who}'s claims hold?", "the paper's"
-        lead = (f"Each row is a claim of {who} (<code>{html.escape(table.file)}</code>, the same verdict rules as "
-                "seed 001's table); each column a model that ran here: first the paper's own models, then trained "
-                "stand-ins (their verdict says whether the property holds there, not whether the paper's claim about "
-                "its models does). A cell's mark gives the verdict (colour and shape), the number under it the "
+        a_seed = who.lower().startswith("seed")  # another seed document (seed 004) or a paper's table
+        whose = "the seed's" if a_seed else "the paper's"
+        sid, heading = f"claims-{re.sub(r'[^a-z0-9]+', '-', str(claims_file).lower()).strip('-')}", \
+            f"Do {who}'s claims hold?"
+        lead = (f"Each row is a claim of {html.escape(who)} (<code>{html.escape(table.file)}</code>, the same verdict "
+                f"rules as seed 001's table); each column a model that ran here: first {whose} own models, then "
+                f"trained stand-ins (their verdict says whether the property holds there, not whether {whose} claim "
+                "about its models does). A cell's mark gives the verdict (colour and shape), the number under it the "
                 "measured value [95 % interval]")
     else:
         sid, heading, whose = "seed-claims", "Do the seed's claims hold?", "the seed's"
