@@ -21,7 +21,7 @@ from .style import CSS, PRINT_CSS
 
 
 def recorded_selection(out_root: Path) -> dict | None:
-    """The ``--models`` / ``--notebooks`` selection of the root's last run, as the runner records it
+    """The ``--models`` / ``--notebooks`` selection of the root's runs together, as the runner records it
     in ``.profile.json`` (``{"selection": {"models": [...] | None, "notebooks": [...] | None}}``)."""
     try:
         data = json.loads((Path(out_root) / ROOT_PROFILE).read_text(encoding="utf-8"))

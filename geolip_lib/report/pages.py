@@ -16,7 +16,8 @@ from .style import BIAS_MARK, CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG, SEPARATED
 def run_description(profile: str, groups: dict[str, list[JobRecord]], run: dict | None = None) -> str:
     """The header's account of this root's run: the profile, the notebooks and models that ran
     (trained models apart from tiny random ones), and the ``--models`` / ``--notebooks`` selection
-    that narrowed it (``run["selection"]``, from the root's ``.profile.json``). The profile's own
+    that narrowed it (``run["selection"]``, from the root's ``.profile.json``: every run of the root
+    together, ``runner.root_record.merged_selection``, not its last run). The profile's own
     description is printed only where the run was not narrowed to other models: a ``--models
     my-phi3`` report is not headed with the demo's description."""
     run = run or {}
@@ -30,7 +31,7 @@ def run_description(profile: str, groups: dict[str, list[JobRecord]], run: dict 
     narrowed = [f"--{k} {' '.join(map(str, v))}" for k, v in sel.items() if v and k in ("models", "notebooks")]
     outside = sorted(set(models) - set(run.get("profile models") or models))
     lines = [f"Profile <code>{html.escape(profile)}</code>"
-             + (f" (its last run narrowed by <code>{html.escape(' '.join(narrowed))}</code>)" if narrowed else "") + ": "
+             + (f" (this root's runs narrowed by <code>{html.escape(' '.join(narrowed))}</code>)" if narrowed else "") + ": "
              f"{len(notebooks)} notebook(s) ({html.escape(', '.join(notebooks))})."]
     if trained:
         lines.append(f"Trained models: {html.escape(', '.join(trained))}.")

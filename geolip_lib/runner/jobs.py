@@ -20,8 +20,9 @@ from ..params import ParamsError, add_model_file, check_name, load_model_params,
 from ..paths import PARAMS, ROOT
 from .jobspec import Job, JobResult, job_dir  # noqa: F401 - re-exported
 from .model_checks import model_problems  # noqa: F401 - re-exported
-from .notebooks import (_parameters_cell, notebook_declared, notebook_defaults, notebook_digest,  # noqa: F401
-                        notebook_parameters, notebook_path, notebooks_dir, read_notebook, reads_other_jobs)
+from .notebooks import (_parameters_cell, adds_no_models, notebook_declared, notebook_defaults,  # noqa: F401
+                        notebook_digest, notebook_parameters, notebook_path, notebooks_dir, read_notebook,
+                        reads_other_jobs)
 from .parameters import (ANY, EXPRESSION, RangeSyntaxError, check_value, compile_range, range_names,
                          range_problem)
 from .parameters import coerce_parameter  # noqa: F401 - re-exported (run_all, tests)
@@ -90,8 +91,7 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
             # --models selects model jobs; a model-free job that reads the others' results and loads no models
             # of its own (15's claims; not 03, whose MODELS it would compute) stays when a selected job feeds it
             # (every notebook before it in the profile), else it is left out
-            if models and model not in models and not (model is None and jobs and reads_other_jobs(nb)
-                                                       and not {"MODEL", "MODELS"} & set(notebook_parameters(nb))):
+            if models and model not in models and not (model is None and jobs and adds_no_models(nb)):
                 continue
             jobs.append(Job(profile=prof.name, notebook=nb, job_id=job_id, model=model,
                             parameters={**base, **extra_params},

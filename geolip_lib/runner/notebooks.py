@@ -81,3 +81,10 @@ def reads_other_jobs(notebook: str) -> bool:
     parallel run starts it only after every job before it has finished."""
     return any("REPORT_ROOT" in c.source for c in read_notebook(notebook).cells
                if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
+
+
+def adds_no_models(notebook: str) -> bool:
+    """Whether the notebook reads the other jobs' results and loads no model of its own (15's claims;
+    not 03, which computes its ``MODELS``): ``--models`` keeps its job when a selected job feeds it,
+    and a run of it adds no models to what an output root holds."""
+    return reads_other_jobs(notebook) and not {"MODEL", "MODELS"} & set(notebook_parameters(notebook))

@@ -8,8 +8,10 @@ import os
 from pathlib import Path
 
 from .. import roots
+from ..params import ParamsError
 from ..results import atomic_write_text
 from .lock import RunError
+from .notebooks import adds_no_models
 
 
 #: the file in an output root naming the profile that writes it
@@ -56,13 +58,53 @@ def check_ours(out_root: Path) -> None:
                        "earlier run")
 
 
+def _recorded(out_root: Path) -> dict | None:
+    """The selection ``.profile.json`` holds (None: none, or not of the shape written here)."""
+    try:
+        sel = roots.read_json(out_root, Path(out_root) / ROOT_PROFILE, max_bytes=64 * 1024).get("selection")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(sel, dict) or not all(sel.get(k) is None or isinstance(sel.get(k), list)
+                                            for k in ("models", "notebooks")):
+        return None
+    return {k: sel.get(k) for k in ("models", "notebooks")}
+
+
+def _union(a: list | None, b: list | None) -> list | None:
+    """Two runs' ``--models`` (or ``--notebooks``) together; None (every one) absorbs the other."""
+    return None if a is None or b is None else sorted(set(map(str, a)) | set(map(str, b)))
+
+
+def _adds_no_models(notebook: str) -> bool:
+    try:
+        return adds_no_models(notebook)
+    except (OSError, ValueError, ParamsError):  # a notebook since renamed or removed: count its models
+        return False
+
+
+def merged_selection(old: dict | None, new: dict) -> dict:
+    """The selection of an output root after a run of ``new`` on a root that held ``old`` (issue 38
+    §1: the header describes the root, not its last run): models and notebooks each the union of the
+    two, None (every one) absorbing; a run of notebooks that only read the other jobs' results (15's
+    claims: :func:`.notebooks.adds_no_models`) adds its notebooks and no models. No ``old`` (a new
+    root, or one from before selections were kept): the run's own."""
+    if old is None:
+        return dict(new)
+    nbs = new.get("notebooks")
+    models = old.get("models") if nbs and all(_adds_no_models(nb) for nb in nbs) else \
+        _union(old.get("models"), new.get("models"))
+    return {"models": models, "notebooks": _union(old.get("notebooks"), nbs)}
+
+
 def claim_root(out_root: Path, profile: str, selection: dict | None = None) -> None:
     """Before a run writes into ``out_root``: refuse a root of another profile (one-line RunError),
-    else record ``profile`` in it (atomically), with the run's ``selection`` when given
-    (``{"models": [...] | None, "notebooks": [...] | None}``: ``--models`` / ``--notebooks``; the
-    report's header names it)."""
+    else record ``profile`` in it (atomically), with the selection of every run of it when this run's
+    ``selection`` is given (``{"models": [...] | None, "notebooks": [...] | None}``: ``--models`` /
+    ``--notebooks``, merged with the root's by :func:`merged_selection`; the report's header names it)."""
     _other_profile(out_root, profile)
     if root_profile(out_root) is None or selection is not None:
+        if selection is not None and root_profile(out_root) is not None:
+            selection = merged_selection(_recorded(out_root), selection)
         atomic_write_text(Path(out_root) / ROOT_PROFILE, json.dumps(
             {"profile": profile, **({"selection": selection} if selection is not None else {})}) + "\n")
 
