@@ -75,3 +75,13 @@ def sandbox(tmp_path, monkeypatch):
     monkeypatch.setattr(run_all, "NOTEBOOKS", box.nbdir)
     monkeypatch.setenv("GEOLIP_NOTEBOOKS", str(box.nbdir))
     yield box
+
+
+@pytest.fixture(autouse=True)
+def _model_files_given_by_path(monkeypatch):
+    """``--models path/to/x.yaml`` makes that file loadable by name through an environment variable
+    (``params.add_model_file``): restored after each probe, so that a probe's params file (in its own
+    tmp folder, gone afterwards) is not a "shipped" model of the next test in this process."""
+    from geolip_lib.params import MODEL_FILES_ENV
+
+    monkeypatch.delenv(MODEL_FILES_ENV, raising=False)
