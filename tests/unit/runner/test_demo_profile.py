@@ -37,4 +37,6 @@ def test_the_main_jobs_plan_says_every_job_finishes_within_its_limit(tmp_path):
     assert plan.time_lines() == []
     for r in plan.rows:
         assert r.seconds is not None and r.seconds < 600, (r.label, r.seconds, r.time_basis)
+        # a change of the demo's parameters or of a job's drivers: measure the job again (--cold) and
+        # write timings/demo-<date>.json with python -m geolip_lib.runner.calibration collect ROOT demo OUT
         assert "measured on the demo profile" in r.time_basis, r.time_basis
