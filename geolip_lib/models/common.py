@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
 import stat
+import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -206,6 +208,22 @@ def derived_problem(directory: Path, sha: str, info: str) -> str:
     if not any(directory.glob("*.safetensors")):
         return "no weight file"
     return ""
+
+
+def intact_derived(directory: Path, sha: str, info: str, label: str) -> bool:
+    """True when the derived folder ``directory`` can be used as it is (:func:`derived_problem`); otherwise it is
+    removed and False is returned, so that the caller builds it again: a damaged copy is said in one line
+    (``[label] rebuilding the damaged copy ...``), a folder without its record (someone else's, or a killed run's
+    that got past the rename) is removed silently. One home for the GGUF and the ONNX / CTranslate2 copies."""
+    if (directory / info).is_file():
+        why = derived_problem(directory, sha, info)
+        if not why:
+            return True
+        print(f"[{label}] rebuilding the damaged copy {directory} ({why})", file=sys.stderr, flush=True)
+        shutil.rmtree(directory, ignore_errors=True)
+    elif directory.exists():
+        shutil.rmtree(directory, ignore_errors=True)
+    return False
 
 
 def check_finite(model: torch.nn.Module, name: str) -> None:

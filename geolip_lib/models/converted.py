@@ -25,7 +25,6 @@ wheels, :mod:`.packaged`) or ``local_dir:``, as for GGUF files.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from ..paths import cache_root, resolve
 from ..provenance import file_sha256
 from ..lazy import lazy
 from . import packaged
-from .common import ModelFileError, ModelLoadError, derived_problem, short_error, source_file, weights_hash
+from .common import ModelFileError, ModelLoadError, derived_problem, intact_derived, short_error, source_file, weights_hash
 from .tokenizers import _atomic_dir
 
 # the readers import onnx / ctranslate2 / Whisper's classes: only a model of that source pays for them
@@ -148,14 +147,8 @@ def converted_dir(p: ModelParams, path: Path) -> Path:
     """The checked ``save_pretrained`` folder of ``path`` (converted once, atomically; see the module docstring)."""
     conv = CONVERTERS[p.source]
     target, sha = _target(p, path)
-    if (target / SOURCE_INFO).is_file():
-        why = derived_problem(target, sha, SOURCE_INFO)
-        if not why:
-            return target
-        print(f"[{p.source}] rebuilding the damaged copy {target} ({why})", file=sys.stderr, flush=True)
-        shutil.rmtree(target, ignore_errors=True)
-    elif target.exists():  # no record: a folder someone else left (or a killed run that got past the rename)
-        shutil.rmtree(target, ignore_errors=True)
+    if intact_derived(target, sha, SOURCE_INFO, p.source):
+        return target
 
     def write(out: Path) -> None:
         print(f"[{p.source}] converting {path.name} once into {target} and checking it against the original",
