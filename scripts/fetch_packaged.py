@@ -215,6 +215,9 @@ def _main(argv=None) -> int:
             print(f"[fetch] nothing to fetch for {', '.join(args.names)}")
         return 0
 
+    # transformers' "Writing model shards" / "Loading weights" bars are noise in set-up's output (the prepare step);
+    # tqdm reads TQDM_DISABLE when it is first imported: by the import below
+    os.environ.setdefault("TQDM_DISABLE", "1")
     from geolip_lib.models import packaged  # noqa: E402 - imports torch and transformers: only when needed
     from geolip_lib.params import ParamsError
 
