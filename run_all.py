@@ -201,6 +201,12 @@ def main(argv=None) -> int:
             skipped = sum(r.skipped for r in results)
             print(f"{done} job(s) ran, {skipped} skipped (done), {len(failures)} failed "
                   f"in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+            from geolip_lib.runner.jobs import claims_left_out
+
+            for nb in claims_left_out(args.profile, args.notebooks):  # fed by this run, not run by it: said
+                print(f"note: {nb} did not run (not in --notebooks), so its verdicts do not read this run's "
+                      f"results: run it with --notebooks {nb}, or the whole profile with --resume (it reruns "
+                      "only what is stale)", file=sys.stderr)
         else:
             load_profile(args.profile, notebooks_dir=notebooks)
         from geolip_lib import report

@@ -113,6 +113,18 @@ def jobs_for_profile(profile: str, models: list[str] | None = None,
     return jobs
 
 
+def claims_left_out(profile: str, notebooks: list[str] | None) -> list[str]:
+    """The notebooks of ``profile`` that only read the other jobs' results (15's claims:
+    :func:`.notebooks.adds_no_models`) and that ``--notebooks`` left out though a selected notebook
+    feeds them (comes before them in the profile): their verdicts do not read this run's results, which
+    the run says in one line (issue 38 §1: the claims are never dropped silently). None: the whole profile."""
+    if not notebooks:
+        return []
+    order = list(load_profile(profile, notebooks_dir=notebooks_dir()).notebooks)
+    return [nb for i, nb in enumerate(order)
+            if nb not in notebooks and set(order[:i]) & set(notebooks) and adds_no_models(nb)]
+
+
 def with_timeout(jobs: list[Job], timeout: int | None) -> list[Job]:
     """``run_all.py --timeout``: every job's time limit replaced for this run (None: as planned)."""
     if timeout is not None:

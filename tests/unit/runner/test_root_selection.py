@@ -60,3 +60,37 @@ def test_the_header_after_a_models_run_and_a_claims_run_names_the_models_not_the
     head = pages.run_description("demo", {}, {"description": "the demo", "selection": sel,
                                               "profile models": ["all-minilm-l6-v2"]})
     assert "--models my-phi3" in head and "15_seed_claims" not in head and "last run" not in head
+
+
+# ---------------------------------------------------------------- --notebooks that feed the claims
+def test_notebooks_that_feed_the_claims_name_the_claims_they_left_out():
+    from geolip_lib.runner.jobs import claims_left_out
+
+    assert claims_left_out("demo", ["02_weight_topology"]) == ["15_seed_claims"]
+    assert claims_left_out("demo", ["02_weight_topology", "15_seed_claims"]) == []
+    assert claims_left_out("demo", None) == []  # the whole profile: 15 runs
+    assert claims_left_out("demo", ["15_seed_claims"]) == []
+
+
+def test_a_run_of_notebooks_that_feed_the_claims_says_the_claims_did_not_run(tmp_path, monkeypatch, capsys):
+    """A profile of notebook 'ok' then 'agg' (it reads the other jobs' results, loads no model): a run of
+    --notebooks ok says in one line that agg did not run and what runs it; a run of both says nothing."""
+    import run_all
+    from tests.reliability.conftest import OK_NB, write_notebook
+
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    write_notebook(nbdir / "ok.ipynb")
+    write_notebook(nbdir / "agg.ipynb", OK_NB.replace('"ok"', '"agg"') + "\nprint(REPORT_ROOT)\n")
+    monkeypatch.setattr(run_all, "NOTEBOOKS", nbdir)
+    monkeypatch.setenv("GEOLIP_NOTEBOOKS", str(nbdir))
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: p\ndescription: probe\nnotebooks:\n  ok:\n    per_model: false\n"
+                    "  agg:\n    per_model: false\n", encoding="utf-8")
+    argv = ["--profile", str(prof), "--out", str(tmp_path / "out"), "--no-pdf", "--jobs", "1"]
+    assert run_all.main([*argv, "--notebooks", "ok"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [ln for ln in err if "agg" in ln and "did not run" in ln]
+    assert len(said) == 1 and "--notebooks agg" in said[0] and "--resume" in said[0], err
+    assert run_all.main([*argv, "--notebooks", "ok", "agg"]) == 0
+    assert not [ln for ln in capsys.readouterr().err.splitlines() if "did not run" in ln]
