@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """How long ``run_all.py`` takes before it does anything (issue 38 §2): ``--help``, ``--plan --profile tiny``
 and refusals (a flag out of range, an unknown profile, a parameter of the wrong type, a value out of its range,
-an undeclared parameter, a model with no params file, an unknown claims file), each against the goal of 2 s on
-a quiet machine.
+an undeclared parameter, a model with no params file, an unknown claims file; and a wrong type in the demo
+profile, whose models are PyPI packages), each against the goal of 2 s on a quiet machine.
 
 Each command runs in a fresh interpreter (best of ``--repeat``); printed per command: the wall seconds,
 the CPU seconds of the process (user + system: what the wall time is on a quiet machine, where nothing else
@@ -36,11 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 GOAL_S = 2.0
 
 
-def _tiny_with(tmp: Path, name: str, change) -> Path:
-    """A copy of the tiny profile changed by ``change(profile dict)`` (a refusal made by the checks)."""
-    prof = yaml.safe_load((ROOT / "params" / "profiles" / "tiny.yaml").read_text(encoding="utf-8"))
+def _tiny_with(tmp: Path, name: str, change, profile: str = "tiny") -> Path:
+    """A copy of the tiny (or another) profile changed by ``change(profile dict)`` (a refusal made by the checks)."""
+    prof = yaml.safe_load((ROOT / "params" / "profiles" / f"{profile}.yaml").read_text(encoding="utf-8"))
     change(prof["notebooks"])
-    f = tmp / f"tiny-{name}.yaml"
+    f = tmp / f"{profile}-{name}.yaml"
     f.write_text(yaml.safe_dump(prof, sort_keys=False), encoding="utf-8")
     return f
 
@@ -53,6 +53,9 @@ def _refusals(tmp: Path) -> list[tuple[str, list[str], int]]:
     no_model = _tiny_with(tmp, "no-params-file", lambda n: nb01(n)["models"].append("no-such-model"))
     no_claims = _tiny_with(tmp, "no-claims-file",
                            lambda n: n["15_seed_claims"]["jobs"][0]["parameters"].update(CLAIMS="no-such-claims"))
+    # the main job's profile (make report): its models are PyPI packages, checked from their files each time
+    demo_wrong = _tiny_with(tmp, "wrong-type", lambda n: n["01_embedding_terrain"].setdefault("parameters", {})
+                            .update(N_COS_SAMPLE="many"), profile="demo")
     return [
         ("refusal: --jobs 0", ["--jobs", "0"], 2),
         ("refusal: unknown profile", ["--profile", "no-such-profile", "--plan"], 2),
@@ -61,6 +64,7 @@ def _refusals(tmp: Path) -> list[tuple[str, list[str], int]]:
         ("refusal: undeclared param", ["--profile", str(undeclared), "--plan"], 2),
         ("refusal: no params file", ["--profile", str(no_model)], 2),
         ("refusal: no claims file", ["--profile", str(no_claims), "--plan"], 2),
+        ("refusal: wrong type (demo)", ["--profile", str(demo_wrong), "--plan"], 2),
     ]
 
 
