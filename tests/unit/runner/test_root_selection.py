@@ -94,3 +94,21 @@ def test_a_run_of_notebooks_that_feed_the_claims_says_the_claims_did_not_run(tmp
     assert len(said) == 1 and "--notebooks agg" in said[0] and "--resume" in said[0], err
     assert run_all.main([*argv, "--notebooks", "ok", "agg"]) == 0
     assert not [ln for ln in capsys.readouterr().err.splitlines() if "did not run" in ln]
+
+
+# ---------------------------------------------------------------- a refusal after a notebook is saved
+def test_the_claims_check_is_remembered_across_a_notebook_saved_with_outputs(tmp_path):
+    """Issue 38 §2: the claims check (torch, 4.3 CPU s) is remembered by what it reads of notebooks/: the
+    entries' names and the .py files, not the .ipynb bytes JupyterLab rewrites on each save."""
+    from geolip_lib.runner.jobs import notebooks_code_digest
+
+    (tmp_path / "01_x.ipynb").write_text('{"cells": []}')
+    (tmp_path / "01_x.py").write_text("record = 1\n")
+    before = notebooks_code_digest(tmp_path)
+    (tmp_path / "01_x.ipynb").write_text('{"cells": [], "outputs": ["saved in the lab"]}')
+    assert notebooks_code_digest(tmp_path) == before
+    (tmp_path / "01_x.py").write_text("record = 2\n")
+    assert notebooks_code_digest(tmp_path) != before
+    after_py = notebooks_code_digest(tmp_path)
+    (tmp_path / "02_y.ipynb").write_text("{}")  # a new notebook name: the claims may name it
+    assert notebooks_code_digest(tmp_path) != after_py
