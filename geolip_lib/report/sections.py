@@ -638,7 +638,7 @@ def _claims_data(out_root: Path, claims_file: str | None = None):
     summary = claims.summarize(rows, *extra)
     pipeline = getattr(claims.evaluation, "pipeline_checks", None)
     tiny = pipeline(out_root, *extra) if pipeline else []
-    m = claims_tables.matrix(rows, summary, pipeline_checks=tiny)
+    m = claims_tables.matrix(rows, summary, *extra, pipeline_checks=tiny)  # its rows are that file's claims
     m["descriptions"] = claims.model_descriptions(out_root, *extra)  # what each model is (issue 36 §5)
     return rows, summary, m
 

@@ -92,3 +92,20 @@ def test_the_quantities_see_a_rotated_operator_as_the_same_spectrum_and_a_differ
             assert abs(op) < 0.2
         else:
             assert op == pytest.approx(1.0, abs=1e-9)
+
+
+def test_another_files_matrix_has_that_files_claims_and_models(tmp_path):
+    """The real profile's report showed seed 001's claims as the rows of the Ethayarajh (2019) and seed 004
+    matrices, with the paper's models (bert-base-uncased, elmo, gpt2) as 'trained stand-ins': the report's matrix
+    was built without its claims file (sections._claims_data)."""
+    _write_job(tmp_path, NB06, "qwen2.5-coder-1.5b", _records(0.99, 0.02, 0.97, 0.5, 0.0, 0.5))
+    _, _, m = sections._claims_data(tmp_path, "seed-004")
+    assert [c.id for c in m["claims"]] == ["spectral_shape_shared", "eigenvectors_differ", "spectrum_beyond_operator"]
+    assert m["stand-ins"] == ["qwen2.5-coder-1.5b"] and "qwen3-4b" not in m["stand-ins"]
+    assert m["cells"][("spectral_shape_shared", "qwen2.5-coder-1.5b")]["verdict"] == claims.HELD
+    d = tmp_path / sections.CLAIMS_NOTEBOOK / "seed-004"
+    d.mkdir(parents=True)
+    groups = {sections.CLAIMS_NOTEBOOK: [JobRecord(sections.CLAIMS_NOTEBOOK, "seed-004", d,
+                                                   {"metrics": {"claims_file": "params/claims/seed-004.yaml"}})]}
+    page = html.unescape(sections.seed_claims_section(tmp_path, groups, embed=True, claims_file="seed-004"))
+    assert "spectral shape shared across layers" in page and "pentachoron CV" not in page
