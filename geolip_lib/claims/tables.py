@@ -15,7 +15,7 @@ from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, STATUSES, UNDE
 
 __all__ = ["SUMMARY_COLUMNS", "DETAIL_COLUMNS", "READINGS_COLUMNS", "summary_frame", "detail_frame", "readings_frame",
            "headline", "power_sentences", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
-           "matrix_frame"]
+           "matrix_frame", "owner"]
 
 #: one row per (claim, reading): the report's lead table
 SUMMARY_COLUMNS = ["title", "reading", "seed value", "seed models", "measured as", "verdict", "reason", "stand-ins",
@@ -199,12 +199,19 @@ def matrix(rows: list[dict], summary: Optional[list[dict]] = None, claims: Any =
         verdict[c.id] = (tested[0] if len(tested) == 1 else UNDECIDED if tested else
                          fold_verdicts(s["verdict"] for s in mine))
     out = {"claims": list(cs.claims), "seed": seed, "stand-ins": stand, "cells": cells, "verdict": verdict,
-           "summary": summary, "pipeline checks": sorted(tiny)}
+           "summary": summary, "pipeline checks": sorted(tiny), "whose": owner(cs)}
     out["bottom line"] = {c.id: bottom_line(c, out) for c in cs.claims}
     return out
 
 
-def _where(c: Claim, vals: list[float]) -> str:
+def owner(cs: Any) -> str:
+    """Whose claims a claims file holds, for the page's words: "the seed's" (seed 001, seed 004) or "the
+    paper's" (a published paper's table, Ethayarajh 2019): read from its title's text before ':'."""
+    return "the seed's" if str(getattr(cs, "title", "")).split(":")[0].strip().lower().startswith("seed") \
+        else "the paper's"
+
+
+def _where(c: Claim, vals: list[float], whose: str = "the seed's") -> str:
     """Where values lie against the claim's (first reading's) rule: below, above, inside or around it."""
     r = c.forms[0].rule
     lo = None if r.lo is None else r.lo * c.scale
@@ -214,12 +221,12 @@ def _where(c: Claim, vals: list[float]) -> str:
     if lo is None and hi is None:
         return ""
     if lo is not None and max(vals) < lo:
-        return f", below the seed's value ({c.seed_value})"
+        return f", below {whose} value ({c.seed_value})"
     if hi is not None and min(vals) > hi:
-        return f", above the seed's value ({c.seed_value})"
+        return f", above {whose} value ({c.seed_value})"
     if (lo is None or min(vals) >= lo) and (hi is None or max(vals) <= hi):
-        return f", inside the seed's value ({c.seed_value})"
-    return f", around the seed's value ({c.seed_value})"
+        return f", inside {whose} value ({c.seed_value})"
+    return f", around {whose} value ({c.seed_value})"
 
 
 def _span(vals: list[float], unit: str) -> str:
@@ -244,11 +251,12 @@ def bottom_line(c: Claim, m: dict) -> str:
     trained stand-ins measure against the seed's value, and what the bearing nulls give."""
     seed_cells = [m["cells"][(c.id, x)] for x in m["seed"] if m["cells"][(c.id, x)]["verdict"] != NOT_TESTED]
     v = m["verdict"][c.id]
+    whose = m.get("whose", "the seed's")
     if v == NOT_TESTED or not seed_cells:
-        first = "not tested on the seed's models here"
+        first = f"not tested on {whose} models here"
     else:
         vals = [x for cl in seed_cells if cl["verdict"] != FORCED for x in cl["values"]]
-        first = f"{v} on the seed's models" + (f" ({_span(vals, c.unit)}{_where(c, vals)})" if vals else "")
+        first = f"{v} on {whose} models" + (f" ({_span(vals, c.unit)}{_where(c, vals, whose)})" if vals else "")
     named = [(x, m["cells"][(c.id, x)]) for x in m["stand-ins"]]
     named = [(x, cl) for x, cl in named if cl["verdict"] != NOT_TESTED]
     stand = [cl for _, cl in named]
@@ -257,7 +265,7 @@ def bottom_line(c: Claim, m: dict) -> str:
         vals = [x for cl in stand if cl["verdict"] != FORCED for x in cl["values"]]
         n = len(stand)
         second = (f"on {n} trained stand-in{'s' if n > 1 else ''} it is "
-                  + (_span(vals, c.unit) + _where(c, vals) if vals else "measured")
+                  + (_span(vals, c.unit) + _where(c, vals, whose) if vals else "measured")
                   + f" ({_tally(stand, [x for x, _ in named])})")
         other = {}  # the stand-ins that read a different quantity (self- for cross-attention), by reading
         for x, cl in named:

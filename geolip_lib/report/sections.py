@@ -602,8 +602,9 @@ def matrix_table(m: dict, whose: str = "the seed's") -> str:
                         for x in cols)
     stand = [x for x in m["stand-ins"] if what.get(x)]
     named = ("<p class='note standins'>What the trained stand-ins are (a verdict on one is about that model, not "
-             "the seed's): " + "; ".join(f"<b>{html.escape(x)}</b>: {html.escape(what[x])}" for x in stand)
-             + "</p>") if stand else ""
+             f"{html.escape(whose)} models): "
+             + "; ".join(f"<b>{html.escape(x)}</b>: {html.escape(what[x].rstrip().rstrip('.'))}" for x in stand)
+             + ".</p>") if stand else ""
     return (f"{empty}<div class='tablewrap'><table class='matrix'><thead>{head}</thead><tbody>{body}</tbody></table>"
             f"</div>{named}")
 
@@ -643,10 +644,12 @@ def _claims_data(out_root: Path, claims_file: str | None = None):
     return rows, summary, m
 
 
-def claims_matrix_figure(m: dict, out_root: Path, embed: bool, prefix: str, name: str = "claims_matrix.png") -> str:
+def claims_matrix_figure(m: dict, out_root: Path, embed: bool, prefix: str, name: str = "claims_matrix.png",
+                         title: str = "") -> str:
     """The matrix figure (:func:`geolip_lib.claims.plots.claims_matrix`), written to
-    ``_static/<name>`` under the root (one per claims file); a link to it at full size."""
-    fig = claims_plots.claims_matrix(m)
+    ``_static/<name>`` under the root (one per claims file); a link to it at full size. ``title``: another
+    claims file's heading (default: seed 001's)."""
+    fig = claims_plots.claims_matrix(m, title)
     data = plotting.png_bytes(fig)
     plt.close(fig)
     path = Path(out_root) / "_static" / name
@@ -675,8 +678,7 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
     if other:
         table = claims.load(claims_file)
         who = table.title.split(":")[0].strip()
-        a_seed = who.lower().startswith("seed")  # another seed document (seed 004) or a paper's table
-        whose = "the seed's" if a_seed else "the paper's"
+        whose = claims_tables.owner(table)  # another seed document (seed 004) or a paper's table
         sid, heading = f"claims-{re.sub(r'[^a-z0-9]+', '-', str(claims_file).lower()).strip('-')}", \
             f"Do {who}'s claims hold?"
         lead = (f"Each row is a claim of {html.escape(who)} (<code>{html.escape(table.file)}</code>, the same verdict "
@@ -718,7 +720,8 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
     try:
         if m["seed"] or m["stand-ins"]:  # an empty matrix is said in one line above, not drawn
             parts.append(claims_matrix_figure(m, out_root, embed, prefix,
-                                              f"claims_matrix-{sid}.png" if other else "claims_matrix.png"))
+                                              f"claims_matrix-{sid}.png" if other else "claims_matrix.png",
+                                              f"{heading} Trained stand-ins (not {whose} models)" if other else ""))
     except (OSError, ValueError) as exc:
         parts.append(f"<p class='problem'>The matrix figure could not be drawn ({html.escape(str(exc))}).</p>")
     measured = [r for r in rows if r["value"] is not None]

@@ -109,3 +109,17 @@ def test_another_files_matrix_has_that_files_claims_and_models(tmp_path):
                                                    {"metrics": {"claims_file": "params/claims/seed-004.yaml"}})]}
     page = html.unescape(sections.seed_claims_section(tmp_path, groups, embed=True, claims_file="seed-004"))
     assert "spectral shape shared across layers" in page and "pentachoron CV" not in page
+
+
+def test_a_papers_file_speaks_of_the_papers_models_and_value(tmp_path):
+    """Ethayarajh (2019)'s bottom lines and figure title say 'the paper's', not 'the seed's'; seed 004 says 'the
+    seed's' (claims.tables.owner: one home for the word)."""
+    from geolip_lib.claims import tables as ct
+
+    assert ct.owner(claims.load("ethayarajh-2019")) == "the paper's"
+    assert ct.owner(claims.load("seed-004")) == ct.owner(claims.load("seed-001")) == "the seed's"
+    _write_job(tmp_path, "16_contextual_geometry", "all-minilm-l6-v2", {
+        "anisotropy": {"block outputs": _h(0.40, 0.35, 0.45)}})
+    _, _, m = sections._claims_data(tmp_path, "ethayarajh-2019")
+    line = m["bottom line"]["anisotropy"]
+    assert "the paper's models" in line and "seed" not in line
