@@ -9,14 +9,20 @@ packages (no file of it is read): they are remembered by those (:mod:`.remembere
 refusal of a profile seen before does not import torch and transformers to check its config again."""
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
+import sys
 from pathlib import Path
+from typing import Optional
 
 from .. import params as _params
 from .. import roots
 from .. import models  # preflight (torch, transformers): imported when a model's params are checked
 from ..params import ROOT, ModelParams, ParamsError, family_problem, load_model_params, model_file
 from ..paths import resolve
-from .remembered import lines_ok, remembered
+from ..paths import cache_root
+from .remembered import lines_ok, remembered, remembered_reading
 
 
 def model_problems(name: str) -> list[str]:
@@ -30,7 +36,45 @@ def model_problems(name: str) -> list[str]:
     f = f"params/models/{mp.name}.yaml" if own == _params.MODELS_DIR / f"{mp.name}.yaml" else _params._rel(own)
     if self_contained(mp):  # params that are not plain data (a YAML date) are checked every time
         return remembered("model-problems", [mp.model_dump(), f], lambda: _problems(mp, own, f), check=lines_ok)
-    return _problems(mp, own, f)
+    # a model with files of its own: remembered while the files found are as they were (issue 38 §2: a refusal of
+    # the demo profile, whose models are PyPI packages, then imports neither torch nor transformers)
+    return remembered_reading("model-problems", [mp.model_dump(), f, where_found()], lambda: _problems(mp, own, f),
+                              lambda: model_reads(mp), check=lines_ok)
+
+
+def where_found() -> list:
+    """What, besides a model's params, decides where its files are found: the cache root (packaged, GGUF,
+    converted folders), the Hugging Face cache and the interpreter whose packages ``id:`` names."""
+    return [str(cache_root()), os.environ.get("HF_HOME"), os.environ.get("HF_HUB_CACHE"), sys.prefix]
+
+
+def model_reads(mp: ModelParams) -> Optional[list[str]]:
+    """The file or folders whose contents decide the checks and the size of a model with files of its own (the
+    folder its config and weights are read from; a GGUF file; a converted folder and its source file; the
+    installed package of an ``id:`` package), or None when the answer is not to be remembered: a trajectory (many
+    folders), an open_clip tag or a hub model not at hand, a package not fetched, a file not converted yet (what
+    is missing now is found later). Called after the checks ran (their modules are imported)."""
+    if mp.source == "tiny" or mp.checkpoints or mp.revisions:
+        return None
+    if mp.source == "gguf":
+        gguf = importlib.import_module("geolip_lib.models.gguf")
+        return [str(gguf.gguf_path(mp, fetch=False))]
+    converted = importlib.import_module("geolip_lib.models.converted")
+    if mp.source in converted.CONVERTERS:
+        d = converted.existing_dir(mp)
+        return [str(converted.source_path(mp, fetch=False)), str(d)] if d is not None else None
+    if mp.source == "package" and mp.package is not None and not importlib.import_module("geolip_lib.models.packaged").is_assembled(mp):
+        return None
+    found = models.preflight.model_config(mp)
+    if not found or found[2] is None:
+        return None
+    paths = [str(found[2])]
+    if mp.source == "package" and mp.package is None:  # get_model_path() of an installed module: its folder too
+        spec = importlib.util.find_spec((mp.id or "").replace("-", "_"))
+        if spec is None or not spec.origin:
+            return None
+        paths.append(str(Path(spec.origin).parent))
+    return paths
 
 
 def self_contained(mp: ModelParams) -> bool:

@@ -27,8 +27,8 @@ from .. import models  # preflight (torch, transformers): imported when a model 
 from ..families import spec as family_spec
 from ..params import load_model_params
 from ..paths import resolve
-from .model_checks import self_contained
-from .remembered import folder_listing, remembered
+from .model_checks import model_reads, self_contained, where_found
+from .remembered import folder_listing, remembered, remembered_reading
 
 GB = 1e9
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -173,7 +173,17 @@ def model_info(name: str) -> ModelInfo:
     if self_contained(p):  # a tiny model: remembered by its params and its tokenizer's files
         key = [p.model_dump(), _tokenizer_files(p)]
         return ModelInfo(**remembered("model-info", key, lambda: dataclasses.asdict(_model_info(p)), check=_info_ok))
+    if p.source != "hub" and family_spec(p.family).hf:  # files of its own: remembered while they are as they were
+        d = remembered_reading("model-info", [p.model_dump(), where_found()], lambda: _plain(_model_info(p)),
+                               lambda: model_reads(p), check=_info_ok)
+        return ModelInfo(**{**d, "files_dir": None if d["files_dir"] is None else Path(d["files_dir"])})
     return _model_info(p)
+
+
+def _plain(info: ModelInfo) -> dict:
+    """A :class:`ModelInfo` as plain data (its folder as a string)."""
+    d = dataclasses.asdict(info)
+    return {**d, "files_dir": None if d["files_dir"] is None else str(d["files_dir"])}
 
 
 def _tokenizer_files(p) -> list:
@@ -195,7 +205,7 @@ def _info_ok(value) -> bool:
     return all(isinstance(value[f.name], int) and not isinstance(value[f.name], bool) if f.type == "int"
                else isinstance(value[f.name], bool) if f.type == "bool"
                else isinstance(value[f.name], str) if f.type == "str"
-               else value[f.name] is None for f in dataclasses.fields(ModelInfo))
+               else value[f.name] is None or isinstance(value[f.name], str) for f in dataclasses.fields(ModelInfo))
 
 
 def _model_info(p) -> ModelInfo:

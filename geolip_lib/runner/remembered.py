@@ -25,6 +25,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -164,10 +165,81 @@ def remembered(kind: str, key: Any, compute: Callable[[], T], check: Callable[[A
     return value
 
 
+def path_state(path: str) -> Any:
+    """What a file or folder is now, for :func:`remembered_reading`: a file's ``[kind, size, mtime_ns, ctime_ns,
+    inode]`` (links followed), a folder's ``[name, that]`` of each entry directly in it (sorted), None when it
+    does not exist. A rewritten, replaced, touched, added or removed file changes it; ctime and inode catch a
+    file replaced by one of the same size and mtime (``cp -p``, ``touch -r``)."""
+    def one(st: os.stat_result) -> list:
+        kind = "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
+        return [kind, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return one(st)
+    out = []
+    try:
+        with os.scandir(path) as it:
+            for e in it:
+                try:
+                    out.append([e.name, one(os.stat(e.path))])
+                except OSError:  # a broken link: its own state
+                    out.append([e.name, None])
+    except OSError:
+        return None
+    return [one(st), sorted(out)]
+
+
+def remembered_reading(kind: str, key: Any, compute: Callable[[], T], reads: Callable[[], Optional[list]],
+                       check: Callable[[Any], bool] = lambda v: True) -> T:
+    """:func:`remembered` for an answer that also depends on files found while computing it (a model's folder,
+    its GGUF file): ``reads()``, called after ``compute()``, names them (paths as strings; None: the answer is
+    not remembered, e.g. nothing was at hand yet). The record keeps each one's :func:`path_state`; it is read
+    back only while every one of them is as it was (a changed, added, removed or replaced file in a folder
+    named, or the file named, is a new computation)."""
+    if not enabled():
+        return compute()
+    try:
+        key_text = json.dumps([FORMAT, kind, encode(key), library(), encode(versions())], allow_nan=True)
+    except (Unrememberable, ValueError):
+        return compute()
+    path = record_path(kind, key_text)
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        if (isinstance(rec, dict) and rec.get("key") == key_text and "value" in rec
+                and isinstance(rec.get("reads"), list) and rec["reads"]
+                and all(isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and path_state(r[0]) == r[1]
+                        for r in rec["reads"])):
+            value = decode(rec["value"])
+            if check(value):
+                return value
+    except (OSError, ValueError, RecursionError, TypeError, KeyError):
+        pass
+    value = compute()
+    try:
+        paths = reads()
+    except Exception:  # noqa: BLE001 - the files cannot be named: not remembered, computed next time
+        paths = None
+    if not paths or not all(isinstance(p, str) for p in paths):
+        return value
+    states = [[p, path_state(p)] for p in paths]
+    if any(s is None for _, s in states):
+        return value
+    try:
+        atomic_write_text(path, json.dumps({"key": key_text, "value": encode(value), "reads": states},
+                                           allow_nan=True))
+    except (OSError, Unrememberable, ValueError):
+        pass
+    return value
+
+
 def lines_ok(value: Any) -> bool:
     """A list of problem lines (strings)."""
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 __all__ = ["FORMAT", "PACKAGES", "Unrememberable", "decode", "enabled", "encode", "file_digest", "folder_listing",
-           "library", "lines_ok", "record_path", "remembered", "versions"]
+           "library", "lines_ok", "path_state", "record_path", "remembered", "remembered_reading", "versions"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 
 import pytest
 
@@ -132,3 +133,102 @@ def test_cost_fits_read_back_are_those_computed_with_their_warnings(cache, tmp_p
     warned = [ln for ln in capsys.readouterr().err.splitlines() if "broken.json" in ln]
     assert len(warned) == 3  # printed by each: computed, remembered, read back
     cost_model.fitted_costs.cache_clear()
+
+
+# ------------------------------------------------------------------ answers that read a model's own files
+def test_path_state_sees_every_change_of_a_folder(tmp_path):
+    """A rewrite that keeps size and mtime (``touch -r``), a file replaced by a pipe, one added, one removed and a
+    link pointed elsewhere each change the state of the folder; reading a file does not."""
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text('{"a": 1}', encoding="utf-8")
+    (d / "w.bin").write_bytes(b"x" * 10)
+    seen = [R.path_state(str(d))]
+
+    def changed():
+        now = R.path_state(str(d))
+        assert now not in seen
+        seen.append(now)
+
+    (d / "w.bin").read_bytes()
+    assert R.path_state(str(d)) == seen[-1]  # read only
+    st = (d / "w.bin").stat()
+    (d / "w.bin").write_bytes(b"y" * 10)
+    os.utime(d / "w.bin", ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime, another content
+    changed()
+    (d / "config.json").unlink()
+    os.mkfifo(d / "config.json")
+    changed()
+    (d / "extra.safetensors").write_bytes(b"")
+    changed()
+    (d / "extra.safetensors").unlink()
+    changed()
+    (tmp_path / "a.txt").write_text("a", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("bb", encoding="utf-8")
+    (d / "vocab.txt").symlink_to(tmp_path / "a.txt")
+    changed()
+    (d / "vocab.txt").unlink()
+    (d / "vocab.txt").symlink_to(tmp_path / "b.txt")
+    changed()
+    assert R.path_state(str(tmp_path / "absent")) is None
+    assert R.path_state(str(d / "w.bin"))[0] == "file"
+
+
+def test_remembered_reading_is_read_back_only_while_the_files_are_as_they_were(cache, tmp_path):
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text("{}", encoding="utf-8")
+    f = Counter(["a problem"])
+    reads = lambda: [str(d)]  # noqa: E731
+    assert R.remembered_reading("r", ["k"], f, reads) == ["a problem"] and f.calls == 1
+    assert R.remembered_reading("r", ["k"], f, reads) == ["a problem"] and f.calls == 1  # read back
+    (d / "config.json").write_text('{"x": 1}', encoding="utf-8")
+    assert R.remembered_reading("r", ["k"], f, reads) and f.calls == 2  # a file changed: computed again
+    assert R.remembered_reading("r", ["k"], f, reads) and f.calls == 2
+    assert R.remembered_reading("r", ["k2"], f, lambda: None) and f.calls == 3  # nothing named: not kept
+    assert R.remembered_reading("r", ["k2"], f, lambda: None) and f.calls == 4
+    assert R.remembered_reading("r", ["k3"], f, lambda: [str(tmp_path / "gone")]) and f.calls == 5  # missing: not kept
+    assert R.remembered_reading("r", ["k3"], f, lambda: [str(tmp_path / "gone")]) and f.calls == 6
+
+    def broken():
+        raise OSError("cannot")
+    assert R.remembered_reading("r", ["k4"], f, broken) and f.calls == 7  # the files cannot be named: computed
+    assert R.remembered_reading("r", ["k4"], f, broken) and f.calls == 8
+
+
+def _gpt2_folder(d):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(n_embd=16, n_layer=2, n_head=2, vocab_size=64, n_positions=32)).save_pretrained(d)
+    return d
+
+
+def test_a_model_folders_problems_and_size_read_back_are_those_computed_and_follow_its_files(cache, tmp_path,
+                                                                                              monkeypatch):
+    """A ``local_dir`` model: its problems and its size are remembered with its folder's state; a weight file
+    rewritten with another layer count is refused at once on the next check (not the remembered 'no problem')."""
+    d = _gpt2_folder(tmp_path / "own")
+    y = tmp_path / "own.yaml"
+    y.write_text(f"name: own\nfamily: gpt2\nsource: local\nlocal_dir: {d}\n", encoding="utf-8")
+    computed, first, again = _twice(lambda: model_checks.model_problems(str(y)), monkeypatch)
+    assert computed == first == again == []
+    assert len(list((cache / "remembered" / "model-problems").iterdir())) == 1
+
+    def info():
+        model_sizes.model_info.cache_clear()
+        return model_sizes.model_info(str(y))
+
+    computed, first, again = _twice(info, monkeypatch)
+    assert computed == first == again and computed.params > 0 and computed.files_dir == d
+    calls = []
+    monkeypatch.setattr(model_checks, "_problems", lambda *a: calls.append(a) or [])
+    assert model_checks.model_problems(str(y)) == [] and calls == []  # read back, not computed
+    monkeypatch.undo()
+    monkeypatch.setenv("GEOLIP_CACHE", str(cache))
+    cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+    (d / "config.json").write_text(json.dumps({**cfg, "n_layer": 1}), encoding="utf-8")  # 2 layers of weights
+    (line,) = model_checks.model_problems(str(y))
+    assert "has no place in the model" in line, line
+    model_sizes.model_info.cache_clear()

@@ -109,6 +109,29 @@ def test_a_refusal_of_a_profile_seen_before_imports_no_torch(name, tmp_path):
     assert says in first["err"] and first["err"] == again["err"]
 
 
+def test_a_model_folder_checked_and_sized_before_imports_no_torch(tmp_path):
+    """A model with files of its own (here a ``local_dir`` folder; the demo's PyPI packages and GGUF alike): its
+    checks and size, remembered with the state of its folder, are read back in a fresh interpreter without torch."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    d = tmp_path / "own"
+    GPT2LMHeadModel(GPT2Config(n_embd=16, n_layer=2, n_head=2, vocab_size=64, n_positions=32)).save_pretrained(d)
+    y = tmp_path / "own.yaml"
+    y.write_text(f"name: own\nfamily: gpt2\nsource: local\nlocal_dir: {d}\n", encoding="utf-8")
+    body = ("from geolip_lib.runner import model_checks, model_sizes\n"
+            f"err_text = repr((model_checks.model_problems({str(y)!r}), model_sizes.model_info({str(y)!r}).params))\n"
+            "rc = 0")
+    env = {"GEOLIP_CACHE": str(tmp_path / "cache"), "GEOLIP_REMEMBER": "1"}
+    for _ in range(3):
+        first, again = _loaded(body, env), _loaded(body, env)
+        if first["library"] == again["library"]:
+            break
+    assert "torch" in first["loaded"] and again["loaded"] == [], again["loaded"]
+    assert first["err"] == again["err"] and again["err"].startswith("([], ")
+
+
 def test_the_plan_of_the_tiny_profile_seen_before_imports_no_torch():
     """``--plan --profile tiny`` twice: the second one sizes every model from what the first remembered (the
     project cache's tokenizers are there; a GPU box imports torch to count its GPUs)."""
