@@ -17,8 +17,9 @@ A string is ``uint16 length`` (bytes including the trailing NUL), the UTF-8 byte
 4 float16, 5 bfloat16. Aliases are written for variables equal to an earlier one (Whisper:
 ``decoder/projection/weight`` -> ``decoder/embeddings/weight``, the tied output projection).
 
-Bounded and confined: the file must be a regular file (a symlink only when it resolves inside its own
-folder), at most :data:`MAX_BYTES`; it is read with bounded ``pread`` calls, each checked against the
+Bounded: the file must be a regular file (a link to one is followed, as for GGUF and ONNX files: a Hugging
+Face cache snapshot of a faster-whisper model links ``model.bin`` to ``../../blobs/<sha>``), at most
+:data:`MAX_BYTES`; it is read with bounded ``pread`` calls, each checked against the
 file's end first.
 A truncated file, another binary version, sizes that disagree (``nbytes != prod(dims) * itemsize``,
 data beyond the end, trailing bytes), rank > :data:`MAX_RANK`, more than :data:`MAX_ELEMENTS` elements,
@@ -127,19 +128,14 @@ class _Cursor:
             self.fail(f"{what} at offset {p} is not UTF-8")
 
 
-def _open_confined(path: Path, max_bytes: int) -> tuple[int, int]:
-    """An fd on ``path`` (a regular file, a symlink only into its own folder) and its size."""
+def _open_bounded(path: Path, max_bytes: int) -> tuple[int, int]:
+    """An fd on ``path`` (a regular file, or a link to one: what it points at is judged) and its size."""
     path = Path(path)
     try:
-        st = os.lstat(path)
+        st = os.stat(path)
     except OSError as exc:
         raise ValueError(f"CTranslate2 file {path}: cannot be read ({exc.strerror})") from None
-    target, flags = path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-    if stat.S_ISLNK(st.st_mode):
-        target, folder = Path(os.path.realpath(path)), Path(os.path.realpath(path.parent))
-        if folder not in target.parents:
-            raise ValueError(f"CTranslate2 file {path}: a symlink out of its folder (to {target}); refused")
-        st = os.stat(target)
+    target, flags = Path(os.path.realpath(path)), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"CTranslate2 file {path}: not a regular file (a pipe, device or folder); refused")
     fd = os.open(target, flags | getattr(os, "O_NOFOLLOW", 0))
@@ -168,7 +164,7 @@ def read(path, *, max_bytes: int = MAX_BYTES, kinds: Optional[dict] = None) -> t
     ``kinds``, when given, is filled with each variable's stored dtype name (``float16`` ...), for provenance.
     """
     path = Path(path)
-    fd, size = _open_confined(path, max_bytes)
+    fd, size = _open_bounded(path, max_bytes)
     try:
         if size == 0:
             raise ValueError(f"CTranslate2 file {path}: empty")
