@@ -18,6 +18,11 @@ tuples, dicts with non-string keys, ints and floats kept apart); a value or key 
 (a date, a path, an object) is not remembered. ``GEOLIP_REMEMBER=0`` turns the cache off (every answer
 is computed, as before). The callers: :mod:`.model_checks` (a tiny model's problems), :mod:`.model_sizes`
 (a tiny model's size, the twin's limit), :mod:`.jobs` (a claims file's problems).
+
+An answer that reads a model's own files (a PyPI package's folder, a GGUF, a converted ONNX or CTranslate2
+file, a ``local_dir``) goes through :func:`remembered_reading`: the files are found while computing it, so
+the record keeps the :func:`path_state` of each, and is read back only while each is as it was (a gigabyte
+GGUF is not hashed on every refusal: its size, mtime, ctime and inode stand for its content).
 """
 from __future__ import annotations
 
