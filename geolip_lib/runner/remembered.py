@@ -147,6 +147,12 @@ def remembered(kind: str, key: Any, compute: Callable[[], T], check: Callable[[A
     """``compute()``, or what it returned before for the same ``key`` (module docstring). ``key``: plain data
     holding everything the answer depends on besides the library code and :data:`PACKAGES` (both added
     here); ``check``: whether a value read back has the shape the caller expects (else it is recomputed)."""
+    return _remember(kind, key, compute, check, None)
+
+
+def _remember(kind: str, key: Any, compute: Callable[[], T], check: Callable[[Any], bool],
+              reads: Optional[Callable[[], Optional[list]]]) -> T:
+    """:func:`remembered` (``reads`` None) and :func:`remembered_reading` (a record with the files' states)."""
     if not enabled():
         return compute()
     try:
@@ -156,18 +162,37 @@ def remembered(kind: str, key: Any, compute: Callable[[], T], check: Callable[[A
     path = record_path(kind, key_text)
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(rec, dict) and rec.get("key") == key_text and "value" in rec:
+        if isinstance(rec, dict) and rec.get("key") == key_text and "value" in rec and (
+                reads is None or _as_they_were(rec.get("reads"))):
             value = decode(rec["value"])
             if check(value):
                 return value
     except (OSError, ValueError, RecursionError, TypeError, KeyError):
         pass  # none yet, or broken: computed and written again
     value = compute()
+    rec = {"key": key_text, "value": value}
+    if reads is not None:
+        try:
+            paths = reads()
+        except Exception:  # noqa: BLE001 - the files cannot be named: not remembered, computed next time
+            paths = None
+        if not paths or not all(isinstance(p, str) for p in paths):
+            return value
+        rec["reads"] = [[p, path_state(p)] for p in paths]
+        if any(state is None for _, state in rec["reads"]):
+            return value
     try:
-        atomic_write_text(path, json.dumps({"key": key_text, "value": encode(value)}, allow_nan=True))
+        atomic_write_text(path, json.dumps({**rec, "value": encode(value)}, allow_nan=True))
     except (OSError, Unrememberable, ValueError):
         pass
     return value
+
+
+def _as_they_were(reads: Any) -> bool:
+    """A record's ``reads`` (``[[path, state], ...]``, not empty) are each in the state recorded."""
+    return (isinstance(reads, list) and bool(reads)
+            and all(isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and path_state(r[0]) == r[1]
+                    for r in reads))
 
 
 def path_state(path: str) -> Any:
@@ -205,40 +230,7 @@ def remembered_reading(kind: str, key: Any, compute: Callable[[], T], reads: Cal
     not remembered, e.g. nothing was at hand yet). The record keeps each one's :func:`path_state`; it is read
     back only while every one of them is as it was (a changed, added, removed or replaced file in a folder
     named, or the file named, is a new computation)."""
-    if not enabled():
-        return compute()
-    try:
-        key_text = json.dumps([FORMAT, kind, encode(key), library(), encode(versions())], allow_nan=True)
-    except (Unrememberable, ValueError):
-        return compute()
-    path = record_path(kind, key_text)
-    try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-        if (isinstance(rec, dict) and rec.get("key") == key_text and "value" in rec
-                and isinstance(rec.get("reads"), list) and rec["reads"]
-                and all(isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and path_state(r[0]) == r[1]
-                        for r in rec["reads"])):
-            value = decode(rec["value"])
-            if check(value):
-                return value
-    except (OSError, ValueError, RecursionError, TypeError, KeyError):
-        pass
-    value = compute()
-    try:
-        paths = reads()
-    except Exception:  # noqa: BLE001 - the files cannot be named: not remembered, computed next time
-        paths = None
-    if not paths or not all(isinstance(p, str) for p in paths):
-        return value
-    states = [[p, path_state(p)] for p in paths]
-    if any(s is None for _, s in states):
-        return value
-    try:
-        atomic_write_text(path, json.dumps({"key": key_text, "value": encode(value), "reads": states},
-                                           allow_nan=True))
-    except (OSError, Unrememberable, ValueError):
-        pass
-    return value
+    return _remember(kind, key, compute, check, reads)
 
 
 def lines_ok(value: Any) -> bool:

@@ -3,7 +3,8 @@ from ``--plan``, a damaged derived copy never rebuilt, and the same rules carrie
 issue 36 (K-quant GGUF, ``source: onnx``, ``source: ctranslate2``) through ``run_all`` itself: a file
 named by the params file that is missing, a folder, a pipe, a link to a pipe, outside its folder,
 truncated or declaring a huge size is one line, exit 2, before any kernel, in a run and in ``--plan``.
-Also mirrored here: the ``join:`` (concat) refusal naming the parts and ``make lab LAB_PORT=abc``.
+Also mirrored here: the ``join:`` (concat) refusal naming the parts (``make lab LAB_PORT=abc`` is
+``tests/integration/test_lab.py``'s).
 
 Probes the runner refuses run ``run_all.main`` in-process (the ``box`` fixture of round two: exit 2,
 the output root not created, the sentinel beside it intact).
@@ -13,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import subprocess
 import time
 from pathlib import Path
 
@@ -22,7 +22,6 @@ import pytest
 from geolip_lib import models, params
 from geolip_lib.models import common, converted, gguf
 
-from .conftest import ROOT
 from .test_inputs_round2 import box, refused  # noqa: F401 - the fixture and helper of round two
 
 onnx = pytest.importorskip("onnx")
@@ -299,7 +298,7 @@ def test_a_ctranslate2_file_linked_out_of_its_folder_is_judged_by_what_it_points
     assert not (cache / "converted").exists() or not any((cache / "converted").iterdir())
 
 
-# ------------------------------------------------------------------ mirrored: join: parts, make lab
+# ------------------------------------------------------------------ mirrored: join: parts
 def test_concat_parts_in_another_order_are_refused_naming_the_parts(tmp_path, cache, monkeypatch):
     """``join:`` (concat) errors never named the parts: parts assembled in another order are one line naming
     the package and its parts, nothing kept (mirrors ``tests/unit/models/test_packaged.py``)."""
@@ -317,13 +316,3 @@ def test_concat_parts_in_another_order_are_refused_naming_the_parts(tmp_path, ca
     msg = str(ei.value)
     assert "\n" not in msg and "sha256" in msg and "rawpart-part3" in msg and "fake-raw" in msg, msg
     assert not package_folder("fake-raw").exists()
-
-
-@pytest.mark.parametrize("port", ["abc", "70000"])
-def test_make_lab_with_a_port_that_is_no_number_says_so(port):
-    """``make lab LAB_PORT=abc`` said "port abc is in use" (mirrors ``tests/integration/test_lab.py``)."""
-    p = subprocess.run(["make", "-s", "lab", f"LAB_PORT={port}"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)
-    lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("[lab]")]
-    assert p.returncode == 2 and lines == [f"[lab] error: LAB_PORT={port} is not a port number; give one from 1024 "
-                                           "to 65535: make lab LAB_PORT=8888"], p.stdout + p.stderr
