@@ -63,9 +63,11 @@ def cache_path(full_key: Mapping[str, Any]) -> Path:
     return cache_root() / "nulls" / full_key["what"] / f"{digest}.json"
 
 
-def value_digest(value: Any) -> str:
-    """sha256 of a value's canonical JSON (sorted keys, no spaces, no NaN): stored with each record."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()).hexdigest()
+def value_digest(value: Any, allow_nan: bool = False) -> str:
+    """sha256 of a value's canonical JSON (sorted keys, no spaces; no NaN unless ``allow_nan``): stored with each
+    record (here, and in :mod:`geolip_lib.runner.remembered`)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"),
+                                     allow_nan=allow_nan).encode()).hexdigest()
 
 
 def _no_constant(name: str):

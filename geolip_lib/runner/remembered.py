@@ -13,7 +13,9 @@ mtime). :func:`remembered` looks the answer up under ``<cache>/remembered/<kind>
 key>.json``; the first time, it computes it and writes it (atomically; a read-only cache only costs the
 next computation). An exception is never remembered: the computation runs again and raises it.
 
-A record holds its whole key (compared on reading) and the value in an exact encoding (:func:`encode`:
+A record holds its whole key (compared on reading), the sha256 of its value (a record whose value was edited
+or damaged is computed again, with one warning line, as for :mod:`geolip_lib.nullcache`'s records) and the
+value in an exact encoding (:func:`encode`:
 tuples, dicts with non-string keys, ints and floats kept apart); a value or key that is not plain data
 (a date, a path, an object) is not remembered. ``GEOLIP_REMEMBER=0`` turns the cache off (every answer
 is computed, as before). The callers: :mod:`.model_checks` (a tiny model's problems), :mod:`.model_sizes`
@@ -36,6 +38,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
+from ..nullcache import value_digest
 from ..paths import cache_root
 from ..provenance import library_hash
 from ..results import atomic_write_text
@@ -43,7 +46,7 @@ from ..results import atomic_write_text
 T = TypeVar("T")
 
 #: bump when what a record holds, or how a key is written, changes: every answer is computed afresh
-FORMAT = 1
+FORMAT = 2
 #: the packages whose answers are remembered (a version change is a new key)
 PACKAGES = ("torch", "transformers", "tokenizers", "safetensors", "huggingface_hub", "open_clip_torch", "pydantic",
             "PyYAML")
@@ -164,9 +167,13 @@ def _remember(kind: str, key: Any, compute: Callable[[], T], check: Callable[[An
         rec = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(rec, dict) and rec.get("key") == key_text and "value" in rec and (
                 reads is None or _as_they_were(rec.get("reads"))):
-            value = decode(rec["value"])
-            if check(value):
-                return value
+            if rec.get("sha256") != value_digest(rec["value"], allow_nan=True):  # edited or damaged: said once
+                print(f"warning: remembered answer {path}: its value does not match its sha256 (edited or damaged); "
+                      "computing it again", file=sys.stderr)
+            else:
+                value = decode(rec["value"])
+                if check(value):
+                    return value
     except (OSError, ValueError, RecursionError, TypeError, KeyError):
         pass  # none yet, or broken: computed and written again
     value = compute()
@@ -182,7 +189,9 @@ def _remember(kind: str, key: Any, compute: Callable[[], T], check: Callable[[An
         if any(state is None for _, state in rec["reads"]):
             return value
     try:
-        atomic_write_text(path, json.dumps({**rec, "value": encode(value)}, allow_nan=True))
+        plain = encode(value)
+        atomic_write_text(path, json.dumps({**rec, "value": plain, "sha256": value_digest(plain, allow_nan=True)},
+                                           allow_nan=True))
     except (OSError, Unrememberable, ValueError):
         pass
     return value

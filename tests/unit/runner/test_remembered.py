@@ -232,3 +232,30 @@ def test_a_model_folders_problems_and_size_read_back_are_those_computed_and_foll
     (line,) = model_checks.model_problems(str(y))
     assert "has no place in the model" in line, line
     model_sizes.model_info.cache_clear()
+
+
+def test_an_edited_record_is_computed_again_with_one_warning(cache, tmp_path, capsys):
+    """A record whose value was edited (a refusal turned into 'no problem', key intact) is not trusted: its
+    sha256 no longer matches, so the answer is computed again and one line says so (as for the null cache)."""
+    d = tmp_path / "m"
+    d.mkdir()
+    f = Counter(["model 'm': a problem"])
+    assert R.remembered_reading("r", ["k"], f, lambda: [str(d)]) == f.value and f.calls == 1
+    (path,) = (cache / "remembered" / "r").iterdir()
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    rec["value"] = []
+    path.write_text(json.dumps(rec), encoding="utf-8")
+    capsys.readouterr()
+    assert R.remembered_reading("r", ["k"], f, lambda: [str(d)]) == f.value and f.calls == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: remembered answer {path}: its value does not match its sha256 (edited or damaged); computing it "
+        "again"]
+    assert R.remembered_reading("r", ["k"], f, lambda: [str(d)]) == f.value and f.calls == 2  # rewritten whole
+    g = Counter((1, 2.5))
+    R.remembered("plain", ["k"], g)
+    (path,) = (cache / "remembered" / "plain").iterdir()
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    rec["value"]["t"][0] = 2
+    path.write_text(json.dumps(rec), encoding="utf-8")
+    assert R.remembered("plain", ["k"], g) == (1, 2.5) and g.calls == 2
+    assert "does not match its sha256" in capsys.readouterr().err
