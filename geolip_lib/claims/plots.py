@@ -139,6 +139,11 @@ def _reference(ax, c) -> None:
 FIGURE_CELL_CHARS = 22  # a cell's text in the figure: wider would run into the next column or the claim labels
 
 
+#: width of one character of the matrix figure's 7 pt labels, in inches (DejaVu Sans digits and lower case
+#: average about 0.55 em; a little more, so that the longest label clears the edge)
+CHAR_IN = 0.06
+
+
 def short_cell_text(text: str, width: int = FIGURE_CELL_CHARS) -> str:
     """A matrix cell's text as the figure prints it under its marker: whole when short, else its value
     without the interval, the counts or the reading (" [", " (", " · "), cut with "…" if still too wide;
@@ -156,7 +161,14 @@ def claims_matrix(m: dict, title: str = ""):
     cols = m["seed"] + m["stand-ins"]
     rows = m["claims"]
     ncol = max(len(cols), 1)
-    fig, ax = plt.subplots(figsize=(3.2 + 1.25 * ncol, 1.0 + 0.62 * len(rows)))
+    texts = {(c.id, x): short_cell_text(m["cells"][(c.id, x)]["text"])
+             + (" (deq.)" if m["cells"][(c.id, x)]["dequantized"] else "") for c in rows for x in cols}
+    labels = [f"{c.title}\nseed: {c.seed_value}" for c in rows]
+    # widths from the texts (inches per character at 6.5 / 7 pt): a fixed 1.25 in per column let a value with
+    # its interval run into the next column's, and long row labels squeezed the axes
+    col_w = max(1.25, CHAR_IN * 6.5 / 7 * max((len(t) for t in texts.values()), default=0) + 0.2)
+    left = max(3.2, CHAR_IN * max((len(part) for lab in labels for part in lab.split("\n")), default=0) + 0.3)
+    fig, ax = plt.subplots(figsize=(left + col_w * ncol, 1.0 + 0.62 * len(rows)))
     ax.set_xlim(-0.5, ncol - 0.5)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     for i, c in enumerate(rows):
@@ -166,14 +178,12 @@ def claims_matrix(m: dict, title: str = ""):
             ax.plot(j, i - 0.12, VERDICT_MARKERS.get(v, "o"), color=VERDICT_COLORS.get(v, "#9a9a9a"), ms=11,
                     mec="black" if v != NOT_TESTED else VERDICT_COLORS[v], mew=0.6,
                     mfc="none" if v == NOT_TESTED else VERDICT_COLORS.get(v, "#9a9a9a"))
-            text = short_cell_text(cell["text"])
-            ax.text(j, i + 0.26, text + (" (deq.)" if cell["dequantized"] else ""), ha="center", va="center",
-                    fontsize=6.5, color="0.15")
+            ax.text(j, i + 0.26, texts[(c.id, x)], ha="center", va="center", fontsize=6.5, color="0.15")
         if i:
             ax.axhline(i - 0.5, color="0.85", lw=0.6)
     if m["seed"] and m["stand-ins"]:
         ax.axvline(len(m["seed"]) - 0.5, color="0.3", ls="--", lw=1)
-    ax.set_yticks(range(len(rows)), [f"{c.title}\nseed: {c.seed_value}" for c in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
     ax.set_xticks(range(len(cols)), cols, fontsize=7, rotation=25, ha="left")
     ax.xaxis.tick_top()
     ax.tick_params(length=0)

@@ -230,8 +230,12 @@ def _where(c: Claim, vals: list[float], whose: str = "the seed's") -> str:
 
 
 def _span(vals: list[float], unit: str) -> str:
+    """``lo–hi unit`` (one value when they print alike); ``lo to hi`` when a bound is negative, where a dash
+    beside a minus sign read as "-0.535--0.204"."""
     u = f" {unit}" if unit else ""
-    return f"{_g(vals[0])}{u}" if len(vals) == 1 or _g(min(vals)) == _g(max(vals)) else f"{_g(min(vals))}–{_g(max(vals))}{u}"
+    if len(vals) == 1 or _g(min(vals)) == _g(max(vals)):
+        return f"{_g(vals[0])}{u}"
+    return f"{_g(min(vals))}{' to ' if min(vals) < 0 else '–'}{_g(max(vals))}{u}"
 
 
 def _tally(cells: list[dict], names: Sequence[str] = ()) -> str:

@@ -15,7 +15,7 @@ from geolip_lib.claims.plots import claims_matrix
 from geolip_lib.metrics.intervals import format_value
 from geolip_lib.report import checks, glossary, notebook_doc, pages, sections
 from geolip_lib.report.records import JobRecord
-from tests.figure_checks import check_figure
+from tests.figure_checks import check_figure, overlapping_texts
 from tests.unit.claims.conftest import _h, _write_job
 
 pytestmark = pytest.mark.unit
@@ -62,7 +62,9 @@ def test_the_matrix_has_the_seeds_models_then_trained_stand_ins_and_never_a_tiny
     html = sections.matrix_table(m)
     assert html.count("<tr>") == 2 + len(claims.CLAIMS) and "tiny-t5" not in html
     assert html.index(">t5-small<") < html.index(">all-minilm-l6-v2<")
-    check_figure(claims_matrix(m))
+    fig = claims_matrix(m)
+    assert overlapping_texts(fig) == []
+    check_figure(fig)
 
 
 def test_a_status_folds_over_scopes_like_the_summary():
@@ -272,3 +274,21 @@ def test_the_matrix_figure_keeps_each_cells_text_inside_its_column():
     assert short_cell_text("99.1–99.8 % (4 scopes) and more words") == "99.1–99.8 %"
     cut = short_cell_text("x" * 60)
     assert len(cut) == FIGURE_CELL_CHARS and cut.endswith("…")
+
+
+@pytest.mark.parametrize("n_cols,deq", [(1, False), (2, True), (4, True)])
+def test_the_matrix_figure_prints_no_text_over_text(n_cols, deq):
+    """The Ethayarajh figure printed "0.039 [0.033, 0.047]" into "0.347 [0.330, 0.363] (deq.)" (a fixed 1.25 in
+    per column) and its longest row label ran to the edge: column and label widths now follow the texts."""
+    from types import SimpleNamespace
+
+    rows = [SimpleNamespace(id="a", title="anisotropic in every layer",
+                            seed_value="mean cosine of random words well above 0, every layer"),
+            SimpleNamespace(id="b", title="self-similarity lower in upper layers",
+                            seed_value="anisotropy-adjusted self-similarity much lower in upper layers")]
+    cols = [f"stand-in-model-{j}" for j in range(n_cols)]
+    cells = {(r.id, x): {"verdict": claims.NOT_HELD if j % 2 else claims.HELD, "text": "0.347 [0.330, 0.363]",
+                         "dequantized": deq} for r in rows for j, x in enumerate(cols)}
+    fig = claims_matrix({"seed": [], "stand-ins": cols, "claims": rows, "cells": cells}, "a title")
+    assert overlapping_texts(fig) == []
+    check_figure(fig)
