@@ -15,7 +15,7 @@ from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, STATUSES, UNDE
 
 __all__ = ["SUMMARY_COLUMNS", "DETAIL_COLUMNS", "READINGS_COLUMNS", "summary_frame", "detail_frame", "readings_frame",
            "headline", "power_sentences", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
-           "matrix_frame", "owner"]
+           "matrix_frame", "owner", "owner_word", "value_head"]
 
 #: one row per (claim, reading): the report's lead table
 SUMMARY_COLUMNS = ["title", "reading", "seed value", "seed models", "measured as", "verdict", "reason", "stand-ins",
@@ -209,6 +209,16 @@ def owner(cs: Any) -> str:
     paper's" (a published paper's table, Ethayarajh 2019): read from its title's text before ':'."""
     return "the seed's" if str(getattr(cs, "title", "")).split(":")[0].strip().lower().startswith("seed") \
         else "the paper's"
+
+
+def owner_word(whose: str) -> str:
+    """"seed" or "paper", for labels (``whose``: :func:`owner`'s words)."""
+    return "seed" if whose == "the seed's" else "paper"
+
+
+def value_head(whose: str) -> str:
+    """The head of the claimed value's column: "seed value" / "paper's value"."""
+    return "seed value" if whose == "the seed's" else "paper's value"
 
 
 def _where(c: Claim, vals: list[float], whose: str = "the seed's") -> str:

@@ -32,6 +32,7 @@ TERMS = {
     "tiny random model": "a few-layer model with random weights built from a config: checks that the pipeline "
                          "runs, never given a verdict",
     "seed value": "the number the seed's summary table prints, read at its printed precision",
+    "paper's value": "what the paper's claim says (its number or its words), read at its printed precision",
     "reading": "one way to read a claim: as the table says it, or as the seed's cells actually measured it "
                "(models, representation, pooling)",
     "null": "what the same measurement gives without training or structure (random init, a Gaussian, the unit "

@@ -472,9 +472,13 @@ def breakable(text: str) -> str:
     return "".join(out)
 
 
-def _claims_table(rows: list[dict], columns: list[str]) -> str:
+def _claims_table(rows: list[dict], columns: list[str], whose: str = "the seed's") -> str:
+    """A claims table; a paper's claims (``whose`` "the paper's") head its columns "paper's value", "paper's
+    models" where a seed's read "seed value", "seed models"."""
     columns = nonempty_columns(rows, columns)
-    head = "".join(_th(c, c.replace(' ', '-')) for c in columns)
+    word = claims_tables.owner_word(whose)
+    label = {c: c.replace("seed ", f"{word}'s ", 1) if word != "seed" and c.startswith("seed ") else c for c in columns}
+    head = "".join(_th(label[c], c.replace(' ', '-')) for c in columns)
     body = "".join("<tr>" + "".join(f"<td class='{html.escape(c.replace(' ', '-'), quote=True)}'>"
                                     f"{_verdict(str(r[c])) if c == 'verdict' else breakable(str(r.get(c) or ''))}</td>"
                                     for c in columns) + "</tr>" for r in rows)
@@ -582,7 +586,7 @@ def matrix_table(m: dict, whose: str = "the seed's") -> str:
             spans += (f"<th colspan='{len(m['stand-ins'])}' class='grp'{tip(glossary.TERMS['stand-in'])}>"
                       "trained stand-ins</th>")
         span = " rowspan='2'" if cols else ""
-        head = ("<tr>" + _th("claim", attrs=span) + _th("seed value", attrs=span)
+        head = ("<tr>" + _th("claim", attrs=span) + _th(claims_tables.value_head(whose), attrs=span)
                 + _th(f"verdict on {whose} models", attrs=span) + spans + "</tr>"
                 + ("<tr>" + "".join(f"<th class='model'{tip(hover[x])}>{html.escape(x)}</th>" for x in cols) + "</tr>"
                    if cols else ""))
@@ -711,7 +715,7 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
              f"<p class='note'>{lead}"
              + ("; hover a cell for its reading and reason" if details is None else
                 "; the appendix \"the claims in detail\" gives each one's reading and reason")
-             + ". Exact values are compared at the seed's printed precision.</p>",
+             + f". Exact values are compared at {whose} printed precision.</p>",
              matrix_table(m, whose), verdict_legend(),
              "<h3>The bottom line, claim by claim</h3>", f"<ul class='bottom'>{bottom}</ul>"]
     if tiny:
@@ -725,10 +729,10 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
     except (OSError, ValueError) as exc:
         parts.append(f"<p class='problem'>The matrix figure could not be drawn ({html.escape(str(exc))}).</p>")
     measured = [r for r in rows if r["value"] is not None]
-    more = [f"<p class='note'>Each claim read as the table says and as the seed's cells measured it, with the rule, "
+    more = [f"<p class='note'>Each claim read as the table says and as {whose} cells measured it, with the rule, "
             f"the verdict and its reason; then every measured value beside its nulls. Computed by {link}.</p>",
-            _claims_table(claims.readings(summary), claims.READINGS_COLUMNS),
-            _claims_table(summary, [c for c in claims.SUMMARY_COLUMNS if c != "stand-ins"])]
+            _claims_table(claims.readings(summary), claims.READINGS_COLUMNS, whose),
+            _claims_table(summary, [c for c in claims.SUMMARY_COLUMNS if c != "stand-ins"], whose)]
     for rec, fig in key_figures([rec15])[:1]:
         more.append(f"<figure class='wide'><img src='{_img_src(rec, fig, embed, prefix)}' "
                     f"alt='{html.escape(figure_title(fig))}'></figure>")
@@ -738,8 +742,9 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
         for c in m["claims"]:
             mine = [r for r in measured if r["claim"] == c.id]
             if mine:
-                more.append(f"<h4>{html.escape(c.title)} <span class='kind'>seed: {html.escape(c.seed_value)}</span></h4>")
-                more.append(_claims_table(mine, cols))
+                more.append(f"<h4>{html.escape(c.title)} <span class='kind'>{claims_tables.owner_word(whose)}: "
+                            f"{html.escape(c.seed_value)}</span></h4>")
+                more.append(_claims_table(mine, cols, whose))
     if details is None:
         parts.append("<details class='claims-details'><summary>Details: readings, rules, reasons and nulls, per "
                      "claim and model</summary>" + "".join(more) + "</details>")

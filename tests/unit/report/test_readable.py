@@ -289,6 +289,8 @@ def test_the_matrix_figure_prints_no_text_over_text(n_cols, deq):
     cols = [f"stand-in-model-{j}" for j in range(n_cols)]
     cells = {(r.id, x): {"verdict": claims.NOT_HELD if j % 2 else claims.HELD, "text": "0.347 [0.330, 0.363]",
                          "dequantized": deq} for r in rows for j, x in enumerate(cols)}
-    fig = claims_matrix({"seed": [], "stand-ins": cols, "claims": rows, "cells": cells}, "a title")
+    fig = claims_matrix({"seed": [], "stand-ins": cols, "claims": rows, "cells": cells, "whose": "the paper's"},
+                        "a title")
     assert overlapping_texts(fig) == []
+    assert [t.get_text().split("\n")[1].split(":")[0] for t in fig.axes[0].get_yticklabels()] == ["paper", "paper"]
     check_figure(fig)

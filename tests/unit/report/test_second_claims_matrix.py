@@ -51,6 +51,7 @@ def test_the_second_matrix_gives_the_stand_in_its_verdicts(root):
     page = sections.seed_claims_section(out_root, groups, embed=True, claims_file="ethayarajh-2019")
     assert "<h2 class=''>Do Ethayarajh (2019)'s claims hold?</h2>" in page
     assert "id='claims-ethayarajh-2019'" in page and "verdict on the paper's models" in html.unescape(page)
+    assert ">paper's value</th>" in html.unescape(page) and ">seed value</th>" not in page  # the paper's claims
     assert "trained stand-ins" in page and ">all-minilm-l6-v2</th>" in page
     rows = claims.evaluate(out_root, "ethayarajh-2019")
     got = {(r["claim"], r["form"]): r["verdict"] for r in rows if r["model"] == "all-minilm-l6-v2"}
