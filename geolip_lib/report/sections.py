@@ -14,7 +14,7 @@ import mistune
 import nbformat
 import yaml
 
-from .. import claims, plotting, quantization_effect, trajectory
+from .. import claims, params, plotting, quantization_effect, trajectory
 from ..claims import plots as claims_plots
 from ..claims import tables as claims_tables
 from ..metrics.intervals import format_value
@@ -548,11 +548,18 @@ def _paper_jobs() -> frozenset:
 
 def untested_hint(c) -> str:
     """For a claim no model of the seed's tested on this root: what would test it (the notebooks and
-    seed models of its readings that the paper profile runs), as a small line under its verdict; nothing
-    where the paper profile runs none of them (a paper whose models this project has no params file for)."""
+    seed models of its readings that the paper profile runs), as a small line under its verdict; where the
+    paper profile runs none of them, the models this project has no params file for (a paper's BERT-base,
+    GPT-2, ELMo), or nothing."""
     pairs = [(f.notebook, x) for f in c.forms for x in f.models if (f.notebook, x) in _paper_jobs()]
     if not pairs:
-        return ""
+        known = set(params.model_names())
+        missing = list(dict.fromkeys(x for f in c.forms for x in f.models if x not in known))
+        if not missing:
+            return ""
+        words = (f"{', '.join(missing)}: no params file in params/models/, so no profile runs "
+                 f"{'it' if len(missing) == 1 else 'them'} (params/README.md says how to add a model)")
+        return f"<span class='kind untested'{tip(words)}>not in this project's model set: {html.escape(', '.join(missing))}</span>"
     nbs = list(dict.fromkeys(nb.split("_", 1)[0] for nb, _ in pairs))
     models = list(dict.fromkeys(x for _, x in pairs))
     who = models[0] if len(models) == 1 else f"{len(models)} seed models"
@@ -597,7 +604,8 @@ def matrix_table(m: dict, whose: str = "the seed's") -> str:
     else:  # transposed: one row per model
         head = ("<tr><th>model</th>" + "".join(
             f"<th class='claimh'{tip(c.definition)}>{html.escape(c.title)}"
-            f"<br><span class='kind'>seed: {html.escape(c.seed_value)}</span></th>" for c in m["claims"]) + "</tr>")
+            f"<br><span class='kind'>{claims_tables.owner_word(whose)}: {html.escape(c.seed_value)}</span></th>"
+            for c in m["claims"]) + "</tr>")
         body = (f"<tr><td class='model'>verdict on {html.escape(whose, quote=False)} models</td>"
                 + "".join(f"<td class='seedverdict'>{_seed_verdict(m, c)}</td>" for c in m["claims"]) + "</tr>")
         body += "".join(f"<tr><td class='model'{tip(hover[x])}>{html.escape(x)}"

@@ -70,10 +70,13 @@ def test_a_claim_the_seeds_models_did_not_test_says_what_would(stand_in_root):
     assert "10 on t5-small (hub, GPU box)" in hint and "PROFILE=paper" in hint
     cv = sections.untested_hint(next(c for c in m["claims"] if c.id == "pentachoron_cv"))
     assert "01 and 07 on 5 seed models" in cv and "qwen3.5-4b" in cv  # the tooltip names them all
-    # a claim whose models the paper profile does not run (another paper's BERT-base, ELMo) gets no hint
-    elmo = dataclasses.replace(m["claims"][0], forms=tuple(dataclasses.replace(f, models=("elmo",))
-                                                           for f in m["claims"][0].forms))
-    assert sections.untested_hint(elmo) == ""
+    # a claim whose models have no params file (another paper's ELMo) says so; one the paper profile does not
+    # run but whose params file exists (all-mpnet-base-v2) gets no hint
+    def only(name):
+        return dataclasses.replace(m["claims"][0], forms=tuple(dataclasses.replace(f, models=(name,))
+                                                               for f in m["claims"][0].forms))
+    assert ">not in this project's model set: elmo</span>" in sections.untested_hint(only("elmo"))
+    assert sections.untested_hint(only("all-mpnet-base-v2")) == ""
     # a claim tested on a seed model has no hint
     m["verdict"] = {**m["verdict"], "phase_boundary": claims.HELD}
     assert sections.matrix_table(m).count("tested by the paper profile") == len(untested) - 1

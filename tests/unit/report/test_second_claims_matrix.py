@@ -79,3 +79,13 @@ def test_one_claims_job_is_one_matrix(root):
     only = {sections.CLAIMS_NOTEBOOK: groups[sections.CLAIMS_NOTEBOOK][1:]}
     body = pages.findings_body("p", only, out_root=out_root, embed=True)
     assert body.count("<section class='claims'") == 1 and "Ethayarajh" not in body
+
+
+def test_a_paper_model_without_a_params_file_says_so_under_its_verdict(root):
+    """Ethayarajh's BERT-base, GPT-2 and ELMo have no params file: the "verdict on the paper's models" cell says
+    they are not in the model set (it said nothing), and a seed's claim keeps its paper-profile hint."""
+    out_root, groups = root
+    page = html.unescape(sections.seed_claims_section(out_root, groups, embed=True, claims_file="ethayarajh-2019"))
+    assert page.count("not in this project's model set: bert-base-uncased, gpt2, elmo</span>") == 3
+    seed = html.unescape(sections.seed_claims_section(out_root, groups, embed=True))
+    assert "not in this project's model set" not in seed and "tested by the paper profile" in seed
