@@ -20,8 +20,7 @@ from .. import params as _params
 from .. import roots
 from .. import models  # preflight (torch, transformers): imported when a model's params are checked
 from ..params import ROOT, ModelParams, ParamsError, family_problem, load_model_params, model_file
-from ..paths import resolve
-from ..paths import cache_root
+from ..paths import cache_root, resolve
 from .remembered import lines_ok, remembered, remembered_reading
 
 
@@ -63,7 +62,8 @@ def model_reads(mp: ModelParams) -> Optional[list[str]]:
     if mp.source in converted.CONVERTERS:
         d = converted.existing_dir(mp)
         return [str(converted.source_path(mp, fetch=False)), str(d)] if d is not None else None
-    if mp.source == "package" and mp.package is not None and not importlib.import_module("geolip_lib.models.packaged").is_assembled(mp):
+    packaged = importlib.import_module("geolip_lib.models.packaged")
+    if mp.source == "package" and mp.package is not None and not packaged.is_assembled(mp):
         return None
     found = models.preflight.model_config(mp)
     if not found or found[2] is None:

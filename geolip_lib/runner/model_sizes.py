@@ -28,7 +28,7 @@ from ..families import spec as family_spec
 from ..params import load_model_params
 from ..paths import resolve
 from .model_checks import model_reads, self_contained, where_found
-from .remembered import folder_listing, remembered, remembered_reading
+from .remembered import path_state, remembered, remembered_reading
 
 GB = 1e9
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -171,13 +171,14 @@ def model_info(name: str) -> ModelInfo:
     """Size a model without loading its weights (see the module docstring for the sources)."""
     p = load_model_params(name)
     if self_contained(p):  # a tiny model: remembered by its params and its tokenizer's files
-        key = [p.model_dump(), _tokenizer_files(p)]
-        return ModelInfo(**remembered("model-info", key, lambda: dataclasses.asdict(_model_info(p)), check=_info_ok))
-    if p.source != "hub" and family_spec(p.family).hf:  # files of its own: remembered while they are as they were
+        d = remembered("model-info", [p.model_dump(), _tokenizer_files(p)], lambda: _plain(_model_info(p)),
+                       check=_info_ok)
+    elif p.source != "hub" and family_spec(p.family).hf:  # files of its own: remembered while they are as they were
         d = remembered_reading("model-info", [p.model_dump(), where_found()], lambda: _plain(_model_info(p)),
                                lambda: model_reads(p), check=_info_ok)
-        return ModelInfo(**{**d, "files_dir": None if d["files_dir"] is None else Path(d["files_dir"])})
-    return _model_info(p)
+    else:
+        return _model_info(p)
+    return ModelInfo(**{**d, "files_dir": None if d["files_dir"] is None else Path(d["files_dir"])})
 
 
 def _plain(info: ModelInfo) -> dict:
@@ -187,7 +188,7 @@ def _plain(info: ModelInfo) -> dict:
 
 
 def _tokenizer_files(p) -> list:
-    """``[folder, its files' names, sizes and mtimes]`` of the tokenizer whose length is a tiny model's
+    """``[folder, its state]`` (:func:`.remembered.path_state`) of the tokenizer whose length is a tiny model's
     vocabulary (:func:`..models.preflight.model_config`); [] when its vocabulary is its config's. Built
     here when missing, as sizing the model would."""
     fs = family_spec(p.family)
@@ -195,7 +196,7 @@ def _tokenizer_files(p) -> list:
     if not (kind and fs.vocab_from_tokenizer):
         return []
     d = models.tokenizers.tokenizer_dir(kind)
-    return [str(d), folder_listing(d)]
+    return [str(d), path_state(str(d))]
 
 
 def _info_ok(value) -> bool:

@@ -115,20 +115,6 @@ def versions() -> tuple:
     return (sys.version, tuple(out))
 
 
-def folder_listing(d: Optional[Path]) -> list:
-    """``[[name, size, mtime_ns], ...]`` of the files directly in ``d`` (sorted; [] when there is none)."""
-    out = []
-    try:
-        with os.scandir(d) as it:
-            for e in it:
-                if e.is_file():
-                    st = e.stat()
-                    out.append([e.name, st.st_size, st.st_mtime_ns])
-    except (OSError, TypeError):
-        return []
-    return sorted(out)
-
-
 def file_digest(path: Path) -> Optional[str]:
     """sha256 of a regular file's bytes, None when it is not one (or unreadable)."""
     try:
@@ -177,7 +163,7 @@ def _remember(kind: str, key: Any, compute: Callable[[], T], check: Callable[[An
     except (OSError, ValueError, RecursionError, TypeError, KeyError):
         pass  # none yet, or broken: computed and written again
     value = compute()
-    rec = {"key": key_text, "value": value}
+    rec = {"key": key_text}
     if reads is not None:
         try:
             paths = reads()
@@ -247,5 +233,5 @@ def lines_ok(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-__all__ = ["FORMAT", "PACKAGES", "Unrememberable", "decode", "enabled", "encode", "file_digest", "folder_listing",
+__all__ = ["FORMAT", "PACKAGES", "Unrememberable", "decode", "enabled", "encode", "file_digest",
            "library", "lines_ok", "path_state", "record_path", "remembered", "remembered_reading", "versions"]
