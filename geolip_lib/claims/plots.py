@@ -155,9 +155,6 @@ def short_cell_text(text: str, width: int = FIGURE_CELL_CHARS) -> str:
     return text if len(text) <= width else text[:width - 1].rstrip() + "…"
 
 
-OWNER_SEED = "the seed's"
-
-
 def claims_matrix(m: dict, title: str = ""):
     """The verdict matrix (:func:`geolip_lib.claims.tables.matrix`): claims down, models across
     (the seed's models, a dashed line, then the trained stand-ins); each cell a marker whose
@@ -167,7 +164,8 @@ def claims_matrix(m: dict, title: str = ""):
     ncol = max(len(cols), 1)
     texts = {(c.id, x): short_cell_text(m["cells"][(c.id, x)]["text"])
              + (" (deq.)" if m["cells"][(c.id, x)]["dequantized"] else "") for c in rows for x in cols}
-    labels = [f"{c.title}\n{owner_word(m.get('whose', OWNER_SEED))}: {c.seed_value}" for c in rows]
+    owner = owner_word(m.get("whose", "the seed's"))
+    labels = [f"{c.title}\n{owner}: {c.seed_value}" for c in rows]
     # widths from the texts (inches per character at 6.5 / 7 pt): a fixed 1.25 in per column let a value with
     # its interval run into the next column's, and long row labels squeezed the axes
     col_w = max(1.25, CHAR_IN * 6.5 / 7 * max((len(t) for t in texts.values()), default=0) + 0.2)

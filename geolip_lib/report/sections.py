@@ -477,7 +477,8 @@ def _claims_table(rows: list[dict], columns: list[str], whose: str = "the seed's
     models" where a seed's read "seed value", "seed models"."""
     columns = nonempty_columns(rows, columns)
     word = claims_tables.owner_word(whose)
-    label = {c: c.replace("seed ", f"{word}'s ", 1) if word != "seed" and c.startswith("seed ") else c for c in columns}
+    label = {c: c.replace("seed ", f"{word}'s ", 1) if word != "seed" and c.startswith("seed ") else c
+             for c in columns}
     head = "".join(_th(label[c], c.replace(' ', '-')) for c in columns)
     body = "".join("<tr>" + "".join(f"<td class='{html.escape(c.replace(' ', '-'), quote=True)}'>"
                                     f"{_verdict(str(r[c])) if c == 'verdict' else breakable(str(r.get(c) or ''))}</td>"
@@ -559,7 +560,8 @@ def untested_hint(c) -> str:
             return ""
         words = (f"{', '.join(missing)}: no params file in params/models/, so no profile runs "
                  f"{'it' if len(missing) == 1 else 'them'} (params/README.md says how to add a model)")
-        return f"<span class='kind untested'{tip(words)}>not in this project's model set: {html.escape(', '.join(missing))}</span>"
+        return (f"<span class='kind untested'{tip(words)}>not in this project's model set: "
+                f"{html.escape(', '.join(missing))}</span>")
     nbs = list(dict.fromkeys(nb.split("_", 1)[0] for nb, _ in pairs))
     models = list(dict.fromkeys(x for _, x in pairs))
     who = models[0] if len(models) == 1 else f"{len(models)} seed models"
