@@ -338,7 +338,7 @@ def test_source_onnx_a_conversion_that_disagrees_with_the_graph_is_refused_and_n
     assert not [p for p in (tmp_path / "cache" / "converted").iterdir()]
 
 
-@pytest.mark.parametrize("over, words", [({"family": "bert"}, "builds a dinov2 model"),
+@pytest.mark.parametrize("over, words", [
                                          ({"onnx_file": "/etc/x.onnx"}, "relative path"),
                                          ({"onnx_prefix": "a/../b"}, "module path"),
                                          ({"onnx_file": "x.bin"}, "ending in .onnx")])
