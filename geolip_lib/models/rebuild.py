@@ -15,11 +15,20 @@ format lives here:
 """
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["Header", "infer_config", "write_folder"]
+from ..families import spec
+from ..families.shapes import ONLY_IF_KNOWN, Table, table_of
+from .rebuild_classes import layouts, make_config, place
+
+__all__ = ["Header", "NOTES", "infer_config", "write_folder"]
+
+#: the private key of :func:`infer_config`'s result holding what was read, given and defaulted (for a note)
+NOTES = "_inferred"
 
 
 @dataclass
@@ -41,11 +50,215 @@ class Header:
     notes: list[str] = field(default_factory=list)
 
 
+def _flat(d: Mapping[str, Any], pre: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping) and k.endswith("_config"):
+            out.update(_flat(v, f"{pre}{k}."))
+        else:
+            out[pre + k] = v
+    return out
+
+
+def _nest(flat: Mapping[str, Any]) -> dict:
+    out: dict = {}
+    for k, v in flat.items():
+        *path, last = k.split(".")
+        d = out
+        for p in path:
+            d = d.setdefault(p, {})
+        d[last] = v
+    return out
+
+
+def _clean_shapes(shapes: Mapping[str, tuple]) -> dict:
+    """Key -> tuple of ints; a size that is not a non-negative whole number is a one-line ValueError."""
+    out = {}
+    for k, s in shapes.items():
+        try:
+            dims = tuple(s)
+            ok = all(not isinstance(d, bool) and float(d) == int(d) and int(d) >= 0 for d in dims)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise ValueError(f"tensor {k}: shape {s!r} is not a list of whole sizes; the reader gave a broken shape")
+        out[str(k)] = tuple(int(d) for d in dims)
+    return out
+
+
+def _model_type(family: str, given: Mapping[str, Any]) -> str:
+    fam = spec(family)
+    mt = given.get("model_type")
+    if mt:
+        if fam.model_types and mt not in fam.model_types:
+            raise ValueError(f"config: model_type {mt!r} is not one of family {family}'s "
+                             f"({', '.join(fam.model_types)})")
+        return str(mt)
+    if len(fam.model_types) == 1:
+        return fam.model_types[0]
+    raise ValueError(f"family {family}: the shapes do not tell its model_type; add config: {{model_type: ...}} to "
+                     f"the params file (one of {', '.join(fam.model_types)})")
+
+
+class _Reader:
+    """One table applied to one file's shapes: the values read, and the key each was read from."""
+
+    def __init__(self, table: Table, shapes: dict, given: dict, base: dict):
+        self.t, self.shapes, self.given, self.base = table, shapes, given, base
+        self.values: dict = {}
+        self.source: dict = {}
+
+    def cur(self, f: str):
+        for d in (self.given, self.values, self.base):
+            if d.get(f) is not None:
+                return d[f]
+        return None
+
+    def first(self, rx: str):
+        r = re.compile(r"(?:^|\.)" + rx)
+        return next((k for k in self.shapes if r.search(k)), None)
+
+    def _div(self, n: int, by, key: str, what: str) -> int:
+        if not isinstance(by, int) or isinstance(by, bool) or by <= 0 or n % by:
+            raise ValueError(f"config: {what}={by!r} does not divide {key} (size {n}); give the model's true {what}")
+        return n // by
+
+    def _how(self, n: int, how, key: str, pre: str = "") -> int:
+        if how is None:
+            return n
+        op = how[0]
+        if op == "add":
+            return n + how[1]
+        if op == "div":
+            return self._div(n, how[1], key, "a factor")
+        if op == "per":
+            return self._div(n, self.cur(how[1]), key, how[1])
+        if op == "grid":
+            side = math.isqrt(max(n - how[2], 0))
+            if side * side != n - how[2]:
+                raise ValueError(f"tensor {key}: {n} positions are not a square grid (+{how[2]}); give image_size")
+            return side * self.cur(how[1])
+        if op == "fused_kv":
+            h = self.cur(how[1])
+            d = self.cur(how[2]) if how[2] else None
+            d = d or self._div(self.cur(pre + "hidden_size"), h, key, how[1])
+            return self._div(self._div(n, d, key, "head width") - h, 2, key, "a factor")
+        if op == "lin_k":
+            nv, dv = self.cur(pre + "linear_num_value_heads"), self.cur(pre + "linear_value_head_dim")
+            nk = self.cur(pre + "linear_num_key_heads")
+            return self._div(n - how[1] * nv * dv, 2 * nk if isinstance(nk, int) else nk, key, "linear_num_key_heads")
+        raise ValueError(f"shape table: unknown rule {how!r}")
+
+    def read(self) -> None:
+        for f, rx in self.t.layers:
+            r = re.compile(r"(?:^|\.)" + rx)
+            idx = [int(m.group(1)) for k in self.shapes for m in [r.search(k)] if m]
+            if idx:
+                self.values[f], self.source[f] = max(idx) + 1, f"{len(set(idx))} layer indices of {rx}"
+        for f, rx, dim, how in self.t.rows:
+            if f in self.values:
+                continue
+            k = self.first(rx)
+            if k is not None and dim < len(self.shapes[k]):
+                pre = f.rsplit(".", 1)[0] + "." if "." in f else ""
+                self.values[f], self.source[f] = self._how(self.shapes[k][dim], how, k, pre), k
+        for f, rx, yes, no in self.t.flags:
+            self.values[f] = yes if self.first(rx) else no
+            self.source[f] = f"presence of {rx}"
+        if self.t.layer_types:
+            f, rx, kinds = self.t.layer_types
+            r, per = re.compile(r"(?:^|\.)" + rx), {}
+            for k in self.shapes:
+                m = r.search(k)
+                if m:
+                    for krx, kind in kinds:
+                        if re.search(krx, m.group(2)):
+                            per[int(m.group(1))] = kind
+            if per and len(set(per.values())) > 1:
+                self.values[f] = [per.get(i, kinds[-1][1]) for i in range(max(per) + 1)]
+                self.source[f] = "which layers hold which attention"
+
+
 def infer_config(family: str, shapes: Mapping[str, tuple], given: Mapping[str, Any]) -> dict:
-    """The config dict of a ``family`` model whose state dict has these ``shapes`` (see the module docstring)."""
-    raise NotImplementedError
+    """The config dict of a ``family`` model whose state dict has these ``shapes`` (see the module docstring).
+
+    Sizes come from ``families/shapes.py``'s table of the model_type; ``given`` wins and is checked against them;
+    the head count is asked for, never guessed; the result is verified by building every candidate class on the
+    meta device and comparing every shape. ``result[NOTES]`` says which fields were read, given and defaulted.
+    """
+    shapes = _clean_shapes(shapes)
+    if not shapes:
+        raise ValueError("the file holds no tensors: nothing to infer a config from")
+    given = _flat(dict(given or {}))
+    mt = _model_type(family, given)
+    table = table_of(mt, family)
+    if table is None:
+        raise ValueError(f"model_type {mt}: no shape table in geolip_lib/families/shapes.py; give the whole config "
+                         f"(config.json beside the file)")
+    base_config = make_config({"model_type": mt})
+    base = _flat(base_config.to_dict())
+    r = _Reader(table, shapes, given, base)
+    ask = list(table.ask) + [f for f, rx in table.ask_if if r.first(rx)]
+    for f in ask:
+        if given.get(f) is None:
+            raise ValueError(f"model_type {mt} needs {f}: the file does not say it; add config: {{{f}: N}} "
+                             f"to the params file")
+    r.read()
+    for f, v in r.values.items():
+        if f in given and given[f] != v and not (isinstance(v, int) and _num(given[f]) == v):
+            raise ValueError(f"config: {f} is given as {given[f]!r} but the shapes say {v!r} ({r.source[f]})")
+    known = set(base) | set(given) | set(getattr(base_config, "attribute_map", {}))
+    flat = {k: v for k, v in r.values.items() if k in known or k.rsplit(".", 1)[-1] not in ONLY_IF_KNOWN}
+    flat.update({k: v for k, v in given.items() if not k.startswith("_")})
+    flat["model_type"] = mt
+    cfg = _nest(flat)
+    tied = _verify(cfg, shapes, mt)
+    if tied and "tie_word_embeddings" not in given:
+        cfg["tie_word_embeddings"] = tied
+    read = sorted(k for k in flat if k in r.values and k not in given)
+    cfg[NOTES] = {"read": read, "sources": {k: r.source[k] for k in read},
+                  "given": sorted(k for k in given if k != "model_type"),
+                  "defaulted": [f for f in table.forward if f not in given and f not in r.values]}
+    return cfg
 
 
-def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir: Path) -> dict:
-    """Build the class the tensors fill, load them strictly and ``save_pretrained`` into ``out_dir``."""
-    raise NotImplementedError
+def _num(v):
+    try:
+        return int(v) if float(v) == int(v) else v
+    except (TypeError, ValueError, OverflowError):
+        return v
+
+
+def _verify(cfg: dict, shapes: dict, mt: str):
+    """Build the candidates on meta and check ``shapes`` against the best; returns the tie it implies (or None)."""
+    lays = _candidates(cfg, mt)
+    best = min((place(shapes, lay, optional=lay.tied) for lay in lays), key=lambda p: p.score)
+    name = best.layout.cls.__name__
+    if best.unplaced:
+        raise ValueError(f"tensor {best.unplaced[0]} has no place in {name} (model_type {mt})"
+                         + (f" (and {len(best.unplaced) - 1} more)" if len(best.unplaced) > 1 else ""))
+    if best.missing:
+        raise ValueError(f"{len(best.missing)} tensors of {name} (model_type {mt}) are not in the file: "
+                         f"{', '.join(best.missing[:5])}")
+    bad = [(k, s, best.layout.ckpt[best.ckpt[k]]) for k, s in shapes.items()
+           if k in best.ckpt and best.layout.ckpt[best.ckpt[k]] != s]
+    bad += [(k, s, best.layout.runtime[best.runtime[k]]) for k, s in shapes.items()
+            if k in best.runtime and best.layout.runtime[best.runtime[k]] != s]
+    if bad:
+        raise ValueError(f"the shapes disagree with the inferred {mt} config ({name}): "
+                         + "; ".join(f"{k} is {list(a)} in the file, {list(b)} by the config" for k, a, b in bad[:3])
+                         + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
+    targets = [t for t in best.layout.tied if t in best.layout.ckpt]
+    return True if targets and not any(t in best.ckpt.values() for t in targets) else None
+
+
+def _candidates(cfg: dict, mt: str) -> list:
+    """The candidate layouts, built with ties on (unless given off): a tied table may be absent or equal."""
+    config = make_config({"tie_word_embeddings": True, **cfg})
+    lays = layouts(config)
+    if not lays:
+        raise ValueError(f"model_type {mt}: transformers builds no model class from this config")
+    return lays
+
+
+from .rebuild_write import write_folder  # noqa: E402  (the writer uses this module's helpers)

@@ -1,0 +1,158 @@
+"""The transformers classes a set of state-dict keys can fill, built on the meta device (part of :mod:`.rebuild`).
+
+Key spaces. transformers 5 renames some modules at load time (DINOv2's ``attention.attention.query`` is
+``attention.q_proj`` in the running model; the experts of a mixture-of-experts are fused) and writes the 4.x names
+back on save: ``revert_weight_conversion`` of the meta model's state dict gives the names of a checkpoint, and
+those are exactly the names transformers 4.57 uses (compared for every tiny model_type of the family registry:
+no difference). So a reader's keys are placed against the checkpoint names first (``ckpt``), then against the
+running model's names (``runtime``), which are turned into checkpoint names by transformers' own
+``revert_weight_conversion`` -- the conversion tables live in transformers, not here.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import torch
+import transformers
+from transformers import AutoConfig
+from transformers.core_model_loading import revert_weight_conversion
+
+from .common import quiet_transformers
+
+__all__ = ["AUTOS", "Layout", "Placement", "layouts", "make_config", "place", "to_ckpt"]
+
+#: the auto mappings whose classes are candidates, in order of preference on a tie
+AUTOS = ("AutoModel", "AutoModelForCausalLM", "AutoModelForMaskedLM", "AutoModelForSeq2SeqLM",
+         "AutoModelForSpeechSeq2Seq", "AutoModelForPreTraining", "AutoModelForTextEncoding")
+#: towers a dual encoder is exported alone as (their config is a sub-config of the model_type's)
+EXTRA = {"clip": ("CLIPTextModel", "CLIPTextModelWithProjection", "CLIPVisionModel", "CLIPVisionModelWithProjection"),
+         "siglip": ("SiglipTextModel", "SiglipVisionModel")}
+
+
+def make_config(cfg: Mapping[str, Any]):
+    """A transformers config from a dict with ``model_type``; an unknown field value is a one-line ValueError."""
+    cfg = dict(cfg)
+    mt = cfg.pop("model_type")
+    try:
+        with quiet_transformers():
+            return AutoConfig.for_model(mt, **cfg)
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"config: transformers cannot build a {mt} config from these fields: "
+                         f"{str(e).splitlines()[0][:200]}") from None
+
+
+@dataclass
+class Layout:
+    """One candidate class built on meta: its checkpoint names and shapes, its running names, its ties."""
+
+    cls: type
+    model: Any
+    ckpt: dict
+    runtime: dict
+    prefix: str
+    tied: dict = field(default_factory=dict)
+
+
+def _classes(config) -> list:
+    out: list = []
+    for name in AUTOS:
+        auto = getattr(transformers, name, None)
+        try:
+            cls = auto._model_mapping[type(config)]
+        except (KeyError, AttributeError, ValueError):
+            continue
+        for c in (cls if isinstance(cls, (list, tuple)) else (cls,)):
+            if c not in out:
+                out.append(c)
+    for name in EXTRA.get(config.model_type, ()):
+        c = getattr(transformers, name, None)
+        if c is not None and c not in out:
+            out.append(c)
+    return out
+
+
+def _sub(cls, config):
+    """The config ``cls`` takes: ``config`` or the sub-config of its type (CLIPTextModel of a CLIPConfig)."""
+    want = getattr(cls, "config_class", None)
+    if want is None or isinstance(config, want):
+        return config
+    for v in vars(config).values():
+        if isinstance(v, want):
+            return v
+    return None
+
+
+def layouts(config) -> list[Layout]:
+    """Every candidate class of ``config``'s model_type, built on meta (a class that cannot be built is left out)."""
+    out = []
+    for cls in _classes(config):
+        sub = _sub(cls, config)
+        if sub is None:
+            continue
+        try:
+            with quiet_transformers(), torch.device("meta"):
+                model = cls(sub)
+        except Exception:  # noqa: BLE001 -- a head this config cannot make (e.g. needs labels): not a candidate
+            continue
+        sd = model.state_dict()
+        with quiet_transformers(), contextlib.suppress(Exception):
+            ck = revert_weight_conversion(model, dict(sd))
+            ck = {k: tuple(v.shape) for k, v in ck.items()}
+            out.append(Layout(cls, model, ck, {k: tuple(v.shape) for k, v in sd.items()},
+                              getattr(model, "base_model_prefix", "") or "",
+                              dict(getattr(model, "all_tied_weights_keys", {}) or {})))
+    return out
+
+
+@dataclass
+class Placement:
+    """Where the given keys go in one layout: ``ckpt`` (given -> checkpoint key), ``runtime`` (given -> running
+    key, to be reverted), ``unplaced`` (given keys with no place), ``missing`` (checkpoint keys nobody fills)."""
+
+    layout: Layout
+    ckpt: dict
+    runtime: dict
+    unplaced: list
+    missing: list
+
+    @property
+    def score(self) -> tuple:
+        return (len(self.unplaced), len(self.missing))
+
+
+def _variants(key: str, prefix: str) -> list:
+    out = [key]
+    if prefix:
+        if key.startswith(prefix + "."):
+            out.append(key[len(prefix) + 1:])
+        else:
+            out.append(f"{prefix}.{key}")
+    return out
+
+
+def place(keys, lay: Layout, optional=()) -> Placement:
+    """Place ``keys`` in ``lay``; ``optional``: checkpoint keys whose absence is fine (ties, caller-filled)."""
+    ck, rt, unplaced = {}, {}, []
+    for k in keys:
+        for v in _variants(k, lay.prefix):
+            if v in lay.ckpt:
+                ck[k] = v
+                break
+            if v in lay.runtime:
+                rt[k] = v
+                break
+        else:
+            unplaced.append(k)
+    have = set(ck.values())
+    if rt:
+        have |= set(to_ckpt(lay, {v: torch.empty(lay.runtime[v], device="meta") for v in rt.values()}))
+    missing = [k for k in lay.ckpt if k not in have and k not in optional]
+    return Placement(lay, ck, rt, unplaced, missing)
+
+
+def to_ckpt(lay: Layout, runtime_tensors: Mapping[str, Any]) -> dict:
+    """Running-model tensors renamed (and split) into checkpoint tensors by transformers' own conversion."""
+    with quiet_transformers():
+        return dict(revert_weight_conversion(lay.model, dict(runtime_tensors)))

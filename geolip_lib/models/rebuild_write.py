@@ -1,0 +1,152 @@
+"""A rebuilt model's ``save_pretrained`` folder from named tensors (part of :mod:`.rebuild`; see its docstring).
+
+The tensors are placed in the candidate class they fill (:mod:`.rebuild_classes`), turned into checkpoint names
+(the names transformers 4.x and a 5.x ``save_pretrained`` write), written as a temporary checkpoint and loaded by
+transformers' own ``from_pretrained`` -- so every rename or fusion transformers 5 applies on load is its own, not a
+copy -- with the loading report checked strictly, then saved with ``save_pretrained``. The saved values are read
+back and compared bit for bit with the given ones.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from .common import quiet_transformers
+from .rebuild_classes import make_config, place, to_ckpt
+
+__all__ = ["write_folder"]
+
+
+def _torch(k: str, v: Any) -> torch.Tensor:
+    if isinstance(v, torch.Tensor):
+        t = v.detach()
+    elif isinstance(v, np.ndarray):
+        t = torch.from_numpy(np.ascontiguousarray(v))
+    else:
+        raise ValueError(f"tensor {k}: a {type(v).__name__}, not an array; the reader must give numpy or torch")
+    if t.device.type == "meta":
+        raise ValueError(f"tensor {k}: has no data (meta); the reader must give the values")
+    return t.contiguous()
+
+
+def _tie(p, ck: dict) -> tuple[bool | None, list]:
+    """Whether the output table is tied: every tied target absent or equal to its source; the targets to drop."""
+    drop, tied = [], None
+    for t, s in p.layout.tied.items():
+        if t not in ck:
+            tied = True if tied is None else tied
+            continue
+        if s in ck and ck[t].shape == ck[s].shape and torch.equal(ck[t], ck[s]):
+            drop.append(t)
+            tied = True if tied is None else tied
+        else:
+            tied = False
+    return tied, drop
+
+
+def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir: Path,
+                 filled: Iterable[str] = ()) -> dict:
+    """Build the class the tensors fill, load them strictly and ``save_pretrained`` into ``out_dir``.
+
+    ``config``: a config dict with ``model_type`` (e.g. :func:`.rebuild.infer_config`'s; private ``_`` keys are
+    ignored); ``tensors``: key -> numpy array / torch tensor, named as the readers name them (a head's prefix and
+    4.x or 5.x spellings are fine); ``filled``: keys the caller made up itself (recorded). Returns the record:
+    ``class``, ``model_type``, ``tied``, ``renamed`` ({count, examples}), ``filled``, ``dtypes``, ``n_params``.
+    """
+    from .rebuild import _candidates  # the shared candidate builder (ties on, so a tied table may be absent)
+
+    cfg = {k: v for k, v in dict(config).items() if not str(k).startswith("_")}
+    if not cfg.get("model_type"):
+        raise ValueError("config: no model_type; write_folder needs infer_config's config (or a config.json)")
+    mt = cfg["model_type"]
+    given = {str(k): _torch(k, v) for k, v in tensors.items()}
+    if not given:
+        raise ValueError("no tensors to write: the reader placed none")
+    filled = sorted(set(filled))
+    stray = [k for k in filled if k not in given]
+    if stray:
+        raise ValueError(f"filled tensor {stray[0]} is not among the tensors; pass the values it was filled with")
+    lays = _candidates(cfg, mt)
+    best = min((place(given, lay, optional=lay.tied) for lay in lays), key=lambda p: p.score)
+    lay, name = best.layout, best.layout.cls.__name__
+    if best.unplaced:
+        raise ValueError(f"tensor {best.unplaced[0]} has no place in {name} (model_type {mt})"
+                         + (f" (and {len(best.unplaced) - 1} more)" if len(best.unplaced) > 1 else ""))
+    if best.missing:
+        raise ValueError(f"{len(best.missing)} tensors of {name} (model_type {mt}) are missing: "
+                         f"{', '.join(best.missing[:5])}")
+    ck = {best.ckpt[k]: given[k] for k in best.ckpt}
+    runtime = {best.runtime[k]: given[k] for k in best.runtime}
+    if runtime:
+        ck.update(to_ckpt(lay, runtime))
+    bad = [(k, tuple(v.shape), lay.ckpt[k]) for k, v in ck.items() if tuple(v.shape) != lay.ckpt[k]]
+    if bad:
+        k, a, b = bad[0]
+        raise ValueError(f"tensor {k} is {list(a)} but {name} of this config has {list(b)}"
+                         + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "") + "; the config does not fit")
+    tied, drop = _tie(best, ck)
+    for t in drop:
+        del ck[t]
+    if tied is not None:
+        cfg["tie_word_embeddings"] = tied
+    if tied is False:
+        missing = [t for t in lay.tied if t not in ck]
+        if missing:
+            raise ValueError(f"tensor {missing[0]} is missing: the output table differs from the input table "
+                             f"elsewhere, so it cannot be tied")
+    floats = {v.dtype for v in ck.values() if v.is_floating_point()}
+    dtype = max(floats, key=lambda d: sum(v.numel() for v in ck.values() if v.dtype == d)) if floats else None
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=out_dir.parent))
+    try:
+        save_file(ck, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        make_config(cfg).save_pretrained(tmp)
+        with quiet_transformers():
+            model, info = lay.cls.from_pretrained(tmp, output_loading_info=True, dtype=dtype)
+        problems = [(what, sorted(info.get(what) or [])) for what in ("missing_keys", "unexpected_keys",
+                                                                       "mismatched_keys", "error_msgs")]
+        problems = [(w, ks) for w, ks in problems if ks]
+        if problems:
+            w, ks = problems[0]
+            raise ValueError(f"{name} (model_type {mt}) loaded with {len(ks)} {w.replace('_', ' ')}: "
+                             f"{', '.join(map(str, ks[:5]))}")
+        with quiet_transformers():
+            model.save_pretrained(out_dir, safe_serialization=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _check_saved(out_dir, ck)
+    renamed = [(k, best.runtime[k]) for k in best.runtime] + [(k, v) for k, v in best.ckpt.items() if k != v]
+    counts: dict = {}
+    for v in ck.values():
+        counts[str(v.dtype).replace("torch.", "")] = counts.get(str(v.dtype).replace("torch.", ""), 0) + 1
+    return {"class": name, "model_type": mt, "tied": bool(tied), "dropped_tied": drop,
+            "renamed": {"count": len(renamed), "examples": renamed[:3]}, "filled": filled, "dtypes": counts,
+            "n_params": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}
+
+
+def _check_saved(out_dir: Path, ck: dict) -> None:
+    """Every saved tensor equals the given one bit for bit (a tied copy the save dropped is not compared)."""
+    seen = 0
+    for f in sorted(out_dir.glob("*.safetensors")):
+        with safe_open(str(f), framework="pt") as h:
+            for k in h.keys():
+                if k in ck:
+                    a, b = h.get_tensor(k), ck[k]
+                    if a.dtype != b.dtype and b.is_floating_point():
+                        b = b.to(a.dtype)
+                        if not torch.equal(b.to(ck[k].dtype), ck[k]):
+                            raise ValueError(f"tensor {k}: {ck[k].dtype} does not fit {a.dtype} exactly")
+                    if a.shape != b.shape or not torch.equal(a.reshape(-1).view(torch.uint8),
+                                                             b.reshape(-1).view(torch.uint8)):
+                        raise ValueError(f"tensor {k}: the saved values differ from the given ones")
+                    seen += 1
+    if not seen:
+        raise ValueError(f"{out_dir}: save_pretrained wrote none of the given tensors")
