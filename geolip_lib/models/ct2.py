@@ -1,571 +1,202 @@
-"""CTranslate2 ``model.bin`` files (binary version 6, what faster-whisper ships) read without CTranslate2.
+"""CTranslate2 model folders (``model.bin`` binary version 6) read without CTranslate2 and rebuilt as transformers.
 
-Issue 36: a trained cross-attention model that installs offline. :func:`read` parses the file,
-:func:`to_whisper_state_dict` maps a ``WhisperSpec`` to transformers' ``WhisperForConditionalGeneration``
-names (splitting CTranslate2's fused projections) and :func:`convert` writes a ``save_pretrained``
-folder (``config.json`` + ``model.safetensors``) that the ordinary loaders read.
+The façade of four modules: :mod:`.ct2_file` (the bounded reader, with a header-only mode),
+:mod:`.ct2_specs` (the converter's variable names mapped back to transformers state-dict keys: Llama, Mistral,
+Qwen2, GPT-2, BERT, Marian), :mod:`.ct2_whisper` (faster-whisper's ``WhisperSpec``) and :mod:`.ct2_check`
+(CTranslate2 itself run against the rebuilt model). The API the loaders call:
 
-Format (``ctranslate2/specs/model_spec.py``, ``ModelSpec._serialize``; little-endian)::
+* :func:`header` -- what the folder holds without reading any weight's bytes (the variable table, the rank-0
+  settings such as ``num_heads``, CTranslate2's ``config.json`` and vocabulary), as a :class:`.rebuild.Header`;
+* :func:`convert` -- the rebuilt ``save_pretrained`` folder and its record (spec, revision, stored dtypes,
+  which tensors were dequantized, notes);
+* :func:`check` -- CTranslate2's own run and the rebuilt model's on the same inputs, within a tolerance relative
+  to the output's scale (:mod:`.ct2_check` says which and why).
 
-    uint32 binary_version (6)          string spec name       uint32 spec revision
-    uint32 n_variables, then per variable:
-        string name, uint8 rank, uint32 dims[rank], uint8 dtype id, uint32 nbytes, nbytes raw bytes
-    uint32 n_aliases, then per alias: string alias, string variable name
-
-A string is ``uint16 length`` (bytes including the trailing NUL), the UTF-8 bytes, the NUL. Dtype ids
-(``include/ctranslate2/types.h``, ``_dtype_to_type_id``): 0 float32, 1 int8, 2 int16, 3 int32,
-4 float16, 5 bfloat16. Aliases are written for variables equal to an earlier one (Whisper:
-``decoder/projection/weight`` -> ``decoder/embeddings/weight``, the tied output projection).
-
-Bounded: the file must be a regular file (a link to one is followed, as for GGUF and ONNX files: a Hugging
-Face cache snapshot of a faster-whisper model links ``model.bin`` to ``../../blobs/<sha>``), at most
-:data:`MAX_BYTES`; it is read with bounded ``pread`` calls, each checked against the
-file's end first.
-A truncated file, another binary version, sizes that disagree (``nbytes != prod(dims) * itemsize``,
-data beyond the end, trailing bytes), rank > :data:`MAX_RANK`, more than :data:`MAX_ELEMENTS` elements,
-a name over :data:`MAX_NAME` bytes, a duplicate name, an unknown dtype: one-line ``ValueError`` naming
-the file and what is wrong.
-
-Values: float16 and bfloat16 become float32 exactly. int8 / int16 weights (``--quantization int8``)
-are dequantized with their ``weight_scale`` (``w = q / scale``; int8: one scale per output row or
-conv channel, as ctranslate2 4.8.5 writes them; int16: one scalar) by :func:`dequantize` (called by
-:func:`to_whisper_state_dict`): not lossless; it lists the dequantized variables under the
-:data:`DEQUANTIZED` key of the dict it returns.
-
-Whisper name map (``ctranslate2/specs/whisper_spec.py``, ``transformer_spec.py``, ``attention_spec.py``,
-``common_spec.py`` and the ``WhisperLoader`` / ``BartLoader`` of ``converters/transformers.py``), see
-:func:`whisper_name_map`. The self-attention ``linear_0`` is the fused ``[q; k; v]`` (rows
-``3 d``), the cross-attention ``linear_1`` the fused ``[k; v]`` (rows ``2 d``); the converter fills
-the missing k bias with zeros, which are checked and dropped (a nonzero k bias is refused: not a
-Whisper conversion). The sizes of the rebuilt config are inferred from the shapes (d_model,
-layers, ffn, vocab, mel bins, positions) and the stored ``num_heads`` scalars; the CTranslate2
-folder's ``config.json`` contributes only ``suppress_ids`` / ``suppress_ids_begin``
-(-> ``suppress_tokens`` / ``begin_suppress_tokens``) when present. Special token ids: read from the folder's
-``tokenizer.json`` (<|endoftext|>, <|startoftranscript|>) when it has one; else OpenAI's ids (multilingual
-51865+: 50257 / 50258; English-only 51864: 50256 / 50257), otherwise ``vocab_size - 1`` for all four (a
-placeholder: the ids are unknown; the weights do not depend on them).
+int8 / int16 weights are dequantized (``q / weight_scale``); float16 / bfloat16 widen exactly. Every problem is one
+``ValueError`` line naming the file.
 """
 from __future__ import annotations
 
 import json
-import os
-import re
-import stat
-import struct
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import torch
-from tokenizers import Tokenizer
-from transformers import WhisperConfig, WhisperForConditionalGeneration, WhisperTokenizerFast
 
-from ..families.whisper import synthetic_log_mel
-from ..lazy import lazy
+from . import ct2_specs
+from .ct2_check import run_both
+from .ct2_file import (DEQUANTIZED, MAX_BYTES, dequantize, folder_and_bin, read, read_header,  # noqa: F401
+                       read_json, resolve_aliases)
+from .ct2_whisper import (TOKENIZER_FILE, _LAYER_MAP, _TOP_MAP, check_against_ctranslate2,  # noqa: F401
+                          convert_whisper, save_tokenizer, to_whisper_state_dict, whisper_config, whisper_name_map)
+from .rebuild import Header
 
-#: CTranslate2 itself, for the conversion check only (its import loads its native library)
-ctranslate2 = lazy("ctranslate2")
+__all__ = ["MAX_BYTES", "DEQUANTIZED", "check", "check_against_ctranslate2", "convert", "dequantize", "header",
+           "read", "read_header", "save_tokenizer", "to_whisper_state_dict", "whisper_config", "whisper_name_map"]
 
-__all__ = ["MAX_BYTES", "check_against_ctranslate2", "convert", "read", "save_tokenizer", "to_whisper_state_dict",
-           "whisper_config", "whisper_name_map"]
-
-#: the largest model.bin read (Whisper large-v3 in float32 is ~6.2 GB; base in float16 ~145 MB)
-MAX_BYTES = 8 * 1024 ** 3
-MAX_RANK = 8
-MAX_ELEMENTS = 2 ** 34
-MAX_NAME = 1024
-MAX_VARIABLES = 100_000
-BINARY_VERSION = 6
-#: dtype id -> (numpy dtype of the stored bytes, name)
-DTYPES = {0: ("<f4", "float32"), 1: ("i1", "int8"), 2: ("<i2", "int16"), 3: ("<i4", "int32"),
-          4: ("<f2", "float16"), 5: ("<u2", "bfloat16")}
-#: key of the variables dict listing the variables dequantized from int8/int16 (not a tensor)
-DEQUANTIZED = "__dequantized__"
+#: the vocabulary files ``ModelSpec.save`` writes (decoders / encoders, seq2seq shared, seq2seq split)
+VOCABULARIES = ("vocabulary.json", "shared_vocabulary.json", "target_vocabulary.json")
 
 
-class _Cursor:
-    """Bounded reads of an open file: every read is checked against the file's size first."""
-
-    def __init__(self, fd: int, size: int, path: Path):
-        self.fd, self.pos, self.path, self.end = fd, 0, path, size
-
-    def fail(self, what: str):
-        raise ValueError(f"CTranslate2 file {self.path}: {what}")
-
-    def take(self, n: int, what: str) -> int:
-        if n < 0 or self.pos + n > self.end:
-            self.fail(f"truncated: {what} needs {n} bytes at offset {self.pos}, the file has {self.end}")
-        p = self.pos
-        self.pos += n
-        return p
-
-    def bytes(self, n: int, what: str) -> bytes:
-        p = self.take(n, what)
-        chunks, got = [], 0
-        while got < n:
-            b = os.pread(self.fd, min(n - got, 1 << 30), p + got)
-            if not b:
-                self.fail(f"truncated while reading {what} (the file shrank)")
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks) if len(chunks) != 1 else chunks[0]
-
-    def unpack(self, fmt: str, what: str):
-        return struct.unpack(fmt, self.bytes(struct.calcsize(fmt), what))
-
-    def string(self, what: str) -> str:
-        (n,) = self.unpack("<H", f"the length of {what}")
-        if n < 1 or n - 1 > MAX_NAME:
-            self.fail(f"{what} has length {n} (1..{MAX_NAME + 1} bytes with its NUL)")
-        p = self.pos
-        raw = self.bytes(n, what)
-        if raw[-1] != 0:
-            self.fail(f"{what} at offset {p} does not end with a NUL byte")
-        try:
-            return raw[:-1].decode("utf-8")
-        except UnicodeDecodeError:
-            self.fail(f"{what} at offset {p} is not UTF-8")
+def _vocab(folder: Path) -> Optional[list]:
+    for name in VOCABULARIES:
+        v = read_json(folder / name)
+        if v is not None:
+            if not isinstance(v, list) or not all(isinstance(t, str) for t in v):
+                raise ValueError(f"CTranslate2 file {folder / name}: not a list of tokens")
+            return v
+    return None
 
 
-def _open_bounded(path: Path, max_bytes: int) -> tuple[int, int]:
-    """An fd on ``path`` (a regular file, or a link to one: what it points at is judged) and its size."""
-    path = Path(path)
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise ValueError(f"CTranslate2 file {path}: cannot be read ({exc.strerror})") from None
-    target, flags = Path(os.path.realpath(path)), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError(f"CTranslate2 file {path}: not a regular file (a pipe, device or folder); refused")
-    fd = os.open(target, flags | getattr(os, "O_NOFOLLOW", 0))
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise ValueError(f"CTranslate2 file {path}: not a regular file; refused")
-    if st.st_size > max_bytes:
-        os.close(fd)
-        raise ValueError(f"CTranslate2 file {path}: {st.st_size} bytes, over the cap of {max_bytes}")
-    return fd, st.st_size
+def _table(folder_or_model_bin, given: Optional[Mapping], model_bin: str):
+    folder, path = folder_and_bin(folder_or_model_bin, model_bin)
+    spec, revision, shapes, kinds, settings, aliases = read_header(path)
+    cc = read_json(folder / "config.json") or {}
+    if not isinstance(cc, dict):
+        raise ValueError(f"CTranslate2 file {folder / 'config.json'}: not a JSON object")
+    return folder, path, spec, revision, shapes, kinds, settings, aliases, cc
 
 
-def _to_float(arr: np.ndarray, kind: str) -> np.ndarray:
-    if kind == "float16":
-        return arr.astype(np.float32)
-    if kind == "bfloat16":
-        return (arr.astype(np.uint32) << 16).view(np.float32)
-    return arr.copy()  # writable, owns its memory
+def _plan(path, spec, shapes, aliases, settings, cc, folder, given, family):
+    vocab = _vocab(folder)
+    p = ct2_specs.plan(str(path), spec, shapes, aliases, settings, cc, vocab, dict(given or {}), family)
+    if vocab is not None and len(vocab) != p.config.get("vocab_size") and p.config["model_type"] != "marian":
+        p.notes.append(f"the vocabulary file lists {len(vocab)} tokens, the embeddings {p.config.get('vocab_size')}")
+    for k, v in (given or {}).items():  # the params file's config: wins where the file is silent, is checked where not
+        if k in p.config and k not in ("model_type", "architectures") and p.config[k] != v and not (
+                isinstance(v, (int, float)) and not isinstance(v, bool) and float(p.config[k]) == float(v)):
+            raise ValueError(f"CTranslate2 file {path}: config: {k} is given as {v!r} but the file says "
+                             f"{p.config[k]!r}")
+        p.config.setdefault(k, v)
+    return p, vocab
 
 
-def read(path, *, max_bytes: int = MAX_BYTES, kinds: Optional[dict] = None) -> tuple[str, int, dict, dict]:
-    """``(spec_name, revision, {name: np.ndarray}, {alias: variable name})`` of a model.bin (see module doc).
-
-    Floating values come back as float32 (float16 / bfloat16 exactly); integers keep their type.
-    ``kinds``, when given, is filled with each variable's stored dtype name (``float16`` ...), for provenance.
-    """
-    path = Path(path)
-    fd, size = _open_bounded(path, max_bytes)
-    try:
-        if size == 0:
-            raise ValueError(f"CTranslate2 file {path}: empty")
-        return _parse(_Cursor(fd, size, path), kinds)
-    finally:
-        os.close(fd)
-
-
-def _parse(c: _Cursor, kinds: Optional[dict] = None) -> tuple[str, int, dict, dict]:
-    (version,) = c.unpack("<I", "the binary version")
-    if version != BINARY_VERSION:
-        c.fail(f"binary version {version}, this reader reads version {BINARY_VERSION} (not a CTranslate2 "
-               f"model.bin, or another CTranslate2 release)")
-    spec = c.string("the spec name")
-    (revision,) = c.unpack("<I", "the spec revision")
-    (n,) = c.unpack("<I", "the number of variables")
-    if n > MAX_VARIABLES:
-        c.fail(f"{n} variables (at most {MAX_VARIABLES})")
-    variables: dict[str, np.ndarray] = {}
-    for i in range(n):
-        name = c.string(f"the name of variable {i}")
-        if name in variables:
-            c.fail(f"variable {name!r} appears twice")
-        (rank,) = c.unpack("<B", f"the rank of {name!r}")
-        if rank > MAX_RANK:
-            c.fail(f"variable {name!r} has rank {rank} (at most {MAX_RANK})")
-        dims = c.unpack(f"<{rank}I", f"the dims of {name!r}") if rank else ()
-        count = 1
-        for d in dims:
-            count *= d
-        if count > MAX_ELEMENTS:
-            c.fail(f"variable {name!r} has dims {list(dims)}: {count} elements (at most 2**34)")
-        (tid,) = c.unpack("<B", f"the dtype of {name!r}")
-        if tid not in DTYPES:
-            c.fail(f"variable {name!r} has dtype id {tid} (known: {sorted(DTYPES)})")
-        np_dt, kind = DTYPES[tid]
-        (nbytes,) = c.unpack("<I", f"the byte size of {name!r}")
-        want = count * np.dtype(np_dt).itemsize
-        if nbytes != want:
-            c.fail(f"variable {name!r} says {nbytes} bytes, its dims {list(dims)} of {kind} need {want}")
-        arr = np.frombuffer(c.bytes(nbytes, f"the data of {name!r}"), dtype=np_dt, count=count).reshape(dims)
-        variables[name] = _to_float(arr, kind)
-        if kinds is not None:
-            kinds[name] = kind
-    (na,) = c.unpack("<I", "the number of aliases")
-    if na > MAX_VARIABLES:
-        c.fail(f"{na} aliases (at most {MAX_VARIABLES})")
-    aliases: dict[str, str] = {}
-    for i in range(na):
-        alias = c.string(f"alias {i}")
-        target = c.string(f"the target of alias {alias!r}")
-        if alias in variables or alias in aliases:
-            c.fail(f"alias {alias!r} repeats a name")
-        if target not in variables:
-            c.fail(f"alias {alias!r} names {target!r}, which is not a variable")
-        aliases[alias] = target
-    if c.pos != c.end:
-        c.fail(f"{c.end - c.pos} bytes after the aliases (a CTranslate2 file ends there)")
-    return spec, revision, variables, aliases
+def header(folder_or_model_bin, family: Optional[str] = None, given: Optional[Mapping[str, Any]] = None, *,
+           model_bin: str = "model.bin") -> Header:
+    """What a CTranslate2 folder holds, no tensor data read: the transformers keys and shapes it will fill, the
+    config inferred (``model_type`` included), the stored dtype of each tensor, facts and notes."""
+    folder, path, spec, revision, shapes, kinds, settings, aliases, cc = _table(folder_or_model_bin, given, model_bin)
+    facts = {"spec": spec, "revision": revision, "file": str(path), "bytes": path.stat().st_size,
+             "variables": len(shapes), "family": family}
+    if spec == "WhisperSpec":
+        if family not in (None, "whisper"):
+            raise ValueError(f"CTranslate2 file {path}: a WhisperSpec, but the params file says family {family}")
+        return Header("CTranslate2", {n: s for n, s in shapes.items() if s}, {"model_type": "whisper"},
+                      {n: kinds[n] for n in shapes if shapes[n]}, facts,
+                      ["Whisper names are mapped at conversion (ct2_whisper)"])
+    p, _ = _plan(path, spec, shapes, aliases, settings, cc, folder, given, family)
+    tensors = {e.key: ct2_specs.shape_of(e, shapes) for e in p.entries}
+    stored = {e.key: kinds[e.name] for e in p.entries}
+    return Header("CTranslate2", tensors, p.config, stored, facts, p.notes + [f"dropped: {d}" for d in p.dropped])
 
 
-# --- Whisper -----------------------------------------------------------------------------------------------------
+def _write(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, where: str) -> list:
+    """Build ``config``'s class, load ``tensors`` (every one must have a place; every parameter must be filled,
+    by a tensor or by a tie), ``save_pretrained``. Returns notes."""
+    import transformers
 
-#: scalar variables of WhisperSpec (settings, not weights): read for num_heads, otherwise accepted and dropped
-_SCALARS = re.compile(r"^(?:encoder|decoder)/(?:num_heads|pre_norm|activation|alignment_layer|alignment_heads|"
-                      r"scale_embeddings|scale_outputs|alibi|alibi_use_positive_positions|scale_alibi|"
-                      r"start_from_zero_embedding|embeddings_merge|multi_query_attention|"
-                      r"embeddings/multiply_by_sqrt_depth|layer_\d+/(?:self_attention|attention)/queries_scale)$")
-
-_LAYER = re.compile(r"^(encoder|decoder)/layer_(\d+)/(.+)$")
-_LN = {"gamma": "weight", "beta": "bias"}
-#: per-layer CT2 suffix -> (transformers suffix under model.{stack}.layers.{i}., split) ; split: None, "qkv", "kv"
-_LAYER_MAP = {
-    "self_attention/layer_norm/gamma": ("self_attn_layer_norm.weight", None),
-    "self_attention/layer_norm/beta": ("self_attn_layer_norm.bias", None),
-    "self_attention/linear_0/weight": ("self_attn.{q,k,v}_proj.weight", "qkv"),
-    "self_attention/linear_0/bias": ("self_attn.{q,k,v}_proj.bias", "qkv"),
-    "self_attention/linear_1/weight": ("self_attn.out_proj.weight", None),
-    "self_attention/linear_1/bias": ("self_attn.out_proj.bias", None),
-    "attention/layer_norm/gamma": ("encoder_attn_layer_norm.weight", None),
-    "attention/layer_norm/beta": ("encoder_attn_layer_norm.bias", None),
-    "attention/linear_0/weight": ("encoder_attn.q_proj.weight", None),
-    "attention/linear_0/bias": ("encoder_attn.q_proj.bias", None),
-    "attention/linear_1/weight": ("encoder_attn.{k,v}_proj.weight", "kv"),
-    "attention/linear_1/bias": ("encoder_attn.{k,v}_proj.bias", "kv"),
-    "attention/linear_2/weight": ("encoder_attn.out_proj.weight", None),
-    "attention/linear_2/bias": ("encoder_attn.out_proj.bias", None),
-    "ffn/layer_norm/gamma": ("final_layer_norm.weight", None),
-    "ffn/layer_norm/beta": ("final_layer_norm.bias", None),
-    "ffn/linear_0/weight": ("fc1.weight", None),
-    "ffn/linear_0/bias": ("fc1.bias", None),
-    "ffn/linear_1/weight": ("fc2.weight", None),
-    "ffn/linear_1/bias": ("fc2.bias", None),
-}
-_TOP_MAP = {
-    "encoder/conv1/weight": "model.encoder.conv1.weight",
-    "encoder/conv1/bias": "model.encoder.conv1.bias",
-    "encoder/conv2/weight": "model.encoder.conv2.weight",
-    "encoder/conv2/bias": "model.encoder.conv2.bias",
-    "encoder/position_encodings/encodings": "model.encoder.embed_positions.weight",
-    "encoder/layer_norm/gamma": "model.encoder.layer_norm.weight",
-    "encoder/layer_norm/beta": "model.encoder.layer_norm.bias",
-    "decoder/embeddings/weight": "model.decoder.embed_tokens.weight",
-    "decoder/position_encodings/encodings": "model.decoder.embed_positions.weight",
-    "decoder/layer_norm/gamma": "model.decoder.layer_norm.weight",
-    "decoder/layer_norm/beta": "model.decoder.layer_norm.bias",
-    "decoder/projection/weight": "proj_out.weight",
-}
-
-
-def whisper_name_map() -> dict:
-    """The map used: top-level CT2 name -> transformers name, and per-layer suffix -> (suffix, split)."""
-    return {"top": dict(_TOP_MAP), "layer": dict(_LAYER_MAP), "scalars": _SCALARS.pattern}
-
-
-def dequantize(variables: dict) -> dict:
-    """Variables with every int8/int16 ``X/weight`` divided by its ``X/weight_scale`` (scales removed)."""
-    out, done = {}, []
-    for name, v in variables.items():
-        if name.endswith("/weight_scale"):
-            continue
-        scale = variables.get(name + "_scale") if name.endswith("/weight") else None
-        if scale is not None and v.dtype in (np.int8, np.int16):
-            s = np.asarray(scale, dtype=np.float32)
-            if s.ndim == 1 and s.shape[0] == v.shape[0]:  # int8: one scale per output row / channel
-                s = s.reshape(-1, *([1] * (v.ndim - 1)))
-            elif s.ndim == v.ndim - 1 and s.shape[0] == v.shape[0]:  # amax over axis 1 of an N-d weight
-                s = np.expand_dims(s, 1)
-            elif s.ndim != 0:
-                raise ValueError(f"CTranslate2 variable {name!r}: weight_scale of shape {s.shape} for {v.shape}")
-            v = v.astype(np.float32) / s
-            done.append(name)
-        elif v.dtype in (np.int8, np.int16) and v.ndim > 1:
-            raise ValueError(f"CTranslate2 variable {name!r} is {v.dtype} without a weight_scale")
-        out[name] = v
-    if done:
-        out[DEQUANTIZED] = sorted(done)
-    return out
-
-
-def _resolve(variables: dict, aliases: Optional[dict]) -> dict:
-    v = {k: a for k, a in variables.items() if k != DEQUANTIZED}
-    for alias, target in (aliases or {}).items():
-        if alias in v or target not in variables:
-            raise ValueError(f"CTranslate2 alias {alias!r} -> {target!r} is not usable")
-        v[alias] = variables[target]
-    return v
-
-
-def _scalar(v: dict, name: str) -> int:
-    if name not in v:
-        raise ValueError(f"CTranslate2 Whisper model: no {name!r} scalar")
-    return int(np.asarray(v[name]).reshape(-1)[0])
-
-
-def _special_ids(tokenizer_file, vocab_size: int) -> Optional[dict]:
-    """``pad / bos / eos / decoder_start`` token ids read from a Whisper ``tokenizer.json`` (<|endoftext|> and
-    <|startoftranscript|>), None when the file lacks them."""
-    tok = Tokenizer.from_file(str(tokenizer_file))
-    eot, sot = tok.token_to_id("<|endoftext|>"), tok.token_to_id("<|startoftranscript|>")
-    if eot is None or sot is None:
-        return None
-    # as openai's conversions: bos = <|endoftext|> on multilingual models, <|startoftranscript|> on English-only ones
-    bos = sot if vocab_size < 51865 else eot
-    return {"pad_token_id": eot, "bos_token_id": bos, "eos_token_id": eot, "decoder_start_token_id": sot}
-
-
-def whisper_config(variables: dict, aliases: Optional[dict] = None, ct2_config: Optional[dict] = None,
-                   tokenizer_file=None):
-    """A ``transformers.WhisperConfig`` with the sizes inferred from the shapes and the ``num_heads`` scalars; the
-    special token ids from ``tokenizer_file`` when given (else OpenAI's ids for the vocabulary size)."""
-
-    v = _resolve(variables, aliases)
-    for k in ("encoder/conv1/weight", "encoder/position_encodings/encodings", "decoder/embeddings/weight",
-              "decoder/position_encodings/encodings"):
-        if k not in v:
-            raise ValueError(f"CTranslate2 Whisper model: no {k!r} variable")
-    d, mels = v["encoder/conv1/weight"].shape[:2]
-    layers = {s: sorted({int(m.group(2)) for m in map(_LAYER.match, v) if m and m.group(1) == s})
-              for s in ("encoder", "decoder")}
-    for s, ids in layers.items():
-        if ids != list(range(len(ids))) or not ids:
-            raise ValueError(f"CTranslate2 Whisper model: {s} layers {ids[:5]}... are not 0..n-1")
-    ffn = v.get("encoder/layer_0/ffn/linear_0/weight")
-    dffn = v.get("decoder/layer_0/ffn/linear_0/weight")
-    kw: dict[str, Any] = dict(
-        d_model=int(d), num_mel_bins=int(mels), vocab_size=int(v["decoder/embeddings/weight"].shape[0]),
-        encoder_layers=len(layers["encoder"]), decoder_layers=len(layers["decoder"]),
-        encoder_attention_heads=_scalar(v, "encoder/num_heads"),
-        decoder_attention_heads=_scalar(v, "decoder/num_heads"),
-        encoder_ffn_dim=int(ffn.shape[0]) if ffn is not None else 4 * int(d),
-        decoder_ffn_dim=int(dffn.shape[0]) if dffn is not None else 4 * int(d),
-        max_source_positions=int(v["encoder/position_encodings/encodings"].shape[0]),
-        max_target_positions=int(v["decoder/position_encodings/encodings"].shape[0]),
-    )
-    vocab = kw["vocab_size"]
-    special = _special_ids(tokenizer_file, vocab) if tokenizer_file is not None else None
-    if special is not None:  # the folder's own tokenizer names them (faster-whisper ships tokenizer.json)
-        kw.update(special)
-    elif vocab == 51864:  # English-only Whisper (openai/whisper-*.en)
-        kw.update(pad_token_id=50256, bos_token_id=50257, eos_token_id=50256, decoder_start_token_id=50257)
-    elif vocab >= 51865:  # multilingual OpenAI vocabulary (openai/whisper-base ...: <|endoftext|> 50257, sot 50258)
-        kw.update(pad_token_id=50257, bos_token_id=50257, eos_token_id=50257, decoder_start_token_id=50258)
-    else:  # not an OpenAI vocabulary: the special ids are unknown; a placeholder (weights only)
-        kw.update(pad_token_id=vocab - 1, bos_token_id=vocab - 1, eos_token_id=vocab - 1,
-                  decoder_start_token_id=vocab - 1)
-    proj = v.get("decoder/projection/weight")
-    kw["tie_word_embeddings"] = proj is None or bool(np.array_equal(proj, v["decoder/embeddings/weight"]))
-    cc = ct2_config or {}
-    if cc.get("suppress_ids") is not None:
-        kw["suppress_tokens"] = list(cc["suppress_ids"])
-    if cc.get("suppress_ids_begin") is not None:
-        kw["begin_suppress_tokens"] = list(cc["suppress_ids_begin"])
-    return WhisperConfig(**kw)
-
-
-def _split(name: str, arr: np.ndarray, parts: int, d: int, ct2_name: str) -> list:
-    if arr.shape[0] != parts * d:
-        raise ValueError(f"CTranslate2 variable {ct2_name!r}: {arr.shape[0]} rows, a fused {parts}-way "
-                         f"projection of d_model {d} has {parts * d}")
-    return [arr[j * d:(j + 1) * d] for j in range(parts)]
-
-
-def to_whisper_state_dict(variables: dict, config=None, aliases: Optional[dict] = None) -> dict:
-    """transformers ``WhisperForConditionalGeneration`` state dict (float32 torch tensors) of a WhisperSpec.
-
-    ``config``: a WhisperConfig (or dict) giving d_model; None infers it (:func:`whisper_config`).
-    A variable the map does not know is refused by name (one line).
-    """
-
-    v = dequantize(variables)  # before the aliases: an aliased weight (the tied projection) uses its target's scale
-    v.pop(DEQUANTIZED, None)
-    v = _resolve(v, {a: t for a, t in (aliases or {}).items() if not a.endswith("/weight_scale")})
-    if config is None:
-        config = whisper_config(v)
-    d = int(config["d_model"] if isinstance(config, dict) else config.d_model)
-    out: dict[str, np.ndarray] = {}
-    for name, arr in v.items():
-        if _SCALARS.match(name):
-            continue
-        if name in _TOP_MAP:
-            out[_TOP_MAP[name]] = arr
-            continue
-        m = _LAYER.match(name)
-        if m is None or m.group(3) not in _LAYER_MAP:
-            raise ValueError(f"CTranslate2 Whisper model: variable {name!r} is not in the Whisper name map")
-        stack, i, rest = m.groups()
-        if stack == "encoder" and rest.startswith("attention/"):
-            raise ValueError(f"CTranslate2 Whisper model: variable {name!r}: the encoder has no cross-attention")
-        target, split = _LAYER_MAP[rest]
-        pre = f"model.{stack}.layers.{i}."
-        if split is None:
-            out[pre + target] = arr
-            continue
-        roles = ("q", "k", "v") if split == "qkv" else ("k", "v")
-        for role, part in zip(roles, _split(target, arr, len(roles), d, name)):
-            t = re.sub(r"\{[^}]*\}", role, target)
-            if role == "k" and t.endswith(".bias"):
-                if np.any(part != 0):
-                    raise ValueError(f"CTranslate2 Whisper model: {name!r} has a nonzero k bias (Whisper's k_proj "
-                                     f"has none: not a Whisper conversion)")
-                continue
-            out[pre + t] = part
-    return {k: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for k, a in out.items()}
-
-
-def convert(model_dir, out_dir, model_bin: str = "model.bin") -> Path:
-    """Write ``out_dir`` as a transformers ``save_pretrained`` folder of the Whisper model in ``model_dir``.
-
-    ``model_dir/model.bin`` (a ``WhisperSpec``); ``model_dir/config.json`` (CTranslate2's, optional,
-    bounded to 1 MiB) gives the suppress tokens only; sizes come from the shapes (module docstring).
-    Returns ``out_dir``.
-    """
-
-    model_dir, out_dir = Path(model_dir), Path(out_dir)
-    spec, revision, variables, aliases = read(model_dir / model_bin)
-    if spec != "WhisperSpec":
-        raise ValueError(f"CTranslate2 file {model_dir / model_bin}: spec {spec!r}, not a WhisperSpec")
-    cc = None
-    cfg_file = model_dir / "config.json"
-    if cfg_file.is_file():
-        if cfg_file.stat().st_size > 1024 ** 2:
-            raise ValueError(f"CTranslate2 config {cfg_file}: over 1 MiB")
-        cc = json.loads(cfg_file.read_text(encoding="utf-8"))
-    tok_file = model_dir / TOKENIZER_FILE
-    config = whisper_config(variables, aliases, cc, tok_file if tok_file.is_file() else None)
-    state = to_whisper_state_dict(variables, config, aliases)
-    if config.tie_word_embeddings:
-        state.pop("proj_out.weight", None)
-    model = WhisperForConditionalGeneration(config)
-    expected = set(model.state_dict())
-    missing = sorted(expected - set(state) - ({"proj_out.weight"} if config.tie_word_embeddings else set()))
-    extra = sorted(set(state) - expected)
-    if missing or extra:
-        raise ValueError(f"CTranslate2 Whisper model {model_dir}: missing {missing[:4]}, unexpected {extra[:4]}")
+    cfg = dict(config)
+    mt, arch = cfg.pop("model_type"), cfg["architectures"][0]
+    conf = transformers.AutoConfig.for_model(mt, **cfg)
+    torch.manual_seed(0)
+    model = getattr(transformers, arch)(conf).eval()
+    expected = model.state_dict()
+    extra = sorted(set(tensors) - set(expected))
+    if extra:
+        raise ValueError(f"CTranslate2 file {where}: {extra[0]} has no place in {arch}")
+    for k, a in tensors.items():
+        if tuple(expected[k].shape) != a.shape:
+            raise ValueError(f"CTranslate2 file {where}: {k} is {list(a.shape)}, {arch} wants "
+                             f"{list(expected[k].shape)} (the shapes lie, or the config is wrong)")
     with torch.no_grad():
-        model.load_state_dict(state, strict=False)
-    if config.tie_word_embeddings:
-        model.tie_weights()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir, safe_serialization=True)
-    (out_dir / "ct2_source.json").write_text(json.dumps({"spec": spec, "revision": revision,
-                                                       "model_bin": str(model_dir / model_bin)}, indent=2))
-    return out_dir
+        res = model.load_state_dict({k: torch.from_numpy(a) for k, a in tensors.items()}, strict=False)
+        if getattr(conf, "tie_word_embeddings", False):
+            model.tie_weights()
+    filled = {t.data_ptr() for k, t in model.state_dict().items() if k in tensors}
+    notes = []
+    for k in res.missing_keys:
+        t = model.state_dict()[k]
+        if t.data_ptr() in filled:
+            continue
+        if k.endswith("embed_positions.weight") and mt == "marian":
+            notes.append(f"{k}: recomputed by the class (sinusoidal)")
+            continue
+        if k == "final_logits_bias" and not t.any():  # the converter writes it only when nonzero
+            notes.append(f"{k}: zeros (the file has no projection bias: the converter stores it only when nonzero)")
+            continue
+        raise ValueError(f"CTranslate2 file {where}: {arch}'s {k} has no tensor in the file")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out_dir))
+    return notes
 
 
-#: the tokenizer file a CTranslate2 Whisper folder ships (faster-whisper's ``tokenizer.json``, Hugging Face format)
-TOKENIZER_FILE = "tokenizer.json"
-#: the largest relative difference of the encoder output allowed against CTranslate2 (both float32 from float16)
-CHECK_TOLERANCE = 1e-3
+def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: Optional[Mapping[str, Any]] = None,
+            *, model_bin: str = "model.bin") -> dict:
+    """Rebuild the CTranslate2 model as a transformers ``save_pretrained`` folder ``out_dir``; returns its record:
+    spec, revision, model_type, architecture, ``dtypes`` (stored dtype -> variable count), ``stored`` (state-dict
+    key -> stored dtype), ``dequantized`` (state-dict keys whose values were int8/int16), notes, dropped."""
+    folder, path = folder_and_bin(folder_or_model_bin, model_bin)
+    out_dir = Path(out_dir)
+    kinds: dict = {}
+    spec, revision, variables, aliases = read(path, kinds=kinds)
+    counts: dict = {}
+    for n, k in kinds.items():  # weights only: the rank-0 settings (head counts, flags) are int8/int16/int32 too
+        if variables[n].ndim:
+            counts[k] = counts.get(k, 0) + 1
+    rec = {"spec": spec, "revision": revision, "file": str(path), "dtypes": counts, "out_dir": str(out_dir),
+           "settings": sum(1 for a in variables.values() if a.ndim == 0)}
+    if spec == "WhisperSpec":
+        if family not in (None, "whisper"):
+            raise ValueError(f"CTranslate2 file {path}: a WhisperSpec, but the params file says family {family}")
+        convert_whisper(folder, out_dir, model_bin=path.name)
+        deq = dequantize(variables).get(DEQUANTIZED, [])
+        stored = {n: k for n, k in kinds.items() if variables[n].ndim and not n.endswith("/weight_scale")}
+        return {**rec, "model_type": "whisper", "architecture": "WhisperForConditionalGeneration", "stored": stored,
+                "dequantized": deq, "notes": ["stored and dequantized name CTranslate2 variables (fused q/k/v)"],
+                "dropped": []}
+    shapes = {n: tuple(a.shape) for n, a in variables.items()}
+    settings = {n: a for n, a in variables.items() if a.ndim == 0}
+    cc = read_json(folder / "config.json") or {}
+    p, vocab = _plan(path, spec, shapes, aliases, settings, cc, folder, given, family)
+    values = dequantize(variables)
+    deq_vars = set(values.pop(DEQUANTIZED, []))
+    tensors = ct2_specs.apply(p, values)
+    notes = list(p.notes) + _write(p.config, tensors, out_dir, str(path))
+    if p.config["model_type"] == "marian":  # the table the class recomputes vs the file's
+        import transformers
+
+        m = transformers.MarianMTModel.from_pretrained(str(out_dir))
+        mine = m.model.decoder.embed_positions.weight.detach().numpy()
+        theirs = values.get(aliases.get("decoder/position_encodings/encodings", "decoder/position_encodings/encodings"))
+        if theirs is not None:
+            diff = float(np.abs(mine - np.asarray(theirs, np.float32)).max()) if mine.shape == theirs.shape else None
+            if diff is None or diff > 1e-3:
+                raise ValueError(f"CTranslate2 file {path}: its position table differs from Marian's sinusoidal one "
+                                 f"({'shapes' if diff is None else f'{diff:.2e}'}): not a Marian conversion")
+            notes.append(f"position table: the class's sinusoidal one equals the file's within {diff:.1e}")
+    stored = {e.key: kinds[e.name] for e in p.entries}
+    deq = sorted(e.key for e in p.entries if e.name in deq_vars)
+    rec.update(model_type=p.config["model_type"], architecture=p.config["architectures"][0], stored=stored,
+               dequantized=deq, notes=notes, dropped=p.dropped)
+    (out_dir / "ct2_source.json").write_text(json.dumps(rec, indent=1), encoding="utf-8")
+    return rec
 
 
-def save_tokenizer(model_dir, out_dir) -> bool:
-    """Write ``model_dir/tokenizer.json`` into ``out_dir`` as a transformers ``WhisperTokenizerFast`` (False when the
-    folder has none: the decoder's token probes then have no tokenizer, and say so). Bounded to 64 MiB."""
-    f = Path(model_dir) / TOKENIZER_FILE
-    if not f.is_file():
-        return False
-    if not stat.S_ISREG(f.lstat().st_mode) or f.stat().st_size > 64 * 1024 ** 2:
-        raise ValueError(f"tokenizer file {f}: not a regular file of at most 64 MiB")
-    tok = WhisperTokenizerFast(tokenizer_file=str(f))
-    tok.save_pretrained(str(out_dir))
-    return True
-
-
-def _prompt(tokenizer_file: Path, multilingual: bool) -> list[int]:
-    """The transcription prompt's ids: <|startoftranscript|> (<|en|> <|transcribe|> on multilingual models)
-    <|notimestamps|>, read from the tokenizer file (English-only models take no language or task token)."""
-    tok = Tokenizer.from_file(str(tokenizer_file))
-    names = ["<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>"]
-    if not multilingual:
-        names[1:3] = ["", ""]
-    ids = [tok.token_to_id(n) if n else None for n in names]
-    if ids[0] is None or ids[3] is None:
-        raise ValueError(f"{tokenizer_file}: no <|startoftranscript|> / <|notimestamps|> token")
-    return [i for i in ids if i is not None]
-
-
-def check_against_ctranslate2(model_dir, out_dir, model_bin: str = "model.bin", n_tokens: int = 16) -> dict:
-    """Run CTranslate2 itself (the ``ctranslate2`` package, CPU, float32) and the rebuilt transformers model of
-    ``out_dir`` on the same input: the log-mel features of :func:`geolip_lib.families.whisper.synthetic_log_mel`
-    (a deterministic chirp, 30 s of frames). Compared: the encoder output (largest difference relative to its
-    scale, at most :data:`CHECK_TOLERANCE`) and ``n_tokens`` greedy tokens from the transcription prompt (no
-    token suppression on either side): they must be the same. Returns the numbers; a mismatch raises ValueError.
-    CTranslate2 reads ``model.bin`` under that name, so another ``model_bin`` is linked in a temporary folder."""
-    model_dir, out_dir = Path(model_dir), Path(out_dir)
-    model = WhisperForConditionalGeneration.from_pretrained(str(out_dir)).eval()
-    cfg = model.config
-    feats = synthetic_log_mel(cfg.num_mel_bins, 2 * cfg.max_source_positions)[None]
-    prompt = _prompt(model_dir / TOKENIZER_FILE, cfg.vocab_size >= 51865)
-    n_tokens = max(0, min(n_tokens, cfg.max_target_positions - len(prompt)))  # the decoder's positions bound it
-    with tempfile.TemporaryDirectory() as tmp:
-        src = model_dir
-        if model_bin != "model.bin":
-            src = Path(tmp)
-            for f in model_dir.iterdir():
-                if f.is_file():
-                    (src / ("model.bin" if f.name == model_bin else f.name)).symlink_to(f.resolve())
-        ct = ctranslate2.models.Whisper(str(src), device="cpu", compute_type="float32", inter_threads=1)
-        sv = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats, dtype=np.float32))
-        enc_ct = np.array(ct.encode(sv, to_cpu=True))
-        res = ct.generate(sv, [prompt], beam_size=1, max_length=n_tokens, suppress_blank=False, suppress_tokens=[],
-                          return_scores=False, return_logits_vocab=True, return_no_speech_prob=False)
-    toks_ct = [int(t) for t in res[0].sequences_ids[0]]
-    steps = res[0].logits[0] if res[0].logits else []
-    # log-softmax on both sides: CTranslate2's "logits_vocab" may be raw logits or log-probs (identity then)
-    lp_ct = [torch.log_softmax(torch.from_numpy(np.asarray(x, dtype=np.float64).reshape(-1)), -1).numpy()
-             for x in steps]
-    with torch.no_grad():
-        enc = model.get_encoder()(input_features=torch.from_numpy(feats)).last_hidden_state
-        ids = list(prompt)
-        out, lp_hf = [], []
-        for _ in range(n_tokens):
-            logits = model(encoder_outputs=(enc,), decoder_input_ids=torch.tensor([ids]), use_cache=False).logits
-            lp_hf.append(torch.log_softmax(logits[0, -1].double(), -1).numpy())
-            nxt = int(logits[0, -1].argmax())
-            if nxt == cfg.eos_token_id:
-                break
-            ids.append(nxt)
-            out.append(nxt)
-    enc_hf = enc.numpy()
-    diff = float(np.abs(enc_hf - enc_ct).max())
-    scale = float(np.abs(enc_ct).max()) or 1.0
-    check = {"against": f"ctranslate2 {ctranslate2.__version__} (CPU, float32)", "input": "synthetic_log_mel chirp, "
-             f"{feats.shape[1]} mel x {feats.shape[2]} frames", "encoder_max_abs_diff": diff,
-             "encoder_max_rel_diff": diff / scale, "tolerance": CHECK_TOLERANCE, "prompt": prompt,
-             "tokens_ctranslate2": toks_ct, "tokens_transformers": out[:len(toks_ct)] if len(out) > len(toks_ct)
-             else out, "same_tokens": out[:len(toks_ct)] == toks_ct}
-    # CTranslate2 may stop before n_tokens (its own length rule): the tokens it gave are compared, and the log-probs
-    # of every step it returned (the whole vocabulary) against ours at the same step
-    n = min(len(lp_ct), len(lp_hf))
-    lp_diff = max((float(np.abs(lp_ct[i] - lp_hf[i]).max()) for i in range(n)
-                   if lp_ct[i].shape == lp_hf[i].shape), default=None)
-    check["steps_compared"], check["logprob_max_abs_diff"] = n, lp_diff
-    if diff / scale > CHECK_TOLERANCE:
-        raise ValueError(f"the rebuilt Whisper's encoder differs from CTranslate2's by {diff / scale:.2e} of its scale "
-                         f"(tolerance {CHECK_TOLERANCE:g}): the conversion is wrong")
-    if out[:len(toks_ct)] != toks_ct or (len(toks_ct) < len(out) and len(toks_ct) == 0):
-        raise ValueError(f"the rebuilt Whisper decodes {out} where CTranslate2 decodes {toks_ct} from the same "
-                         f"features: the conversion is wrong")
-    if lp_diff is not None and lp_diff > 1e-2:
-        raise ValueError(f"the rebuilt Whisper's log-probs differ from CTranslate2's by {lp_diff:.2e} (tolerance "
-                         f"1e-2): the conversion is wrong")
-    return check
+def check(folder_or_model_bin, out_dir, family: Optional[str] = None, *, model_bin: str = "model.bin") -> dict:
+    """CTranslate2 itself and the rebuilt folder ``out_dir`` on the same inputs (:mod:`.ct2_check`); one line
+    naming the file when they differ beyond the tolerance."""
+    folder, path = folder_and_bin(folder_or_model_bin, model_bin)
+    spec, _, shapes, kinds, _, _ = read_header(path)
+    if spec == "WhisperSpec":
+        return check_against_ctranslate2(folder, out_dir, model_bin=path.name)
+    rec = json.loads((Path(out_dir) / "ct2_source.json").read_text(encoding="utf-8"))
+    int8 = any(k == "int8" and shapes[n] for n, k in kinds.items())
+    if path.name == "model.bin":
+        return run_both(folder, Path(out_dir), str(path), rec["model_type"], _vocab(folder) or [], int8)
+    with tempfile.TemporaryDirectory() as tmp:  # CTranslate2 loads a folder's model.bin only: link it so named
+        for f in folder.iterdir():
+            if f.is_file() and f.name != "model.bin":
+                (Path(tmp) / ("model.bin" if f == path else f.name)).symlink_to(f.resolve())
+        return run_both(Path(tmp), Path(out_dir), str(path), rec["model_type"], _vocab(folder) or [], int8)

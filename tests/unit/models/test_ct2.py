@@ -1,4 +1,4 @@
-"""CTranslate2 model.bin reader and Whisper converter (``geolip_lib/models/ct2.py``).
+"""CTranslate2 model.bin reader and Whisper converter (``geolip_lib/models/ct2.py``, ``ct2_file``, ``ct2_whisper``).
 
 A tiny random ``WhisperForConditionalGeneration`` is written as a CTranslate2 v6 ``WhisperSpec`` file by a
 writer in this file (the layout of ``ctranslate2/specs/model_spec.py`` ``_serialize``; q,k,v fused for
@@ -161,7 +161,9 @@ def test_state_dict_splits_the_fused_projections_and_drops_the_zero_k_bias(ct2_d
 
 def test_converted_folder_gives_the_logits_of_the_rounded_original(ct2_dir, tiny, tmp_path):
     d, variables = ct2_dir
-    out = ct2.convert(d, tmp_path / "hf")
+    rec = ct2.convert(d, tmp_path / "hf")
+    out = tmp_path / "hf"
+    assert rec["spec"] == "WhisperSpec" and rec["model_type"] == "whisper" and rec["dtypes"]["float16"] > 0
     assert (out / "model.safetensors").is_file() and (out / "config.json").is_file()
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["model_type"] == "whisper" and cfg["suppress_tokens"] == [5, 6] and cfg["begin_suppress_tokens"] == [7]
@@ -341,7 +343,9 @@ def test_files_written_by_ctranslate2_itself(tiny, tmp_path, quantization, tol):
     d = tmp_path / "ct2"
     d.mkdir()
     spec._serialize(str(d / "model.bin"))
-    rebuilt = WhisperForConditionalGeneration.from_pretrained(ct2.convert(d, tmp_path / "hf")).eval()
+    rec = ct2.convert(d, tmp_path / "hf")
+    assert bool(rec["dequantized"]) == (quantization in ("int8", "int16"))
+    rebuilt = WhisperForConditionalGeneration.from_pretrained(tmp_path / "hf").eval()
     g = torch.Generator().manual_seed(1)
     feats, ids = torch.randn(2, 8, 32, generator=g), torch.randint(0, 100, (2, 5), generator=g)
     with torch.no_grad():
@@ -437,7 +441,7 @@ def test_source_ctranslate2_a_changed_file_is_converted_anew_and_a_broken_one_re
     assert "\n" not in str(ei.value) and "model.bin" in str(ei.value) and "my-whisper" in str(ei.value)
 
 
-@pytest.mark.parametrize("over, words", [({"family": "bert"}, "builds a whisper model"),
+@pytest.mark.parametrize("over, words", [({"family": "dinov2"}, "cannot hold a 'dinov2' model"),
                                          ({"ct2_file": "../model.bin"}, "relative path"),
                                          ({"ct2_file": None}, "needs ct2_file"),
                                          ({"gguf_file": "x.gguf"}, "source gguf only")])
