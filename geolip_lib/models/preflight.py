@@ -46,7 +46,7 @@ from ..families import spec
 from ..params import model_file_label, FILE_SOURCES, ParamsError
 from ..paths import resolve
 from ..provenance import dtype_name, file_sha256, tensor_headers, weight_files
-from .common import (OPEN_CLIP_CONFIG, ModelLoadError, model_class, quiet_transformers,
+from .common import (OPEN_CLIP_CONFIG, ModelFileError, ModelLoadError, model_class, quiet_transformers,
                      safetensors_problems)  # noqa: F401 (safetensors_problems re-exported)
 from . import converted as _converted
 from . import gguf as _gguf
@@ -581,12 +581,19 @@ def model_config(p) -> Optional[tuple[dict, str, Optional[Path]]]:
         cfg = _gguf.config_dict(p)
         return (cfg, HF_KIND, None) if cfg is not None else None
     if p.source in _converted.CONVERTERS:  # the converted folder's config, once converted (the file's own folder
-        # holds another format's config.json: CTranslate2's); None before the first conversion
+        # may hold another format's config.json: CTranslate2's); before that, the config the file's header gives
+        # (its tensors' shapes and what the params file adds), read by the format's bounded reader, so that a
+        # truncated, lying or foreign file is its own line here, not "no config at hand" from the plan
         d = _converted.existing_dir(p)
-        if d is None and p.package is None:  # not converted yet: the file read by its bounded reader, so that a
-            # truncated, lying or foreign file is its own line here (issue 39), not "no config at hand" from the plan
-            _converted.check_file(p, _converted.source_path(p, fetch=False))
-        return read(d) if d is not None else None
+        if d is not None:
+            return read(d)
+        try:
+            path = _converted.source_path(p, fetch=False)
+        except ModelFileError:
+            raise
+        except ModelLoadError:  # a package not fetched yet: its size comes from size_note
+            return None
+        return dict(_converted.check_file(p, path).config), HF_KIND, None
     if p.local_dir or p.source == "local":
         d = resolve(p.local_dir) if p.local_dir else local_dir(p)
         return read(d) if d.is_dir() else None

@@ -1,0 +1,162 @@
+"""The recipes of params/README.md "Your model, in the format you keep", run from that page's own text.
+
+A new user writes a params file from the docs alone and runs ``--plan`` first: each fenced block after a
+``<!-- recipe: NAME -->`` marker is run here as written (the model folders ``my-bert``, ``my-gpt2``, ``my-llama``,
+``my-marian`` are tiny random models of those families, saved with their tokenizers in a temporary folder; the
+names in the text are replaced by their paths there), so that the page and the code cannot drift apart. Then
+every model the recipes wrote is planned with no ``size_note:`` (``run_all.py --plan``) and loaded, and its
+weights are compared with the transformers model it came from: bit-equal for float32 files, within the stored
+type's rounding for int8.
+
+Notebooks 01, 02 and 06 on the same files (same metrics as on the original folders) are the ``families`` step's
+(:mod:`tests.formats.test_recipes_notebooks`): they take minutes, these take about two.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from geolip_lib import models
+from geolip_lib.models import converted
+from geolip_lib.params import load_model_params
+from geolip_lib.models.tiny import build_tiny
+from geolip_lib.paths import ROOT
+
+pytestmark = [pytest.mark.integration]
+
+README = ROOT / "params" / "README.md"
+#: the user's folders of the recipes -> the tiny model each stands for (family, config)
+ORIGINALS = {"my-bert": ("tiny-type-bert", "bert", {"model_type": "bert"}),
+             "my-gpt2": ("tiny-type-gpt2", "gpt2", {"model_type": "gpt2"}),
+             "my-llama": ("tiny-type-llama", "decoder_lm", {"model_type": "llama"}),
+             "my-marian": ("tiny-type-marian", "bart", {"model_type": "marian"})}
+#: what each model of the params recipe was made from, and whether its weights are stored exactly
+MADE_FROM = {"my-bert-onnx": ("my-bert", True), "my-gpt2-onnx": ("my-gpt2", True), "my-llama-ct2": ("my-llama", True),
+             "my-marian-ct2": ("my-marian", False), "my-llama-gguf": ("my-llama", True)}
+_NAMES = re.compile(r"(?<![\w/.-])(my-(?:bert|gpt2|llama|marian)(?:-onnx|-ct2|-gguf)?)(?![\w-])")
+
+
+def recipes() -> dict[str, tuple[str, str]]:
+    """``<!-- recipe: NAME -->`` -> (the fenced block's language, its text), in the page's order."""
+    text = README.read_text(encoding="utf-8")
+    found = re.findall(r"<!-- recipe: ([\w-]+) -->\s*```(\w+)\n(.*?)```", text, flags=re.S)
+    return {name: (lang, body) for name, lang, body in found}
+
+
+def in_workdir(text: str, work: Path) -> str:
+    """The recipe's text with the user's folder names as paths in ``work`` (outputs under ``reports/`` too)."""
+    text = text.replace(" reports/", f" {work}/reports/")
+    return _NAMES.sub(lambda m: str(work / m.group(1)), text)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    """The user's model folders: tiny random models of four families, saved with their tokenizers."""
+    d = tmp_path_factory.mktemp("recipes")
+    for folder, (name, family, config) in ORIGINALS.items():
+        shutil.copytree(build_tiny(name, family, config, None, 0), d / folder)
+    _as_marian(d / "my-marian")
+    return d
+
+
+def _as_marian(folder: Path) -> None:
+    """A Marian model as Helsinki-NLP's are: ``<pad>`` is the last token and the decoder's start (CTranslate2's
+    converter drops that row, and the importer must give it back), ``</s>`` its end of sentence."""
+    from transformers import AutoConfig, AutoTokenizer, MarianMTModel
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    tok.add_special_tokens({"eos_token": "</s>"})
+    tok.add_special_tokens({"pad_token": "<pad>"})  # after </s>: the last id
+    cfg = AutoConfig.from_pretrained(folder)
+    cfg.vocab_size = cfg.decoder_vocab_size = len(tok)
+    cfg.pad_token_id = cfg.decoder_start_token_id = tok.pad_token_id
+    cfg.eos_token_id = cfg.forced_eos_token_id = tok.eos_token_id
+    torch.manual_seed(0)
+    model = MarianMTModel(cfg).eval()
+    assert tok.convert_ids_to_tokens(len(tok) - 1) == "<pad>"
+    for f in folder.iterdir():
+        f.unlink()
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+
+
+@pytest.fixture(scope="module")
+def made(work) -> dict[str, float]:
+    """Every recipe that writes a file run as written (seconds each); the params files written beside."""
+    seconds = {}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name, (lang, body) in recipes().items():
+        if name in ("params", "run"):
+            continue
+        script = in_workdir(body, work)
+        cmd = [sys.executable, "-c", script] if lang == "python" else ["bash", "-euo", "pipefail", "-c", script]
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, cwd=ROOT if lang == "bash" else work, env=env, capture_output=True, text=True,
+                           timeout=900)
+        seconds[name] = round(time.perf_counter() - t0, 1)
+        assert r.returncode == 0, f"recipe {name} failed:\n{r.stderr[-3000:]}"
+    for doc in recipes()["params"][1].split("\n---\n"):
+        fields = yaml.safe_load(doc)
+        fields["local_dir"] = str(work / fields["local_dir"])
+        (work / f"{fields['name']}.yaml").write_text(yaml.safe_dump(fields), encoding="utf-8")
+    return seconds
+
+
+def test_the_page_has_every_recipe():
+    assert set(recipes()) == {"torch-onnx-export", "optimum-export", "ct2-convert", "gguf-convert", "params", "run"}
+    docs = [yaml.safe_load(d) for d in recipes()["params"][1].split("\n---\n")]
+    assert {d["name"] for d in docs} == set(MADE_FROM)
+    assert not any("size_note" in d for d in docs), "the recipes' params files plan from the file, not a size_note"
+
+
+def test_recipes_write_their_files(made, work):
+    assert (work / "my-bert-onnx" / "model.onnx").is_file() and (work / "my-bert-onnx" / "tokenizer.json").is_file()
+    assert (work / "my-gpt2-onnx" / "model.onnx").is_file() and (work / "my-gpt2-onnx" / "config.json").is_file()
+    for d in ("my-llama-ct2", "my-marian-ct2"):
+        assert (work / d / "model.bin").is_file() and (work / d / "tokenizer.json").is_file()
+    assert (work / "my-llama-gguf" / "my-llama.gguf").is_file()
+    print("recipe seconds:", made, file=sys.stderr)
+
+
+@pytest.mark.parametrize("name", sorted(MADE_FROM))
+def test_plan_reads_the_file_before_any_conversion(made, work, name):
+    """The run recipe's --plan line, for each model: it plans from the file's header (no size_note; the file is
+    new, so nothing was converted before, and --plan converts nothing)."""
+    plan = next(line for line in recipes()["run"][1].splitlines() if "--plan" in line)
+    plan = in_workdir(plan.replace("my-bert-onnx", name), work)
+    r = subprocess.run(["bash", "-c", plan], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "size_note" not in r.stdout + r.stderr
+    p = load_model_params(work / f"{name}.yaml")
+    if p.source in converted.CONVERTERS:
+        assert converted.existing_dir(p) is None, "--plan converted the file"
+
+
+@pytest.mark.parametrize("name", sorted(MADE_FROM))
+def test_imported_weights_equal_the_original(made, work, name):
+    original, exact = MADE_FROM[name]
+    lm = models.load(work / f"{name}.yaml")
+    ref = models.load({"name": f"{original}-local", "family": lm.family, "source": "local",
+                       "local_dir": str(work / original)})
+    got, want = lm.model.state_dict(), ref.model.state_dict()
+    shared = [k for k in want if k in got]
+    assert len(shared) >= 0.9 * len(want), f"{name}: only {len(shared)} of {len(want)} keys"
+    for k in shared:
+        a, b = got[k].float(), want[k].float()
+        assert a.shape == b.shape, k
+        if exact or a.ndim < 2:
+            assert torch.equal(a, b), f"{name}: {k} differs from the original (max {float((a - b).abs().max()):.3g})"
+        else:  # int8 per output row: w = q / scale, scale = 127 / max|row|: half a step at most
+            step = b.abs().amax(dim=tuple(range(1, b.ndim)), keepdim=True) / 127
+            assert bool(((a - b).abs() <= step / 2 + 1e-7).all()), f"{name}: {k} beyond int8 rounding"
+    if not exact:
+        assert "int8" in (lm.conversion or {}).get("dtypes", {}), "the record says what was dequantized"
