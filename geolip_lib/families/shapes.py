@@ -44,8 +44,8 @@ class Table:
 
 
 #: fields two model_types spell differently (read from the same key): kept only where the config knows them
-ONLY_IF_KNOWN = ("num_local_experts", "num_experts", "moe_intermediate_size", "head_dim",
-                 "shared_expert_intermediate_size")
+#: (``head_dim`` is always kept: attention classes read it with ``getattr`` even where the config has no default)
+ONLY_IF_KNOWN = ("num_local_experts", "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size")
 _DEC_FORWARD = ("rms_norm_eps", "rope_theta", "hidden_act", "tie_word_embeddings", "max_position_embeddings",
                 "sliding_window", "num_experts_per_tok", "decoder_sparse_step")
 
@@ -155,7 +155,7 @@ DEBERTA_V2 = Table(
            ("norm_rel_ebd", r"encoder\.LayerNorm\.weight$", "layer_norm", "none"),
            ("share_att_key", r"attention\.self\.pos_key_proj\.weight$", False, True)),
     ask=("num_attention_heads",),
-    forward=("pos_att_type", "max_relative_positions", "layer_norm_eps", "hidden_act"),
+    forward=("pos_att_type", "max_relative_positions", "max_position_embeddings", "layer_norm_eps", "hidden_act"),
 )
 
 ALBERT = Table(

@@ -207,16 +207,20 @@ def infer_config(family: str, shapes: Mapping[str, tuple], given: Mapping[str, A
     for f, v in r.values.items():
         if f in given and given[f] != v and not (isinstance(v, int) and _num(given[f]) == v):
             raise ValueError(f"config: {f} is given as {given[f]!r} but the shapes say {v!r} ({r.source[f]})")
-    known = set(base) | set(given) | set(getattr(base_config, "attribute_map", {}))
+    amap = dict(getattr(base_config, "attribute_map", {}) or {})
+    for alias, real in amap.items():  # one size read under both spellings (num_experts / num_local_experts)
+        if alias in r.values and real in r.values and r.values[alias] == r.values[real]:
+            del r.values[alias]
+    known = set(base) | set(given) | set(amap)
     flat = {k: v for k, v in r.values.items() if k in known or k.rsplit(".", 1)[-1] not in ONLY_IF_KNOWN}
     flat.update({k: v for k, v in given.items() if not k.startswith("_")})
     flat["model_type"] = mt
     cfg = _nest(flat)
-    tied = _verify(cfg, shapes, mt)
+    tied, cls = _verify(cfg, shapes, mt)
     if tied and "tie_word_embeddings" not in given:
         cfg["tie_word_embeddings"] = tied
     read = sorted(k for k in flat if k in r.values and k not in given)
-    cfg[NOTES] = {"read": read, "sources": {k: r.source[k] for k in read},
+    cfg[NOTES] = {"class": cls, "read": read, "sources": {k: r.source[k] for k in read},
                   "given": sorted(k for k in given if k != "model_type"),
                   "defaulted": [f for f in table.forward if f not in given and f not in r.values]}
     return cfg
@@ -229,8 +233,9 @@ def _num(v):
         return v
 
 
-def _verify(cfg: dict, shapes: dict, mt: str):
-    """Build the candidates on meta and check ``shapes`` against the best; returns the tie it implies (or None)."""
+def _verify(cfg: dict, shapes: dict, mt: str) -> tuple:
+    """Build the candidates on meta and check ``shapes`` against the best; returns (the tie the shapes imply: True
+    when every tied table is absent, else None; the class name)."""
     lays = _candidates(cfg, mt)
     best = min((place(shapes, lay, optional=lay.tied) for lay in lays), key=lambda p: p.score)
     name = best.layout.cls.__name__
@@ -248,8 +253,8 @@ def _verify(cfg: dict, shapes: dict, mt: str):
         raise ValueError(f"the shapes disagree with the inferred {mt} config ({name}): "
                          + "; ".join(f"{k} is {list(a)} in the file, {list(b)} by the config" for k, a, b in bad[:3])
                          + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
-    targets = [t for t in best.layout.tied if t in best.layout.ckpt]
-    return True if targets and not any(t in best.ckpt.values() for t in targets) else None
+    targets = [t for t in best.layout.tied if t in best.layout.ckpt or t in best.layout.runtime]
+    return (True if targets and not any(t in best.ckpt.values() for t in targets) else None), name
 
 
 def _candidates(cfg: dict, mt: str) -> list:

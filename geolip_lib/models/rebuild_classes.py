@@ -119,7 +119,10 @@ class Placement:
 
     @property
     def score(self) -> tuple:
-        return (len(self.unplaced), len(self.missing))
+        """Fewest tensors without a place, then fewest missing, then fewest keys whose prefix had to change (a
+        ``model.``-prefixed file is the head class that has that prefix, not the bare model)."""
+        moved = sum(k != v for k, v in self.ckpt.items()) + sum(k != v for k, v in self.runtime.items())
+        return (len(self.unplaced), len(self.missing), moved)
 
 
 def _variants(key: str, prefix: str) -> list:
