@@ -51,8 +51,9 @@ def model_reads(mp: ModelParams) -> Optional[list[str]]:
     """The file or folders whose contents decide the checks and the size of a model with files of its own (the
     folder its config and weights are read from; a GGUF file; a converted folder and its source file; the
     installed package of an ``id:`` package), or None when the answer is not to be remembered: a trajectory (many
-    folders), an open_clip tag or a hub model not at hand, a package not fetched, a file not converted yet (what
-    is missing now is found later). Called after the checks ran (their modules are imported)."""
+    folders), an open_clip tag or a hub model not at hand, a package not fetched (what is missing now is found
+    later). A file not converted yet is remembered with its folder (its header is what was read). Called after
+    the checks ran (their modules are imported)."""
     if mp.source == "tiny" or mp.checkpoints or mp.revisions:
         return None
     if mp.source == "gguf":
@@ -61,7 +62,14 @@ def model_reads(mp: ModelParams) -> Optional[list[str]]:
     converted = importlib.import_module("geolip_lib.models.converted")
     if mp.source in converted.CONVERTERS:
         d = converted.existing_dir(mp)
-        return [str(converted.source_path(mp, fetch=False)), str(d)] if d is not None else None
+        if d is not None:
+            return [str(converted.source_path(mp, fetch=False)), str(d)]
+        if mp.package is not None:  # not fetched yet: found later
+            return None
+        # not converted yet: the answer read the file's header and what lies beside it (Optimum's other parts and
+        # config.json, CTranslate2's config.json, the tokenizer's files, external data): the file and its folder
+        src = converted.source_path(mp, fetch=False)
+        return [str(src), str(src.parent)]
     packaged = importlib.import_module("geolip_lib.models.packaged")
     if mp.source == "package" and mp.package is not None and not packaged.is_assembled(mp):
         return None

@@ -13,13 +13,8 @@ Notebooks 01, 02 and 06 on the same files (same metrics as on the original folde
 """
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -33,82 +28,7 @@ from geolip_lib.paths import ROOT
 
 pytestmark = [pytest.mark.integration]
 
-README = ROOT / "params" / "README.md"
-#: the user's folders of the recipes -> the tiny model each stands for (family, config)
-ORIGINALS = {"my-bert": ("tiny-type-bert", "bert", {"model_type": "bert"}),
-             "my-gpt2": ("tiny-type-gpt2", "gpt2", {"model_type": "gpt2"}),
-             "my-llama": ("tiny-type-llama", "decoder_lm", {"model_type": "llama"}),
-             "my-marian": ("tiny-type-marian", "bart", {"model_type": "marian"})}
-#: what each model of the params recipe was made from, and whether its weights are stored exactly
-MADE_FROM = {"my-bert-onnx": ("my-bert", True), "my-gpt2-onnx": ("my-gpt2", True), "my-llama-ct2": ("my-llama", True),
-             "my-marian-ct2": ("my-marian", False), "my-llama-gguf": ("my-llama", True)}
-_NAMES = re.compile(r"(?<![\w/.-])(my-(?:bert|gpt2|llama|marian)(?:-onnx|-ct2|-gguf)?)(?![\w-])")
-
-
-def recipes() -> dict[str, tuple[str, str]]:
-    """``<!-- recipe: NAME -->`` -> (the fenced block's language, its text), in the page's order."""
-    text = README.read_text(encoding="utf-8")
-    found = re.findall(r"<!-- recipe: ([\w-]+) -->\s*```(\w+)\n(.*?)```", text, flags=re.S)
-    return {name: (lang, body) for name, lang, body in found}
-
-
-def in_workdir(text: str, work: Path) -> str:
-    """The recipe's text with the user's folder names as paths in ``work`` (outputs under ``reports/`` too)."""
-    text = text.replace(" reports/", f" {work}/reports/")
-    return _NAMES.sub(lambda m: str(work / m.group(1)), text)
-
-
-@pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
-    """The user's model folders: tiny random models of four families, saved with their tokenizers."""
-    d = tmp_path_factory.mktemp("recipes")
-    for folder, (name, family, config) in ORIGINALS.items():
-        shutil.copytree(build_tiny(name, family, config, None, 0), d / folder)
-    _as_marian(d / "my-marian")
-    return d
-
-
-def _as_marian(folder: Path) -> None:
-    """A Marian model as Helsinki-NLP's are: ``<pad>`` is the last token and the decoder's start (CTranslate2's
-    converter drops that row, and the importer must give it back), ``</s>`` its end of sentence."""
-    from transformers import AutoConfig, AutoTokenizer, MarianMTModel
-
-    tok = AutoTokenizer.from_pretrained(folder)
-    tok.add_special_tokens({"eos_token": "</s>"})
-    tok.add_special_tokens({"pad_token": "<pad>"})  # after </s>: the last id
-    cfg = AutoConfig.from_pretrained(folder)
-    cfg.vocab_size = cfg.decoder_vocab_size = len(tok)
-    cfg.pad_token_id = cfg.decoder_start_token_id = tok.pad_token_id
-    cfg.eos_token_id = cfg.forced_eos_token_id = tok.eos_token_id
-    torch.manual_seed(0)
-    model = MarianMTModel(cfg).eval()
-    assert tok.convert_ids_to_tokens(len(tok) - 1) == "<pad>"
-    for f in folder.iterdir():
-        f.unlink()
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-
-
-@pytest.fixture(scope="module")
-def made(work) -> dict[str, float]:
-    """Every recipe that writes a file run as written (seconds each); the params files written beside."""
-    seconds = {}
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for name, (lang, body) in recipes().items():
-        if name in ("params", "run"):
-            continue
-        script = in_workdir(body, work)
-        cmd = [sys.executable, "-c", script] if lang == "python" else ["bash", "-euo", "pipefail", "-c", script]
-        t0 = time.perf_counter()
-        r = subprocess.run(cmd, cwd=ROOT if lang == "bash" else work, env=env, capture_output=True, text=True,
-                           timeout=900)
-        seconds[name] = round(time.perf_counter() - t0, 1)
-        assert r.returncode == 0, f"recipe {name} failed:\n{r.stderr[-3000:]}"
-    for doc in recipes()["params"][1].split("\n---\n"):
-        fields = yaml.safe_load(doc)
-        fields["local_dir"] = str(work / fields["local_dir"])
-        (work / f"{fields['name']}.yaml").write_text(yaml.safe_dump(fields), encoding="utf-8")
-    return seconds
+from tests.formats.recipes import MADE_FROM, in_workdir, recipes
 
 
 def test_the_page_has_every_recipe():

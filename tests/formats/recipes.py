@@ -1,0 +1,57 @@
+"""The recipes of params/README.md "Your model, in the format you keep", read from the page: the user's model folders
+they name, and each fenced block after a ``<!-- recipe: NAME -->`` marker (run by tests/formats/conftest.py)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from geolip_lib.paths import ROOT
+
+README = ROOT / "params" / "README.md"
+#: the user's folders of the recipes -> the tiny model each stands for (family, config)
+ORIGINALS = {"my-bert": ("tiny-type-bert", "bert", {"model_type": "bert"}),
+             "my-gpt2": ("tiny-type-gpt2", "gpt2", {"model_type": "gpt2"}),
+             "my-llama": ("tiny-type-llama", "decoder_lm", {"model_type": "llama"}),
+             "my-marian": ("tiny-type-marian", "bart", {"model_type": "marian"})}
+#: what each model of the params recipe was made from, and whether its weights are stored exactly
+MADE_FROM = {"my-bert-onnx": ("my-bert", True), "my-gpt2-onnx": ("my-gpt2", True), "my-llama-ct2": ("my-llama", True),
+             "my-marian-ct2": ("my-marian", False), "my-llama-gguf": ("my-llama", True)}
+_NAMES = re.compile(r"(?<![\w/.-])(my-(?:bert|gpt2|llama|marian)(?:-onnx|-ct2|-gguf)?)(?![\w-])")
+
+
+def recipes() -> dict[str, tuple[str, str]]:
+    """``<!-- recipe: NAME -->`` -> (the fenced block's language, its text), in the page's order."""
+    text = README.read_text(encoding="utf-8")
+    found = re.findall(r"<!-- recipe: ([\w-]+) -->\s*```(\w+)\n(.*?)```", text, flags=re.S)
+    return {name: (lang, body) for name, lang, body in found}
+
+
+def in_workdir(text: str, work: Path) -> str:
+    """The recipe's text with the user's folder names as paths in ``work`` (outputs under ``reports/`` too)."""
+    text = text.replace(" reports/", f" {work}/reports/")
+    return _NAMES.sub(lambda m: str(work / m.group(1)), text)
+
+
+def as_marian(folder: Path) -> None:
+    """A Marian model as Helsinki-NLP's are: ``<pad>`` is the last token and the decoder's start (CTranslate2's
+    converter drops that row, and the importer must give it back), ``</s>`` its end of sentence."""
+    from transformers import AutoConfig, AutoTokenizer, MarianMTModel
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    tok.add_special_tokens({"eos_token": "</s>"})
+    tok.add_special_tokens({"pad_token": "<pad>"})  # after </s>: the last id
+    cfg = AutoConfig.from_pretrained(folder)
+    cfg.vocab_size = cfg.decoder_vocab_size = len(tok)
+    cfg.pad_token_id = cfg.decoder_start_token_id = tok.pad_token_id
+    cfg.eos_token_id = cfg.forced_eos_token_id = tok.eos_token_id
+    torch.manual_seed(0)
+    model = MarianMTModel(cfg).eval()
+    assert tok.convert_ids_to_tokens(len(tok) - 1) == "<pad>"
+    for f in folder.iterdir():
+        f.unlink()
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+
+
