@@ -94,7 +94,7 @@ def header(folder_or_model_bin, family: Optional[str] = None, given: Optional[Ma
 
 def _write(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, where: str) -> list:
     """Build ``config``'s class, load ``tensors`` (every one must have a place; every parameter must be filled,
-    by a tensor or by a tie), ``save_pretrained``. Returns notes."""
+    by a tensor or by a tie), ``save_pretrained``. Returns (notes, the keys the class filled itself)."""
     import transformers
 
     cfg = dict(config)
@@ -115,28 +115,31 @@ def _write(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, wh
         if getattr(conf, "tie_word_embeddings", False):
             model.tie_weights()
     filled = {t.data_ptr() for k, t in model.state_dict().items() if k in tensors}
-    notes = []
+    notes, filled_by_class = [], []
     for k in res.missing_keys:
         t = model.state_dict()[k]
         if t.data_ptr() in filled:
             continue
         if k.endswith("embed_positions.weight") and mt == "marian":
             notes.append(f"{k}: recomputed by the class (sinusoidal)")
+            filled_by_class.append(k)
             continue
         if k == "final_logits_bias" and not t.any():  # the converter writes it only when nonzero
             notes.append(f"{k}: zeros (the file has no projection bias: the converter stores it only when nonzero)")
+            filled_by_class.append(k)
             continue
         raise ValueError(f"CTranslate2 file {where}: {arch}'s {k} has no tensor in the file")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir))
-    return notes
+    return notes, filled_by_class
 
 
 def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: Optional[Mapping[str, Any]] = None,
             *, model_bin: str = "model.bin") -> dict:
     """Rebuild the CTranslate2 model as a transformers ``save_pretrained`` folder ``out_dir``; returns its record:
     spec, revision, model_type, architecture, ``dtypes`` (stored dtype -> variable count), ``stored`` (state-dict
-    key -> stored dtype), ``dequantized`` (state-dict keys whose values were int8/int16), notes, dropped."""
+    key -> stored dtype), ``dequantized`` (state-dict keys whose values were int8/int16), ``filled`` (keys the
+    class filled itself: a sinusoidal table, a zero bias the converter did not store), notes, dropped."""
     folder, path = folder_and_bin(folder_or_model_bin, model_bin)
     out_dir = Path(out_dir)
     kinds: dict = {}
@@ -163,7 +166,8 @@ def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: O
     values = dequantize(variables)
     deq_vars = set(values.pop(DEQUANTIZED, []))
     tensors = ct2_specs.apply(p, values)
-    notes = list(p.notes) + _write(p.config, tensors, out_dir, str(path))
+    notes, filled = _write(p.config, tensors, out_dir, str(path))
+    notes = list(p.notes) + notes
     if p.config["model_type"] == "marian":  # the table the class recomputes vs the file's
         import transformers
 
@@ -179,7 +183,7 @@ def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: O
     stored = {e.key: kinds[e.name] for e in p.entries}
     deq = sorted(e.key for e in p.entries if e.name in deq_vars)
     rec.update(model_type=p.config["model_type"], architecture=p.config["architectures"][0], stored=stored,
-               dequantized=deq, notes=notes, dropped=p.dropped)
+               dequantized=deq, filled=filled, notes=notes, dropped=p.dropped)
     (out_dir / "ct2_source.json").write_text(json.dumps(rec, indent=1), encoding="utf-8")
     return rec
 
