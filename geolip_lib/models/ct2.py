@@ -97,11 +97,12 @@ def _write(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, wh
     by a tensor or by a tie), ``save_pretrained``. Returns (notes, the keys the class filled itself)."""
     import transformers
 
-    cfg = dict(config)
+    cfg = {k: v for k, v in config.items() if not k.startswith("_")}
+    init = {k[1:]: v for k, v in config.items() if k.startswith("_")}  # constructor arguments (add_pooling_layer)
     mt, arch = cfg.pop("model_type"), cfg["architectures"][0]
     conf = transformers.AutoConfig.for_model(mt, **cfg)
     torch.manual_seed(0)
-    model = getattr(transformers, arch)(conf).eval()
+    model = getattr(transformers, arch)(conf, **init).eval()
     expected = model.state_dict()
     extra = sorted(set(tensors) - set(expected))
     if extra:

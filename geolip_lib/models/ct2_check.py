@@ -33,6 +33,8 @@ ctranslate2 = lazy("ctranslate2")
 
 __all__ = ["FLOAT_TOL", "INT8_TOL", "run_both"]
 
+#: the model types run with ``ctranslate2.Encoder``
+ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert")
 FLOAT_TOL = 1e-4
 INT8_TOL = 5e-2
 
@@ -63,14 +65,16 @@ def run_both(folder: Path, out_dir: Path, where: str, model_type: str, vocab: li
     out = {"against": f"ctranslate2 {ctranslate2.__version__} (CPU, {compute})", "tolerance": tol,
            "input": f"token ids {ids.shape[0]} x {ids.shape[1]} (seed 0)"}
     with torch.no_grad():
-        if model_type == "bert":
+        if model_type in ENCODERS:
             ct = ctranslate2.Encoder(str(folder), **kw)
-            res = ct.forward_batch(ids.tolist(), token_type_ids=np.zeros_like(ids).tolist())
+            types = np.zeros_like(ids).tolist() if model_type != "distilbert" else None
+            res = ct.forward_batch(ids.tolist(), token_type_ids=types)
             a = np.array(res.last_hidden_state)
-            ref = model(input_ids=torch.from_numpy(ids), token_type_ids=torch.zeros_like(torch.from_numpy(ids)))
+            t = {} if types is None else {"token_type_ids": torch.zeros_like(torch.from_numpy(ids))}
+            ref = model(input_ids=torch.from_numpy(ids), **t)
             b = ref.last_hidden_state.numpy()
             out["compared"] = "encoder last_hidden_state"
-            if res.pooler_output is not None:
+            if res.pooler_output is not None and getattr(ref, "pooler_output", None) is not None:
                 pa, pb = np.array(res.pooler_output), ref.pooler_output.numpy()
                 out["pooler_max_rel_diff"] = _rel(pa, pb)[1]
         elif model_type == "marian":

@@ -35,26 +35,30 @@ __all__ = ["Entry", "Plan", "apply", "plan", "SUPPORTED"]
 #: ``common_spec.Activation`` ids -> transformers activation names
 ACTIVATIONS = {0: "relu", 1: "gelu_new", 2: "silu", 3: "gelu", 4: "gelu_fast", 5: "tanh"}
 #: spec name -> the model types whose inverse is here
-SUPPORTED = {"TransformerDecoderSpec": ("llama", "mistral", "qwen2", "gpt2"), "TransformerEncoderSpec": ("bert",),
-             "TransformerSpec": ("marian",)}
+SUPPORTED = {"TransformerDecoderSpec": ("llama", "mistral", "qwen2", "gemma", "gpt2", "opt"),
+             "TransformerEncoderSpec": ("bert", "roberta", "xlm-roberta", "distilbert"), "TransformerSpec": ("marian",)}
 #: model_type -> the project's family (``geolip_lib.families``) that builds it
-FAMILIES = {"llama": "decoder_lm", "mistral": "decoder_lm", "qwen2": "decoder_lm", "gpt2": "gpt2", "bert": "bert",
-            "marian": "bart"}
+FAMILIES = {"llama": "decoder_lm", "mistral": "decoder_lm", "qwen2": "decoder_lm", "gemma": "decoder_lm",
+            "gpt2": "gpt2", "opt": "opt", "bert": "bert", "roberta": "bert", "xlm-roberta": "bert",
+            "distilbert": "distilbert", "marian": "bart"}
 #: model_type -> the transformers class the converter read (``architecture_name`` of its loader)
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                 "gpt2": "GPT2LMHeadModel", "bert": "BertModel", "marian": "MarianMTModel"}
+                 "gemma": "GemmaForCausalLM", "gpt2": "GPT2LMHeadModel", "opt": "OPTForCausalLM",
+                 "bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel",
+                 "distilbert": "DistilBertModel", "marian": "MarianMTModel"}
 
 
 @dataclass(frozen=True)
 class Entry:
     """One transformers tensor: ``key`` <- rows ``rows`` of CTranslate2 variable ``name`` (after aliases),
-    transposed when ``transpose``, with ``pad_rows`` zero rows appended."""
+    transposed when ``transpose``, with ``pad_rows`` zero rows appended and ``pad_front`` zero rows put first."""
 
     key: str
     name: str
     rows: Optional[tuple[int, int]] = None
     transpose: bool = False
     pad_rows: int = 0
+    pad_front: int = 0
 
 
 @dataclass
@@ -146,186 +150,6 @@ class _Builder:
                       f"map it; the conversion would lose it)")
 
 
-def _llama(b: _Builder, mt: str, cc: Mapping) -> dict:
-    d = b.shape("decoder/embeddings/weight")[1]
-    n = b.layers("decoder")
-    heads = b.heads("decoder/num_heads", d)
-    kv = int(b.setting("decoder/layer_0/self_attention/num_heads_kv", heads)) if b.has(
-        "decoder/layer_0/self_attention/num_heads_kv") else heads
-    if kv <= 0 or heads % kv:
-        b.fail(f"num_heads_kv is {kv}, which does not divide num_heads {heads} (a broken or edited file)")
-    rows = b.shape("decoder/layer_0/self_attention/linear_0/weight")[0]
-    if rows % (heads + 2 * kv):
-        b.fail(f"self_attention/linear_0 has {rows} rows: not (num_heads + 2 num_heads_kv) x head_dim for "
-               f"{heads} / {kv} heads")
-    hd = rows // (heads + 2 * kv)
-    if int(b.setting("decoder/layer_0/self_attention/rotary_interleave", 0)) != 0:
-        b.fail("rotary_interleave is set (GPT-J style rotary): not a Llama / Mistral / Qwen2 conversion")
-    rdim = int(b.setting("decoder/layer_0/self_attention/rotary_dim", 0))
-    if rdim not in (0, hd):
-        b.fail(f"rotary_dim {rdim} covers part of the head ({hd}): not a Llama / Mistral / Qwen2 conversion")
-    if b.has("decoder/layer_0/self_attention/rotary_scaling_type"):
-        b.fail("rotary scaling (rope_scaling) is set: this reader does not map it yet")
-    for i in range(n):
-        p, q = f"model.layers.{i}.", f"decoder/layer_{i}/"
-        b.norm(p + "input_layernorm", q + "self_attention/layer_norm")
-        b.norm(p + "post_attention_layernorm", q + "ffn/layer_norm")
-        b.split([p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"],
-                q + "self_attention/linear_0", [heads * hd, kv * hd, kv * hd])
-        b.linear(p + "self_attn.o_proj", q + "self_attention/linear_1")
-        b.linear(p + "mlp.gate_proj", q + "ffn/linear_0")
-        b.linear(p + "mlp.up_proj", q + "ffn/linear_0_noact")
-        b.linear(p + "mlp.down_proj", q + "ffn/linear_1")
-    b.put("model.embed_tokens.weight", "decoder/embeddings/weight")
-    b.norm("model.norm", "decoder/layer_norm")
-    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
-    b.used.add("decoder/projection/weight")
-    if tied:
-        b.dropped.append("lm_head.weight (tied to the embeddings: the converter stored it as an alias)")
-    else:
-        b.put("lm_head.weight", "decoder/projection/weight")
-    qb, ob = b.has("decoder/layer_0/self_attention/linear_0/bias"), b.has("decoder/layer_0/self_attention/linear_1/bias")
-    if mt == "qwen2" and ob:
-        b.fail("an o_proj bias: Qwen2 has none (not a Qwen2 conversion)")
-    cfg = dict(hidden_size=d, num_hidden_layers=n, num_attention_heads=heads, num_key_value_heads=kv,
-               intermediate_size=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
-               vocab_size=b.shape("decoder/embeddings/weight")[0], tie_word_embeddings=tied,
-               rope_theta=float(b.setting("decoder/layer_0/self_attention/rotary_base", 10000.0)),
-               hidden_act=ACTIVATIONS.get(int(b.setting("decoder/activation", 2)), "silu"))
-    if hd * heads != d:
-        cfg["head_dim"] = hd
-    if mt in ("llama", "mistral"):
-        cfg["attention_bias"] = qb
-        if qb != ob:
-            b.fail(f"q/k/v bias {qb} but o bias {ob}: Llama / Mistral have both or neither (Qwen2?)")
-    if mt == "llama":
-        cfg["mlp_bias"] = b.has("decoder/layer_0/ffn/linear_0/bias")
-    if cc.get("layer_norm_epsilon") is not None:
-        cfg["rms_norm_eps"] = float(cc["layer_norm_epsilon"])
-    return cfg
-
-
-def _gpt2(b: _Builder, cc: Mapping) -> dict:
-    d = b.shape("decoder/embeddings/weight")[1]
-    n = b.layers("decoder")
-    heads = b.heads("decoder/num_heads", d)
-    for i in range(n):
-        p, q = f"transformer.h.{i}.", f"decoder/layer_{i}/"
-        b.norm(p + "ln_1", q + "self_attention/layer_norm")
-        b.linear(p + "attn.c_attn", q + "self_attention/linear_0", transpose=True)  # Conv1D: stored as (in, out)
-        b.linear(p + "attn.c_proj", q + "self_attention/linear_1", transpose=True)
-        b.norm(p + "ln_2", q + "ffn/layer_norm")
-        b.linear(p + "mlp.c_fc", q + "ffn/linear_0", transpose=True)
-        b.linear(p + "mlp.c_proj", q + "ffn/linear_1", transpose=True)
-    if b.shape("decoder/layer_0/self_attention/linear_0/weight")[0] != 3 * d:
-        b.fail("decoder/layer_0/self_attention/linear_0 is not [q; k; v] of the model width: not GPT-2")
-    b.put("transformer.wte.weight", "decoder/embeddings/weight")
-    b.put("transformer.wpe.weight", "decoder/position_encodings/encodings")
-    b.norm("transformer.ln_f", "decoder/layer_norm")
-    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
-    b.used.add("decoder/projection/weight")
-    if tied:
-        b.dropped.append("lm_head.weight (tied to transformer.wte: the converter stored it as an alias)")
-    else:
-        b.put("lm_head.weight", "decoder/projection/weight")
-    cfg = dict(n_embd=d, n_layer=n, n_head=heads, n_inner=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
-               n_positions=b.shape("decoder/position_encodings/encodings")[0],
-               vocab_size=b.shape("decoder/embeddings/weight")[0], tie_word_embeddings=tied,
-               activation_function=ACTIVATIONS.get(int(b.setting("decoder/activation", 1)), "gelu_new"))
-    if cc.get("layer_norm_epsilon") is not None:
-        cfg["layer_norm_epsilon"] = float(cc["layer_norm_epsilon"])
-    return cfg
-
-
-def _bert(b: _Builder, cc: Mapping) -> dict:
-    d = b.shape("encoder/embeddings_0/weight")[1]
-    n = b.layers("encoder")
-    heads = b.heads("encoder/num_heads", d)
-    b.put("embeddings.word_embeddings.weight", "encoder/embeddings_0/weight")
-    b.put("embeddings.token_type_embeddings.weight", "encoder/embeddings_1/weight")
-    b.put("embeddings.position_embeddings.weight", "encoder/position_encodings/encodings")
-    b.norm("embeddings.LayerNorm", "encoder/layernorm_embedding")
-    for i in range(n):
-        p, q = f"encoder.layer.{i}.", f"encoder/layer_{i}/"
-        b.split([p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"],
-                q + "self_attention/linear_0", [d, d, d])
-        b.linear(p + "attention.output.dense", q + "self_attention/linear_1")
-        b.norm(p + "attention.output.LayerNorm", q + "self_attention/layer_norm")
-        b.linear(p + "intermediate.dense", q + "ffn/linear_0")
-        b.linear(p + "output.dense", q + "ffn/linear_1")
-        b.norm(p + "output.LayerNorm", q + "ffn/layer_norm")
-    b.linear("pooler.dense", "pooler_dense")
-    cfg = dict(hidden_size=d, num_hidden_layers=n, num_attention_heads=heads,
-               intermediate_size=b.shape("encoder/layer_0/ffn/linear_0/weight")[0],
-               vocab_size=b.shape("encoder/embeddings_0/weight")[0],
-               type_vocab_size=b.shape("encoder/embeddings_1/weight")[0],
-               max_position_embeddings=b.shape("encoder/position_encodings/encodings")[0],
-               hidden_act=ACTIVATIONS.get(int(b.setting("encoder/activation", 3)), "gelu"))
-    if cc.get("layer_norm_epsilon") is not None:
-        cfg["layer_norm_eps"] = float(cc["layer_norm_epsilon"])
-    return cfg
-
-
-def _bart_layers(b: _Builder, stack: str, n: int, d: int):
-    for i in range(n):
-        p, q = f"model.{stack}.layers.{i}.", f"{stack}/layer_{i}/"
-        b.split([p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"],
-                q + "self_attention/linear_0", [d, d, d])
-        b.linear(p + "self_attn.out_proj", q + "self_attention/linear_1")
-        b.norm(p + "self_attn_layer_norm", q + "self_attention/layer_norm")
-        if stack == "decoder":
-            b.linear(p + "encoder_attn.q_proj", q + "attention/linear_0")
-            b.split([p + "encoder_attn.k_proj", p + "encoder_attn.v_proj"], q + "attention/linear_1", [d, d])
-            b.linear(p + "encoder_attn.out_proj", q + "attention/linear_2")
-            b.norm(p + "encoder_attn_layer_norm", q + "attention/layer_norm")
-        b.linear(p + "fc1", q + "ffn/linear_0")
-        b.linear(p + "fc2", q + "ffn/linear_1")
-        b.norm(p + "final_layer_norm", q + "ffn/layer_norm")
-
-
-def _marian(b: _Builder, cc: Mapping, vocab: Optional[list]) -> dict:
-    d = b.shape("decoder/embeddings/weight")[1]
-    ne, nd = b.layers("encoder"), b.layers("decoder")
-    he, hdec = b.heads("encoder/num_heads", d), b.heads("decoder/num_heads", d)
-    _bart_layers(b, "encoder", ne, d)
-    _bart_layers(b, "decoder", nd, d)
-    rows = b.shape("decoder/embeddings/weight")[0]
-    if b.src("encoder/embeddings_0/weight") != "decoder/embeddings/weight":
-        b.fail("the encoder and decoder embeddings differ: only Marian models with shared embeddings are read")
-    b.put("model.shared.weight", "decoder/embeddings/weight", pad_rows=1)
-    b.used.add("encoder/embeddings_0/weight")
-    b.notes.append(f"model.shared.weight: row {rows} (<pad>) added back as zeros (the converter drops it; "
-                   f"CTranslate2's decoder starts from a zero embedding instead)")
-    if b.src("decoder/projection/weight") != "decoder/embeddings/weight":
-        b.put("lm_head.weight", "decoder/projection/weight", pad_rows=1)
-    else:
-        b.used.add("decoder/projection/weight")
-        b.dropped.append("lm_head.weight (tied to model.shared: the converter stored it as an alias)")
-    if b.has("decoder/projection/bias"):
-        b.put("final_logits_bias", "decoder/projection/bias", pad_rows=1)
-    for s in ("encoder", "decoder"):
-        if b.has(f"{s}/position_encodings/encodings"):
-            b.used.add(f"{s}/position_encodings/encodings")
-    b.dropped.append("model.{encoder,decoder}.embed_positions.weight (sinusoidal: the class recomputes them; "
-                     "compared with the file's at the check)")
-    scale = float(b.setting("decoder/scale_embeddings", 1.0))
-    pos = b.shape("decoder/position_encodings/encodings")[0]
-    cfg = dict(d_model=d, encoder_layers=ne, decoder_layers=nd, encoder_attention_heads=he,
-               decoder_attention_heads=hdec, encoder_ffn_dim=b.shape("encoder/layer_0/ffn/linear_0/weight")[0],
-               decoder_ffn_dim=b.shape("decoder/layer_0/ffn/linear_0/weight")[0], vocab_size=rows + 1,
-               max_position_embeddings=pos, scale_embedding=abs(scale - 1.0) > 1e-6,
-               activation_function=ACTIVATIONS.get(int(b.setting("decoder/activation", 3)), "gelu"),
-               pad_token_id=rows, decoder_start_token_id=rows, share_encoder_decoder_embeddings=True,
-               tie_word_embeddings="lm_head.weight" not in {e.key for e in b.entries})
-    ids = {t: i for i, t in enumerate(vocab or [])}
-    for tok, key in (("eos_token", "eos_token_id"), ("bos_token", "bos_token_id")):
-        if cc.get(tok) in ids:
-            cfg[key] = ids[cc[tok]]
-    if "eos_token_id" in cfg:
-        cfg["forced_eos_token_id"] = cfg["eos_token_id"]
-    return cfg
-
-
 def _model_type(b: _Builder, spec: str, given: Mapping) -> str:
     mt = given.get("model_type")
     if spec not in SUPPORTED:
@@ -336,12 +160,17 @@ def _model_type(b: _Builder, spec: str, given: Mapping) -> str:
                    f"({', '.join(SUPPORTED[spec])})")
         return mt
     if spec == "TransformerEncoderSpec":
-        if b.has("encoder/embeddings_1/weight") and b.has("pooler_dense/weight"):
+        if not b.has("encoder/embeddings_1/weight") and not b.has("pooler_dense/weight"):
+            return "distilbert"
+        # BERT and RoBERTa write the same variables; BERT's checkpoints have two token types, RoBERTa's one
+        if b.has("encoder/embeddings_1/weight") and b.shape("encoder/embeddings_1/weight")[0] == 2:
             return "bert"
     elif spec == "TransformerSpec":
         if int(b.setting("decoder/start_from_zero_embedding", 0)) == 1:
             return "marian"
     elif b.has("decoder/layer_0/ffn/linear_0_noact/weight"):
+        if b.has("decoder/layer_0/self_attention/layer_norm/layer_norm_use_residual"):
+            return "gemma"  # only Gemma's loader stores the norm as 1 + weight
         if b.has("decoder/layer_0/self_attention/linear_0/bias") and not b.has(
                 "decoder/layer_0/self_attention/linear_1/bias"):
             return "qwen2"
@@ -349,6 +178,8 @@ def _model_type(b: _Builder, spec: str, given: Mapping) -> str:
                "config: {model_type: llama} (or mistral, qwen2) in the params file")
     elif b.has("decoder/position_encodings/encodings") and int(b.setting("decoder/activation", -1)) == 1:
         return "gpt2"
+    elif b.has("decoder/position_encodings/encodings") and int(b.setting("decoder/activation", -1)) == 0:
+        return "opt"  # learned positions and ReLU: OPT's loader (GPT-2's is gelu_new)
     b.fail(f"a {spec} whose structure this reader cannot place: say which model with config: {{model_type: ...}} "
            f"({', '.join(SUPPORTED[spec])})")
 
@@ -362,14 +193,20 @@ def plan(where: str, spec: str, shapes: Mapping, aliases: Mapping, settings: Map
     if family is not None and family != FAMILIES[mt]:
         b.fail(f"a {mt} conversion ({spec}), which family {FAMILIES[mt]} builds; the params file says family {family}")
     cc = ct2_config or {}
-    if mt in ("llama", "mistral", "qwen2"):
-        cfg = _llama(b, mt, cc)
+    from . import ct2_decoders as dec, ct2_encoders as enc  # they import this module's builder
+
+    if mt in ("llama", "mistral", "qwen2", "gemma"):
+        cfg = dec.llama(b, mt, cc)
     elif mt == "gpt2":
-        cfg = _gpt2(b, cc)
-    elif mt == "bert":
-        cfg = _bert(b, cc)
+        cfg = dec.gpt2(b, cc)
+    elif mt == "opt":
+        cfg = dec.opt(b, cc)
+    elif mt in ("bert", "roberta", "xlm-roberta"):
+        cfg = enc.bert(b, mt, cc, vocab, given)
+    elif mt == "distilbert":
+        cfg = enc.distilbert(b, cc)
     else:
-        cfg = _marian(b, cc, vocab)
+        cfg = enc.marian(b, cc, vocab)
     b.leftover()
     if mt != "marian" and vocab:
         ids = {t: i for i, t in enumerate(vocab)}
@@ -386,7 +223,7 @@ def shape_of(e: Entry, shapes: Mapping) -> tuple:
         s[0] = e.rows[1] - e.rows[0]
     if e.transpose:
         s = s[::-1]
-    s[0] += e.pad_rows
+    s[0] += e.pad_rows + e.pad_front
     return tuple(s)
 
 
@@ -401,5 +238,7 @@ def apply(p: Plan, values: Mapping[str, np.ndarray]) -> dict:
             a = a.T
         if e.pad_rows:
             a = np.concatenate([a, np.zeros((e.pad_rows,) + a.shape[1:], np.float32)], 0)
+        if e.pad_front:
+            a = np.concatenate([np.zeros((e.pad_front,) + a.shape[1:], np.float32), a], 0)
         out[e.key] = np.ascontiguousarray(a)
     return out

@@ -1,4 +1,4 @@
-"""Tiny transformers models of each family the CTranslate2 converter supports, converted by the real converter.
+"""Tiny transformers models of the families the CTranslate2 converter supports, converted by the real converter.
 
 Files made the way users make them: ``ct2-transformers-converter`` of the exporters' environment
 (``scripts/export_env.sh``: transformers 4.57 + ctranslate2) reads a ``save_pretrained`` folder written here by
@@ -35,10 +35,24 @@ RECIPES: dict[str, tuple[str, str, dict]] = {
                 dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                      num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False,
                      sliding_window=None)),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM",
+              dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=8, max_position_embeddings=64)),
+    "opt": ("OPTConfig", "OPTForCausalLM",
+            dict(hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64,
+                 word_embed_proj_dim=32, pad_token_id=VOCAB - 1, bos_token_id=0, eos_token_id=1)),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)),
     "bert": ("BertConfig", "BertModel",
              dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                   max_position_embeddings=64, type_vocab_size=2)),
+    "roberta": ("RobertaConfig", "RobertaModel",
+                dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                     max_position_embeddings=VOCAB + 32, type_vocab_size=1, pad_token_id=VOCAB - 1)),
+    "xlm-roberta": ("XLMRobertaConfig", "XLMRobertaModel",
+                    dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                         max_position_embeddings=VOCAB + 32, type_vocab_size=1, pad_token_id=VOCAB - 1)),
+    "distilbert": ("DistilBertConfig", "DistilBertModel",
+                   dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64)),
     "marian": ("MarianConfig", "MarianMTModel",
                dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
                     decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
@@ -72,13 +86,21 @@ def build(name: str, out: Path, seed: int = 0):
     cfg_cls, model_cls, kw = RECIPES[name]
     config = getattr(transformers, cfg_cls)(vocab_size=VOCAB, **kw)
     torch.manual_seed(seed)
-    model = getattr(transformers, model_cls)(config).eval()
+    # XLM-RoBERTa: the converter reads a sequence-classification model, which is built without a pooler
+    init = {"add_pooling_layer": False} if name == "xlm-roberta" else {}
+    model = getattr(transformers, model_cls)(config, **init).eval()
     with torch.no_grad():
         for n, p in model.named_parameters():
             if p.ndim == 1:
                 p.add_(torch.randn_like(p) * 0.1)
         if name == "marian":  # the converter drops the <pad> row: it must be the zero row Marian starts from
             model.get_input_embeddings().weight[VOCAB - 1].zero_()
+        # rows of the position table before the first position read (OPT: 2; RoBERTa: padding_idx + 1): the
+        # converter drops them, the reader gives zeros back; zero here so that the originals compare bit for bit
+        if name == "opt":
+            model.model.decoder.embed_positions.weight[:2].zero_()
+        if name in ("roberta", "xlm-roberta"):
+            model.embeddings.position_embeddings.weight[:VOCAB].zero_()
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer().save_pretrained(out)

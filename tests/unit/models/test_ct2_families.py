@@ -1,6 +1,7 @@
 """CTranslate2 folders of each family, written by the real ``ct2-transformers-converter``, rebuilt as transformers.
 
-Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Mistral, GPT-2, BERT, Marian) are converted once per
+Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Mistral, Gemma, GPT-2, OPT, BERT, RoBERTa,
+XLM-RoBERTa, DistilBERT, Marian) are converted once per
 module, in float32 and int8, by the exporters' converter (transformers 4.57, one process for all). Each folder is
 read back by :mod:`geolip_lib.models.ct2` and checked four ways: the header (no tensor data read) predicts every
 key and shape of the rebuilt folder; every weight equals the original's (bit-equal in float32, within half an int8
@@ -28,10 +29,12 @@ from tests.unit.models.test_ct2 import write_ct2
 
 pytestmark = pytest.mark.unit
 
-FAMILY = {"llama": "decoder_lm", "qwen2": "decoder_lm", "mistral": "decoder_lm", "gpt2": "gpt2", "bert": "bert",
+FAMILY = {"llama": "decoder_lm", "qwen2": "decoder_lm", "mistral": "decoder_lm", "gemma": "decoder_lm", "gpt2": "gpt2",
+          "opt": "opt", "bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert",
           "marian": "bart"}
-#: the params file's config: for the files whose structure does not name the model (Llama and Mistral look alike)
-GIVEN = {"llama": {"model_type": "llama"}, "mistral": {"model_type": "mistral"}}
+#: the params file's config: for the files whose structure does not name the model (Llama and Mistral look alike,
+#: so do RoBERTa and XLM-RoBERTa)
+GIVEN = {n: {"model_type": n} for n in ("llama", "mistral", "roberta", "xlm-roberta")}
 CASES = [(n, q) for n in FAMILY for q in ("float32", "int8")]
 TIMES: dict = {}
 

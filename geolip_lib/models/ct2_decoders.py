@@ -1,0 +1,146 @@
+"""Inverse maps of the decoder loaders of ``ct2-transformers-converter`` (see :mod:`.ct2_specs`).
+
+Llama / Mistral / Qwen2 / Gemma (``LlamaLoader``, ``MistralLoader``, ``Qwen2Loader``, ``GemmaLoader``): RMS norms
+(``gamma`` only; Gemma's is stored as transformers keeps it, ``1 + weight`` applied by both sides:
+CTranslate2's ``layer_norm_use_residual``), ``[q; k; v]`` with grouped-query sizes, gated FFN (``linear_0`` the
+gate, ``linear_0_noact`` the up projection), rotary not interleaved (no row permutation to undo). GPT-2: Conv1D
+weights transposed back. OPT: the first two rows of the learned position table are dropped by the converter
+(OPT's positions start at 2; the rows are never read): added back as zeros, noted.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from .ct2_specs import ACTIVATIONS, _Builder
+
+def llama(b: _Builder, mt: str, cc: Mapping) -> dict:
+    d = b.shape("decoder/embeddings/weight")[1]
+    n = b.layers("decoder")
+    heads = b.heads("decoder/num_heads", d)
+    kv = int(b.setting("decoder/layer_0/self_attention/num_heads_kv", heads)) if b.has(
+        "decoder/layer_0/self_attention/num_heads_kv") else heads
+    if kv <= 0 or heads % kv:
+        b.fail(f"num_heads_kv is {kv}, which does not divide num_heads {heads} (a broken or edited file)")
+    rows = b.shape("decoder/layer_0/self_attention/linear_0/weight")[0]
+    if rows % (heads + 2 * kv):
+        b.fail(f"self_attention/linear_0 has {rows} rows: not (num_heads + 2 num_heads_kv) x head_dim for "
+               f"{heads} / {kv} heads")
+    hd = rows // (heads + 2 * kv)
+    if int(b.setting("decoder/layer_0/self_attention/rotary_interleave", 0)) != 0:
+        b.fail("rotary_interleave is set (GPT-J style rotary): not a Llama / Mistral / Qwen2 / Gemma conversion")
+    rdim = int(b.setting("decoder/layer_0/self_attention/rotary_dim", 0))
+    if rdim not in (0, hd):
+        b.fail(f"rotary_dim {rdim} covers part of the head ({hd}): not a Llama / Mistral / Qwen2 conversion")
+    if b.has("decoder/layer_0/self_attention/rotary_scaling_type"):
+        b.fail("rotary scaling (rope_scaling) is set: this reader does not map it yet")
+    for i in range(n):
+        p, q = f"model.layers.{i}.", f"decoder/layer_{i}/"
+        b.norm(p + "input_layernorm", q + "self_attention/layer_norm")
+        b.norm(p + "post_attention_layernorm", q + "ffn/layer_norm")
+        b.split([p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"],
+                q + "self_attention/linear_0", [heads * hd, kv * hd, kv * hd])
+        b.linear(p + "self_attn.o_proj", q + "self_attention/linear_1")
+        b.linear(p + "mlp.gate_proj", q + "ffn/linear_0")
+        b.linear(p + "mlp.up_proj", q + "ffn/linear_0_noact")
+        b.linear(p + "mlp.down_proj", q + "ffn/linear_1")
+    b.put("model.embed_tokens.weight", "decoder/embeddings/weight")
+    b.norm("model.norm", "decoder/layer_norm")
+    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
+    b.used.add("decoder/projection/weight")
+    if tied:
+        b.dropped.append("lm_head.weight (tied to the embeddings: the converter stored it as an alias)")
+    else:
+        b.put("lm_head.weight", "decoder/projection/weight")
+    qb, ob = b.has("decoder/layer_0/self_attention/linear_0/bias"), b.has("decoder/layer_0/self_attention/linear_1/bias")
+    if mt == "qwen2" and ob:
+        b.fail("an o_proj bias: Qwen2 has none (not a Qwen2 conversion)")
+    cfg = dict(hidden_size=d, num_hidden_layers=n, num_attention_heads=heads, num_key_value_heads=kv,
+               intermediate_size=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
+               vocab_size=b.shape("decoder/embeddings/weight")[0], tie_word_embeddings=tied,
+               rope_theta=float(b.setting("decoder/layer_0/self_attention/rotary_base", 10000.0)),
+               hidden_act=ACTIVATIONS.get(int(b.setting("decoder/activation", 2)), "silu"))
+    if hd * heads != d or mt == "gemma":
+        cfg["head_dim"] = hd
+    if mt == "gemma":  # hidden_act is Gemma's legacy field; hidden_activation the one it reads
+        cfg["hidden_activation"] = "gelu_pytorch_tanh" if int(b.setting("decoder/activation", 1)) == 1 else "gelu"
+        cfg.pop("hidden_act")
+        if not tied:
+            b.fail("Gemma ties its output projection to the embeddings; this file has its own (not a Gemma conversion)")
+    if mt in ("llama", "mistral"):
+        cfg["attention_bias"] = qb
+        if qb != ob:
+            b.fail(f"q/k/v bias {qb} but o bias {ob}: Llama / Mistral have both or neither (Qwen2?)")
+    if mt == "llama":
+        cfg["mlp_bias"] = b.has("decoder/layer_0/ffn/linear_0/bias")
+    if cc.get("layer_norm_epsilon") is not None:
+        cfg["rms_norm_eps"] = float(cc["layer_norm_epsilon"])
+    return cfg
+
+
+def gpt2(b: _Builder, cc: Mapping) -> dict:
+    d = b.shape("decoder/embeddings/weight")[1]
+    n = b.layers("decoder")
+    heads = b.heads("decoder/num_heads", d)
+    for i in range(n):
+        p, q = f"transformer.h.{i}.", f"decoder/layer_{i}/"
+        b.norm(p + "ln_1", q + "self_attention/layer_norm")
+        b.linear(p + "attn.c_attn", q + "self_attention/linear_0", transpose=True)  # Conv1D: stored as (in, out)
+        b.linear(p + "attn.c_proj", q + "self_attention/linear_1", transpose=True)
+        b.norm(p + "ln_2", q + "ffn/layer_norm")
+        b.linear(p + "mlp.c_fc", q + "ffn/linear_0", transpose=True)
+        b.linear(p + "mlp.c_proj", q + "ffn/linear_1", transpose=True)
+    if b.shape("decoder/layer_0/self_attention/linear_0/weight")[0] != 3 * d:
+        b.fail("decoder/layer_0/self_attention/linear_0 is not [q; k; v] of the model width: not GPT-2")
+    b.put("transformer.wte.weight", "decoder/embeddings/weight")
+    b.put("transformer.wpe.weight", "decoder/position_encodings/encodings")
+    b.norm("transformer.ln_f", "decoder/layer_norm")
+    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
+    b.used.add("decoder/projection/weight")
+    if tied:
+        b.dropped.append("lm_head.weight (tied to transformer.wte: the converter stored it as an alias)")
+    else:
+        b.put("lm_head.weight", "decoder/projection/weight")
+    cfg = dict(n_embd=d, n_layer=n, n_head=heads, n_inner=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
+               n_positions=b.shape("decoder/position_encodings/encodings")[0],
+               vocab_size=b.shape("decoder/embeddings/weight")[0], tie_word_embeddings=tied,
+               activation_function=ACTIVATIONS.get(int(b.setting("decoder/activation", 1)), "gelu_new"))
+    if cc.get("layer_norm_epsilon") is not None:
+        cfg["layer_norm_epsilon"] = float(cc["layer_norm_epsilon"])
+    return cfg
+
+
+def opt(b: _Builder, cc: Mapping) -> dict:
+    d = b.shape("decoder/embeddings/weight")[1]
+    n = b.layers("decoder")
+    heads = b.heads("decoder/num_heads", d)
+    if b.has("decoder/project_in/weight") or b.has("decoder/project_out/weight"):
+        b.fail("project_in / project_out (word_embed_proj_dim != hidden_size, OPT-350m): not mapped yet")
+    for i in range(n):
+        p, q = f"model.decoder.layers.{i}.", f"decoder/layer_{i}/"
+        b.split([p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"],
+                q + "self_attention/linear_0", [d, d, d])
+        b.linear(p + "self_attn.out_proj", q + "self_attention/linear_1")
+        b.norm(p + "self_attn_layer_norm", q + "self_attention/layer_norm")
+        b.linear(p + "fc1", q + "ffn/linear_0")
+        b.linear(p + "fc2", q + "ffn/linear_1")
+        b.norm(p + "final_layer_norm", q + "ffn/layer_norm")
+    b.put("model.decoder.embed_tokens.weight", "decoder/embeddings/weight")
+    b.put("model.decoder.embed_positions.weight", "decoder/position_encodings/encodings", pad_front=2)
+    b.notes.append("model.decoder.embed_positions.weight: rows 0-1 added back as zeros (the converter drops them: "
+                   "OPT's positions start at 2, so they are never read)")
+    pre = bool(int(b.setting("decoder/pre_norm", 1)))
+    if b.has("decoder/layer_norm/gamma"):
+        b.norm("model.decoder.final_layer_norm", "decoder/layer_norm")
+    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
+    b.used.add("decoder/projection/weight")
+    if tied:
+        b.dropped.append("lm_head.weight (tied to the embeddings: the converter stored it as an alias)")
+    else:
+        b.put("lm_head.weight", "decoder/projection/weight")
+    return dict(hidden_size=d, word_embed_proj_dim=d, num_hidden_layers=n, num_attention_heads=heads,
+                ffn_dim=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
+                vocab_size=b.shape("decoder/embeddings/weight")[0],
+                max_position_embeddings=b.shape("decoder/position_encodings/encodings")[0],
+                do_layer_norm_before=pre, tie_word_embeddings=tied, enable_bias=b.has(
+                    "decoder/layer_0/self_attention/linear_0/bias"),
+                activation_function=ACTIVATIONS.get(int(b.setting("decoder/activation", 0)), "relu"))
