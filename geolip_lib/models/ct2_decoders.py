@@ -5,11 +5,16 @@ Llama / Mistral / Qwen2 / Gemma (``LlamaLoader``, ``MistralLoader``, ``Qwen2Load
 CTranslate2's ``layer_norm_use_residual``), ``[q; k; v]`` with grouped-query sizes, gated FFN (``linear_0`` the
 gate, ``linear_0_noact`` the up projection), rotary not interleaved (no row permutation to undo). GPT-2: Conv1D
 weights transposed back. OPT: the first two rows of the learned position table are dropped by the converter
-(OPT's positions start at 2; the rows are never read): added back as zeros, noted.
+(OPT's positions start at 2; the rows are never read): added back as zeros, noted. GPT-NeoX: the converter
+reorders the per-head ``[q_h; k_h; v_h]`` rows of ``query_key_value`` into ``[q; k; v]``: put back. GPT-J: q and k
+rows were permuted for CTranslate2's sliced rotary (``utils.permute_for_sliced_rotary``): the inverse is computed
+by applying the converter's own function to the row indices, so it cannot drift from it.
 """
 from __future__ import annotations
 
 from typing import Mapping
+
+import numpy as np
 
 from .ct2_specs import ACTIVATIONS, _Builder
 
@@ -144,3 +149,83 @@ def opt(b: _Builder, cc: Mapping) -> dict:
                 do_layer_norm_before=pre, tie_word_embeddings=tied, enable_bias=b.has(
                     "decoder/layer_0/self_attention/linear_0/bias"),
                 activation_function=ACTIVATIONS.get(int(b.setting("decoder/activation", 0)), "relu"))
+
+
+def _tied(b: _Builder, key: str) -> bool:
+    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
+    b.used.add("decoder/projection/weight")
+    if tied:
+        b.dropped.append(f"{key} (tied to the embeddings: the converter stored it as an alias)")
+    else:
+        b.linear(key.rsplit(".", 1)[0], "decoder/projection")
+    return tied
+
+
+def _rotary(b: _Builder, hd: int) -> int:
+    if int(b.setting("decoder/layer_0/self_attention/rotary_interleave", 0)) != 0:
+        b.fail("rotary_interleave is set: not how this family's loader writes rotary")
+    r = int(b.setting("decoder/layer_0/self_attention/rotary_dim", 0))
+    return hd if r == 0 else r
+
+
+def gpt_neox(b: _Builder, cc: Mapping) -> dict:
+    d = b.shape("decoder/embeddings/weight")[1]
+    n = b.layers("decoder")
+    heads = b.heads("decoder/num_heads", d)
+    hd = d // heads
+    # stored row j*d + h*hd + t (q/k/v j, head h) is transformers row h*3*hd + j*hd + t
+    perm = tuple(int(i) for i in np.arange(3 * d).reshape(3, heads, hd).swapaxes(0, 1).reshape(-1))
+    parallel = b.has("decoder/layer_0/input_layer_norm/gamma")
+    for i in range(n):
+        p, q = f"gpt_neox.layers.{i}.", f"decoder/layer_{i}/"
+        if b.shape(q + "self_attention/linear_0/weight")[0] != 3 * d:
+            b.fail(f"{q}self_attention/linear_0 is not [q; k; v] of the model width {d}")
+        b.norm(p + "input_layernorm", q + ("input_layer_norm" if parallel else "self_attention/layer_norm"))
+        b.norm(p + "post_attention_layernorm", q + ("post_attention_layer_norm" if parallel else "ffn/layer_norm"))
+        b.put(p + "attention.query_key_value.weight", q + "self_attention/linear_0/weight", perm=perm)
+        b.put(p + "attention.query_key_value.bias", q + "self_attention/linear_0/bias", perm=perm)
+        b.linear(p + "attention.dense", q + "self_attention/linear_1")
+        b.linear(p + "mlp.dense_h_to_4h", q + "ffn/linear_0")
+        b.linear(p + "mlp.dense_4h_to_h", q + "ffn/linear_1")
+    b.put("gpt_neox.embed_in.weight", "decoder/embeddings/weight")
+    b.norm("gpt_neox.final_layer_norm", "decoder/layer_norm")
+    tied = _tied(b, "lm_head.weight")  # the module's name; transformers writes it to files as embed_out
+    rot = _rotary(b, hd)
+    return dict(hidden_size=d, num_hidden_layers=n, num_attention_heads=heads, tie_word_embeddings=tied,
+                intermediate_size=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
+                vocab_size=b.shape("decoder/embeddings/weight")[0], use_parallel_residual=parallel,
+                rope_parameters={"rope_type": "default", "partial_rotary_factor": rot / hd, "rope_theta": float(
+                    b.setting("decoder/layer_0/self_attention/rotary_base", 10000.0))},
+                hidden_act=ACTIVATIONS.get(int(b.setting("decoder/activation", 3)), "gelu"))
+
+
+def gptj(b: _Builder, cc: Mapping) -> dict:
+    from ctranslate2.converters.utils import permute_for_sliced_rotary  # the converter's own permutation
+
+    d = b.shape("decoder/embeddings/weight")[1]
+    n = b.layers("decoder")
+    heads = b.heads("decoder/num_heads", d)
+    hd = d // heads
+    rot = _rotary(b, hd)
+    if rot % 2 or rot > hd:
+        b.fail(f"rotary_dim {rot} does not fit the head size {hd}")
+    fwd = permute_for_sliced_rotary(np.arange(d, dtype=np.float64)[:, None].copy(), heads, rot)[:, 0].astype(int)
+    perm = tuple(int(i) for i in np.argsort(fwd))  # stored row k came from transformers row fwd[k]
+    for i in range(n):
+        p, q = f"transformer.h.{i}.", f"decoder/layer_{i}/"
+        b.norm(p + "ln_1", q + "shared_layer_norm")
+        lin = q + "self_attention/linear_0/weight"
+        if b.shape(lin)[0] != 3 * d:
+            b.fail(f"{lin} is not [q; k; v] of the model width {d}")
+        b.put(p + "attn.q_proj.weight", lin, rows=(0, d), perm=perm)
+        b.put(p + "attn.k_proj.weight", lin, rows=(d, 2 * d), perm=perm)
+        b.put(p + "attn.v_proj.weight", lin, rows=(2 * d, 3 * d))
+        b.linear(p + "attn.out_proj", q + "self_attention/linear_1")
+        b.linear(p + "mlp.fc_in", q + "ffn/linear_0")
+        b.linear(p + "mlp.fc_out", q + "ffn/linear_1")
+    b.put("transformer.wte.weight", "decoder/embeddings/weight")
+    b.norm("transformer.ln_f", "decoder/layer_norm")
+    tied = _tied(b, "lm_head.weight")
+    return dict(n_embd=d, n_layer=n, n_head=heads, n_inner=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
+                rotary_dim=rot, vocab_size=b.shape("decoder/embeddings/weight")[0], tie_word_embeddings=tied,
+                activation_function=ACTIVATIONS.get(int(b.setting("decoder/activation", 1)), "gelu_new"))

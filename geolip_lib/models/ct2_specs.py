@@ -35,15 +35,16 @@ __all__ = ["Entry", "Plan", "apply", "plan", "SUPPORTED"]
 #: ``common_spec.Activation`` ids -> transformers activation names
 ACTIVATIONS = {0: "relu", 1: "gelu_new", 2: "silu", 3: "gelu", 4: "gelu_fast", 5: "tanh"}
 #: spec name -> the model types whose inverse is here
-SUPPORTED = {"TransformerDecoderSpec": ("llama", "mistral", "qwen2", "gemma", "gpt2", "opt"),
+SUPPORTED = {"TransformerDecoderSpec": ("llama", "mistral", "qwen2", "gemma", "gpt2", "opt", "gpt_neox", "gptj"),
              "TransformerEncoderSpec": ("bert", "roberta", "xlm-roberta", "distilbert"), "TransformerSpec": ("marian",)}
 #: model_type -> the project's family (``geolip_lib.families``) that builds it
 FAMILIES = {"llama": "decoder_lm", "mistral": "decoder_lm", "qwen2": "decoder_lm", "gemma": "decoder_lm",
-            "gpt2": "gpt2", "opt": "opt", "bert": "bert", "roberta": "bert", "xlm-roberta": "bert",
+            "gpt2": "gpt2", "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bert": "bert", "roberta": "bert", "xlm-roberta": "bert",
             "distilbert": "distilbert", "marian": "bart"}
 #: model_type -> the transformers class the converter read (``architecture_name`` of its loader)
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
                  "gemma": "GemmaForCausalLM", "gpt2": "GPT2LMHeadModel", "opt": "OPTForCausalLM",
+                 "gpt_neox": "GPTNeoXForCausalLM", "gptj": "GPTJForCausalLM",
                  "bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel",
                  "distilbert": "DistilBertModel", "marian": "MarianMTModel"}
 
@@ -59,6 +60,9 @@ class Entry:
     transpose: bool = False
     pad_rows: int = 0
     pad_front: int = 0
+    #: row order to undo after slicing: transformers row i is stored row ``perm[i]`` (GPT-NeoX's per-head q/k/v,
+    #: GPT-J's rotary halves)
+    perm: Optional[tuple] = None
 
 
 @dataclass
@@ -176,6 +180,12 @@ def _model_type(b: _Builder, spec: str, given: Mapping) -> str:
             return "qwen2"
         b.fail("a Llama-shaped decoder (Llama and Mistral write the same variables): say which with "
                "config: {model_type: llama} (or mistral, qwen2) in the params file")
+    elif b.has("decoder/layer_0/shared_layer_norm/gamma"):
+        return "gptj"  # parallel residual with one shared norm: GPT-J's loader
+    elif b.has("decoder/layer_0/input_layer_norm/gamma") or (
+            not b.has("decoder/position_encodings/encodings") and b.has("decoder/layer_0/self_attention/linear_0/bias")
+            and b.has("decoder/layer_norm/beta")):
+        return "gpt_neox"  # rotary, LayerNorm with bias, fused biased q/k/v: GPT-NeoX's loader
     elif b.has("decoder/position_encodings/encodings") and int(b.setting("decoder/activation", -1)) == 1:
         return "gpt2"
     elif b.has("decoder/position_encodings/encodings") and int(b.setting("decoder/activation", -1)) == 0:
@@ -201,6 +211,10 @@ def plan(where: str, spec: str, shapes: Mapping, aliases: Mapping, settings: Map
         cfg = dec.gpt2(b, cc)
     elif mt == "opt":
         cfg = dec.opt(b, cc)
+    elif mt == "gpt_neox":
+        cfg = dec.gpt_neox(b, cc)
+    elif mt == "gptj":
+        cfg = dec.gptj(b, cc)
     elif mt in ("bert", "roberta", "xlm-roberta"):
         cfg = enc.bert(b, mt, cc, vocab, given)
     elif mt == "distilbert":
@@ -234,6 +248,8 @@ def apply(p: Plan, values: Mapping[str, np.ndarray]) -> dict:
         a = np.asarray(values[e.name], dtype=np.float32)
         if e.rows is not None:
             a = a[e.rows[0]:e.rows[1]]
+        if e.perm is not None:
+            a = a[np.asarray(e.perm)]
         if e.transpose:
             a = a.T
         if e.pad_rows:

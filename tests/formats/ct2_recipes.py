@@ -41,6 +41,11 @@ RECIPES: dict[str, tuple[str, str, dict]] = {
     "opt": ("OPTConfig", "OPTForCausalLM",
             dict(hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64,
                  word_embed_proj_dim=32, pad_token_id=VOCAB - 1, bos_token_id=0, eos_token_id=1)),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
+                 dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      max_position_embeddings=64, rotary_pct=0.5, tie_word_embeddings=False)),
+    "gptj": ("GPTJConfig", "GPTJForCausalLM",
+             dict(n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=64, bos_token_id=0, eos_token_id=1)),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)),
     "bert": ("BertConfig", "BertModel",
              dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
@@ -105,6 +110,9 @@ def build(name: str, out: Path, seed: int = 0):
     model.save_pretrained(out)
     tokenizer().save_pretrained(out)
     # transformers 5 names the class "TokenizersBackend", which the converter's transformers 4.57 does not know
+    if name == "gpt_neox":  # transformers 4.57 reads the rotary fraction from rotary_pct, 5.x from rope_parameters
+        cf = out / "config.json"
+        cf.write_text(json.dumps({**json.loads(cf.read_text()), "rotary_pct": kw["rotary_pct"]}))
     tc = out / "tokenizer_config.json"
     tc.write_text(json.dumps({**json.loads(tc.read_text()), "tokenizer_class": "PreTrainedTokenizerFast"}))
     return model

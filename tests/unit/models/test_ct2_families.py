@@ -1,6 +1,6 @@
 """CTranslate2 folders of each family, written by the real ``ct2-transformers-converter``, rebuilt as transformers.
 
-Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Mistral, Gemma, GPT-2, OPT, BERT, RoBERTa,
+Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Mistral, Gemma, GPT-2, OPT, GPT-NeoX, GPT-J, BERT, RoBERTa,
 XLM-RoBERTa, DistilBERT, Marian) are converted once per
 module, in float32 and int8, by the exporters' converter (transformers 4.57, one process for all). Each folder is
 read back by :mod:`geolip_lib.models.ct2` and checked four ways: the header (no tensor data read) predicts every
@@ -30,7 +30,7 @@ from tests.unit.models.test_ct2 import write_ct2
 pytestmark = pytest.mark.unit
 
 FAMILY = {"llama": "decoder_lm", "qwen2": "decoder_lm", "mistral": "decoder_lm", "gemma": "decoder_lm", "gpt2": "gpt2",
-          "opt": "opt", "bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert",
+          "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert",
           "marian": "bart"}
 #: the params file's config: for the files whose structure does not name the model (Llama and Mistral look alike,
 #: so do RoBERTa and XLM-RoBERTa)
@@ -93,7 +93,9 @@ def test_header_reads_no_weights_and_predicts_the_rebuilt_folder(rebuilt, name, 
     monkeypatch.undo()
     size = (src / "model.bin").stat().st_size
     assert sum(seen) < 16_384 < size  # the variable table and the settings only
-    saved = {k: tuple(v.shape) for k, v in load_file(str(out / "model.safetensors")).items()}
+    # the module's key, saved under the checkpoint's older name by transformers (GPT-NeoX's output projection)
+    renamed = {"embed_out.weight": "lm_head.weight"} if name == "gpt_neox" else {}
+    saved = {renamed.get(k, k): tuple(v.shape) for k, v in load_file(str(out / "model.safetensors")).items()}
     assert {k: s for k, s in h.tensors.items() if k in saved} == {k: s for k, s in saved.items()
                                                                  if k not in rec["filled"]}
     assert set(rec["filled"]) <= {"final_logits_bias", "model.encoder.embed_positions.weight",
@@ -115,7 +117,7 @@ def test_every_weight_equals_the_original(made, rebuilt, name, q):
     for k, w in want.items():
         g = got[k]
         assert g.shape == w.shape and g.dtype == torch.float32, k
-        if q == "float32" or k not in rec["dequantized"]:
+        if q == "float32" or {"embed_out.weight": "lm_head.weight"}.get(k, k) not in rec["dequantized"]:
             assert torch.equal(g, w), k
         else:  # int8: one scale per output row (127 / max |row|): at most half a step off
             conv1d = name == "gpt2" and (".attn." in k or ".mlp." in k)  # Conv1D: (in, out), rows are columns
