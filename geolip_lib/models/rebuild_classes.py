@@ -21,10 +21,12 @@ from transformers.core_model_loading import revert_weight_conversion
 
 from .common import quiet_transformers
 
-__all__ = ["AUTOS", "Layout", "Placement", "layouts", "make_config", "place", "to_ckpt"]
+__all__ = ["AUTOS", "Layout", "Placement", "layouts", "make_config", "output_ties", "place", "to_ckpt"]
 
-#: the auto mappings whose classes are candidates, in order of preference on a tie
-AUTOS = ("AutoModel", "AutoModelForCausalLM", "AutoModelForMaskedLM", "AutoModelForSeq2SeqLM",
+#: the auto mappings whose classes are candidates, in order of preference on a tie (an encoder's masked-LM head
+#: and its causal-LM head have the same tensors: the masked one is what encoders are exported as, unless the
+#: config says ``is_decoder``)
+AUTOS = ("AutoModel", "AutoModelForMaskedLM", "AutoModelForCausalLM", "AutoModelForSeq2SeqLM",
          "AutoModelForSpeechSeq2Seq", "AutoModelForPreTraining", "AutoModelForTextEncoding")
 #: towers a dual encoder is exported alone as (their config is a sub-config of the model_type's)
 EXTRA = {"clip": ("CLIPTextModel", "CLIPTextModelWithProjection", "CLIPVisionModel", "CLIPVisionModelWithProjection"),
@@ -57,7 +59,11 @@ class Layout:
 
 def _classes(config) -> list:
     out: list = []
-    for name in AUTOS:
+    autos = list(AUTOS)
+    if getattr(config, "is_decoder", False):
+        autos.remove("AutoModelForCausalLM")
+        autos.insert(1, "AutoModelForCausalLM")
+    for name in autos:
         auto = getattr(transformers, name, None)
         try:
             cls = auto._model_mapping[type(config)]
@@ -159,3 +165,17 @@ def to_ckpt(lay: Layout, runtime_tensors: Mapping[str, Any]) -> dict:
     """Running-model tensors renamed (and split) into checkpoint tensors by transformers' own conversion."""
     with quiet_transformers():
         return dict(revert_weight_conversion(lay.model, dict(runtime_tensors)))
+
+
+def output_ties(lay: Layout, cfg: Mapping[str, Any]) -> set:
+    """The tied keys of ``lay`` that ``tie_word_embeddings`` decides (the output head's table), as opposed to ties
+    the class always makes (T5's encoder and decoder tables are its shared table whatever the flag says): the
+    class is built once more on meta from ``cfg`` with the flag off (through the config class, which may
+    reinterpret it: T5's 5.x config keeps the tie and turns the flag into ``scale_decoder_outputs``) and the two
+    tie maps compared."""
+    if not lay.tied:
+        return set()
+    sub = _sub(lay.cls, make_config({**cfg, "tie_word_embeddings": False}))
+    with quiet_transformers(), torch.device("meta"):
+        untied = lay.cls(sub)
+    return set(lay.tied) - set(getattr(untied, "all_tied_weights_keys", {}) or {})

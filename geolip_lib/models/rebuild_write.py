@@ -19,7 +19,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from .common import quiet_transformers
-from .rebuild_classes import make_config, place, to_ckpt
+from .rebuild_classes import make_config, output_ties, place, to_ckpt
 
 __all__ = ["write_folder"]
 
@@ -36,18 +36,20 @@ def _torch(k: str, v: Any) -> torch.Tensor:
     return t.contiguous()
 
 
-def _tie(p, ck: dict) -> tuple[bool | None, list]:
-    """Whether the output table is tied: every tied target absent or equal to its source; the targets to drop."""
-    drop, tied = [], None
+def _tie(p, ck: dict, cfg: dict) -> tuple[bool | None, list]:
+    """Whether the output table is tied (each of its tied targets absent or equal to its source: True; one that
+    differs: False; the class has none: None) and the tied targets to drop (equal copies). A tie the class always
+    makes (T5's encoder table is its shared table) must hold: an absent copy is fine, a different one an error."""
+    drop, tied, out = [], None, output_ties(p.layout, cfg)
     for t, s in p.layout.tied.items():
-        if t not in ck:
-            tied = True if tied is None else tied
-            continue
-        if s in ck and ck[t].shape == ck[s].shape and torch.equal(ck[t], ck[s]):
+        same = t in ck and s in ck and ck[t].shape == ck[s].shape and torch.equal(ck[t], ck[s])
+        if same:
             drop.append(t)
-            tied = True if tied is None else tied
-        else:
-            tied = False
+        if t not in out:
+            if t in ck and not same:
+                raise ValueError(f"tensor {t} differs from {s}, but {p.layout.cls.__name__} always ties them")
+            continue
+        tied = (t not in ck or same) if tied is None else tied and (t not in ck or same)
     return tied, drop
 
 
@@ -56,9 +58,12 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     """Build the class the tensors fill, load them strictly and ``save_pretrained`` into ``out_dir``.
 
     ``config``: a config dict with ``model_type`` (e.g. :func:`.rebuild.infer_config`'s; private ``_`` keys are
-    ignored); ``tensors``: key -> numpy array / torch tensor, named as the readers name them (a head's prefix and
-    4.x or 5.x spellings are fine); ``filled``: keys the caller made up itself (recorded). Returns the record:
-    ``class``, ``model_type``, ``tied``, ``renamed`` ({count, examples}), ``filled``, ``dtypes``, ``n_params``.
+    ignored; a ``tie_word_embeddings`` it holds is obeyed -- false keeps an output table equal to the input one,
+    since the flag can change the forward, e.g. T5's output scaling; absent, the values decide); ``tensors``:
+    key -> numpy array / torch tensor, named as the readers name them (a head's prefix and 4.x or 5.x spellings
+    are fine); ``filled``: keys the caller made up itself (recorded). Returns the record: ``class``,
+    ``model_type``, ``tied``, ``dropped_tied``, ``renamed`` ({count, examples: [(given, placed)]}), ``filled``,
+    ``dtypes`` (dtype -> count), ``n_params``, ``config`` (the saved config as a dict).
     """
     from .rebuild import _candidates  # the shared candidate builder (ties on, so a tied table may be absent)
 
@@ -91,10 +96,14 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
         k, a, b = bad[0]
         raise ValueError(f"tensor {k} is {list(a)} but {name} of this config has {list(b)}"
                          + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "") + "; the config does not fit")
-    tied, drop = _tie(best, ck)
+    tied, drop = _tie(best, ck, cfg)
+    if tied is False and cfg.get("tie_word_embeddings") is True:
+        t = next(t for t in output_ties(lay, cfg) if t in ck)
+        raise ValueError(f"config: tie_word_embeddings is given as true but tensor {t} differs from "
+                         f"{lay.tied[t]}; give tie_word_embeddings: false")
     for t in drop:
         del ck[t]
-    if tied is not None:
+    if tied is not None and "tie_word_embeddings" not in cfg:
         cfg["tie_word_embeddings"] = tied
     if tied is False:
         missing = [t for t in lay.tied if t not in ck]
