@@ -204,6 +204,8 @@ def infer_config(family: str, shapes: Mapping[str, tuple], given: Mapping[str, A
                              f"to the params file")
     r.read()
     for f, v in r.values.items():
+        if f in given and given[f] is None:  # a config.json's null: "the default", which the shapes now tell
+            del given[f]
         if f in given and given[f] != v and not (isinstance(v, int) and _num(given[f]) == v):
             raise ValueError(f"config: {f} is given as {given[f]!r} but the shapes say {v!r} ({r.source[f]})")
     amap = dict(getattr(base_config, "attribute_map", {}) or {})

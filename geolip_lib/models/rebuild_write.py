@@ -110,8 +110,11 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
         if missing:
             raise ValueError(f"tensor {missing[0]} is missing: the output table differs from the input table "
                              f"elsewhere, so it cannot be tied")
+    # transformers loads one float dtype: the given one, or (mixed) one every given value fits exactly --
+    # float32 holds float16 and bfloat16 bit for bit, so a float32 tensor is never rounded
     floats = {v.dtype for v in ck.values() if v.is_floating_point()}
-    dtype = max(floats, key=lambda d: sum(v.numel() for v in ck.values() if v.dtype == d)) if floats else None
+    dtype = next(iter(floats)) if len(floats) == 1 else (
+        torch.float64 if torch.float64 in floats else torch.float32) if floats else None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".rebuild-", dir=out_dir.parent))
@@ -137,6 +140,7 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     for v in ck.values():
         counts[str(v.dtype).replace("torch.", "")] = counts.get(str(v.dtype).replace("torch.", ""), 0) + 1
     return {"class": name, "model_type": mt, "tied": bool(tied), "dropped_tied": drop,
+            "saved_dtype": str(dtype).replace("torch.", "") if dtype else None,
             "renamed": {"count": len(renamed), "examples": renamed[:3]}, "filled": filled, "dtypes": counts,
             "n_params": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}
 

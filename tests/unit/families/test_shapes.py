@@ -9,6 +9,7 @@ broken shape each give a one-line ValueError.
 """
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -121,6 +122,9 @@ def test_infer_config_gives_back_the_sizes(fam, mt):
     # the model built from the inferred config has the same tensors, shape for shape
     lay2 = max(layouts(got), key=lambda lay: len(lay.ckpt))
     assert {k: s for k, s in lay2.ckpt.items() if k in lay.ckpt} == lay.ckpt
+    # a whole config.json beside the file (nulls for "the default" included) agrees with the shapes
+    full = infer_config(fam, lay.ckpt, json.loads(conf.to_json_string()))
+    assert full.pop(NOTES)["class"] == notes["class"]
 
 
 @pytest.mark.parametrize("fam,mt", [("bert", "bert"), ("decoder_lm", "llama"), ("dinov2", "dinov2"),

@@ -189,7 +189,15 @@ def test_float16_stays_float16_and_numpy_is_accepted(tmp_path):
     rec = write_folder(cfg, half, tmp_path / "out", filled=["transformer.ln_f.bias"])
     assert rec["dtypes"] == {"float16": len(sd) - 1} and rec["filled"] == ["transformer.ln_f.bias"]
     saved = _saved(tmp_path / "out")
+    assert rec["saved_dtype"] == "float16"
     assert all(_bits_equal(v, torch.from_numpy(half[k])) for k, v in saved.items())
+    # mixed (float16 weights, float32 norms, as some exports keep them): float32, every value exact
+    mixed = {k: (torch.from_numpy(v).float() if "ln_" in k else torch.from_numpy(v)) for k, v in half.items()}
+    rec = write_folder(cfg, mixed, tmp_path / "mixed")
+    assert rec["saved_dtype"] == "float32" and rec["dtypes"]["float32"] > 0
+    saved = _saved(tmp_path / "mixed")
+    assert all(v.dtype == torch.float32 and torch.equal(v, mixed[k].float()) for k, v in saved.items())
+    assert all(_bits_equal(v, mixed[k]) for k, v in saved.items() if "ln_" in k)
 
 
 def _one_line(e) -> str:
