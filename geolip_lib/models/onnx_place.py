@@ -175,9 +175,9 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
                 continue
             key = under(mod)
             ins = [(i, p.source(x)) for i, x in enumerate(n.input)]
-            if n.op_type == "Gather" and ins and ins[0][1] and len(p.inits[ins[0][1]].dims) == 2 \
+            if n.op_type == "Gather" and how == "metadata" and ins and ins[0][1] and len(p.inits[ins[0][1]].dims) == 2 \
                     and ins[0][1] in placed and add + key + ".weight" not in out and is_float(p.inits[ins[0][1]]):
-                put(key + ".weight", ins[0][1], how, False, n.name)  # one table under two names (tied weights)
+                put(key + ".weight", ins[0][1], how, False, n.name)  # dynamo names a tied table once
             for i, src in ins:
                 if src is None or src in placed or not is_float(p.inits[src]) or not _ANONYMOUS.search(_strip_added(src)):
                     continue
@@ -201,8 +201,9 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
                    "outside the prefix" if pfx and not _ANONYMOUS.search(_strip_added(name))
                    and not _strip_added(name).startswith(pfx) else "not placed")
             left.append({"name": name, "file": p.path.name, "shape": list(dims), "consumers": cons, "why": why})
-            if why == "not placed" and any("position" in c.lower() or "embed" in c.lower() for c in cons) \
-                    and len(dims) >= 2:
+            scopes = {(_module(c)[0] or "").lower() for c in p.consumers.get(name, [])}
+            if why == "not placed" and len(dims) >= 2 and any("position" in c.lower() or "embed" in c.lower()
+                                                              for c in list(cons) + sorted(scopes)):
                 notes.append(f"{p.path.name}: {name} {list(dims)} feeds the embeddings ({cons[0]}) but is no "
                              f"weight: a position table folded to the rows used, the export was made with fixed "
                              f"shapes (export again with dynamic axes: torch.onnx.export(..., dynamo=True, "

