@@ -100,7 +100,7 @@ CONVERTERS: dict[str, Converter] = {
 #: a transformers tokenizer's files, copied from the source file's folder into the converted one (Optimum writes
 #: them beside model.onnx; ``ct2-transformers-converter --copy_files`` beside model.bin; a torch.onnx.export
 #: recipe saves them there with ``tokenizer.save_pretrained``)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
                    "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model", "source.spm",
                    "target.spm", "preprocessor_config.json")
 #: the largest tokenizer file copied (a 250k-token SentencePiece model is ~5 MB, a tokenizer.json ~20 MB)
@@ -127,7 +127,7 @@ def _tokenizer_problem(p: ModelParams, folder: Path) -> Optional[str]:
     if not spec(p.family).is_text or p.family == "whisper" or any((folder / n).is_file() for n in TOKENIZER_FILES):
         return None
     return (f"model '{p.name}': no tokenizer beside {folder} (a text model needs one: save it into that folder with "
-            f"tokenizer.save_pretrained(folder), or convert with --copy_files tokenizer.json tokenizer_config.json; "
+            f"tokenizer.save_pretrained(folder), or convert with --copy_files and the tokenizer's files; "
             f"params/README.md 'Your model, in the format you keep')")
 
 

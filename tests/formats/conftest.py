@@ -15,7 +15,7 @@ import yaml
 
 from geolip_lib.models.tiny import build_tiny
 from geolip_lib.paths import ROOT
-from tests.formats.recipes import ORIGINALS, as_marian, in_workdir, recipes
+from tests.formats.recipes import ORIGINALS, as_llama, as_marian, in_workdir, recipes
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +24,7 @@ def work(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("recipes")
     for folder, (name, family, config) in ORIGINALS.items():
         shutil.copytree(build_tiny(name, family, config, None, 0), d / folder)
+    as_llama(d / "my-llama")
     as_marian(d / "my-marian")
     return d
 

@@ -34,6 +34,36 @@ def in_workdir(text: str, work: Path) -> str:
     return _NAMES.sub(lambda m: str(work / m.group(1)), text)
 
 
+def as_llama(folder: Path) -> None:
+    """A Llama model as Meta's first ones are: a SentencePiece BPE ``tokenizer.model`` with ``<s>`` / ``</s>`` (llama.cpp's
+    converter reads a SentencePiece file or a tokenizer it knows by hash, and CTranslate2's writes the bos / eos
+    tokens into its config), trained here on WordNet glosses (1000 pieces), in a ``tokenizer_config.json`` that
+    transformers 4.57 (the exporters) and 5.23 (the project) both read."""
+    import io
+    import json
+
+    import sentencepiece as spm
+    from transformers import AutoConfig, LlamaForCausalLM
+
+    from geolip_lib.models.tokenizers import wordnet_glosses
+
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(wordnet_glosses(4000)), model_writer=buf, vocab_size=1000,
+                                   model_type="bpe", unk_id=0, bos_id=1, eos_id=2, pad_id=-1, byte_fallback=True,
+                                   character_coverage=1.0, minloglevel=2)
+    cfg = AutoConfig.from_pretrained(folder)
+    cfg.vocab_size, cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id = 1000, 1, 2, None
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg).eval()
+    for f in folder.iterdir():
+        f.unlink()
+    model.save_pretrained(folder)
+    (folder / "tokenizer.model").write_bytes(buf.getvalue())
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+         "add_bos_token": True, "add_eos_token": False, "legacy": False, "model_max_length": 512}), encoding="utf-8")
+
+
 def as_marian(folder: Path) -> None:
     """A Marian model as Helsinki-NLP's are: ``<pad>`` is the last token and the decoder's start (CTranslate2's
     converter drops that row, and the importer must give it back), ``</s>`` its end of sentence."""
