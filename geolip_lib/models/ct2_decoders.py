@@ -6,7 +6,7 @@ CTranslate2's ``layer_norm_use_residual``), ``[q; k; v]`` with grouped-query siz
 gate, ``linear_0_noact`` the up projection), rotary not interleaved (no row permutation to undo). GPT-2: Conv1D
 weights transposed back. OPT: the first two rows of the learned position table are dropped by the converter
 (OPT's positions start at 2; the rows are never read): added back as zeros, noted. GPT-NeoX: the converter
-reorders the per-head ``[q_h; k_h; v_h]`` rows of ``query_key_value`` into ``[q; k; v]``: put back. GPT-J: q and k
+reorders the per-head ``[q_h; k_h; v_h]`` rows of ``query_key_value`` into ``[q; k; v]``: put back. BLOOM: the same per-head interleave, put back; ALiBi needs no weight. GPT-J: q and k
 rows were permuted for CTranslate2's sliced rotary (``utils.permute_for_sliced_rotary``): the inverse is computed
 by applying the converter's own function to the row indices, so it cannot drift from it.
 """
@@ -197,6 +197,37 @@ def gpt_neox(b: _Builder, cc: Mapping) -> dict:
                 rope_parameters={"rope_type": "default", "partial_rotary_factor": rot / hd, "rope_theta": float(
                     b.setting("decoder/layer_0/self_attention/rotary_base", 10000.0))},
                 hidden_act=ACTIVATIONS.get(int(b.setting("decoder/activation", 3)), "gelu"))
+
+
+def bloom(b: _Builder, cc: Mapping) -> dict:
+    d = b.shape("decoder/embeddings/weight")[1]
+    n = b.layers("decoder")
+    heads = b.heads("decoder/num_heads", d)
+    hd = d // heads
+    # the same per-head q/k/v interleave as GPT-NeoX (BloomLoader.set_qkv_linear)
+    perm = tuple(int(i) for i in np.arange(3 * d).reshape(3, heads, hd).swapaxes(0, 1).reshape(-1))
+    for i in range(n):
+        p, q = f"transformer.h.{i}.", f"decoder/layer_{i}/"
+        if b.shape(q + "self_attention/linear_0/weight")[0] != 3 * d:
+            b.fail(f"{q}self_attention/linear_0 is not [q; k; v] of the model width {d}")
+        b.norm(p + "input_layernorm", q + "self_attention/layer_norm")
+        b.put(p + "self_attention.query_key_value.weight", q + "self_attention/linear_0/weight", perm=perm)
+        b.put(p + "self_attention.query_key_value.bias", q + "self_attention/linear_0/bias", perm=perm)
+        b.linear(p + "self_attention.dense", q + "self_attention/linear_1")
+        b.norm(p + "post_attention_layernorm", q + "ffn/layer_norm")
+        b.linear(p + "mlp.dense_h_to_4h", q + "ffn/linear_0")
+        b.linear(p + "mlp.dense_4h_to_h", q + "ffn/linear_1")
+    if b.shape("decoder/layer_0/ffn/linear_0/weight")[0] != 4 * d:
+        b.fail("BLOOM's MLP is 4 x hidden_size wide; this file's is not (not a BLOOM conversion)")
+    b.put("transformer.word_embeddings.weight", "decoder/embeddings/weight")
+    b.norm("transformer.word_embeddings_layernorm", "decoder/layernorm_embedding")
+    b.norm("transformer.ln_f", "decoder/layer_norm")
+    tied = _tied(b, "lm_head.weight")
+    cfg = dict(hidden_size=d, n_layer=n, n_head=heads, vocab_size=b.shape("decoder/embeddings/weight")[0],
+               tie_word_embeddings=tied)
+    if cc.get("layer_norm_epsilon") is not None:
+        cfg["layer_norm_epsilon"] = float(cc["layer_norm_epsilon"])
+    return cfg
 
 
 def gptj(b: _Builder, cc: Mapping) -> dict:

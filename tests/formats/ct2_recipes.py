@@ -46,6 +46,7 @@ RECIPES: dict[str, tuple[str, str, dict]] = {
                       max_position_embeddings=64, rotary_pct=0.5, tie_word_embeddings=False)),
     "gptj": ("GPTJConfig", "GPTJForCausalLM",
              dict(n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=64, bos_token_id=0, eos_token_id=1)),
+    "bloom": ("BloomConfig", "BloomForCausalLM", dict(hidden_size=32, n_layer=2, n_head=4)),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)),
     "bert": ("BertConfig", "BertModel",
              dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
