@@ -11,7 +11,19 @@ format lives here:
   table), checked against the fields given (the params file's ``config:``, a ``config.json`` beside the file);
   what shapes cannot tell (the head count) is asked for by name, never guessed;
 * :func:`write_folder`: the transformers class whose state dict the tensors fill, built, loaded strictly and
-  written as a ``save_pretrained`` folder.
+  written as a ``save_pretrained`` folder (:mod:`.rebuild_write`; the candidate classes: :mod:`.rebuild_classes`).
+
+Names. A key may carry a head's prefix or not, and may be spelled as transformers 4.x (and a 5.x
+``save_pretrained``) writes it -- the checkpoint names -- or as a running 5.x model names it (DINOv2's
+``attention.q_proj``, fused experts). Both are placed against every candidate class built on the meta device;
+running names are turned into checkpoint names by transformers' own ``revert_weight_conversion``, so the
+rename tables are transformers', not a copy (4.57's names equal 5.23's checkpoint names for every tiny
+model_type: tests/unit/models/test_rebuild.py, marked external).
+
+Notes. ``infer_config(...)[NOTES]`` (a private key :func:`write_folder` ignores) holds ``class`` (the class the
+shapes fill), ``read`` (fields read from shapes) with ``sources`` (the key each came from), ``given`` and
+``defaulted`` (fields a forward depends on that no shape shows and nobody gave: transformers' defaults), for a
+note in the plan. Pop it before writing the config anywhere else.
 """
 from __future__ import annotations
 
@@ -200,7 +212,8 @@ def infer_config(family: str, shapes: Mapping[str, tuple], given: Mapping[str, A
     ask = list(table.ask) + [f for f, rx in table.ask_if if r.first(rx)]
     for f in ask:
         if given.get(f) is None:
-            raise ValueError(f"model_type {mt} needs {f}: the file does not say it; add config: {{{f}: N}} "
+            yaml = "".join(f"{{{p}: " for p in f.split(".")[:-1]) + f"{{{f.split('.')[-1]}: N}}" + "}" * f.count(".")
+            raise ValueError(f"model_type {mt} needs {f}: the file does not say it; add config: {yaml} "
                              f"to the params file")
     r.read()
     for f, v in r.values.items():
@@ -217,7 +230,7 @@ def infer_config(family: str, shapes: Mapping[str, tuple], given: Mapping[str, A
     flat.update({k: v for k, v in given.items() if not k.startswith("_")})
     flat["model_type"] = mt
     cfg = _nest(flat)
-    tied, cls = _verify(cfg, shapes, mt)
+    tied, cls = _verify(cfg, shapes, mt, ask)
     if tied and "tie_word_embeddings" not in given:
         cfg["tie_word_embeddings"] = tied
     read = sorted(k for k in flat if k in r.values and k not in given)
@@ -234,7 +247,7 @@ def _num(v):
         return v
 
 
-def _verify(cfg: dict, shapes: dict, mt: str) -> tuple:
+def _verify(cfg: dict, shapes: dict, mt: str, ask=()) -> tuple:
     """Build the candidates on meta and check ``shapes`` against the best; returns (the tie the shapes imply: True
     when every tied table is absent, else None; the class name)."""
     lays = _candidates(cfg, mt)
@@ -252,8 +265,9 @@ def _verify(cfg: dict, shapes: dict, mt: str) -> tuple:
             if k in best.runtime and best.layout.runtime[best.runtime[k]] != s]
     if bad:
         raise ValueError(f"the shapes disagree with the inferred {mt} config ({name}): "
-                         + "; ".join(f"{k} is {list(a)} in the file, {list(b)} by the config" for k, a, b in bad[:3])
-                         + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
+                         + "; ".join(f"{k} is {list(a)} in the file, {list(b)} by the config" for k, a, b in bad[:2])
+                         + (f" (and {len(bad) - 2} more)" if len(bad) > 2 else "")
+                         + (f"; check the given {', '.join(ask)}" if ask else ""))
     targets = [t for t in best.layout.tied if t in best.layout.ckpt or t in best.layout.runtime]
     return (True if targets and not any(t in best.ckpt.values() for t in targets) else None), name
 
@@ -261,9 +275,11 @@ def _verify(cfg: dict, shapes: dict, mt: str) -> tuple:
 def _candidates(cfg: dict, mt: str) -> list:
     """The candidate layouts, built with ties on (unless given off): a tied table may be absent or equal."""
     config = make_config({"tie_word_embeddings": True, **cfg})
-    lays = layouts(config)
+    errors: list = []
+    lays = layouts(config, errors)
     if not lays:
-        raise ValueError(f"model_type {mt}: transformers builds no model class from this config")
+        raise ValueError(f"model_type {mt}: transformers builds no model from this config"
+                         + (f" ({errors[0]})" if errors else "") + "; check the given fields (the head count?)")
     return lays
 
 

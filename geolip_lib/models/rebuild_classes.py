@@ -55,6 +55,8 @@ class Layout:
     runtime: dict
     prefix: str
     tied: dict = field(default_factory=dict)
+    #: non-persistent buffers (``position_ids``, rotary ``inv_freq``): not saved; a reader that gives one is not wrong
+    buffers: frozenset = frozenset()
 
 
 def _classes(config) -> list:
@@ -90,8 +92,9 @@ def _sub(cls, config):
     return None
 
 
-def layouts(config) -> list[Layout]:
-    """Every candidate class of ``config``'s model_type, built on meta (a class that cannot be built is left out)."""
+def layouts(config, errors: list | None = None) -> list[Layout]:
+    """Every candidate class of ``config``'s model_type, built on meta (a class that cannot be built is left out,
+    its error's first line appended to ``errors``)."""
     out = []
     for cls in _classes(config):
         sub = _sub(cls, config)
@@ -100,7 +103,9 @@ def layouts(config) -> list[Layout]:
         try:
             with quiet_transformers(), torch.device("meta"):
                 model = cls(sub)
-        except Exception:  # noqa: BLE001 -- a head this config cannot make (e.g. needs labels): not a candidate
+        except Exception as e:  # noqa: BLE001 -- a class this config cannot make: not a candidate
+            if errors is not None:
+                errors.append(f"{cls.__name__}: {(str(e).splitlines() or [type(e).__name__])[0][:200]}")
             continue
         sd = model.state_dict()
         with quiet_transformers(), contextlib.suppress(Exception):
@@ -108,20 +113,23 @@ def layouts(config) -> list[Layout]:
             ck = {k: tuple(v.shape) for k, v in ck.items()}
             out.append(Layout(cls, model, ck, {k: tuple(v.shape) for k, v in sd.items()},
                               getattr(model, "base_model_prefix", "") or "",
-                              dict(getattr(model, "all_tied_weights_keys", {}) or {})))
+                              dict(getattr(model, "all_tied_weights_keys", {}) or {}),
+                              frozenset(k for k, _ in model.named_buffers() if k not in sd)))
     return out
 
 
 @dataclass
 class Placement:
     """Where the given keys go in one layout: ``ckpt`` (given -> checkpoint key), ``runtime`` (given -> running
-    key, to be reverted), ``unplaced`` (given keys with no place), ``missing`` (checkpoint keys nobody fills)."""
+    key, to be reverted), ``unplaced`` (given keys with no place), ``missing`` (checkpoint keys nobody fills),
+    ``buffers`` (given keys that are non-persistent buffers: left out, transformers computes them)."""
 
     layout: Layout
     ckpt: dict
     runtime: dict
     unplaced: list
     missing: list
+    buffers: list = field(default_factory=list)
 
     @property
     def score(self) -> tuple:
@@ -143,7 +151,7 @@ def _variants(key: str, prefix: str) -> list:
 
 def place(keys, lay: Layout, optional=()) -> Placement:
     """Place ``keys`` in ``lay``; ``optional``: checkpoint keys whose absence is fine (ties, caller-filled)."""
-    ck, rt, unplaced = {}, {}, []
+    ck, rt, unplaced, buffers = {}, {}, [], []
     for k in keys:
         for v in _variants(k, lay.prefix):
             if v in lay.ckpt:
@@ -152,13 +160,16 @@ def place(keys, lay: Layout, optional=()) -> Placement:
             if v in lay.runtime:
                 rt[k] = v
                 break
+            if v in lay.buffers:
+                buffers.append(k)
+                break
         else:
             unplaced.append(k)
     have = set(ck.values())
     if rt:
         have |= set(to_ckpt(lay, {v: torch.empty(lay.runtime[v], device="meta") for v in rt.values()}))
     missing = [k for k in lay.ckpt if k not in have and k not in optional]
-    return Placement(lay, ck, rt, unplaced, missing)
+    return Placement(lay, ck, rt, unplaced, missing, buffers)
 
 
 def to_ckpt(lay: Layout, runtime_tensors: Mapping[str, Any]) -> dict:

@@ -63,7 +63,8 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     key -> numpy array / torch tensor, named as the readers name them (a head's prefix and 4.x or 5.x spellings
     are fine); ``filled``: keys the caller made up itself (recorded). Returns the record: ``class``,
     ``model_type``, ``tied``, ``dropped_tied``, ``renamed`` ({count, examples: [(given, placed)]}), ``filled``,
-    ``dtypes`` (dtype -> count), ``n_params``, ``config`` (the saved config as a dict).
+    ``dtypes`` (dtype -> count), ``saved_dtype``, ``buffers_left_out`` (given non-persistent buffers, which
+    transformers computes itself), ``n_params``, ``config`` (the saved config as a dict).
     """
     from .rebuild import _candidates  # the shared candidate builder (ties on, so a tied table may be absent)
 
@@ -140,7 +141,7 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     for v in ck.values():
         counts[str(v.dtype).replace("torch.", "")] = counts.get(str(v.dtype).replace("torch.", ""), 0) + 1
     return {"class": name, "model_type": mt, "tied": bool(tied), "dropped_tied": drop,
-            "saved_dtype": str(dtype).replace("torch.", "") if dtype else None,
+            "saved_dtype": str(dtype).replace("torch.", "") if dtype else None, "buffers_left_out": best.buffers,
             "renamed": {"count": len(renamed), "examples": renamed[:3]}, "filled": filled, "dtypes": counts,
             "n_params": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}
 

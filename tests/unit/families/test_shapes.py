@@ -163,6 +163,8 @@ def test_heads_are_asked_for_by_the_config_s_own_name():
             infer_config(fam, lay.ckpt, _nest(given))
         msg = _one_line(e)
         assert f"needs {field}:" in msg and "add config:" in msg and "params file" in msg
+        assert "add config: {text_config: {num_attention_heads: N}}" in msg if "." in field else \
+            f"add config: {{{field}: N}}" in msg
 
 
 def test_model_type_is_asked_for_when_the_family_has_several():
@@ -183,6 +185,11 @@ def test_hostile_shapes_and_fields_give_one_line():
     with pytest.raises(ValueError) as e:  # 3 heads do not divide the 32 query rows
         infer_config("decoder_lm", lay.ckpt, {**good, "num_attention_heads": 3})
     assert "num_attention_heads=3 does not divide" in _one_line(e)
+    with pytest.raises(ValueError) as e:  # BERT: 3 heads of 32 // 3 = 10 make 30 rows, not the file's 32
+        infer_config("bert", _tiny("bert", "bert")[2].ckpt, {"model_type": "bert", "num_attention_heads": 3})
+    msg = _one_line(e)
+    assert "attention.self.query.weight is [32, 32] in the file, [30, 32] by the config" in msg
+    assert msg.endswith("check the given num_attention_heads")
     with pytest.raises(ValueError) as e:  # a given size the shapes contradict
         infer_config("decoder_lm", lay.ckpt, {**good, "num_hidden_layers": 5})
     msg = _one_line(e)

@@ -131,6 +131,9 @@ def test_head_prefixes_choose_the_class(tmp_path):
     rec = write_folder(cfg, {f"bert.{k}": v for k, v in sd.items()}, tmp_path / "base")
     assert rec["class"] == "BertModel" and rec["renamed"]["count"] == len(sd)
     assert all(_bits_equal(v, sd[k]) for k, v in _saved(tmp_path / "base").items())
+    # a non-persistent buffer a reader placed (BERT's position ids) is left out, not an error
+    rec = write_folder(cfg, {**sd, "embeddings.position_ids": torch.arange(128)[None]}, tmp_path / "buf")
+    assert rec["class"] == "BertModel" and rec["buffers_left_out"] == ["embeddings.position_ids"]
     # a decoder's body without its "model." prefix and no head: the bare model
     cfg, model, sd = _tiny("decoder_lm", "llama")
     body = {k[len("model."):]: v for k, v in sd.items() if k.startswith("model.")}
