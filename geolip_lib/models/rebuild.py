@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 from ..families import spec
 from ..families.shapes import ONLY_IF_KNOWN, Table, table_of
-from .rebuild_classes import layouts, make_config, place
+from .rebuild_classes import best_place, layouts, make_config
 
 __all__ = ["Header", "NOTES", "infer_config", "write_folder"]
 
@@ -251,7 +251,7 @@ def _verify(cfg: dict, shapes: dict, mt: str, ask=()) -> tuple:
     """Build the candidates on meta and check ``shapes`` against the best; returns (the tie the shapes imply: True
     when every tied table is absent, else None; the class name)."""
     lays = _candidates(cfg, mt)
-    best = min((place(shapes, lay, optional=lay.tied) for lay in lays), key=lambda p: p.score)
+    best = best_place(shapes, lays, cfg.get("architectures"))
     name = best.layout.cls.__name__
     if best.unplaced:
         raise ValueError(f"tensor {best.unplaced[0]} has no place in {name} (model_type {mt})"

@@ -21,7 +21,7 @@ from transformers.core_model_loading import revert_weight_conversion
 
 from .common import quiet_transformers
 
-__all__ = ["AUTOS", "Layout", "Placement", "layouts", "make_config", "output_ties", "place", "to_ckpt"]
+__all__ = ["AUTOS", "Layout", "Placement", "best_place", "layouts", "make_config", "output_ties", "place", "to_ckpt"]
 
 #: the auto mappings whose classes are candidates, in order of preference on a tie (an encoder's masked-LM head
 #: and its causal-LM head have the same tensors: the masked one is what encoders are exported as, unless the
@@ -170,6 +170,15 @@ def place(keys, lay: Layout, optional=()) -> Placement:
         have |= set(to_ckpt(lay, {v: torch.empty(lay.runtime[v], device="meta") for v in rt.values()}))
     missing = [k for k in lay.ckpt if k not in have and k not in optional]
     return Placement(lay, ck, rt, unplaced, missing, buffers)
+
+
+def best_place(keys, lays: list, architectures=()) -> Placement:
+    """The placement of ``keys`` in the layout that fits best (:attr:`Placement.score`); between equals, a class
+    the config's ``architectures`` names (a config.json beside the file says what was saved), then the order of
+    :data:`AUTOS`."""
+    named = set(architectures or ())
+    return min((place(keys, lay, optional=lay.tied) for lay in lays),
+               key=lambda p: p.score[:2] + (p.layout.cls.__name__ not in named,) + p.score[2:])
 
 
 def to_ckpt(lay: Layout, runtime_tensors: Mapping[str, Any]) -> dict:

@@ -19,7 +19,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from .common import quiet_transformers
-from .rebuild_classes import make_config, output_ties, place, to_ckpt
+from .rebuild_classes import best_place, make_config, output_ties, to_ckpt
 
 __all__ = ["write_folder"]
 
@@ -80,7 +80,7 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     if stray:
         raise ValueError(f"filled tensor {stray[0]} is not among the tensors; pass the values it was filled with")
     lays = _candidates(cfg, mt)
-    best = min((place(given, lay, optional=lay.tied) for lay in lays), key=lambda p: p.score)
+    best = best_place(given, lays, cfg.get("architectures"))
     lay, name = best.layout, best.layout.cls.__name__
     if best.unplaced:
         raise ValueError(f"tensor {best.unplaced[0]} has no place in {name} (model_type {mt})"

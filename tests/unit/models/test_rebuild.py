@@ -126,6 +126,9 @@ def test_head_prefixes_choose_the_class(tmp_path):
     cfg, model, sd = _tiny("bert", "bert", "BertForMaskedLM")
     rec = write_folder(cfg, sd, tmp_path / "mlm")
     assert rec["class"] == "BertForMaskedLM" and rec["tied"]
+    # BertLMHeadModel has the same tensors: a config.json's architectures tell them apart
+    rec = write_folder({**cfg, "architectures": ["BertLMHeadModel"]}, sd, tmp_path / "lm")
+    assert rec["class"] == "BertLMHeadModel"
     # the base model's keys with a head's prefix added: the base model, the prefix stripped
     cfg, model, sd = _tiny("bert", "bert", "BertModel")
     rec = write_folder(cfg, {f"bert.{k}": v for k, v in sd.items()}, tmp_path / "base")
