@@ -77,7 +77,7 @@ def run_both(folder: Path, out_dir: Path, where: str, model_type: str, vocab: li
             if res.pooler_output is not None and getattr(ref, "pooler_output", None) is not None:
                 pa, pb = np.array(res.pooler_output), ref.pooler_output.numpy()
                 out["pooler_max_rel_diff"] = _rel(pa, pb)[1]
-        elif model_type == "marian":
+        elif model_type in ("marian", "t5", "mt5"):
             ct = ctranslate2.Translator(str(folder), **kw)
             eos = cfg.eos_token_id
             src = [[vocab[i] for i in row] for row in ids]

@@ -6,7 +6,10 @@ BERT / RoBERTa / XLM-RoBERTa (``BertLoader``, ``RobertaLoader``, ``XLMRobertaLoa
 XLM-RoBERTa as ``XLMRobertaForSequenceClassification`` and keeps no classifier: the rebuilt class is the bare
 ``XLMRobertaModel`` (noted). DistilBERT: ``q_lin / k_lin / v_lin`` fused. Marian (``MarianMTLoader``): BART-style
 layers; the ``<pad>`` row of the shared embeddings and output projection is dropped by the converter and added
-back as zeros.
+back as zeros. T5 (``T5Loader``): RMS norms, fused ``[q; k; v]`` whose width is ``num_heads x d_kv`` (not
+always ``d_model``), one relative attention bias table per stack (stored in layer 0, aliased by the others as
+transformers keeps it in block 0 only), gated or plain FFN; a tied output projection is an alias (CTranslate2
+scales the outputs by ``d_model ** -0.5`` as transformers does for tied T5).
 """
 from __future__ import annotations
 
@@ -145,3 +148,75 @@ def distilbert(b: _Builder, cc: Mapping) -> dict:
                 vocab_size=b.shape("encoder/embeddings_0/weight")[0],
                 max_position_embeddings=b.shape("encoder/position_encodings/encodings")[0],
                 activation=ACTIVATIONS.get(int(b.setting("encoder/activation", 3)), "gelu"))
+
+
+def _t5_attention(b: _Builder, p: str, q: str, heads: int, cross: bool):
+    inner = b.shape(q + "linear_0/weight")[0] // (1 if cross else 3)
+    if inner % heads:
+        b.fail(f"{q}linear_0 has {inner} rows per projection, not a multiple of num_heads {heads}")
+    if cross:
+        b.linear(p + "q", q + "linear_0")
+        b.split([p + "k", p + "v"], q + "linear_1", [inner, inner])
+        b.linear(p + "o", q + "linear_2")
+    else:
+        b.split([p + "q", p + "k", p + "v"], q + "linear_0", [inner, inner, inner])
+        b.linear(p + "o", q + "linear_1")
+    return inner // heads
+
+
+def t5(b: _Builder, mt: str, cc: Mapping, vocab: Optional[list]) -> dict:
+    d = b.shape("decoder/embeddings/weight")[1]
+    ne, nd = b.layers("encoder"), b.layers("decoder")
+    he, hdec = int(b.setting("encoder/num_heads")), int(b.setting("decoder/num_heads"))
+    if he <= 0 or hdec <= 0 or he != hdec:
+        b.fail(f"num_heads {he} / {hdec}: T5 has one positive head count for both stacks (a broken or edited file)")
+    gated = b.has("encoder/layer_0/ffn/linear_0_noact/weight")
+    for stack, n in (("encoder", ne), ("decoder", nd)):
+        for i in range(n):
+            p, q = f"{stack}.block.{i}.layer.", f"{stack}/layer_{i}/"
+            dkv = _t5_attention(b, p + "0.SelfAttention.", q + "self_attention/", he, False)
+            b.norm(p + "0.layer_norm", q + "self_attention/layer_norm")
+            rel = q + "self_attention/relative_attention_bias"
+            if i == 0:
+                b.put(p + "0.SelfAttention.relative_attention_bias.weight", rel)
+            elif b.has(rel):
+                if b.src(rel) != b.src(f"{stack}/layer_0/self_attention/relative_attention_bias"):
+                    b.fail(f"{rel} differs from layer 0's: T5 shares one table per stack")
+                b.used.add(rel)
+            f = 1
+            if stack == "decoder":
+                _t5_attention(b, p + "1.EncDecAttention.", q + "attention/", he, True)
+                b.norm(p + "1.layer_norm", q + "attention/layer_norm")
+                f = 2
+            if gated:
+                b.linear(f"{p}{f}.DenseReluDense.wi_0", q + "ffn/linear_0")
+                b.linear(f"{p}{f}.DenseReluDense.wi_1", q + "ffn/linear_0_noact")
+            else:
+                b.linear(f"{p}{f}.DenseReluDense.wi", q + "ffn/linear_0")
+            b.linear(f"{p}{f}.DenseReluDense.wo", q + "ffn/linear_1")
+            b.norm(f"{p}{f}.layer_norm", q + "ffn/layer_norm")
+        b.norm(f"{stack}.final_layer_norm", f"{stack}/layer_norm")
+    if b.src("encoder/embeddings_0/weight") != b.src("decoder/embeddings/weight"):
+        b.fail("the encoder and decoder embeddings differ: T5 shares one table")
+    b.put("shared.weight", "decoder/embeddings/weight")
+    b.used.add("encoder/embeddings_0/weight")
+    tied = b.src("decoder/projection/weight") == b.src("decoder/embeddings/weight")
+    b.used.add("decoder/projection/weight")
+    if tied:
+        b.dropped.append("lm_head.weight (tied to shared: the converter stored it as an alias)")
+    else:
+        b.put("lm_head.weight", "decoder/projection/weight")
+    act = ACTIVATIONS.get(int(b.setting("encoder/activation", 0)), "relu")
+    rel = b.shape("encoder/layer_0/self_attention/relative_attention_bias")
+    cfg = dict(d_model=d, d_kv=dkv, num_heads=he, num_layers=ne, num_decoder_layers=nd,
+               d_ff=b.shape("encoder/layer_0/ffn/linear_0/weight")[0], vocab_size=b.shape("decoder/embeddings/weight")[0],
+               relative_attention_num_buckets=rel[0], tie_word_embeddings=tied,
+               relative_attention_max_distance=int(b.setting(
+                   "encoder/layer_0/self_attention/relative_attention_max_distance", 128)),
+               feed_forward_proj=("gated-" + act) if gated else act)
+    ids = {t: i for i, t in enumerate(vocab or [])}
+    for tok, key in (("bos_token", "pad_token_id"), ("eos_token", "eos_token_id"),  # T5's loader: bos = pad token
+                     ("decoder_start_token", "decoder_start_token_id")):
+        if cc.get(tok) in ids:
+            cfg[key] = ids[cc[tok]]
+    return cfg

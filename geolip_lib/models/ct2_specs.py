@@ -37,17 +37,19 @@ ACTIVATIONS = {0: "relu", 1: "gelu_new", 2: "silu", 3: "gelu", 4: "gelu_fast", 5
 #: spec name -> the model types whose inverse is here
 SUPPORTED = {"TransformerDecoderSpec": ("llama", "mistral", "qwen2", "gemma", "gpt2", "opt", "gpt_neox", "gptj",
                                        "bloom"),
-             "TransformerEncoderSpec": ("bert", "roberta", "xlm-roberta", "distilbert"), "TransformerSpec": ("marian",)}
+             "TransformerEncoderSpec": ("bert", "roberta", "xlm-roberta", "distilbert"), "TransformerSpec": ("marian", "t5", "mt5")}
 #: model_type -> the project's family (``geolip_lib.families``) that builds it
 FAMILIES = {"llama": "decoder_lm", "mistral": "decoder_lm", "qwen2": "decoder_lm", "gemma": "decoder_lm",
             "gpt2": "gpt2", "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bloom": "bloom", "bert": "bert",
-            "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert", "marian": "bart"}
+            "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert", "marian": "bart",
+            "t5": ("t5", "t5_v1_1"), "mt5": ("t5", "t5_v1_1")}
 #: model_type -> the transformers class the converter read (``architecture_name`` of its loader)
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
                  "gemma": "GemmaForCausalLM", "gpt2": "GPT2LMHeadModel", "opt": "OPTForCausalLM",
                  "gpt_neox": "GPTNeoXForCausalLM", "gptj": "GPTJForCausalLM", "bloom": "BloomForCausalLM",
                  "bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel",
-                 "distilbert": "DistilBertModel", "marian": "MarianMTModel"}
+                 "distilbert": "DistilBertModel", "marian": "MarianMTModel", "t5": "T5ForConditionalGeneration",
+                 "mt5": "MT5ForConditionalGeneration"}
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,8 @@ def _model_type(b: _Builder, spec: str, given: Mapping) -> str:
     elif spec == "TransformerSpec":
         if int(b.setting("decoder/start_from_zero_embedding", 0)) == 1:
             return "marian"
+        if b.has("encoder/layer_0/self_attention/relative_attention_bias"):
+            return "t5"  # relative attention bias: T5's loader (mT5 writes the same: say model_type: mt5 for it)
     elif b.has("decoder/layer_0/ffn/linear_0_noact/weight"):
         if b.has("decoder/layer_0/self_attention/layer_norm/layer_norm_use_residual"):
             return "gemma"  # only Gemma's loader stores the norm as 1 + weight
@@ -203,8 +207,10 @@ def plan(where: str, spec: str, shapes: Mapping, aliases: Mapping, settings: Map
     ``config:`` (``model_type`` when the structure leaves it open)."""
     b = _Builder(where, shapes, aliases, settings)
     mt = _model_type(b, spec, given)
-    if family is not None and family != FAMILIES[mt]:
-        b.fail(f"a {mt} conversion ({spec}), which family {FAMILIES[mt]} builds; the params file says family {family}")
+    fams = FAMILIES[mt] if isinstance(FAMILIES[mt], tuple) else (FAMILIES[mt],)
+    if family is not None and family not in fams:
+        b.fail(f"a {mt} conversion ({spec}), which family {' or '.join(fams)} builds; the params file says family "
+               f"{family}")
     cc = ct2_config or {}
     from . import ct2_decoders as dec, ct2_encoders as enc  # they import this module's builder
 
@@ -224,6 +230,8 @@ def plan(where: str, spec: str, shapes: Mapping, aliases: Mapping, settings: Map
         cfg = enc.bert(b, mt, cc, vocab, given)
     elif mt == "distilbert":
         cfg = enc.distilbert(b, cc)
+    elif mt in ("t5", "mt5"):
+        cfg = enc.t5(b, mt, cc, vocab)
     else:
         cfg = enc.marian(b, cc, vocab)
     b.leftover()

@@ -1,7 +1,7 @@
 """CTranslate2 folders of each family, written by the real ``ct2-transformers-converter``, rebuilt as transformers.
 
 Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Mistral, Gemma, GPT-2, OPT, GPT-NeoX, GPT-J, BLOOM,
-BERT, RoBERTa, XLM-RoBERTa, DistilBERT, Marian) are converted once per module, in float32 and int8 (and Llama in
+BERT, RoBERTa, XLM-RoBERTa, DistilBERT, Marian, T5, T5 v1.1) are converted once per module, in float32 and int8 (and Llama in
 float16, BERT in int16, GPT-2 in bfloat16), by the exporters' converter (transformers 4.57, one process for all).
 Each folder is
 read back by :mod:`geolip_lib.models.ct2` and checked four ways: the header (no tensor data read) predicts every
@@ -33,7 +33,9 @@ pytestmark = pytest.mark.unit
 FAMILY = {"llama": "decoder_lm", "qwen2": "decoder_lm", "mistral": "decoder_lm", "gemma": "decoder_lm", "gpt2": "gpt2",
           "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bloom": "bloom",
           "bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert",
-          "marian": "bart"}
+          "marian": "bart", "t5": "t5", "t5_v1_1": "t5_v1_1"}
+#: the model_type each recipe's file is read as (T5 v1.1 is T5's class with a gated FFN and an untied head)
+MODEL_TYPE = {n: n for n in FAMILY} | {"t5_v1_1": "t5"}
 #: the params file's config: for the files whose structure does not name the model (Llama and Mistral look alike,
 #: so do RoBERTa and XLM-RoBERTa)
 GIVEN = {n: {"model_type": n} for n in ("llama", "mistral", "roberta", "xlm-roberta")}
@@ -106,7 +108,7 @@ def test_header_reads_no_weights_and_predicts_the_rebuilt_folder(rebuilt, name, 
     assert set(rec["filled"]) <= {"final_logits_bias", "model.encoder.embed_positions.weight",
                                   "model.decoder.embed_positions.weight"}
     assert set(h.tensors) - set(saved) <= {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"}
-    assert h.config["model_type"] == name and h.fmt == "CTranslate2" and h.facts["spec"] == rec["spec"]
+    assert h.config["model_type"] == MODEL_TYPE[name] and h.fmt == "CTranslate2" and h.facts["spec"] == rec["spec"]
     assert q in set(h.stored.values()) <= {q, "float32"}
     assert rec["stored"] == h.stored and bool(rec["dequantized"]) == (q in ("int8", "int16"))
     assert all(h.stored[k] == q for k in rec["dequantized"])
