@@ -6,10 +6,10 @@ in the vocabulary, ``attention_mask`` ones, ``token_type_ids`` zeros, ``position
 standard normal at the model's image size, ``past_key_values.*`` zeros with no past positions (a merged
 decoder's ``use_cache_branch`` false), ``encoder_hidden_states`` from the rebuilt encoder (an Optimum decoder
 part), ``decoder_input_ids`` random; an encoder-decoder's decoder-with-past part gets the cache the rebuilt
-model makes for three earlier tokens, and one more token. Outputs are compared by name (``last_hidden_state``, ``logits``,
-``text_embeds`` ...) or, for the dynamo exporter's generated names, by position in the model's output tuple;
-the caches an export returns (``present.*``) follow from the same weights and are not compared. A difference
-above :data:`TOLERANCE` of the output's largest magnitude is one line: the conversion is wrong.
+model makes for three earlier tokens, and one more token. Outputs are compared by name (``last_hidden_state``,
+``logits``, ``text_embeds`` ...) or, for the dynamo exporter's generated names, by position in the model's
+output tuple; the caches an export returns (``present.*``) follow from the same weights and are not compared. A
+difference above :data:`TOLERANCE` of the output's largest magnitude is one line: the conversion is wrong.
 """
 from __future__ import annotations
 
@@ -83,7 +83,8 @@ def _inputs(part: Part, model, rng, enc_len: int) -> dict:
         elif name == "token_type_ids":
             feeds[name] = np.zeros((dims[0] or BATCH, dims[1] or SEQ), dtype=dt)
         elif name == "position_ids":
-            feeds[name] = np.broadcast_to(np.arange(dims[1] or SEQ, dtype=dt), (dims[0] or BATCH, dims[1] or SEQ)).copy()
+            n = dims[1] or SEQ
+            feeds[name] = np.broadcast_to(np.arange(n, dtype=dt), (dims[0] or BATCH, n)).copy()
         elif name == "pixel_values":
             size = int(_cfg(cfg, "image_size", 32))
             shape = (dims[0] or BATCH, dims[1] or int(_cfg(cfg, "num_channels", 3)), dims[2] or size, dims[3] or size)
@@ -145,7 +146,8 @@ def _seq2seq_step(part: Part, model, feeds: dict, enc: dict, rng):
     first = torch.from_numpy(rng.integers(0, ids.max().item() + 1, (ids.shape[0], 3)))
     mask = torch.from_numpy(np.asarray(enc["attention_mask"], dtype=np.int64))
     with torch.no_grad():
-        past = model(encoder_outputs=(ehs,), attention_mask=mask, decoder_input_ids=first, use_cache=True).past_key_values
+        past = model(encoder_outputs=(ehs,), attention_mask=mask, decoder_input_ids=first,
+                     use_cache=True).past_key_values
     if not isinstance(past, EncoderDecoderCache):
         raise fail(f"{part.path.name}: the rebuilt {type(model).__name__} gives no encoder-decoder cache")
     for name in list(feeds):

@@ -83,7 +83,8 @@ def _external(t, folder: Path, budget: list) -> bytes:
     info = {e.key: e.value for e in t.external_data}
     loc = info.get("location", "")
     if not loc or os.path.isabs(loc) or Path(loc).is_absolute() or ".." in Path(loc).parts:
-        raise fail(f"initializer {t.name}: external data {loc!r} is not a plain path inside the model's folder; refused")
+        raise fail(f"initializer {t.name}: external data {loc!r} is not a plain path inside the model's folder; "
+                   f"refused")
     target = (folder / loc).resolve()
     if folder.resolve() not in target.parents:
         raise fail(f"initializer {t.name}: external data {loc!r} resolves outside the model's folder; refused")
@@ -94,7 +95,8 @@ def _external(t, folder: Path, budget: list) -> bytes:
     except ValueError:
         raise fail(f"initializer {t.name}: external data offset/length are not integers") from None
     if offset < 0 or length < 0 or offset + length > st.st_size:
-        raise fail(f"initializer {t.name}: external data [{offset}, {offset + length}) lies outside {loc} ({st.st_size} B)")
+        raise fail(f"initializer {t.name}: external data [{offset}, {offset + length}) lies outside {loc} "
+                   f"({st.st_size} B)")
     budget[0] -= length
     if budget[0] < 0:
         raise fail(f"initializer {t.name}: external data takes the file and its data over the cap")
@@ -123,7 +125,8 @@ def array(t, folder: Path, budget: list) -> np.ndarray:
         raw = None
     if raw is not None:
         if len(raw) != n * dtype.itemsize:
-            raise fail(f"initializer {t.name}: {len(raw)} B of data, dims {list(dims)} x {dtype} need {n * dtype.itemsize} B")
+            raise fail(f"initializer {t.name}: {len(raw)} B of data, dims {list(dims)} x {dtype} need "
+                       f"{n * dtype.itemsize} B")
         if t.data_type not in _READABLE:
             raise fail(f"initializer {t.name}: data type {onnx.TensorProto.DataType.Name(t.data_type)} not supported")
         return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).reshape(dims).astype(dtype)

@@ -154,7 +154,8 @@ def convert(path: str | os.PathLike, out_dir: str | os.PathLike, family: str | M
                               max_bytes=max_bytes)
     parts = load(path, max_bytes)
     if _torchscript_dinov2(family, parts, prefix):
-        return convert_dinov2(path, out_dir, dict(given or {}), prefix="backbone" if prefix is None else prefix, max_bytes=max_bytes)
+        return convert_dinov2(path, out_dir, dict(given or {}), prefix="backbone" if prefix is None else prefix,
+                              max_bytes=max_bytes)
     parts, placements, left_out, notes, config, filled = _plan(path, family, given, prefix, max_bytes)
     arrays = {**materialize(placements, parts), **{k: make() for k, (_, make) in filled.items()}}
     tensors = {k: torch.from_numpy(np.array(v, dtype=np.float32 if v.dtype == np.float64 else v.dtype))
@@ -186,4 +187,9 @@ def check(path: str | os.PathLike, out_dir: str | os.PathLike, family: str, pref
     parts = load(path, max_bytes)
     if _torchscript_dinov2(family, parts, prefix):
         return check_against_graph(path, out_dir, prefix="backbone" if prefix is None else prefix, max_bytes=max_bytes)
-    return check_parts(parts, Path(out_dir))
+    try:
+        return check_parts(parts, Path(out_dir))
+    except OnnxImportError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- whatever breaks while running both is one line naming the file
+        raise fail(f"{path.name}: the check by running both could not run ({type(e).__name__}: {e})") from None

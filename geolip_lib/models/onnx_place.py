@@ -146,12 +146,10 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
                 put(under(mod) + ".weight", p.transposed_source(n.input[1]), how, False, n.name)
                 linear_of[mod] = n.output[0]
                 continue
-            if src is None or src in placed and not _ANONYMOUS.search(_strip_added(src)) or not is_float(p.inits[src]):
+            if src is None or not is_float(p.inits[src]) or len(p.inits[src].dims) != 2:
                 continue
-            if len(p.inits[src].dims) != 2:
-                continue
-            if mod is None or under(mod) is None:
-                continue
+            if src in placed and not _ANONYMOUS.search(_strip_added(src)) or mod is None or under(mod) is None:
+                continue  # a named (in, out) tensor (GPT-2's Conv1D) is placed by its name, as stored
             transb = next((a.i for a in n.attribute if a.name == "transB"), 0)
             put(under(mod) + ".weight", src, how, not (n.op_type == "Gemm" and transb), n.name)
             linear_of[mod] = n.output[0]
@@ -175,18 +173,21 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
                 continue
             key = under(mod)
             ins = [(i, p.source(x)) for i, x in enumerate(n.input)]
-            if n.op_type == "Gather" and how == "metadata" and ins and ins[0][1] and len(p.inits[ins[0][1]].dims) == 2 \
-                    and ins[0][1] in placed and add + key + ".weight" not in out and is_float(p.inits[ins[0][1]]):
-                put(key + ".weight", ins[0][1], how, False, n.name)  # dynamo names a tied table once
+            table = ins[0][1] if n.op_type == "Gather" and ins else None
+            if how == "metadata" and table in placed and len(p.inits[table].dims) == 2 \
+                    and add + key + ".weight" not in out and is_float(p.inits[table]):
+                put(key + ".weight", table, how, False, n.name)  # dynamo names a tied table once
             for i, src in ins:
-                if src is None or src in placed or not is_float(p.inits[src]) or not _ANONYMOUS.search(_strip_added(src)):
+                if src is None or src in placed or not is_float(p.inits[src]) \
+                        or not _ANONYMOUS.search(_strip_added(src)):
                     continue
                 nd = len(p.inits[src].dims)
                 if n.op_type == "Add" and mod in linear_of and linear_of[mod] in n.input and nd == 1:
                     put(key + ".bias", src, how, False, n.name)
-                elif n.op_type == "Gather" and i == 0 and nd == 2 and key + ".weight" not in out:
+                elif n.op_type == "Gather" and i == 0 and nd == 2 and add + key + ".weight" not in out:
                     put(key + ".weight", src, how, False, n.name)
-                elif n.op_type in ("LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization") and nd == 1:
+                elif n.op_type in ("LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization") \
+                        and nd == 1:
                     put(key + (".weight" if i == 1 else ".bias"), src, how, False, n.name)
                 elif n.op_type == "Mul" and nd == 1 and "norm" in key.lower():
                     put(key + ".weight", src, how, False, n.name)
@@ -195,19 +196,24 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
             if name in placed:
                 continue
             dims = tuple(int(d) for d in t.dims)
-            cons = sorted({c.name or c.op_type for c in p.consumers.get(name, [])} |
-                          {c.name or c.op_type for a, s in p.alias.items() if s == name for c in p.consumers.get(a, [])})
+            users = p.consumers.get(name, []) + [c for a, s in p.alias.items() if s == name
+                                                 for c in p.consumers.get(a, [])]
+            cons = sorted({c.name or c.op_type for c in users})
             why = ("constant" if not is_float(t) or int(np.prod(dims, dtype=np.int64)) <= 1 else
                    "outside the prefix" if pfx and not _ANONYMOUS.search(_strip_added(name))
                    and not _strip_added(name).startswith(pfx) else "not placed")
             left.append({"name": name, "file": p.path.name, "shape": list(dims), "consumers": cons, "why": why})
-            scopes = {(_module(c)[0] or "").lower() for c in p.consumers.get(name, [])}
+            scopes = {(_module(c)[0] or "").lower() for c in users}
             if why == "not placed" and len(dims) >= 2 and any("position" in c.lower() or "embed" in c.lower()
                                                               for c in list(cons) + sorted(scopes)):
                 notes.append(f"{p.path.name}: {name} {list(dims)} feeds the embeddings ({cons[0]}) but is no "
                              f"weight: a position table folded to the rows used, the export was made with fixed "
                              f"shapes (export again with dynamic axes: torch.onnx.export(..., dynamo=True, "
                              f"dynamic_shapes={{'input_ids': {{0: batch, 1: seq}}, ...}}), or Optimum's default)")
+            elif why == "not placed":
+                notes.append(f"{p.path.name}: {name} {list(dims)} (used by {cons[0] if cons else 'no node'}) is not "
+                             f"placed: no node names a module for it (a computed constant, or a weight the exporter "
+                             f"folded into one)")
     _merge_repeated_calls(out)
     return out, left, notes
 
