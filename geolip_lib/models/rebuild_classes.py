@@ -11,6 +11,7 @@ running model's names (``runtime``), which are turned into checkpoint names by t
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -57,6 +58,11 @@ class Layout:
     tied: dict = field(default_factory=dict)
     #: non-persistent buffers (``position_ids``, rotary ``inv_freq``): not saved; a reader that gives one is not wrong
     buffers: frozenset = frozenset()
+
+
+#: buffers older transformers saved (or an exporter keeps) that a 5.x model computes: a per-layer rotary
+#: ``inv_freq``, GPT-2 / GPT-J's causal-mask ``attn.bias`` / ``attn.masked_bias``, ``position_ids``
+LEGACY_BUFFERS = re.compile(r"(?:^|\.)(?:rotary_emb\.inv_freq|attn\.masked_bias|attn\.bias|position_ids)$")
 
 
 def _classes(config) -> list:
@@ -164,7 +170,7 @@ def place(keys, lay: Layout, optional=()) -> Placement:
                 buffers.append(k)
                 break
         else:
-            unplaced.append(k)
+            (buffers if LEGACY_BUFFERS.search(k) else unplaced).append(k)
     have = set(ck.values())
     if rt:
         have |= set(to_ckpt(lay, {v: torch.empty(lay.runtime[v], device="meta") for v in rt.values()}))

@@ -137,6 +137,10 @@ def test_head_prefixes_choose_the_class(tmp_path):
     # a non-persistent buffer a reader placed (BERT's position ids) is left out, not an error
     rec = write_folder(cfg, {**sd, "embeddings.position_ids": torch.arange(128)[None]}, tmp_path / "buf")
     assert rec["class"] == "BertModel" and rec["buffers_left_out"] == ["embeddings.position_ids"]
+    # a 4.x per-layer rotary buffer (computed by the 5.x model) is left out too
+    cfg, model, sd = _tiny("decoder_lm", "llama")
+    rec = write_folder(cfg, {**sd, "model.layers.0.self_attn.rotary_emb.inv_freq": torch.ones(4)}, tmp_path / "inv")
+    assert rec["buffers_left_out"] == ["model.layers.0.self_attn.rotary_emb.inv_freq"]
     # a decoder's body without its "model." prefix and no head: the bare model
     cfg, model, sd = _tiny("decoder_lm", "llama")
     body = {k[len("model."):]: v for k, v in sd.items() if k.startswith("model.")}
