@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..families import spec
+from ..families import family_of_model_type, spec
 from ..families.shapes import ONLY_IF_KNOWN, Table, table_of
 from .rebuild_classes import best_place, layouts, make_config
 
@@ -202,10 +202,12 @@ def infer_config(family: str, shapes: Mapping[str, tuple], given: Mapping[str, A
         raise ValueError("the file holds no tensors: nothing to infer a config from")
     given = _flat(dict(given or {}))
     mt = _model_type(family, given)
-    table = table_of(mt, family)
-    if table is None:
-        raise ValueError(f"model_type {mt}: no shape table in geolip_lib/families/shapes.py; give the whole config "
-                         f"(config.json beside the file)")
+    table = table_of(mt, family) or table_of(mt, family_of_model_type(mt) or "")
+    if table is None:  # no table: a whole config (a config.json beside the file) is still checked on meta
+        if len(given) <= 1:
+            raise ValueError(f"model_type {mt}: no shape table in geolip_lib/families/shapes.py; give the whole "
+                             f"config (a config.json beside the file)")
+        table = Table()
     base_config = make_config({"model_type": mt})
     base = _flat(base_config.to_dict())
     r = _Reader(table, shapes, given, base)

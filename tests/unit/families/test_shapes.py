@@ -249,3 +249,22 @@ def test_a_head_count_that_divides_cannot_be_checked():
     out = infer_config("bert", lay.ckpt, {"model_type": "bert", "num_attention_heads": 2})
     assert out["num_attention_heads"] == 2 and out["hidden_size"] == 32
     assert torch.Size(lay.ckpt["bert.encoder.layer.0.attention.self.query.weight"]) == (32, 32)
+
+
+def test_a_model_type_without_a_table_needs_its_whole_config():
+    """family ``any`` (no model_type of its own): a llama reads through the decoder table; a model_type with no
+    table is checked on meta from a whole config, and refused without one."""
+    cfg, conf, lay = _tiny("decoder_lm", "llama")
+    out = infer_config("any", lay.ckpt, {"model_type": "llama", "num_attention_heads": 4})
+    assert out["hidden_size"] == 32 and out[NOTES]["class"] == "LlamaForCausalLM"
+    mamba = make_config({"model_type": "mamba", "hidden_size": 32, "state_size": 8, "num_hidden_layers": 2,
+                         "vocab_size": 100})
+    shapes = max(layouts(mamba), key=lambda lay: len(lay.ckpt)).ckpt
+    with pytest.raises(ValueError) as e:
+        infer_config("any", shapes, {"model_type": "mamba"})
+    assert "no shape table" in _one_line(e) and "config.json beside the file" in str(e.value)
+    whole = json.loads(mamba.to_json_string())
+    assert infer_config("any", shapes, whole)["hidden_size"] == 32
+    with pytest.raises(ValueError) as e:  # and checked: a whole config that does not fit the shapes
+        infer_config("any", shapes, {**whole, "hidden_size": 48})
+    assert "in the file" in _one_line(e)
