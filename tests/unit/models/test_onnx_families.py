@@ -338,3 +338,57 @@ def test_a_fixed_shape_export_is_named_with_how_to_export_again(tmp_path):
                                                 {"model_type": "bert", "num_attention_heads": 4}),
                     "fixed shapes", "dynamic")
     assert "position_embeddings" in msg
+
+
+def test_optimum_parts_with_external_data_are_read(optimum_exports, tmp_path):
+    """Optimum writes large models' weights beside each part (``*.onnx_data``): the same tensors come back."""
+    ex = optimum_exports["bart"]
+    src = (ex["dir"] / ex["file"]).parent
+    (tmp_path / "ext").mkdir()
+    for f in src.glob("*.onnx"):
+        onnx.save_model(onnx.load(str(f)), str(tmp_path / "ext" / f.name), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=f.name + "_data", size_threshold=0)
+    shutil.copy(src / "config.json", tmp_path / "ext" / "config.json")
+    assert (tmp_path / "ext" / "encoder_model.onnx_data").is_file()
+    rec = onnx_import.convert(tmp_path / "ext" / "decoder_model.onnx", tmp_path / "out", "bart", {})
+    assert {f["name"] for f in rec["files"]} == {"encoder_model.onnx", "decoder_model.onnx",
+                                                 "decoder_with_past_model.onnx", "decoder_model_merged.onnx"}
+    want = R.build("bart").state_dict()
+    have = transformers.BartForConditionalGeneration.from_pretrained(tmp_path / "out").state_dict()
+    assert all(torch.equal(have[k], v) for k, v in want.items())
+    assert onnx_import.check(tmp_path / "ext" / "encoder_model.onnx", tmp_path / "out", "bart")["max_rel_diff"] <= 1e-4
+
+
+class _Wrapped(torch.nn.Module):
+    """A model inside a larger one (a backbone under a head), as applications export them."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.backbone = inner
+        self.head = torch.nn.Linear(inner.config.hidden_size, 3)
+
+    def forward(self, input_ids, attention_mask):
+        out = self.backbone(input_ids=input_ids, attention_mask=attention_mask)
+        return self.head(out.last_hidden_state), out.pooler_output  # the pooler used: its weights in the graph
+
+
+def test_a_wrapped_model_is_read_under_its_prefix(tmp_path):
+    """``prefix="backbone"``: the backbone's tensors without the prefix the wrapper added; the head's left out."""
+    d = _cached("dynamo", "bert-wrapped")
+    model = R.build("bert")
+    if _done(d) is None:
+        d.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(1)
+        wrapped = _Wrapped(model).eval()
+        b, s = torch.export.Dim("batch"), torch.export.Dim("seq")
+        torch.onnx.export(wrapped, (), str(d / "model.onnx"), kwargs=R.inputs("bert"), dynamo=True,
+                          dynamic_shapes={"input_ids": {0: b, 1: s}, "attention_mask": {0: b, 1: s}})
+        (d / "export.json").write_text(json.dumps({"file": "model.onnx"}))
+    given = {**R.RECIPES["bert"][3], "model_type": "bert"}
+    rec = onnx_import.convert(d / "model.onnx", tmp_path / "out", "bert", given, prefix="backbone")
+    have = transformers.BertModel.from_pretrained(tmp_path / "out").state_dict()
+    assert all(torch.equal(have[k], v) for k, v in model.state_dict().items())
+    assert {x["name"] for x in rec["left_out"] if x["why"] == "outside the prefix"} == {"head.bias"}
+    assert any(x["consumers"] and x["why"] == "not placed" and list(x["shape"]) == [32, 3]
+               for x in rec["left_out"])  # the head's weight, folded transposed: named in a note too
+    assert any("is not placed" in n for n in rec["notes"])
