@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 from ..families import family_of_model_type, spec
 from ..families.shapes import ONLY_IF_KNOWN, Table, table_of
-from .rebuild_classes import best_place, layouts, make_config
+from .rebuild_classes import best_place, layouts, make_config, output_ties
 
 __all__ = ["Header", "NOTES", "infer_config", "write_folder"]
 
@@ -251,7 +251,8 @@ def _num(v):
 
 def _verify(cfg: dict, shapes: dict, mt: str, ask=()) -> tuple:
     """Build the candidates on meta and check ``shapes`` against the best; returns (the tie the shapes imply: True
-    when every tied table is absent, else None; the class name)."""
+    when the output head's tied tables are all absent, else None -- :func:`write_folder` decides from the values;
+    the class name)."""
     lays = _candidates(cfg, mt)
     best = best_place(shapes, lays, cfg.get("architectures"))
     name = best.layout.cls.__name__
@@ -270,7 +271,7 @@ def _verify(cfg: dict, shapes: dict, mt: str, ask=()) -> tuple:
                          + "; ".join(f"{k} is {list(a)} in the file, {list(b)} by the config" for k, a, b in bad[:2])
                          + (f" (and {len(bad) - 2} more)" if len(bad) > 2 else "")
                          + (f"; check the given {', '.join(ask)}" if ask else ""))
-    targets = [t for t in best.layout.tied if t in best.layout.ckpt or t in best.layout.runtime]
+    targets = output_ties(best.layout, cfg)
     return (True if targets and not any(t in best.ckpt.values() for t in targets) else None), name
 
 

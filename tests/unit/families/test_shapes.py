@@ -107,6 +107,7 @@ def test_every_model_type_has_a_table_with_valid_rules():
 def test_infer_config_gives_back_the_sizes(fam, mt):
     cfg, conf, lay = _tiny(fam, mt)
     out = infer_config(fam, lay.ckpt, _heads(fam, mt, cfg, conf))
+    assert json.loads(json.dumps(out)) == out  # JSON-able, notes included
     notes = out.pop(NOTES)
     assert out["model_type"] == mt and notes["read"]
     got = make_config(out)
