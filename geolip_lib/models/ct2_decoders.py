@@ -230,6 +230,64 @@ def bloom(b: _Builder, cc: Mapping) -> dict:
     return cfg
 
 
+def _falcon_perm(heads: int, kv: int, hd: int) -> tuple:
+    """transformers row i of Falcon's fused ``query_key_value`` is stored row ``perm[i]``.
+
+    Mirrors ``RWLoader.set_qkv_linear`` on the row indices (the converter has no inverse): one kv head keeps the
+    ``[q; k; v]`` order; as many kv heads as heads interleave per head (as GPT-NeoX); grouped kv heads
+    (``new_decoder_architecture``) store ``(group, heads / kv + 2, head_dim)`` rows."""
+    idx = np.arange((heads + 2 * kv) * hd)
+    if kv == 1:
+        fwd = idx
+    elif kv == heads:
+        fwd = idx.reshape(heads, 3, hd).swapaxes(0, 1).reshape(-1)
+    else:
+        g = idx.reshape(kv, heads // kv + 2, hd)
+        fwd = np.concatenate([g[:, :-2].reshape(-1), g[:, -2].reshape(-1), g[:, -1].reshape(-1)])
+    return tuple(int(i) for i in np.argsort(fwd))  # stored row k holds transformers row fwd[k]
+
+
+def falcon(b: _Builder, cc: Mapping) -> dict:
+    d = b.shape("decoder/embeddings/weight")[1]
+    n = b.layers("decoder")
+    heads = b.heads("decoder/num_heads", d)
+    hd = d // heads
+    kvn = "decoder/layer_0/self_attention/num_heads_kv"
+    kv = int(b.setting(kvn)) if b.has(kvn) else heads
+    if kv <= 0 or heads % kv:
+        b.fail(f"num_heads_kv is {kv}, which does not divide num_heads {heads} (a broken or edited file)")
+    if b.shape("decoder/layer_0/self_attention/linear_0/weight")[0] != (heads + 2 * kv) * hd:
+        b.fail(f"self_attention/linear_0 is not (num_heads + 2 num_heads_kv) x head_dim = {(heads + 2 * kv) * hd} rows")
+    perm = _falcon_perm(heads, kv, hd)
+    new = b.has("decoder/layer_0/input_layer_norm/gamma")
+    shared = b.has("decoder/layer_0/shared_layer_norm/gamma")
+    for i in range(n):
+        p, q = f"transformer.h.{i}.", f"decoder/layer_{i}/"
+        if new:
+            b.norm(p + "ln_attn", q + "input_layer_norm")
+            b.norm(p + "ln_mlp", q + "post_attention_layer_norm")
+        elif shared:
+            b.norm(p + "input_layernorm", q + "shared_layer_norm")
+        else:
+            b.norm(p + "input_layernorm", q + "self_attention/layer_norm")
+            b.norm(p + "post_attention_layernorm", q + "ffn/layer_norm")
+        b.put(p + "self_attention.query_key_value.weight", q + "self_attention/linear_0/weight", perm=perm)
+        if b.has(q + "self_attention/linear_0/bias"):
+            b.put(p + "self_attention.query_key_value.bias", q + "self_attention/linear_0/bias", perm=perm)
+        b.linear(p + "self_attention.dense", q + "self_attention/linear_1")
+        b.linear(p + "mlp.dense_h_to_4h", q + "ffn/linear_0")
+        b.linear(p + "mlp.dense_4h_to_h", q + "ffn/linear_1")
+    b.put("transformer.word_embeddings.weight", "decoder/embeddings/weight")
+    b.norm("transformer.ln_f", "decoder/layer_norm")
+    tied = _tied(b, "lm_head.weight")
+    alibi = bool(int(b.setting("decoder/alibi", 0)))
+    return dict(hidden_size=d, num_hidden_layers=n, num_attention_heads=heads, num_kv_heads=kv,
+                new_decoder_architecture=new, multi_query=kv == 1 and not new, parallel_attn=new or shared,
+                alibi=alibi, bias=b.has("decoder/layer_0/self_attention/linear_0/bias"),
+                ffn_hidden_size=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
+                vocab_size=b.shape("decoder/embeddings/weight")[0], tie_word_embeddings=tied)
+
+
 def gptj(b: _Builder, cc: Mapping) -> dict:
     from ctranslate2.converters.utils import permute_for_sliced_rotary  # the converter's own permutation
 

@@ -36,17 +36,19 @@ __all__ = ["Entry", "Plan", "apply", "plan", "SUPPORTED"]
 ACTIVATIONS = {0: "relu", 1: "gelu_new", 2: "silu", 3: "gelu", 4: "gelu_fast", 5: "tanh"}
 #: spec name -> the model types whose inverse is here
 SUPPORTED = {"TransformerDecoderSpec": ("llama", "mistral", "qwen2", "gemma", "gpt2", "opt", "gpt_neox", "gptj",
-                                       "bloom"),
+                                       "bloom", "falcon"),
              "TransformerEncoderSpec": ("bert", "roberta", "xlm-roberta", "distilbert"), "TransformerSpec": ("marian", "t5", "mt5")}
 #: model_type -> the project's family (``geolip_lib.families``) that builds it
 FAMILIES = {"llama": "decoder_lm", "mistral": "decoder_lm", "qwen2": "decoder_lm", "gemma": "decoder_lm",
-            "gpt2": "gpt2", "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bloom": "bloom", "bert": "bert",
+            "gpt2": "gpt2", "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bloom": "bloom", "falcon": "falcon",
+            "bert": "bert",
             "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert", "marian": "bart",
             "t5": ("t5", "t5_v1_1"), "mt5": ("t5", "t5_v1_1")}
 #: model_type -> the transformers class the converter read (``architecture_name`` of its loader)
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
                  "gemma": "GemmaForCausalLM", "gpt2": "GPT2LMHeadModel", "opt": "OPTForCausalLM",
                  "gpt_neox": "GPTNeoXForCausalLM", "gptj": "GPTJForCausalLM", "bloom": "BloomForCausalLM",
+                 "falcon": "FalconForCausalLM",
                  "bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel",
                  "distilbert": "DistilBertModel", "marian": "MarianMTModel", "t5": "T5ForConditionalGeneration",
                  "mt5": "MT5ForConditionalGeneration"}
@@ -187,6 +189,9 @@ def _model_type(b: _Builder, spec: str, given: Mapping) -> str:
                "config: {model_type: llama} (or mistral, qwen2) in the params file")
     elif int(b.setting("decoder/alibi", 0)) == 1 and b.has("decoder/layernorm_embedding/gamma"):
         return "bloom"  # ALiBi and a norm after the embeddings: BLOOM's loader
+    elif b.has("decoder/layer_0/self_attention/num_heads_kv") and int(b.setting("decoder/activation", -1)) == 3 and (
+            b.has("decoder/layer_0/shared_layer_norm/gamma") or b.has("decoder/layer_0/input_layer_norm/gamma")):
+        return "falcon"  # parallel attention with fewer kv heads and exact GELU: Falcon's loader
     elif b.has("decoder/layer_0/shared_layer_norm/gamma"):
         return "gptj"  # parallel residual with one shared norm: GPT-J's loader
     elif b.has("decoder/layer_0/input_layer_norm/gamma") or (
@@ -226,6 +231,8 @@ def plan(where: str, spec: str, shapes: Mapping, aliases: Mapping, settings: Map
         cfg = dec.gptj(b, cc)
     elif mt == "bloom":
         cfg = dec.bloom(b, cc)
+    elif mt == "falcon":
+        cfg = dec.falcon(b, cc)
     elif mt in ("bert", "roberta", "xlm-roberta"):
         cfg = enc.bert(b, mt, cc, vocab, given)
     elif mt == "distilbert":

@@ -1,16 +1,18 @@
 """CTranslate2 folders of each family, written by the real ``ct2-transformers-converter``, rebuilt as transformers.
 
-Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Mistral, Gemma, GPT-2, OPT, GPT-NeoX, GPT-J, BLOOM,
-BERT, RoBERTa, XLM-RoBERTa, DistilBERT, Marian, T5, T5 v1.1) are converted once per module, in float32 and int8 (and Llama in
-float16, BERT in int16, GPT-2 in bfloat16), by the exporters' converter (transformers 4.57, one process for all).
-Each folder is
+Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Mistral, Gemma, GPT-2, OPT, GPT-NeoX, GPT-J,
+BLOOM, Falcon, BERT, RoBERTa, XLM-RoBERTa, DistilBERT, Marian, T5, T5 v1.1) are converted once per module, in
+float32 and int8 (and Llama in float16, BERT in int16, GPT-2 in bfloat16), by the exporters' converter
+(transformers 4.57, one process for all). Each folder is
 read back by :mod:`geolip_lib.models.ct2` and checked four ways: the header (no tensor data read) predicts every
 key and shape of the rebuilt folder; every weight equals the original's (bit-equal in float32, within half an int8
 step of its row in int8); CTranslate2 itself and the rebuilt model give the same outputs on the same ids (float32:
 1e-4 of the scale; int8: 5e-2, CTranslate2 also rounds activations to int8); W_Q, W_K read by the project's catalog
 from the rebuilt folder rebuild the original model's eager attention weights. Hostile variants give one line.
-BART is not here: ctranslate2 4.8.5's BartLoader reads ``config.normalize_before``, which transformers 4.57's
-BartConfig no longer has (``AttributeError``), so the converter writes no file to read.
+Not here, because the converter writes no file: BART (ctranslate2 4.8.5's BartLoader reads
+``config.normalize_before``, which transformers 4.57's BartConfig does not have: ``AttributeError``) and Falcon
+with ``new_decoder_architecture`` (``AttributeError: 'TransformerDecoderLayerSpec' object has no attribute
+'input_layer_norm'``); the Falcon here is the multi-query, parallel-attention layout (Falcon-7B's).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from tests.unit.models.test_ct2 import write_ct2
 pytestmark = pytest.mark.unit
 
 FAMILY = {"llama": "decoder_lm", "qwen2": "decoder_lm", "mistral": "decoder_lm", "gemma": "decoder_lm", "gpt2": "gpt2",
-          "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bloom": "bloom",
+          "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bloom": "bloom", "falcon": "falcon",
           "bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert",
           "marian": "bart", "t5": "t5", "t5_v1_1": "t5_v1_1"}
 #: the model_type each recipe's file is read as (T5 v1.1 is T5's class with a gated FFN and an untied head)
