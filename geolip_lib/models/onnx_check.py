@@ -117,7 +117,7 @@ def _run_model(part: Part, model, feeds: dict):
     with torch.no_grad():
         if part.role == "encoder":
             return model.get_encoder()(input_ids=t["input_ids"], attention_mask=t.get("attention_mask"))
-        if part.role.startswith("decoder"):
+        if "encoder_hidden_states" in feeds:  # an encoder-decoder's decoder part (a decoder-only's has none)
             enc = torch.from_numpy(feeds["encoder_hidden_states"])
             return model(encoder_outputs=(enc,), attention_mask=t.get("encoder_attention_mask"),
                          decoder_input_ids=t["input_ids"], use_cache=False)
@@ -179,7 +179,7 @@ def check_parts(parts: list, out_dir: Path, seed: int = 0) -> dict:
         feeds = _inputs(part, model, rng, SEQ)
         if part.role == "encoder":
             enc_ids = feeds
-        if part.role == "decoder_with_past" and "encoder_hidden_states" not in feeds:
+        if "encoder_hidden_states" not in feeds and any(".encoder." in k for k in feeds):  # cross-attention cache
             feeds, got = _seq2seq_step(part, model, feeds, enc_ids, rng)
         else:
             got = None

@@ -392,3 +392,19 @@ def test_a_wrapped_model_is_read_under_its_prefix(tmp_path):
     assert any(x["consumers"] and x["why"] == "not placed" and list(x["shape"]) == [32, 3]
                for x in rec["left_out"])  # the head's weight, folded transposed: named in a note too
     assert any("is not placed" in n for n in rec["notes"])
+
+
+def test_a_decoder_only_part_set_is_read_and_run(optimum_exports, tmp_path):
+    """Older Optimum wrote a decoder LM as ``decoder_model.onnx`` + ``decoder_with_past_model.onnx``: both parts
+    are read (their tensors compared), and each runs against the rebuilt model without an encoder."""
+    ex = optimum_exports["llama"]
+    src = ex["dir"] / ex["file"]
+    (tmp_path / "set").mkdir()
+    for name in ("decoder_model.onnx", "decoder_with_past_model.onnx"):
+        shutil.copy(src, tmp_path / "set" / name)
+    shutil.copy(src.with_name("config.json"), tmp_path / "set" / "config.json")
+    rec = onnx_import.convert(tmp_path / "set" / "decoder_model.onnx", tmp_path / "out", "decoder_lm", {})
+    assert len(rec["files"]) == 2 and {p["file"] for p in rec["placements"]} == {"decoder_model.onnx",
+                                                                                   "decoder_with_past_model.onnx"}
+    chk = onnx_import.check(tmp_path / "set" / "decoder_with_past_model.onnx", tmp_path / "out", "decoder_lm")
+    assert len(chk["parts"]) == 2 and chk["max_rel_diff"] <= 1e-4
