@@ -8,6 +8,7 @@ back and compared bit for bit with the given ones.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -149,7 +150,10 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
 def _check_saved(out_dir: Path, ck: dict) -> None:
     """Every saved tensor equals the given one bit for bit (a tied copy the save dropped is not compared)."""
     seen = 0
-    for f in sorted(out_dir.glob("*.safetensors")):
+    index = out_dir / "model.safetensors.index.json"  # the files this save wrote, not older ones beside them
+    files = (sorted({out_dir / f for f in json.loads(index.read_text())["weight_map"].values()})
+             if index.exists() else [out_dir / "model.safetensors"])
+    for f in files:
         with safe_open(str(f), framework="pt") as h:
             for k in h.keys():
                 if k in ck:
