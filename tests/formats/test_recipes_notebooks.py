@@ -23,6 +23,10 @@ from tests.formats.recipes import MADE_FROM, ORIGINALS
 pytestmark = [pytest.mark.families, pytest.mark.slow]
 
 NOTEBOOKS = ("01_embedding_terrain", "02_weight_topology", "06_qk_operators")
+#: headlines that read the tokenizer's special tokens and may differ where the tokenizer is rebuilt from the file:
+#: transformers rebuilds a GGUF's tokenizer from its metadata without marking <unk> special (the same 1000 pieces
+#: and ids), so 01's "content" rows (special tokens left out) hold one row more than on the original folder
+TOKENIZER_REBUILT = {"my-llama-gguf": {"pentachoron_cv_content"}}
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +63,22 @@ def test_notebooks_run_on_the_imported_model(runs, name):
         model = runs[name][nb]["provenance"]["models"][0]
         if exact:
             for k, v in want.items():
+                if k in TOKENIZER_REBUILT.get(name, ()):
+                    continue
                 if isinstance(v, float) and math.isfinite(v):
                     assert got[k] == pytest.approx(v, rel=1e-6, abs=1e-9), f"{name} {nb} {k}: {got[k]} vs {v}"
                 else:
                     assert got[k] == v, f"{name} {nb} {k}"
         else:
             assert model["dequantized"] is True, f"{name} {nb}: an int8 file's values are the dequantized weights'"
+
+
+def test_a_gguf_tokenizer_loses_unk_special(made, work):
+    """Why :data:`TOKENIZER_REBUILT` exists: the GGUF's tokenizer has the original's pieces and ids, but <unk> is no
+    longer a special token (if transformers keeps it special one day, this fails and the exception goes)."""
+    from transformers import AutoTokenizer
+
+    a = AutoTokenizer.from_pretrained(work / "my-llama")
+    b = AutoTokenizer.from_pretrained(work / "my-llama-gguf", gguf_file="my-llama.gguf")
+    assert a.get_vocab() == b.get_vocab()
+    assert set(a.all_special_tokens) - set(b.all_special_tokens) == {"<unk>"}
