@@ -1,12 +1,14 @@
 """Inverse maps of the decoder loaders of ``ct2-transformers-converter`` (see :mod:`.ct2_specs`).
 
-Llama / Mistral / Qwen2 / Gemma (``LlamaLoader``, ``MistralLoader``, ``Qwen2Loader``, ``GemmaLoader``): RMS norms
+Llama / Mistral / Qwen2 / Qwen3 / Gemma (``LlamaLoader``, ``MistralLoader``, ``Qwen2Loader``, ``Qwen3Loader``,
+``GemmaLoader``): RMS norms (Qwen3 also per-head q / k norms)
 (``gamma`` only; Gemma's is stored as transformers keeps it, ``1 + weight`` applied by both sides:
 CTranslate2's ``layer_norm_use_residual``), ``[q; k; v]`` with grouped-query sizes, gated FFN (``linear_0`` the
 gate, ``linear_0_noact`` the up projection), rotary not interleaved (no row permutation to undo). GPT-2: Conv1D
 weights transposed back. OPT: the first two rows of the learned position table are dropped by the converter
 (OPT's positions start at 2; the rows are never read): added back as zeros, noted. GPT-NeoX: the converter
-reorders the per-head ``[q_h; k_h; v_h]`` rows of ``query_key_value`` into ``[q; k; v]``: put back. BLOOM: the same per-head interleave, put back; ALiBi needs no weight. GPT-J: q and k
+reorders the per-head ``[q_h; k_h; v_h]`` rows of ``query_key_value`` into ``[q; k; v]``: put back. BLOOM: the
+same per-head interleave, put back; ALiBi needs no weight. Falcon: each kv layout's order put back. GPT-J: q and k
 rows were permuted for CTranslate2's sliced rotary (``utils.permute_for_sliced_rotary``): the inverse is computed
 by applying the converter's own function to the row indices, so it cannot drift from it.
 """
@@ -45,6 +47,9 @@ def llama(b: _Builder, mt: str, cc: Mapping) -> dict:
         b.split([p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"],
                 q + "self_attention/linear_0", [heads * hd, kv * hd, kv * hd])
         b.linear(p + "self_attn.o_proj", q + "self_attention/linear_1")
+        if mt == "qwen3":  # per-head RMS norms of q and k (Qwen3Loader: self_attention.q_norm / k_norm)
+            b.norm(p + "self_attn.q_norm", q + "self_attention/q_norm")
+            b.norm(p + "self_attn.k_norm", q + "self_attention/k_norm")
         b.linear(p + "mlp.gate_proj", q + "ffn/linear_0")
         b.linear(p + "mlp.up_proj", q + "ffn/linear_0_noact")
         b.linear(p + "mlp.down_proj", q + "ffn/linear_1")
@@ -56,7 +61,8 @@ def llama(b: _Builder, mt: str, cc: Mapping) -> dict:
         b.dropped.append("lm_head.weight (tied to the embeddings: the converter stored it as an alias)")
     else:
         b.put("lm_head.weight", "decoder/projection/weight")
-    qb, ob = b.has("decoder/layer_0/self_attention/linear_0/bias"), b.has("decoder/layer_0/self_attention/linear_1/bias")
+    qb = b.has("decoder/layer_0/self_attention/linear_0/bias")
+    ob = b.has("decoder/layer_0/self_attention/linear_1/bias")
     if mt == "qwen2" and ob:
         b.fail("an o_proj bias: Qwen2 has none (not a Qwen2 conversion)")
     cfg = dict(hidden_size=d, num_hidden_layers=n, num_attention_heads=heads, num_key_value_heads=kv,
@@ -64,14 +70,14 @@ def llama(b: _Builder, mt: str, cc: Mapping) -> dict:
                vocab_size=b.shape("decoder/embeddings/weight")[0], tie_word_embeddings=tied,
                rope_theta=float(b.setting("decoder/layer_0/self_attention/rotary_base", 10000.0)),
                hidden_act=ACTIVATIONS.get(int(b.setting("decoder/activation", 2)), "silu"))
-    if hd * heads != d or mt == "gemma":
+    if hd * heads != d or mt in ("gemma", "qwen3"):
         cfg["head_dim"] = hd
     if mt == "gemma":  # hidden_act is Gemma's legacy field; hidden_activation the one it reads
         cfg["hidden_activation"] = "gelu_pytorch_tanh" if int(b.setting("decoder/activation", 1)) == 1 else "gelu"
         cfg.pop("hidden_act")
         if not tied:
             b.fail("Gemma ties its output projection to the embeddings; this file has its own (not a Gemma conversion)")
-    if mt in ("llama", "mistral"):
+    if mt in ("llama", "mistral", "qwen3"):
         cfg["attention_bias"] = qb
         if qb != ob:
             b.fail(f"q/k/v bias {qb} but o bias {ob}: Llama / Mistral have both or neither (Qwen2?)")

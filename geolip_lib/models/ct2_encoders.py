@@ -209,7 +209,8 @@ def t5(b: _Builder, mt: str, cc: Mapping, vocab: Optional[list]) -> dict:
     act = ACTIVATIONS.get(int(b.setting("encoder/activation", 0)), "relu")
     rel = b.shape("encoder/layer_0/self_attention/relative_attention_bias")
     cfg = dict(d_model=d, d_kv=dkv, num_heads=he, num_layers=ne, num_decoder_layers=nd,
-               d_ff=b.shape("encoder/layer_0/ffn/linear_0/weight")[0], vocab_size=b.shape("decoder/embeddings/weight")[0],
+               d_ff=b.shape("encoder/layer_0/ffn/linear_0/weight")[0],
+               vocab_size=b.shape("decoder/embeddings/weight")[0],
                relative_attention_num_buckets=rel[0], tie_word_embeddings=tied,
                relative_attention_max_distance=int(b.setting(
                    "encoder/layer_0/self_attention/relative_attention_max_distance", 128)),

@@ -35,17 +35,21 @@ __all__ = ["Entry", "Plan", "apply", "plan", "SUPPORTED"]
 #: ``common_spec.Activation`` ids -> transformers activation names
 ACTIVATIONS = {0: "relu", 1: "gelu_new", 2: "silu", 3: "gelu", 4: "gelu_fast", 5: "tanh"}
 #: spec name -> the model types whose inverse is here
-SUPPORTED = {"TransformerDecoderSpec": ("llama", "mistral", "qwen2", "gemma", "gpt2", "opt", "gpt_neox", "gptj",
+SUPPORTED = {"TransformerDecoderSpec": ("llama", "mistral", "qwen2", "qwen3", "gemma", "gpt2", "opt", "gpt_neox",
+                                       "gptj",
                                        "bloom", "falcon"),
-             "TransformerEncoderSpec": ("bert", "roberta", "xlm-roberta", "distilbert"), "TransformerSpec": ("marian", "t5", "mt5")}
+             "TransformerEncoderSpec": ("bert", "roberta", "xlm-roberta", "distilbert"),
+             "TransformerSpec": ("marian", "t5", "mt5")}
 #: model_type -> the project's family (``geolip_lib.families``) that builds it
-FAMILIES = {"llama": "decoder_lm", "mistral": "decoder_lm", "qwen2": "decoder_lm", "gemma": "decoder_lm",
+FAMILIES = {"llama": "decoder_lm", "mistral": "decoder_lm", "qwen2": "decoder_lm", "qwen3": "decoder_lm",
+            "gemma": "decoder_lm",
             "gpt2": "gpt2", "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bloom": "bloom", "falcon": "falcon",
             "bert": "bert",
             "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert", "marian": "bart",
             "t5": ("t5", "t5_v1_1"), "mt5": ("t5", "t5_v1_1")}
 #: model_type -> the transformers class the converter read (``architecture_name`` of its loader)
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                 "qwen3": "Qwen3ForCausalLM",
                  "gemma": "GemmaForCausalLM", "gpt2": "GPT2LMHeadModel", "opt": "OPTForCausalLM",
                  "gpt_neox": "GPTNeoXForCausalLM", "gptj": "GPTJForCausalLM", "bloom": "BloomForCausalLM",
                  "falcon": "FalconForCausalLM",
@@ -180,6 +184,8 @@ def _model_type(b: _Builder, spec: str, given: Mapping) -> str:
         if b.has("encoder/layer_0/self_attention/relative_attention_bias"):
             return "t5"  # relative attention bias: T5's loader (mT5 writes the same: say model_type: mt5 for it)
     elif b.has("decoder/layer_0/ffn/linear_0_noact/weight"):
+        if b.has("decoder/layer_0/self_attention/q_norm/gamma"):
+            return "qwen3"  # per-head q / k norms in a Llama-shaped decoder: Qwen3's loader
         if b.has("decoder/layer_0/self_attention/layer_norm/layer_norm_use_residual"):
             return "gemma"  # only Gemma's loader stores the norm as 1 + weight
         if b.has("decoder/layer_0/self_attention/linear_0/bias") and not b.has(
@@ -219,7 +225,7 @@ def plan(where: str, spec: str, shapes: Mapping, aliases: Mapping, settings: Map
     cc = ct2_config or {}
     from . import ct2_decoders as dec, ct2_encoders as enc  # they import this module's builder
 
-    if mt in ("llama", "mistral", "qwen2", "gemma"):
+    if mt in ("llama", "mistral", "qwen2", "qwen3", "gemma"):
         cfg = dec.llama(b, mt, cc)
     elif mt == "gpt2":
         cfg = dec.gpt2(b, cc)

@@ -1,6 +1,6 @@
 """CTranslate2 folders of each family, written by the real ``ct2-transformers-converter``, rebuilt as transformers.
 
-Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Mistral, Gemma, GPT-2, OPT, GPT-NeoX, GPT-J,
+Tiny models (``tests/formats/ct2_recipes.py``: Llama, Qwen2, Qwen3, Mistral, Gemma, GPT-2, OPT, GPT-NeoX, GPT-J,
 BLOOM, Falcon, BERT, RoBERTa, XLM-RoBERTa, DistilBERT, Marian, T5, T5 v1.1) are converted once per module, in
 float32 and int8 (and Llama in float16, BERT in int16, GPT-2 in bfloat16), by the exporters' converter
 (transformers 4.57, one process for all). Each folder is
@@ -32,7 +32,8 @@ from tests.unit.models.test_ct2 import write_ct2
 
 pytestmark = pytest.mark.unit
 
-FAMILY = {"llama": "decoder_lm", "qwen2": "decoder_lm", "mistral": "decoder_lm", "gemma": "decoder_lm", "gpt2": "gpt2",
+FAMILY = {"llama": "decoder_lm", "qwen2": "decoder_lm", "qwen3": "decoder_lm", "mistral": "decoder_lm",
+          "gemma": "decoder_lm", "gpt2": "gpt2",
           "opt": "opt", "gpt_neox": "gpt_neox", "gptj": "gptj", "bloom": "bloom", "falcon": "falcon",
           "bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "distilbert",
           "marian": "bart", "t5": "t5", "t5_v1_1": "t5_v1_1"}
@@ -220,12 +221,13 @@ def test_lying_shapes_a_variable_with_no_place_and_a_wrong_family_are_one_line(m
     with pytest.raises(ValueError) as e:
         ct2.convert(d, tmp_path / "o1", "decoder_lm", GIVEN["llama"])
     _one_line(e, "model.layers.1.mlp.gate_proj.weight", "[63, 32]", "[64, 32]")
-    qkv = lambda vs: [(n, a[:-8] if n.endswith("layer_0/self_attention/linear_0/weight") else a, k) for n, a, k in vs]  # noqa
+    qkv = lambda vs: [(n, a[:-8] if n.endswith("layer_0/self_attention/linear_0/weight") else a, k)  # noqa
+                      for n, a, k in vs]
     with pytest.raises(ValueError) as e:
         ct2.header(_hostile(made, tmp_path, qkv), "decoder_lm", GIVEN["llama"])
     _one_line(e, "self_attention/linear_0", "rows")
-    extra = lambda vs: vs + [("decoder/layer_0/self_attention/relative_position_keys", np.ones((3, 8), np.float32),  # noqa
-                              "float32")]
+    extra = lambda vs: vs + [("decoder/layer_0/self_attention/relative_position_keys",  # noqa
+                              np.ones((3, 8), np.float32), "float32")]
     with pytest.raises(ValueError) as e:
         ct2.header(_hostile(made, tmp_path, extra), "decoder_lm", GIVEN["llama"])
     _one_line(e, "'decoder/layer_0/self_attention/relative_position_keys'", "has no place")
