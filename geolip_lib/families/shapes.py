@@ -45,7 +45,8 @@ class Table:
 
 #: fields two model_types spell differently (read from the same key): kept only where the config knows them
 #: (``head_dim`` is always kept: attention classes read it with ``getattr`` even where the config has no default)
-ONLY_IF_KNOWN = ("num_local_experts", "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size")
+ONLY_IF_KNOWN = ("num_local_experts", "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size",
+                 "embedding_size")
 _DEC_FORWARD = ("rms_norm_eps", "rope_theta", "hidden_act", "tie_word_embeddings", "max_position_embeddings",
                 "sliding_window", "num_experts_per_tok", "decoder_sparse_step")
 
