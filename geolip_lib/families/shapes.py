@@ -10,8 +10,14 @@ module is data, not code per family: each :class:`Table` lists
   (4.x checkpoints ``attention.attention.query`` / 5.x ``attention.q_proj``; per-expert / fused experts);
 * ``layers``: ``(field, regex with the layer index as group 1)``: the count is the largest index plus one;
 * ``flags``: ``(field, regex, value when a key matches, value when none does)``: structure seen as presence;
-* ``ask``: fields no shape tells (the head count; ALBERT's shared-layer count) that must be given;
-* ``layer_types``: ``(field, layer regex, ((regex of the rest, type), ...))`` for hybrid stacks.
+* ``ask``: fields no shape tells (the head count; ALBERT's shared-layer count) that must be given; ``ask_if``
+  the same, only when a key matches (the key heads of a hybrid stack's linear attention);
+* ``layer_types``: ``(field, layer regex, ((regex of the rest, type), ...))`` for hybrid stacks;
+* ``forward``: fields a forward depends on that no shape shows (norm epsilon, rotary base, activation ...):
+  they keep transformers' defaults unless given, and the notes name them.
+
+Every model_type of a registry family with a transformers class has a table (the decoder-only LMs of
+``decoder_lm`` share one); tests/unit/families/test_shapes.py infers each tiny config back from its shapes.
 
 A dotted field (``text_config.hidden_size``) is a field of a sub-config. Whatever a table misses is caught by
 :func:`geolip_lib.models.rebuild.infer_config`, which builds the model on the meta device and compares every shape.
@@ -32,6 +38,8 @@ HOW = ("add", "div", "per", "grid", "fused_kv", "lin_k")
 
 @dataclass(frozen=True)
 class Table:
+    """One layout's rules (see the module docstring)."""
+
     rows: tuple = ()
     layers: tuple = ()
     flags: tuple = ()
