@@ -234,7 +234,8 @@ def infer_config(family: str, shapes: Mapping[str, tuple], given: Mapping[str, A
     cfg = _nest(flat)
     tied, cls = _verify(cfg, shapes, mt, ask)
     if tied and "tie_word_embeddings" not in given:
-        cfg["tie_word_embeddings"] = tied
+        cfg["tie_word_embeddings"] = flat["tie_word_embeddings"] = r.values["tie_word_embeddings"] = tied
+        r.source["tie_word_embeddings"] = "no output table among the shapes: it is the input table"
     read = sorted(k for k in flat if k in r.values and k not in given)
     cfg[NOTES] = {"class": cls, "read": read, "sources": {k: r.source[k] for k in read},
                   "given": sorted(k for k in given if k != "model_type"),

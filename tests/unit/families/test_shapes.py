@@ -235,8 +235,9 @@ def test_given_fields_win_and_the_notes_say_what_was_defaulted():
     assert out["num_key_value_heads"] == 2 and out["head_dim"] == 8
     # no lm_head among the shapes: the output table is the input table
     shapes = {k: s for k, s in lay.ckpt.items() if k != "lm_head.weight"}
-    assert infer_config("decoder_lm", shapes, {"model_type": "llama", "num_attention_heads": 4})[
-        "tie_word_embeddings"] is True
+    tied = infer_config("decoder_lm", shapes, {"model_type": "llama", "num_attention_heads": 4})
+    assert tied["tie_word_embeddings"] is True and "tie_word_embeddings" in tied[NOTES]["read"]
+    assert "tie_word_embeddings" not in tied[NOTES]["defaulted"] and "tie_word_embeddings" in notes["defaulted"]
     untied = infer_config("decoder_lm", shapes, {"model_type": "llama", "num_attention_heads": 4,
                                                  "tie_word_embeddings": False})
     assert untied[NOTES]["class"] == "LlamaModel"  # an untied head with no table: the file is the bare model
