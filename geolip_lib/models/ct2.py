@@ -31,6 +31,7 @@ from .ct2_file import (DEQUANTIZED, MAX_BYTES, dequantize, folder_and_bin, read,
                        read_json, resolve_aliases)
 from .ct2_whisper import (TOKENIZER_FILE, _LAYER_MAP, _TOP_MAP, check_against_ctranslate2,  # noqa: F401
                           convert_whisper, save_tokenizer, to_whisper_state_dict, whisper_config, whisper_name_map)
+from . import rebuild
 from .rebuild import Header
 
 __all__ = ["MAX_BYTES", "DEQUANTIZED", "check", "check_against_ctranslate2", "convert", "dequantize", "header",
@@ -88,21 +89,20 @@ def header(folder_or_model_bin, family: Optional[str] = None, given: Optional[Ma
                       ["Whisper names are mapped at conversion (ct2_whisper)"])
     p, _ = _plan(path, spec, shapes, aliases, settings, cc, folder, given, family)
     tensors = {e.key: ct2_specs.shape_of(e, shapes) for e in p.entries}
-    stored = {e.key: kinds[e.name] for e in p.entries}
+    stored = {e.key: kinds[e.name] for e in p.entries if e.zeros is None}
     return Header("CTranslate2", tensors, p.config, stored, facts, p.notes + [f"dropped: {d}" for d in p.dropped])
 
 
-def _write(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, where: str) -> list:
-    """Build ``config``'s class, load ``tensors`` (every one must have a place; every parameter must be filled,
-    by a tensor or by a tie), ``save_pretrained``. Returns (notes, the keys the class filled itself)."""
+def _write_without_pooler(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, where: str) -> None:
+    """The one case :func:`.rebuild.write_folder` does not build: an encoder whose file has no pooler (the
+    converter read XLM-RoBERTa's classification model, built without one). Its class is made with
+    ``add_pooling_layer=False``, every tensor must have a place and every parameter a tensor."""
     import transformers
 
     cfg = {k: v for k, v in config.items() if not k.startswith("_")}
-    init = {k[1:]: v for k, v in config.items() if k.startswith("_")}  # constructor arguments (add_pooling_layer)
     mt, arch = cfg.pop("model_type"), cfg["architectures"][0]
-    conf = transformers.AutoConfig.for_model(mt, **cfg)
     torch.manual_seed(0)
-    model = getattr(transformers, arch)(conf, **init).eval()
+    model = getattr(transformers, arch)(transformers.AutoConfig.for_model(mt, **cfg), add_pooling_layer=False).eval()
     expected = model.state_dict()
     extra = sorted(set(tensors) - set(expected))
     if extra:
@@ -111,28 +111,25 @@ def _write(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, wh
         if tuple(expected[k].shape) != a.shape:
             raise ValueError(f"CTranslate2 file {where}: {k} is {list(a.shape)}, {arch} wants "
                              f"{list(expected[k].shape)} (the shapes lie, or the config is wrong)")
+    missing = sorted(set(expected) - set(tensors))
+    if missing:
+        raise ValueError(f"CTranslate2 file {where}: {arch}'s {missing[0]} has no tensor in the file")
     with torch.no_grad():
-        res = model.load_state_dict({k: torch.from_numpy(a) for k, a in tensors.items()}, strict=False)
-        if getattr(conf, "tie_word_embeddings", False):
-            model.tie_weights()
-    filled = {t.data_ptr() for k, t in model.state_dict().items() if k in tensors}
-    notes, filled_by_class = [], []
-    for k in res.missing_keys:
-        t = model.state_dict()[k]
-        if t.data_ptr() in filled:
-            continue
-        if k.endswith("embed_positions.weight") and mt == "marian":
-            notes.append(f"{k}: recomputed by the class (sinusoidal)")
-            filled_by_class.append(k)
-            continue
-        if k == "final_logits_bias" and not t.any():  # the converter writes it only when nonzero
-            notes.append(f"{k}: zeros (the file has no projection bias: the converter stores it only when nonzero)")
-            filled_by_class.append(k)
-            continue
-        raise ValueError(f"CTranslate2 file {where}: {arch}'s {k} has no tensor in the file")
+        model.load_state_dict({k: torch.from_numpy(a) for k, a in tensors.items()}, strict=True)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir))
-    return notes, filled_by_class
+
+
+def _write(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, where: str) -> dict:
+    """The rebuilt folder: :func:`.rebuild.write_folder` (the class the tensors fill, loaded strictly by
+    transformers' own ``from_pretrained``, saved, read back bit for bit); its one-line errors name the file."""
+    if config.get("_add_pooling_layer") is False:
+        _write_without_pooler(config, tensors, out_dir, where)
+        return {"class": config["architectures"][0]}
+    try:
+        return rebuild.write_folder(config, tensors, out_dir)
+    except ValueError as exc:
+        raise ValueError(f"CTranslate2 file {where}: {str(exc).splitlines()[0]}") from None
 
 
 def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: Optional[Mapping[str, Any]] = None,
@@ -167,12 +164,12 @@ def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: O
     values = dequantize(variables)
     deq_vars = set(values.pop(DEQUANTIZED, []))
     tensors = ct2_specs.apply(p, values)
-    notes, filled = _write(p.config, tensors, out_dir, str(path))
-    notes = list(p.notes) + notes
+    written = _write(p.config, tensors, out_dir, str(path))
+    notes = list(p.notes)
     if p.config["model_type"] == "marian":  # the table the class recomputes vs the file's
         import transformers
 
-        m = transformers.MarianMTModel.from_pretrained(str(out_dir))
+        m = transformers.MarianMTModel.from_pretrained(str(out_dir))  # the table it recomputes (not saved)
         mine = m.model.decoder.embed_positions.weight.detach().numpy()
         theirs = values.get(aliases.get("decoder/position_encodings/encodings", "decoder/position_encodings/encodings"))
         if theirs is not None:
@@ -181,10 +178,11 @@ def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: O
                 raise ValueError(f"CTranslate2 file {path}: its position table differs from Marian's sinusoidal one "
                                  f"({'shapes' if diff is None else f'{diff:.2e}'}): not a Marian conversion")
             notes.append(f"position table: the class's sinusoidal one equals the file's within {diff:.1e}")
-    stored = {e.key: kinds[e.name] for e in p.entries}
-    deq = sorted(e.key for e in p.entries if e.name in deq_vars)
+    stored = {e.key: kinds[e.name] for e in p.entries if e.zeros is None}
+    deq = sorted(e.key for e in p.entries if e.name in deq_vars and e.zeros is None)
     rec.update(model_type=p.config["model_type"], architecture=p.config["architectures"][0], stored=stored,
-               dequantized=deq, filled=filled, notes=notes, dropped=p.dropped)
+               dequantized=deq, filled=p.filled, notes=notes, dropped=p.dropped,
+               written={k: written.get(k) for k in ("class", "tied", "renamed", "saved_dtype") if k in written})
     (out_dir / "ct2_source.json").write_text(json.dumps(rec, indent=1), encoding="utf-8")
     return rec
 

@@ -105,11 +105,12 @@ def marian(b: _Builder, cc: Mapping, vocab: Optional[list]) -> dict:
         b.dropped.append("lm_head.weight (tied to model.shared: the converter stored it as an alias)")
     if b.has("decoder/projection/bias"):
         b.put("final_logits_bias", "decoder/projection/bias", pad_rows=1)
-    for s in ("encoder", "decoder"):
-        if b.has(f"{s}/position_encodings/encodings"):
-            b.used.add(f"{s}/position_encodings/encodings")
-    b.dropped.append("model.{encoder,decoder}.embed_positions.weight (sinusoidal: the class recomputes them; "
-                     "compared with the file's at the check)")
+    else:  # the converter stores the projection bias only when nonzero: zeros, as the class starts
+        b.put("final_logits_bias", "decoder/embeddings/weight", zeros=(1, rows + 1))
+        b.filled.append("final_logits_bias")
+        b.notes.append("final_logits_bias: zeros (the converter stores the projection bias only when nonzero)")
+    for s in ("encoder", "decoder"):  # sinusoidal: the class recomputes them; convert compares the two
+        b.put(f"model.{s}.embed_positions.weight", f"{s}/position_encodings/encodings")
     scale = float(b.setting("decoder/scale_embeddings", 1.0))
     pos = b.shape("decoder/position_encodings/encodings")[0]
     cfg = dict(d_model=d, encoder_layers=ne, decoder_layers=nd, encoder_attention_heads=he,
@@ -214,7 +215,8 @@ def t5(b: _Builder, mt: str, cc: Mapping, vocab: Optional[list]) -> dict:
                relative_attention_num_buckets=rel[0], tie_word_embeddings=tied,
                relative_attention_max_distance=int(b.setting(
                    "encoder/layer_0/self_attention/relative_attention_max_distance", 128)),
-               feed_forward_proj=("gated-" + act) if gated else act)
+               # T5Config spells gelu_new "gelu" after "gated-" (its legacy alias)
+               feed_forward_proj=("gated-" + ("gelu" if act == "gelu_new" else act)) if gated else act)
     ids = {t: i for i, t in enumerate(vocab or [])}
     for tok, key in (("bos_token", "pad_token_id"), ("eos_token", "eos_token_id"),  # T5's loader: bos = pad token
                      ("decoder_start_token", "decoder_start_token_id")):

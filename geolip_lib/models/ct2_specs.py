@@ -25,7 +25,7 @@ embedding); a Llama-shaped file is also what Mistral writes, so ``model_type`` i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -72,6 +72,8 @@ class Entry:
     #: row order to undo after slicing: transformers row i is stored row ``perm[i]`` (GPT-NeoX's per-head q/k/v,
     #: GPT-J's rotary halves)
     perm: Optional[tuple] = None
+    #: a tensor the file does not hold, of zeros of this shape (``name`` then names what it stands beside)
+    zeros: Optional[tuple] = None
 
 
 @dataclass
@@ -80,6 +82,7 @@ class Plan:
     config: dict
     notes: list
     dropped: list
+    filled: list = field(default_factory=list)  #: keys the class fills itself (a zero bias the converter skipped)
 
 
 class _Builder:
@@ -90,6 +93,7 @@ class _Builder:
         self.entries: list[Entry] = []
         self.notes: list[str] = []
         self.dropped: list[str] = []
+        self.filled: list[str] = []
         self.used: set[str] = set()
 
     def fail(self, what: str):
@@ -254,10 +258,12 @@ def plan(where: str, spec: str, shapes: Mapping, aliases: Mapping, settings: Map
             if cc.get(tok) in ids and key != "unk_token_id":
                 cfg[key] = ids[cc[tok]]
     cfg = {"model_type": mt, "architectures": [ARCHITECTURES[mt]], **cfg}
-    return Plan(b.entries, cfg, b.notes, b.dropped)
+    return Plan(b.entries, cfg, b.notes, b.dropped, b.filled)
 
 
 def shape_of(e: Entry, shapes: Mapping) -> tuple:
+    if e.zeros is not None:
+        return tuple(e.zeros)
     s = list(shapes[e.name])
     if e.rows is not None:
         s[0] = e.rows[1] - e.rows[0]
@@ -271,6 +277,9 @@ def apply(p: Plan, values: Mapping[str, np.ndarray]) -> dict:
     """``{key: float32 array}`` of the plan on the (dequantized, float32) variable values."""
     out = {}
     for e in p.entries:
+        if e.zeros is not None:
+            out[e.key] = np.zeros(e.zeros, np.float32)
+            continue
         a = np.asarray(values[e.name], dtype=np.float32)
         if e.rows is not None:
             a = a[e.rows[0]:e.rows[1]]
@@ -282,5 +291,8 @@ def apply(p: Plan, values: Mapping[str, np.ndarray]) -> dict:
             a = np.concatenate([a, np.zeros((e.pad_rows,) + a.shape[1:], np.float32)], 0)
         if e.pad_front:
             a = np.concatenate([np.zeros((e.pad_front,) + a.shape[1:], np.float32), a], 0)
-        out[e.key] = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a)
+        if any(np.may_share_memory(a, o) for o in out.values() if o.shape == a.shape):  # an alias placed twice:
+            a = a.copy()  # its own copy (a writer refuses tensors sharing memory that it has not tied itself)
+        out[e.key] = a
     return out
