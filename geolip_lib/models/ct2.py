@@ -30,7 +30,8 @@ from .ct2_check import run_both
 from .ct2_file import (DEQUANTIZED, MAX_BYTES, dequantize, folder_and_bin, read, read_header,  # noqa: F401
                        read_json, resolve_aliases)
 from .ct2_whisper import (TOKENIZER_FILE, _LAYER_MAP, _TOP_MAP, check_against_ctranslate2,  # noqa: F401
-                          convert_whisper, save_tokenizer, to_whisper_state_dict, whisper_config, whisper_name_map)
+                          convert_whisper, save_tokenizer, to_whisper_state_dict, whisper_config, whisper_header,
+                          whisper_name_map)
 from . import rebuild
 from .rebuild import Header
 
@@ -51,7 +52,7 @@ def _vocab(folder: Path) -> Optional[list]:
     return None
 
 
-def _table(folder_or_model_bin, given: Optional[Mapping], model_bin: str):
+def _table(folder_or_model_bin, model_bin: str):
     folder, path = folder_and_bin(folder_or_model_bin, model_bin)
     spec, revision, shapes, kinds, settings, aliases = read_header(path)
     cc = read_json(folder / "config.json") or {}
@@ -78,15 +79,14 @@ def header(folder_or_model_bin, family: Optional[str] = None, given: Optional[Ma
            model_bin: str = "model.bin") -> Header:
     """What a CTranslate2 folder holds, no tensor data read: the transformers keys and shapes it will fill, the
     config inferred (``model_type`` included), the stored dtype of each tensor, facts and notes."""
-    folder, path, spec, revision, shapes, kinds, settings, aliases, cc = _table(folder_or_model_bin, given, model_bin)
+    folder, path, spec, revision, shapes, kinds, settings, aliases, cc = _table(folder_or_model_bin, model_bin)
     facts = {"spec": spec, "revision": revision, "file": str(path), "bytes": path.stat().st_size,
              "variables": len(shapes), "family": family}
     if spec == "WhisperSpec":
         if family not in (None, "whisper"):
             raise ValueError(f"CTranslate2 file {path}: a WhisperSpec, but the params file says family {family}")
-        return Header("CTranslate2", {n: s for n, s in shapes.items() if s}, {"model_type": "whisper"},
-                      {n: kinds[n] for n in shapes if shapes[n]}, facts,
-                      ["Whisper names are mapped at conversion (ct2_whisper)"])
+        tensors, stored, config = whisper_header(str(path), shapes, kinds, settings, aliases)
+        return Header("CTranslate2", tensors, config, stored, facts, [])
     p, _ = _plan(path, spec, shapes, aliases, settings, cc, folder, given, family)
     tensors = {e.key: ct2_specs.shape_of(e, shapes) for e in p.entries}
     stored = {e.key: kinds[e.name] for e in p.entries if e.zeros is None}

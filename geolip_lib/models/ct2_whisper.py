@@ -34,7 +34,7 @@ from .ct2_file import resolve_aliases as _resolve
 #: CTranslate2 itself, for the conversion check only (its import loads its native library)
 ctranslate2 = lazy("ctranslate2")
 
-__all__ = ["check_against_ctranslate2", "convert_whisper", "save_tokenizer", "to_whisper_state_dict",
+__all__ = ["check_against_ctranslate2", "convert_whisper", "whisper_header", "save_tokenizer", "to_whisper_state_dict",
            "whisper_config", "whisper_name_map"]
 
 #: scalar variables of WhisperSpec (settings, not weights): read for num_heads, otherwise accepted and dropped
@@ -350,3 +350,43 @@ def check_against_ctranslate2(model_dir, out_dir, model_bin: str = "model.bin", 
         raise ValueError(f"the rebuilt Whisper's log-probs differ from CTranslate2's by {lp_diff:.2e} (tolerance "
                          f"1e-2): the conversion is wrong")
     return check
+
+
+def whisper_header(where: str, shapes: dict, kinds: dict, settings: dict, aliases: dict) -> tuple[dict, dict, dict]:
+    """``(tensors, stored, config)`` of a WhisperSpec from its variable table alone (no tensor data): the
+    transformers keys and shapes :func:`to_whisper_state_dict` will give (fused projections split, the converter's
+    zero k biases dropped, the tied projection left to the tie), each one's stored dtype, and the sizes."""
+    names = {n: s for n, s in shapes.items() if s and not n.endswith("/weight_scale")}
+    for a, t in aliases.items():
+        if a in _TOP_MAP and t in names:
+            names[a] = names[t]
+    tensors, stored = {}, {}
+    for name, shp in names.items():
+        kind = kinds.get(aliases.get(name, name), kinds.get(name))
+        if name in _TOP_MAP:
+            if name == "decoder/projection/weight" and aliases.get(name) == "decoder/embeddings/weight":
+                continue  # the tie
+            tensors[_TOP_MAP[name]], stored[_TOP_MAP[name]] = tuple(shp), kind
+            continue
+        m = _LAYER.match(name)
+        if m is None or m.group(3) not in _LAYER_MAP:
+            raise ValueError(f"CTranslate2 file {where}: variable {name!r} is not in the Whisper name map")
+        stack, i, rest = m.groups()
+        target, split = _LAYER_MAP[rest]
+        pre = f"model.{stack}.layers.{i}."
+        roles = [None] if split is None else (("q", "k", "v") if split == "qkv" else ("k", "v"))
+        for role in roles:
+            t = target if role is None else re.sub(r"\{[^}]*\}", role, target)
+            if role == "k" and t.endswith(".bias"):
+                continue
+            tensors[pre + t] = (shp[0] // len(roles),) + tuple(shp[1:])
+            stored[pre + t] = kind
+    d, mels = names["encoder/conv1/weight"][:2] if "encoder/conv1/weight" in names else (None, None)
+    config = {"model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"], "d_model": d,
+              "num_mel_bins": mels, "encoder_attention_heads": _scalar(settings, "encoder/num_heads"),
+              "decoder_attention_heads": _scalar(settings, "decoder/num_heads")}
+    for k in ("encoder_attention_heads", "decoder_attention_heads"):
+        if d is not None and (config[k] <= 0 or d % config[k]):
+            raise ValueError(f"CTranslate2 file {where}: {k.split('_')[0]}/num_heads is {config[k]}, which does "
+                             f"not divide d_model {d} (a broken or edited file)")
+    return tensors, stored, config
