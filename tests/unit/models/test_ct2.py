@@ -452,32 +452,3 @@ def test_source_ctranslate2_params_are_checked(tmp_path, over, words):
         load_model_params({k: v for k, v in {**_whisper_params(tmp_path), **over}.items() if v is not None})
     assert words in str(ei.value)
 
-
-@pytest.mark.parametrize("heads", [0, 3])
-def test_a_zero_or_lying_whisper_head_count_is_one_line(ct2_dir, tmp_path, heads):
-    """A ``num_heads`` of 0 (once a ZeroDivisionError deep in the conversion) or one that does not divide d_model."""
-    _, variables = ct2_dir
-    bad = [(n, np.array(heads, dtype=np.int16) if n == "decoder/num_heads" else a, k) for n, a, k in variables]
-    d = tmp_path / "bad"
-    d.mkdir()
-    write_ct2(d / "model.bin", bad, [("decoder/projection/weight", "decoder/embeddings/weight")])
-    with pytest.raises(ValueError) as e:
-        ct2.convert(d, tmp_path / "out")
-    _one_line(e, "decoder/num_heads is", str(heads), "does not divide d_model 32")
-    assert not (tmp_path / "out").exists()
-
-
-def test_the_whisper_header_reads_no_weights_and_predicts_the_converted_folder(ct2_dir, tmp_path):
-    from safetensors.torch import load_file
-
-    d, _ = ct2_dir
-    h = ct2.header(d, "whisper")
-    ct2.convert(d, tmp_path / "hf", "whisper")
-    saved = {k: tuple(v.shape) for k, v in load_file(str(tmp_path / "hf" / "model.safetensors")).items()}
-    assert h.tensors == saved and h.fmt == "CTranslate2" and h.facts["spec"] == "WhisperSpec"
-    assert h.config["model_type"] == "whisper" and h.config["d_model"] == 32 and h.config["encoder_attention_heads"] == 4
-    assert h.stored["model.encoder.layers.0.self_attn.q_proj.weight"] == "float16"
-    assert h.stored["model.decoder.layers.1.fc1.weight"] == "bfloat16"
-    with pytest.raises(ValueError) as e:
-        ct2.header(d, "bert")
-    _one_line(e, "WhisperSpec", "family bert")

@@ -271,3 +271,47 @@ def test_a_truncated_file_a_fifo_and_a_missing_folder_are_one_line(made, tmp_pat
     with pytest.raises(ValueError) as e:
         ct2.header(d, "decoder_lm")
     _one_line(e, "config.json", "not JSON")
+
+
+# ------------------------------------------------------------------------------- Whisper (the test_ct2.py writer)
+@pytest.fixture
+def whisper_dir(tmp_path):
+    """A tiny WhisperSpec folder (fused projections, float16 / bfloat16 weights, the tied projection an alias)."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    from tests.unit.models.test_ct2 import CFG, whisper_variables
+
+    torch.manual_seed(0)
+    variables = whisper_variables(WhisperForConditionalGeneration(WhisperConfig(**CFG)).eval())
+    d = tmp_path / "faster-whisper-tiny"
+    d.mkdir()
+    write_ct2(d / "model.bin", variables, [("decoder/projection/weight", "decoder/embeddings/weight")])
+    return d, variables
+
+
+@pytest.mark.parametrize("heads", [0, 3])
+def test_a_zero_or_lying_whisper_head_count_is_one_line(whisper_dir, tmp_path, heads):
+    """A ``num_heads`` of 0 (once a ZeroDivisionError deep in the conversion) or one that does not divide d_model."""
+    _, variables = whisper_dir
+    bad = [(n, np.array(heads, dtype=np.int16) if n == "decoder/num_heads" else a, k) for n, a, k in variables]
+    d = tmp_path / "bad"
+    d.mkdir()
+    write_ct2(d / "model.bin", bad, [("decoder/projection/weight", "decoder/embeddings/weight")])
+    with pytest.raises(ValueError) as e:
+        ct2.convert(d, tmp_path / "out")
+    _one_line(e, "decoder/num_heads is", str(heads), "does not divide d_model 32")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_whisper_header_reads_no_weights_and_predicts_the_converted_folder(whisper_dir, tmp_path):
+    d, _ = whisper_dir
+    h = ct2.header(d, "whisper")
+    ct2.convert(d, tmp_path / "hf", "whisper")
+    saved = {k: tuple(v.shape) for k, v in load_file(str(tmp_path / "hf" / "model.safetensors")).items()}
+    assert h.tensors == saved and h.fmt == "CTranslate2" and h.facts["spec"] == "WhisperSpec"
+    assert (h.config["model_type"], h.config["d_model"], h.config["encoder_attention_heads"]) == ("whisper", 32, 4)
+    assert h.stored["model.encoder.layers.0.self_attn.q_proj.weight"] == "float16"
+    assert h.stored["model.decoder.layers.1.fc1.weight"] == "bfloat16"
+    with pytest.raises(ValueError) as e:
+        ct2.header(d, "bert")
+    _one_line(e, "WhisperSpec", "family bert")
