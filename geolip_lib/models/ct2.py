@@ -1,9 +1,11 @@
 """CTranslate2 model folders (``model.bin`` binary version 6) read without CTranslate2 and rebuilt as transformers.
 
-The façade of four modules: :mod:`.ct2_file` (the bounded reader, with a header-only mode),
-:mod:`.ct2_specs` (the converter's variable names mapped back to transformers state-dict keys: Llama, Mistral,
-Qwen2, GPT-2, BERT, Marian), :mod:`.ct2_whisper` (faster-whisper's ``WhisperSpec``) and :mod:`.ct2_check`
-(CTranslate2 itself run against the rebuilt model). The API the loaders call:
+The façade of: :mod:`.ct2_file` (the bounded reader, with a header-only mode), :mod:`.ct2_specs` with
+:mod:`.ct2_decoders` and :mod:`.ct2_encoders` (the converter's variable names mapped back to transformers
+state-dict keys: Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, OPT, GPT-NeoX, GPT-J, BLOOM, Falcon, BERT, RoBERTa,
+XLM-RoBERTa, DistilBERT, Marian, T5), :mod:`.ct2_whisper` (faster-whisper's ``WhisperSpec``) and
+:mod:`.ct2_check` (CTranslate2 itself run against the rebuilt model). The folder is written by
+:func:`.rebuild.write_folder`. The API the loaders call:
 
 * :func:`header` -- what the folder holds without reading any weight's bytes (the variable table, the rank-0
   settings such as ``num_heads``, CTranslate2's ``config.json`` and vocabulary), as a :class:`.rebuild.Header`;

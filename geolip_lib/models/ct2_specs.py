@@ -2,8 +2,10 @@
 
 The converter (``ctranslate2/converters/transformers.py``, one ``*Loader`` per transformers config class) fills a
 spec (``ctranslate2/specs/transformer_spec.py``, ``attention_spec.py``, ``common_spec.py``) with the model's
-tensors under CTranslate2's own names. This module inverts the loaders for the families read here; each inverse
-is a *plan*: one :class:`Entry` per transformers tensor (which CTranslate2 variable, which rows of a fused
+tensors under CTranslate2's own names. This module inverts the loaders for the families read here (the maps live
+in :mod:`.ct2_decoders`: Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, OPT, GPT-NeoX, GPT-J, BLOOM, Falcon; and
+:mod:`.ct2_encoders`: BERT, RoBERTa, XLM-RoBERTa, DistilBERT, Marian, T5; Whisper is :mod:`.ct2_whisper`'s); each
+inverse is a *plan*: one :class:`Entry` per transformers tensor (which CTranslate2 variable, which rows of a fused
 projection, transposed or not, rows to add back), built from the variable table alone (names, shapes and the
 rank-0 settings such as ``num_heads``), so the preflight's header needs no tensor data and the conversion applies
 the same plan to the values. What the loaders did, and how it is undone:
@@ -11,16 +13,22 @@ the same plan to the values. What the loaders did, and how it is undone:
 * fused projections: self-attention ``linear_0`` = ``[q; k; v]`` (grouped-query sizes from ``num_heads_kv``),
   cross-attention ``linear_1`` = ``[k; v]``: split by rows;
 * GPT-2's ``Conv1D`` weights were transposed (``set_linear``): transposed back;
-* Marian: the converter drops the ``<pad>`` row of the shared embeddings and of the output projection (its
-  decoder starts from a zero embedding instead): a zero row is added back (noted);
-* layer norms: ``gamma`` / ``beta`` -> ``weight`` / ``bias``; Llama-style RMS norms have ``gamma`` only;
-* what the converter dropped (GPT-2's tied ``lm_head``, Marian's sinusoidal position table that the class
-  recomputes) is noted, not invented.
+* row orders: GPT-NeoX / BLOOM / Falcon store per-head q/k/v interleaves as ``[q; k; v]``, GPT-J permutes q and
+  k for its sliced rotary: the order is put back (:attr:`Entry.perm`);
+* rows the converter drops: Marian's ``<pad>`` row (its decoder starts from a zero embedding instead), OPT's first
+  two position rows, RoBERTa's first ``padding_idx + 1``: never read, added back as zeros (noted);
+* layer norms: ``gamma`` / ``beta`` -> ``weight`` / ``bias``; RMS norms have ``gamma`` only (Gemma's stored as
+  transformers keeps it: CTranslate2 adds the 1 itself);
+* what the converter dropped (a tied ``lm_head``, XLM-RoBERTa's classifier) is noted, not invented; a zero
+  ``final_logits_bias`` it skipped is given as zeros (:attr:`Plan.filled`).
 
 A variable the plan has no place for is refused by name (one line); so is a head count that is zero or does not
-fit the shapes. ``model_type`` is read from the structure where only one family writes it (Qwen2: q/k/v biases
-without an o bias; GPT-2: learned positions + pre-norm + gelu_new; BERT: token types + pooler; Marian: zero start
-embedding); a Llama-shaped file is also what Mistral writes, so ``model_type`` is asked for by name there.
+fit the shapes. ``model_type`` is read from the structure where only one loader writes it (Qwen2: q/k/v biases
+without an o bias; Qwen3: q/k norms; Gemma: norms stored as ``1 + weight``; GPT-2: learned positions + gelu_new;
+OPT: learned positions + ReLU; BLOOM: ALiBi + embedding norm; GPT-J: one shared norm; Falcon: parallel attention
+with fewer kv heads; BERT: two token types + pooler; DistilBERT: neither; Marian: zero start embedding; T5:
+relative attention bias). A Llama-shaped file is also what Mistral writes, and RoBERTa / XLM-RoBERTa write what
+BERT does (one token type instead of two), so ``model_type`` is asked for by name there.
 """
 from __future__ import annotations
 
