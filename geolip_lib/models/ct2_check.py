@@ -17,7 +17,7 @@ The difference is measured relative to the reference's scale (``max |a - b| / ma
   row to int8 before every matmul (``int8_float32`` on CPU); the rebuilt model holds the dequantized weights in
   float32 and does not round its activations. The activation rounding (half a step of 1/127 of each row's max,
   about 0.4 % per element) is the error left; through a few layers and the softmax it stays within a few percent
-  of the output's scale on the tiny test models (measured with ctranslate2 4.8.5 on the seventeen recipes of
+  of the output's scale on the tiny test models (measured with ctranslate2 4.8.5 on the eighteen families of
   tests/formats/ct2_recipes.py: 1.6e-4 to 1.1e-2, OPT the largest). A wrong
   map (a swapped or transposed matrix) gives differences of the order of the scale itself, far above either bound.
 """
