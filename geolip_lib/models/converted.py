@@ -157,10 +157,13 @@ def check_file(p: ModelParams, path: Path):
     conv = CONVERTERS[p.source]
     _tokenizer_files(p, path.parent)
     try:
-        return conv.header(p, path)
+        header = conv.header(p, path)
     except Exception as exc:  # noqa: BLE001 - whatever a hostile header makes a reader raise: one line naming it
         raise ModelFileError(f"model '{p.name}': {conv.fmt} file {path} cannot be read ({short_error(exc, 300)})") \
             from None
+    # a plain transformers config for the preflight and the planner: what the inference noted stays in the notes
+    header.config = {k: v for k, v in header.config.items() if not str(k).startswith("_")}
+    return header
 
 
 def _beside(path: Path) -> list[Path]:
