@@ -26,8 +26,9 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 import torch
+import transformers
 
-from . import ct2_specs
+from . import ct2_plan, ct2_specs
 from .ct2_check import run_both
 from .ct2_file import (DEQUANTIZED, MAX_BYTES, dequantize, folder_and_bin, read, read_header,  # noqa: F401
                        read_json, resolve_aliases)
@@ -65,7 +66,7 @@ def _table(folder_or_model_bin, model_bin: str):
 
 def _plan(path, spec, shapes, aliases, settings, cc, folder, given, family):
     vocab = _vocab(folder)
-    p = ct2_specs.plan(str(path), spec, shapes, aliases, settings, cc, vocab, dict(given or {}), family)
+    p = ct2_plan.plan(str(path), spec, shapes, aliases, settings, cc, vocab, dict(given or {}), family)
     if vocab is not None and len(vocab) != p.config.get("vocab_size") and p.config["model_type"] != "marian":
         p.notes.append(f"the vocabulary file lists {len(vocab)} tokens, the embeddings {p.config.get('vocab_size')}")
     for k, v in (given or {}).items():  # the params file's config: wins where the file is silent, is checked where not
@@ -99,8 +100,6 @@ def _write_without_pooler(config: Mapping, tensors: Mapping[str, np.ndarray], ou
     """The one case :func:`.rebuild.write_folder` does not build: an encoder whose file has no pooler (the
     converter read XLM-RoBERTa's classification model, built without one). Its class is made with
     ``add_pooling_layer=False``, every tensor must have a place and every parameter a tensor."""
-    import transformers
-
     cfg = {k: v for k, v in config.items() if not k.startswith("_")}
     mt, arch = cfg.pop("model_type"), cfg["architectures"][0]
     torch.manual_seed(0)
@@ -169,8 +168,6 @@ def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: O
     written = _write(p.config, tensors, out_dir, str(path))
     notes = list(p.notes)
     if p.config["model_type"] == "marian":  # the table the class recomputes vs the file's
-        import transformers
-
         m = transformers.MarianMTModel.from_pretrained(str(out_dir))  # the table it recomputes (not saved)
         mine = m.model.decoder.embed_positions.weight.detach().numpy()
         theirs = values.get(aliases.get("decoder/position_encodings/encodings", "decoder/position_encodings/encodings"))

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import transformers
 
 from ..lazy import lazy
 
@@ -53,8 +54,6 @@ def _rel(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 def run_both(folder: Path, out_dir: Path, where: str, model_type: str, vocab: list, int8: bool) -> dict:
     """Run the CTranslate2 folder and the rebuilt transformers folder on the same ids (module docstring)."""
-    import transformers
-
     cfg = transformers.AutoConfig.from_pretrained(str(out_dir))
     model = getattr(transformers, cfg.architectures[0]).from_pretrained(str(out_dir)).eval()
     special = {getattr(cfg, k, None) for k in ("pad_token_id", "bos_token_id", "eos_token_id",

@@ -18,7 +18,11 @@ from typing import Mapping
 
 import numpy as np
 
+from ..lazy import lazy
 from .ct2_specs import ACTIVATIONS, _Builder
+
+#: the converter's own rotary permutation (GPT-J), inverted here; its import loads CTranslate2's native library
+ct2_utils = lazy("ctranslate2.converters.utils")
 
 def llama(b: _Builder, mt: str, cc: Mapping) -> dict:
     d = b.shape("decoder/embeddings/weight")[1]
@@ -295,8 +299,6 @@ def falcon(b: _Builder, cc: Mapping) -> dict:
 
 
 def gptj(b: _Builder, cc: Mapping) -> dict:
-    from ctranslate2.converters.utils import permute_for_sliced_rotary  # the converter's own permutation
-
     d = b.shape("decoder/embeddings/weight")[1]
     n = b.layers("decoder")
     heads = b.heads("decoder/num_heads", d)
@@ -304,7 +306,8 @@ def gptj(b: _Builder, cc: Mapping) -> dict:
     rot = _rotary(b, hd)
     if rot % 2 or rot > hd:
         b.fail(f"rotary_dim {rot} does not fit the head size {hd}")
-    fwd = permute_for_sliced_rotary(np.arange(d, dtype=np.float64)[:, None].copy(), heads, rot)[:, 0].astype(int)
+    rows = np.arange(d, dtype=np.float64)[:, None].copy()
+    fwd = ct2_utils.permute_for_sliced_rotary(rows, heads, rot)[:, 0].astype(int)
     perm = tuple(int(i) for i in np.argsort(fwd))  # stored row k came from transformers row fwd[k]
     for i in range(n):
         p, q = f"transformer.h.{i}.", f"decoder/layer_{i}/"
