@@ -256,7 +256,10 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
     parts = {"model": 0, "twin": 0, "work": 0, "float32_model": 0, "float32_twin": 0}  # device bytes, for advice
     for i, (name, mi) in enumerate(zip(names, infos)):
         mp = load_model_params(name)
-        if mi.download:
+        if mi.download and mi.download_source == "converted copy":  # an ONNX / CTranslate2 file's folder, written
+            # once by the first load: a cache, not a download
+            items.append(DiskItem("caches", ("converted", name), mi.download, cache))
+        elif mi.download:
             items.append(DiskItem("hub", ("hub", name), mi.download, mi.files_dir or hf_cache_dir(), mi.present))
         if mp.source == "tiny":
             built = any((cache / "tiny_models").glob(f"{name}-*"))

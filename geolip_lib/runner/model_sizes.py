@@ -230,6 +230,8 @@ def _model_info(p) -> ModelInfo:
         download, dl_source = params * DTYPE_BYTES.get(stored, 4), "config x dtype"
         layers, vocab, image_tokens = _layers_vocab_or_zero(cfg)
         del model
+        if files_dir is None and p.source in ("onnx", "ctranslate2"):  # not converted yet: read from its header
+            source, download, dl_source = "file header", params * DTYPE_BYTES["float32"], "converted copy"
     elif _stored_key(p) in stored_checkpoints():
         d = stored_checkpoints()[_stored_key(p)]
         params, (rows, cols) = int(d["params"]), d["largest"]

@@ -36,6 +36,9 @@ WIDTH = 120  # the plan's lines fit a 120-column terminal
 # the rows' "from" parts, in words (model_sizes / estimate write them short, the tests read them so)
 SOURCE_WORDS = [
     (r"config on meta device", "parameters counted on the model's config (built without weights)"),
+    (r"file header", "parameters counted from the file's header (its tensors' shapes; nothing converted yet: the "
+                     "first load converts it once and checks it against its own runtime)"),
+    (r"download converted copy", "disk: the float32 folder the first load converts the file into (.cache/converted)"),
     (r"params file size_note", "parameters from its params file's size_note (no config at hand: shapes are bounded "
                                "from above)"),
     (r"download measured", "download: its files on disk, measured"),
