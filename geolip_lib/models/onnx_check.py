@@ -32,13 +32,22 @@ BATCH, SEQ = 2, 7
 
 
 def _rebuilt(out_dir: Path):
+    """The rebuilt model, built with the constructor keywords the import used (``add_pooling_layer=False`` for a
+    graph without a pooler: its record in ``onnx_source.json`` says so; a config has no field for it)."""
+    import json
+
     import transformers
     cfg = transformers.AutoConfig.from_pretrained(str(out_dir))
     arch = (getattr(cfg, "architectures", None) or [None])[0]
     cls = getattr(transformers, arch, None) if arch else None
     if cls is None:
         cls = transformers.AutoModel
-    return cls.from_pretrained(str(out_dir)).float().eval()
+    rec = Path(out_dir) / "onnx_source.json"
+    kw = {}
+    if rec.is_file():
+        written = json.loads(rec.read_text(encoding="utf-8")).get("written") or {}
+        kw = dict(written.get("init_kwargs") or {})
+    return cls.from_pretrained(str(out_dir), **kw).float().eval()
 
 
 def _gather_elements():

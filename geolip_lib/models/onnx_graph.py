@@ -78,8 +78,9 @@ def load_proto(path: Path, max_bytes: int = MAX_BYTES) -> onnx.ModelProto:
     return model
 
 
-def _external(t, folder: Path, budget: list) -> bytes:
-    """The bytes of an initializer stored outside the model file, if they lie inside ``folder``."""
+def _extent(t, folder: Path) -> tuple:
+    """Where an initializer stored outside the model file lies: ``(file, offset, length)``, checked to be a plain
+    path inside ``folder`` and a range inside that file (nothing is read)."""
     info = {e.key: e.value for e in t.external_data}
     loc = info.get("location", "")
     if not loc or os.path.isabs(loc) or Path(loc).is_absolute() or ".." in Path(loc).parts:
@@ -97,6 +98,12 @@ def _external(t, folder: Path, budget: list) -> bytes:
     if offset < 0 or length < 0 or offset + length > st.st_size:
         raise fail(f"initializer {t.name}: external data [{offset}, {offset + length}) lies outside {loc} "
                    f"({st.st_size} B)")
+    return target, offset, length
+
+
+def _external(t, folder: Path, budget: list) -> bytes:
+    """The bytes of an initializer stored outside the model file, if they lie inside ``folder``."""
+    target, offset, length = _extent(t, folder)
     budget[0] -= length
     if budget[0] < 0:
         raise fail(f"initializer {t.name}: external data takes the file and its data over the cap")
@@ -207,6 +214,15 @@ class Part:
         perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), [1, 0])
         src = self.source(n.input[0])
         return src if src is not None and len(self.inits[src].dims) == 2 and perm == [1, 0] else None
+
+    def check_extents(self) -> None:
+        """Every initializer stored outside the file lies inside its data file: a truncated or damaged data file
+        is refused before a model is written, even where the damage falls on a tensor that is not placed (a
+        buffer, a constant) -- the header reads no data and does not check this."""
+        folder = self.path.resolve().parent
+        for t in self.inits.values():
+            if t.data_location == onnx.TensorProto.EXTERNAL:
+                _extent(t, folder)
 
     def array(self, name: str) -> np.ndarray:
         if name not in self._arrays:

@@ -157,6 +157,8 @@ def convert(path: str | os.PathLike, out_dir: str | os.PathLike, family: str | M
         return convert_dinov2(path, out_dir, dict(given or {}), prefix="backbone" if prefix is None else prefix,
                               max_bytes=max_bytes)
     parts, placements, left_out, notes, config, filled = _plan(path, family, given, prefix, max_bytes)
+    for p in parts:
+        p.check_extents()
     arrays = {**materialize(placements, parts), **{k: make() for k, (_, make) in filled.items()}}
     tensors = {k: torch.from_numpy(np.array(v, dtype=np.float32 if v.dtype == np.float64 else v.dtype))
                for k, v in arrays.items()}
@@ -173,7 +175,8 @@ def convert(path: str | os.PathLike, out_dir: str | os.PathLike, family: str | M
               "placements": [pl.record(parts) for pls in placements.values() for pl in pls],
               "transposed": sorted(k for k, p in placements.items() if p[0].transposed),
               "dtypes": sorted({dtype_name(parts[p[0].part].inits[p[0].source]) for p in placements.values()}),
-              "notes": notes, "left_out": left_out, "facts": _facts(parts, left_out),
+              "notes": notes + list(written.get("notes") or []), "left_out": left_out,
+              "facts": {**_facts(parts, left_out), "inferred": config.get(rebuild.NOTES)},
               "written": written if isinstance(written, dict) else {}}
     (out_dir / SOURCE_INFO).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
     return record

@@ -23,7 +23,8 @@ model_type: tests/unit/models/test_rebuild.py, marked external).
 Notes. ``infer_config(...)[NOTES]`` (a private key :func:`write_folder` ignores) holds ``class`` (the class the
 shapes fill), ``read`` (fields read from shapes) with ``sources`` (the key each came from), ``given`` and
 ``defaulted`` (fields a forward depends on that no shape shows and nobody gave: transformers' defaults), for a
-note in the plan. Pop it before writing the config anywhere else.
+note in the plan. Pop it before writing the config anywhere else (:class:`Header` does: it keeps it in
+``facts["inferred"]`` and a note).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from ..families import family_of_model_type, spec
 from ..families.shapes import ONLY_IF_KNOWN, Table, table_of
 from .rebuild_classes import best_place, layouts, make_config, output_ties
 
-__all__ = ["Header", "NOTES", "infer_config", "write_folder"]
+__all__ = ["Header", "NOTES", "infer_config", "inferred_note", "write_folder"]
 
 #: the private key of :func:`infer_config`'s result holding what was read, given and defaulted (for a note)
 NOTES = "_inferred"
@@ -59,6 +60,28 @@ class Header:
     stored: dict[str, str] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        """``config`` is a plain transformers config (the preflight and the planner read it as one): what
+        :func:`infer_config` says about it (its private :data:`NOTES` key) moves to ``facts["inferred"]`` and a
+        note."""
+        self.config = dict(self.config)
+        inferred = self.config.pop(NOTES, None)
+        for k in [k for k in self.config if str(k).startswith("_")]:
+            self.config.pop(k)
+        if inferred:
+            self.facts = {**self.facts, "inferred": inferred}
+            self.notes = list(self.notes) + [inferred_note(inferred)]
+
+
+def inferred_note(inferred: Mapping[str, Any]) -> str:
+    """One line for the plan: the class the shapes fill, the fields read from shapes, given and defaulted."""
+    parts = [f"config of {inferred.get('class', '?')}: {len(inferred.get('read', []))} fields read from shapes"]
+    if inferred.get("given"):
+        parts.append(f"given: {', '.join(inferred['given'])}")
+    if inferred.get("defaulted"):
+        parts.append(f"transformers' defaults for {', '.join(inferred['defaulted'])}")
+    return "; ".join(parts)
 
 
 def _flat(d: Mapping[str, Any], pre: str = "") -> dict:

@@ -11,6 +11,7 @@ running model's names (``runtime``), which are turned into checkpoint names by t
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -58,6 +59,9 @@ class Layout:
     tied: dict = field(default_factory=dict)
     #: non-persistent buffers (``position_ids``, rotary ``inv_freq``): not saved; a reader that gives one is not wrong
     buffers: frozenset = frozenset()
+    #: the constructor's keywords this layout was built with (``add_pooling_layer=False``: the class without its
+    #: pooler, which feature-extraction exports leave out since the pooled output is not what they return)
+    kwargs: dict = field(default_factory=dict)
 
 
 #: buffers older transformers saved (or an exporter keeps) that a 5.x model computes: a per-layer rotary
@@ -98,17 +102,29 @@ def _sub(cls, config):
     return None
 
 
+def _builds(cls) -> list:
+    """The constructor keywords each candidate of ``cls`` is built with: as it is, and -- where its constructor
+    takes ``add_pooling_layer`` (BertModel, RobertaModel, ViTModel ...) -- without the pooler, which Optimum's
+    feature-extraction graphs do not hold (they return the hidden states only). The class offers that switch
+    itself, so the rebuilt folder holds exactly the file's tensors and no pooler is ever made up."""
+    try:
+        takes = "add_pooling_layer" in inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        takes = False
+    return [{}, {"add_pooling_layer": False}] if takes else [{}]
+
+
 def layouts(config, errors: list | None = None) -> list[Layout]:
     """Every candidate class of ``config``'s model_type, built on meta (a class that cannot be built is left out,
-    its error's first line appended to ``errors``)."""
+    its error's first line appended to ``errors``); a class with a switchable pooler twice (:func:`_builds`)."""
     out = []
-    for cls in _classes(config):
+    for cls, kw in ((c, kw) for c in _classes(config) for kw in _builds(c)):
         sub = _sub(cls, config)
         if sub is None:
             continue
         try:
             with quiet_transformers(), torch.device("meta"):
-                model = cls(sub)
+                model = cls(sub, **kw)
         except Exception as e:  # noqa: BLE001 -- a class this config cannot make: not a candidate
             if errors is not None:
                 errors.append(f"{cls.__name__}: {(str(e).splitlines() or [type(e).__name__])[0][:200]}")
@@ -120,7 +136,7 @@ def layouts(config, errors: list | None = None) -> list[Layout]:
             out.append(Layout(cls, model, ck, {k: tuple(v.shape) for k, v in sd.items()},
                               getattr(model, "base_model_prefix", "") or "",
                               dict(getattr(model, "all_tied_weights_keys", {}) or {}),
-                              frozenset(k for k, _ in model.named_buffers() if k not in sd)))
+                              frozenset(k for k, _ in model.named_buffers() if k not in sd), dict(kw)))
     return out
 
 
@@ -128,7 +144,8 @@ def layouts(config, errors: list | None = None) -> list[Layout]:
 class Placement:
     """Where the given keys go in one layout: ``ckpt`` (given -> checkpoint key), ``runtime`` (given -> running
     key, to be reverted), ``unplaced`` (given keys with no place), ``missing`` (checkpoint keys nobody fills),
-    ``buffers`` (given keys that are non-persistent buffers: left out, transformers computes them)."""
+    ``buffers`` (given keys that are non-persistent buffers: left out, transformers computes them), ``twins``
+    (absent checkpoint key -> the present key it is tied to, whose values it takes: see :func:`place`)."""
 
     layout: Layout
     ckpt: dict
@@ -136,6 +153,7 @@ class Placement:
     unplaced: list
     missing: list
     buffers: list = field(default_factory=list)
+    twins: dict = field(default_factory=dict)
 
     @property
     def score(self) -> tuple:
@@ -175,7 +193,14 @@ def place(keys, lay: Layout, optional=()) -> Placement:
     if rt:
         have |= set(to_ckpt(lay, {v: torch.empty(lay.runtime[v], device="meta") for v in rt.values()}))
     missing = [k for k in lay.ckpt if k not in have and k not in optional]
-    return Placement(lay, ck, rt, unplaced, missing, buffers)
+    twins = {}
+    for k in missing:  # a tie's source absent, one of its tied copies present: the same Parameter in the class
+        group = [k] + [t for t, s in lay.tied.items() if s == k] if k in lay.tied.values() else []
+        twin = next((t for t in group if t in have), None)
+        if twin is not None:
+            twins[k] = twin
+    missing = [k for k in missing if k not in twins]
+    return Placement(lay, ck, rt, unplaced, missing, buffers, twins)
 
 
 def best_place(keys, lays: list, architectures=()) -> Placement:
@@ -203,5 +228,5 @@ def output_ties(lay: Layout, cfg: Mapping[str, Any]) -> set:
         return set()
     sub = _sub(lay.cls, make_config({**cfg, "tie_word_embeddings": False}))
     with quiet_transformers(), torch.device("meta"):
-        untied = lay.cls(sub)
+        untied = lay.cls(sub, **lay.kwargs)
     return set(lay.tied) - set(getattr(untied, "all_tied_weights_keys", {}) or {})

@@ -65,7 +65,9 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     are fine); ``filled``: keys the caller made up itself (recorded). Returns the record: ``class``,
     ``model_type``, ``tied``, ``dropped_tied``, ``renamed`` ({count, examples: [(given, placed)]}), ``filled``,
     ``dtypes`` (dtype -> count), ``saved_dtype``, ``buffers_left_out`` (given non-persistent buffers, which
-    transformers computes itself), ``n_params``, ``config`` (the saved config as a dict).
+    transformers computes itself), ``n_params``, ``config`` (the saved config as a dict), ``init_kwargs`` (the
+    constructor keywords the class was built with: ``add_pooling_layer=False`` when the file holds no pooler;
+    load the folder with them), ``from_twin`` (absent tie source -> the tied copy it was filled from), ``notes``.
     """
     from .rebuild import _candidates  # the shared candidate builder (ties on, so a tied table may be absent)
 
@@ -93,6 +95,9 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     runtime = {best.runtime[k]: given[k] for k in best.runtime}
     if runtime:
         ck.update(to_ckpt(lay, runtime))
+    notes = _twins(best, ck, cfg)
+    if lay.kwargs.get("add_pooling_layer") is False:
+        notes.append(f"no pooler in the file: rebuilt as {name}(add_pooling_layer=False), without one")
     bad = [(k, tuple(v.shape), lay.ckpt[k]) for k, v in ck.items() if tuple(v.shape) != lay.ckpt[k]]
     if bad:
         k, a, b = bad[0]
@@ -124,7 +129,7 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
         save_file(ck, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         make_config(cfg).save_pretrained(tmp)
         with quiet_transformers():
-            model, info = lay.cls.from_pretrained(tmp, output_loading_info=True, dtype=dtype)
+            model, info = lay.cls.from_pretrained(tmp, output_loading_info=True, dtype=dtype, **lay.kwargs)
         problems = [(what, sorted(info.get(what) or [])) for what in ("missing_keys", "unexpected_keys",
                                                                        "mismatched_keys", "error_msgs")]
         problems = [(w, ks) for w, ks in problems if ks]
@@ -144,7 +149,25 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     return {"class": name, "model_type": mt, "tied": bool(tied), "dropped_tied": drop,
             "saved_dtype": str(dtype).replace("torch.", "") if dtype else None, "buffers_left_out": best.buffers,
             "renamed": {"count": len(renamed), "examples": renamed[:3]}, "filled": filled, "dtypes": counts,
-            "n_params": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}
+            "n_params": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict(),
+            "init_kwargs": dict(lay.kwargs), "from_twin": dict(best.twins), "notes": notes}
+
+
+def _twins(best, ck: dict, cfg: dict) -> list:
+    """Fill each absent tie source from its present tied copy (:attr:`Placement.twins`; dynamo's BART / Marian
+    graphs hold the shared table once, as ``model.encoder.embed_tokens.weight`` or ``lm_head.weight``, each the
+    same Parameter as ``model.shared.weight`` in the class, so the values are the file's own). A copy the class
+    always ties is preferred to the output head, which only ``tie_word_embeddings`` ties: when the two differ the
+    head is the untied one. The candidates are built with the config's flag (on unless given off), so a head the
+    config unties is no twin. Returns the notes."""
+    notes, lay = [], best.layout
+    out = output_ties(lay, cfg) if best.twins else set()
+    for s, t in best.twins.items():
+        copies = [c for c, src in lay.tied.items() if src == s and c in ck]
+        t = next((c for c in copies if c not in out), t)
+        ck[s], best.twins[s] = ck[t], t
+        notes.append(f"{s}: not in the file; the same Parameter as {t} in {lay.cls.__name__} (tied): filled from it")
+    return notes
 
 
 def _check_saved(out_dir: Path, ck: dict) -> None:

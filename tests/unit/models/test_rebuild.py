@@ -22,7 +22,7 @@ from transformers.core_model_loading import revert_weight_conversion
 
 from geolip_lib.families import REGISTRY, tiny_type_models
 from geolip_lib.models.common import quiet_transformers
-from geolip_lib.models.rebuild import infer_config, write_folder
+from geolip_lib.models.rebuild import NOTES, Header, infer_config, write_folder
 from geolip_lib.models.rebuild_classes import layouts, make_config
 
 pytestmark = pytest.mark.unit
@@ -284,3 +284,65 @@ def test_transformers_4_57_names_are_5_23_s_checkpoint_names():
     got = subprocess.run([str(ROOT / py) if not Path(py).is_absolute() else py, "-c", _DUMP], input=json.dumps(job),
                          capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert json.loads(got) == want
+
+
+def test_a_file_without_a_pooler_is_rebuilt_without_one(tmp_path):
+    """Optimum's feature-extraction graphs hold no pooler: the class is built without one (its constructor's
+    ``add_pooling_layer=False``), so the folder holds exactly the given tensors; none is made up."""
+    cfg, model, sd = _tiny("bert", "bert", "BertModel")
+    bare = {k: v for k, v in sd.items() if not k.startswith("pooler.")}
+    assert len(bare) == len(sd) - 2
+    inferred = infer_config("bert", {k: tuple(v.shape) for k, v in bare.items()}, cfg)
+    assert inferred[NOTES]["class"] == "BertModel"
+    rec = write_folder(inferred, bare, tmp_path / "bare")
+    assert rec["class"] == "BertModel" and rec["init_kwargs"] == {"add_pooling_layer": False}
+    assert any("no pooler in the file" in n for n in rec["notes"])
+    saved = _saved(tmp_path / "bare")
+    assert set(saved) == set(bare) and all(_bits_equal(saved[k], bare[k]) for k in bare)
+    with quiet_transformers():
+        back, info = type(model).from_pretrained(tmp_path / "bare", output_loading_info=True, add_pooling_layer=False)
+    assert back.pooler is None and not any(info[k] for k in ("missing_keys", "unexpected_keys"))
+    x = torch.randint(0, model.config.vocab_size, (2, 5))
+    with torch.no_grad():
+        assert torch.equal(back.eval()(x).last_hidden_state, model(x).last_hidden_state)
+    rec = write_folder(cfg, sd, tmp_path / "whole")  # a pooler in the file: the class keeps it
+    assert rec["init_kwargs"] == {} and not rec["notes"] and set(_saved(tmp_path / "whole")) == set(sd)
+    with pytest.raises(ValueError) as e:  # half a pooler is a missing tensor, not a pooler-less model
+        write_folder(cfg, {**bare, "pooler.dense.weight": sd["pooler.dense.weight"]}, tmp_path / "half")
+    assert "pooler.dense.bias" in _one_line(e)
+
+
+def test_a_tied_table_held_under_one_name_fills_its_twins(tmp_path):
+    """Dynamo's BART graphs hold the shared table only as ``model.encoder.embed_tokens.weight``: in the class that
+    is the same Parameter as ``model.shared.weight`` (and the decoder's table, and the tied head), so the absent
+    source is filled from it and recorded; a head tied only by ``tie_word_embeddings`` fills nothing when the
+    config unties it: the input table is then missing."""
+    cfg, model, sd = _tiny("bart", "bart", "BartForConditionalGeneration")
+    enc = sd["model.encoder.embed_tokens.weight"]
+    only = {k: v for k, v in sd.items()
+            if k not in ("model.shared.weight", "model.decoder.embed_tokens.weight", "lm_head.weight")}
+    inferred = infer_config("bart", {k: tuple(v.shape) for k, v in only.items()}, cfg)
+    rec = write_folder(inferred, only, tmp_path / "bart")
+    assert rec["class"] == "BartForConditionalGeneration" and rec["tied"]
+    assert rec["from_twin"] == {"model.shared.weight": "model.encoder.embed_tokens.weight"}
+    assert any("model.shared.weight: not in the file" in n for n in rec["notes"])
+    back = _reload(type(model), tmp_path / "bart")
+    for k in ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
+              "lm_head.weight"):
+        assert torch.equal(back.state_dict()[k], enc), k
+    lcfg, _, lsd = _tiny("decoder_lm", "llama")
+    head_only = {k: v for k, v in lsd.items() if k != "model.embed_tokens.weight"}
+    with pytest.raises(ValueError) as e:
+        write_folder({**lcfg, "tie_word_embeddings": False}, head_only, tmp_path / "untied")
+    assert "are missing: model.embed_tokens.weight" in _one_line(e)
+
+
+def test_the_header_config_is_a_plain_transformers_config():
+    """What infer_config says about the config moves out of ``Header.config`` into facts and a note."""
+    cfg, _, sd = _tiny("bert", "bert", "BertModel")
+    inferred = infer_config("bert", {k: tuple(v.shape) for k, v in sd.items()}, cfg)
+    h = Header("ONNX", {k: tuple(v.shape) for k, v in sd.items()}, inferred)
+    assert NOTES in inferred and not any(k.startswith("_") for k in h.config)
+    assert h.facts["inferred"]["class"] == "BertModel" and h.config["model_type"] == "bert"
+    assert any(n.startswith("config of BertModel:") for n in h.notes)
+    make_config(h.config)  # transformers takes it as it is
