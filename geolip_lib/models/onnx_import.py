@@ -108,11 +108,26 @@ def _plan(path: Path, family: str, given: Optional[Mapping[str, Any]], prefix: O
         config = rebuild.infer_config(family, shapes, cfg)
     except OnnxImportError:
         raise
-    except ValueError as e:  # the reason a tensor is missing, when the file shows it: a fixed-shape export
-        fixed = [n for n in notes if "fixed shapes" in n]
-        raise fail(f"{Path(path).name}: {e}" + (f"; {fixed[0]}" if fixed else "")) from None
+    except ValueError as e:  # the reason a tensor is missing, when the file shows it: a folded table
+        raise fail(f"{Path(path).name}: {e}{_why_missing(notes, left_out)}") from None
     notes = notes + unfold_norms(placements, parts, str(config.get("model_type", "")))
     return parts, placements, left_out, notes, config, filled
+
+
+def _why_missing(notes: list, left_out: list) -> str:
+    """What the file shows about a tensor it lacks, for the end of the one-line error: a position table folded
+    to the rows used (its note says how to export again), else the float initializers no node names a module
+    for -- weights a graph optimizer folded into computed constants (DeBERTa's relative embeddings in torch's
+    optimized export), which cannot be undone from the file."""
+    fixed = [n for n in notes if "folded to the rows used" in n]
+    if fixed:
+        return f"; {fixed[0]}"
+    lost = [x for x in left_out if x["why"] == "not placed" and len(x["shape"]) >= 2]
+    if not lost:
+        return ""
+    return (f"; {len(lost)} float initializers are placed nowhere (e.g. {lost[0]['name']} {lost[0]['shape']}): "
+            f"weights folded into computed constants by a graph optimizer; with torch.onnx.export, export again "
+            f"with optimize=False")
 
 
 def _facts(parts: list, left_out: list) -> dict:
@@ -165,7 +180,7 @@ def convert(path: str | os.PathLike, out_dir: str | os.PathLike, family: str | M
     try:
         written = rebuild.write_folder(config, tensors, out_dir)
     except (ValueError, RuntimeError, KeyError) as e:
-        fixed = [n for n in notes if "fixed shapes" in n]
+        fixed = [n for n in notes if "folded to the rows used" in n]
         raise fail(f"{path.name}: the placed tensors do not fill a {family} model ({e})"
                    + (f"; {fixed[0]}" if fixed else "")) from None
     record = {"onnx_file": path.name, "family": family, "prefix": prefix,

@@ -206,10 +206,15 @@ def place(parts: list, prefix: Optional[str] = None) -> tuple[dict, list, list]:
             scopes = {(_module(c)[0] or "").lower() for c in users}
             if why == "not placed" and len(dims) >= 2 and any("position" in c.lower() or "embed" in c.lower()
                                                               for c in list(cons) + sorted(scopes)):
+                dynamic = any(d is None for _, _, dims_ in p.inputs() for d in dims_)
                 notes.append(f"{p.path.name}: {name} {list(dims)} feeds the embeddings ({cons[0]}) but is no "
-                             f"weight: a position table folded to the rows used, the export was made with fixed "
-                             f"shapes (export again with dynamic axes: torch.onnx.export(..., dynamo=True, "
-                             f"dynamic_shapes={{'input_ids': {{0: batch, 1: seq}}, ...}}), or Optimum's default)")
+                             f"weight: a position table folded to the rows used, " + (
+                                 "by the graph optimizer (its positions do not depend on the dynamic axes: a "
+                                 "vision tower's; export again with torch.onnx.export(..., dynamo=True, "
+                                 "optimize=False), as params/README.md shows)" if dynamic else
+                                 "the export was made with fixed shapes (export again with dynamic axes: "
+                                 "torch.onnx.export(..., dynamo=True, dynamic_shapes={'input_ids': {0: batch, "
+                                 "1: seq}, ...}), or Optimum's default)"))
             elif why == "not placed":
                 notes.append(f"{p.path.name}: {name} {list(dims)} (used by {cons[0] if cons else 'no node'}) is not "
                              f"placed: no node names a module for it (a computed constant, or a weight the exporter "

@@ -63,7 +63,7 @@ NOT_YET = {
     ("dynamo-opt", "t5"): "Cannot view a tensor",
     ("dynamo-opt", "deberta-v2"): "relative_attention",  # rel_embeddings folded with pos_*_proj into constants
     ("optimum", "deberta-v2"): "relative_attention",  # rel_embeddings folded into the pos_*_proj input
-    ("dynamo-opt", "clip"): "logit_scale",  # exp(logit_scale) and the vision position lookup folded
+    ("dynamo-opt", "clip"): "optimize=False",  # exp(logit_scale) and the vision position lookup folded
 }
 #: Optimum's feature-extraction graphs return the hidden states only: no pooler in the file, and the class is
 #: rebuilt without one (``add_pooling_layer=False``), never with a made-up one
