@@ -96,38 +96,10 @@ def header(folder_or_model_bin, family: Optional[str] = None, given: Optional[Ma
     return Header("CTranslate2", tensors, p.config, stored, facts, p.notes + [f"dropped: {d}" for d in p.dropped])
 
 
-def _write_without_pooler(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, where: str) -> None:
-    """The one case :func:`.rebuild.write_folder` does not build: an encoder whose file has no pooler (the
-    converter read XLM-RoBERTa's classification model, built without one). Its class is made with
-    ``add_pooling_layer=False``, every tensor must have a place and every parameter a tensor."""
-    cfg = {k: v for k, v in config.items() if not k.startswith("_")}
-    mt, arch = cfg.pop("model_type"), cfg["architectures"][0]
-    torch.manual_seed(0)
-    model = getattr(transformers, arch)(transformers.AutoConfig.for_model(mt, **cfg), add_pooling_layer=False).eval()
-    expected = model.state_dict()
-    extra = sorted(set(tensors) - set(expected))
-    if extra:
-        raise ValueError(f"CTranslate2 file {where}: {extra[0]} has no place in {arch}")
-    for k, a in tensors.items():
-        if tuple(expected[k].shape) != a.shape:
-            raise ValueError(f"CTranslate2 file {where}: {k} is {list(a.shape)}, {arch} wants "
-                             f"{list(expected[k].shape)} (the shapes lie, or the config is wrong)")
-    missing = sorted(set(expected) - set(tensors))
-    if missing:
-        raise ValueError(f"CTranslate2 file {where}: {arch}'s {missing[0]} has no tensor in the file")
-    with torch.no_grad():
-        model.load_state_dict({k: torch.from_numpy(a) for k, a in tensors.items()}, strict=True)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out_dir))
-
-
 def _write(config: Mapping, tensors: Mapping[str, np.ndarray], out_dir: Path, where: str) -> dict:
     """The rebuilt folder: :func:`.rebuild.write_folder` (the class the tensors fill, loaded strictly by
     transformers' own ``from_pretrained``, saved, read back bit for bit); its one-line errors name the file."""
-    if config.get("_add_pooling_layer") is False:
-        _write_without_pooler(config, tensors, out_dir, where)
-        return {"class": config["architectures"][0]}
-    try:
+    try:  # an encoder without a pooler (XLM-RoBERTa's classification model) is rebuilt without one there too
         return rebuild.write_folder(config, tensors, out_dir)
     except ValueError as exc:
         raise ValueError(f"CTranslate2 file {where}: {str(exc).splitlines()[0]}") from None
@@ -181,7 +153,8 @@ def convert(folder_or_model_bin, out_dir, family: Optional[str] = None, given: O
     deq = sorted(e.key for e in p.entries if e.name in deq_vars and e.zeros is None)
     rec.update(model_type=p.config["model_type"], architecture=p.config["architectures"][0], stored=stored,
                dequantized=deq, filled=p.filled, notes=notes, dropped=p.dropped,
-               written={k: written.get(k) for k in ("class", "tied", "renamed", "saved_dtype") if k in written})
+               written={k: written.get(k) for k in ("class", "tied", "renamed", "saved_dtype", "init_kwargs")
+                        if k in written})
     (out_dir / "ct2_source.json").write_text(json.dumps(rec, indent=1), encoding="utf-8")
     return rec
 

@@ -53,8 +53,8 @@ def bert(b: _Builder, mt: str, cc: Mapping, vocab: Optional[list], given: Mappin
         b.linear("pooler.dense", "pooler_dense")
     elif mt == "bert":
         b.fail("no pooler: BERT's loader always writes one (not a BERT conversion)")
-    else:  # the sequence-classification class the converter read is built without one
-        extra["_add_pooling_layer"] = False
+    else:  # the sequence-classification class the converter read is built without one (rebuild.write_folder
+        # then builds the class without its pooler: the file's tensors fill it exactly)
         b.notes.append("no pooler in the file (the converter read a classification model built without one): "
                        "the rebuilt folder has none")
     cfg = dict(**extra, hidden_size=d, num_hidden_layers=n, num_attention_heads=heads,

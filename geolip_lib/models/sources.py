@@ -74,9 +74,10 @@ def _config_with_overrides(p: ModelParams, d: Path):
         raise ModelLoadError(f"model '{p.name}': config: of {model_file_label(p.name)}: {short_error(exc)}") from None
 
 
-def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None) -> LoadedModel:
+def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None,
+                 init_kwargs: Optional[dict] = None) -> LoadedModel:
     _check_family(p, d)
-    kw: dict[str, Any] = {"dtype": DTYPES[p.dtype]}
+    kw: dict[str, Any] = {"dtype": DTYPES[p.dtype], **(init_kwargs or {})}
     if p.trust_remote_code:
         kw["trust_remote_code"] = True
     if p.device_map:
@@ -193,10 +194,15 @@ def _from_converted(p: ModelParams) -> LoadedModel:
     provenance names the source file, its stored dtypes and the check against the original runtime."""
     path = _converted.source_path(p)
     d = _converted.converted_dir(p, path)
-    lm = _load_hf_dir(p.model_copy(update={"config": {}}), d)  # config: is already in the converted config.json
+    info = _converted.source_info(d)
+    # the constructor's arguments the folder was rebuilt with (add_pooling_layer=False where the file has no pooler:
+    # no random pooler is made up beside the file's weights)
+    init = (info.get("written") or {}).get("init_kwargs") if isinstance(info.get("written"), dict) else None
+    lm = _load_hf_dir(p.model_copy(update={"config": {}}), d,  # config: is already in the converted config.json
+                      init_kwargs={k: v for k, v in (init or {}).items() if k == "add_pooling_layer"})
     lm.params = p
     lm.source_files = (path,)
-    lm.conversion = _converted.source_info(d)
+    lm.conversion = info
     return lm
 
 
