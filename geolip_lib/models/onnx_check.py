@@ -13,12 +13,17 @@ difference above :data:`TOLERANCE` of the output's largest magnitude is one line
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 import torch
+import transformers
+from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpRun
+from transformers.cache_utils import EncoderDecoderCache
 
 from .onnx_graph import Part, fail
 
@@ -34,9 +39,6 @@ BATCH, SEQ = 2, 7
 def _rebuilt(out_dir: Path):
     """The rebuilt model, built with the constructor keywords the import used (``add_pooling_layer=False`` for a
     graph without a pooler: its record in ``onnx_source.json`` says so; a config has no field for it)."""
-    import json
-
-    import transformers
     cfg = transformers.AutoConfig.from_pretrained(str(out_dir))
     arch = (getattr(cfg, "architectures", None) or [None])[0]
     cls = getattr(transformers, arch, None) if arch else None
@@ -55,8 +57,6 @@ def _gather_elements():
     than the indices on a non-gathered axis (BERT's buffered ``token_type_ids``: data (1, 64), indices (1, 7)), so
     every BERT-like dynamo export would fail to run; numpy's ``take_along_axis`` on the data cut to the indices'
     extent is the operator's definition."""
-    from onnx.reference.op_run import OpRun
-
     class GatherElements(OpRun):
         op_domain = ""
 
@@ -148,8 +148,6 @@ def _encode(model, src: dict) -> torch.Tensor:
 def _seq2seq_step(part: Part, model, feeds: dict, enc: dict, rng):
     """An encoder-decoder's decoder-with-past part: its cache (self-attention of 3 earlier tokens, cross-attention
     of the encoder output) made by the rebuilt model, then one more token through both."""
-    from transformers.cache_utils import EncoderDecoderCache
-
     ehs = _encode(model, enc)
     ids = torch.from_numpy(feeds["input_ids"]).long()
     first = torch.from_numpy(rng.integers(0, ids.max().item() + 1, (ids.shape[0], 3)))
@@ -178,8 +176,6 @@ def check_parts(parts: list, out_dir: Path, seed: int = 0) -> dict:
     """Run every part's graph and the rebuilt model of ``out_dir`` on the same inputs; compare their outputs.
     Returns one record per part; raises :class:`~.onnx_graph.OnnxImportError` (one line) on a difference
     above :data:`TOLERANCE`."""
-    from onnx.reference import ReferenceEvaluator
-
     model = _rebuilt(Path(out_dir))
     rng = np.random.default_rng(seed)
     enc_ids = {"input_ids": rng.integers(0, 100, (BATCH, SEQ)), "attention_mask": np.ones((BATCH, SEQ), np.int64)}

@@ -35,7 +35,8 @@ from typing import Any, Mapping
 
 from ..families import family_of_model_type, spec
 from ..families.shapes import ONLY_IF_KNOWN, Table, table_of
-from .rebuild_classes import best_place, layouts, make_config, output_ties
+from .rebuild_classes import best_place, candidates, make_config, output_ties
+from .rebuild_write import write_folder
 
 __all__ = ["Header", "NOTES", "infer_config", "inferred_note", "write_folder"]
 
@@ -277,7 +278,7 @@ def _verify(cfg: dict, shapes: dict, mt: str, ask=()) -> tuple:
     """Build the candidates on meta and check ``shapes`` against the best; returns (the tie the shapes imply: True
     when the output head's tied tables are all absent, else None -- :func:`write_folder` decides from the values;
     the class name)."""
-    lays = _candidates(cfg, mt)
+    lays = candidates(cfg, mt)
     best = best_place(shapes, lays, cfg.get("architectures"))
     name = best.layout.cls.__name__
     if best.unplaced:
@@ -297,17 +298,3 @@ def _verify(cfg: dict, shapes: dict, mt: str, ask=()) -> tuple:
                          + (f"; check the given {', '.join(ask)}" if ask else ""))
     targets = output_ties(best.layout, cfg)
     return (True if targets and not any(t in best.ckpt.values() for t in targets) else None), name
-
-
-def _candidates(cfg: dict, mt: str) -> list:
-    """The candidate layouts, built with ties on (unless given off): a tied table may be absent or equal."""
-    config = make_config({"tie_word_embeddings": True, **cfg})
-    errors: list = []
-    lays = layouts(config, errors)
-    if not lays:
-        raise ValueError(f"model_type {mt}: transformers builds no model from this config"
-                         + (f" ({errors[0]})" if errors else "") + "; check the given fields (the head count?)")
-    return lays
-
-
-from .rebuild_write import write_folder  # noqa: E402  (the writer uses this module's helpers)

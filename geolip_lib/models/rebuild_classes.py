@@ -23,7 +23,7 @@ from transformers.core_model_loading import revert_weight_conversion
 
 from .common import quiet_transformers
 
-__all__ = ["AUTOS", "Layout", "Placement", "best_place", "layouts", "make_config", "output_ties", "place", "to_ckpt"]
+__all__ = ["AUTOS", "Layout", "Placement", "best_place", "candidates", "layouts", "make_config", "output_ties", "place", "to_ckpt"]
 
 #: the auto mappings whose classes are candidates, in order of preference on a tie (an encoder's masked-LM head
 #: and its causal-LM head have the same tensors: the masked one is what encoders are exported as, unless the
@@ -230,3 +230,14 @@ def output_ties(lay: Layout, cfg: Mapping[str, Any]) -> set:
     with quiet_transformers(), torch.device("meta"):
         untied = lay.cls(sub, **lay.kwargs)
     return set(lay.tied) - set(getattr(untied, "all_tied_weights_keys", {}) or {})
+
+
+def candidates(cfg: dict, mt: str) -> list:
+    """The candidate layouts, built with ties on (unless given off): a tied table may be absent or equal."""
+    config = make_config({"tie_word_embeddings": True, **cfg})
+    errors: list = []
+    lays = layouts(config, errors)
+    if not lays:
+        raise ValueError(f"model_type {mt}: transformers builds no model from this config"
+                         + (f" ({errors[0]})" if errors else "") + "; check the given fields (the head count?)")
+    return lays

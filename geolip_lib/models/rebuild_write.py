@@ -20,7 +20,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from .common import quiet_transformers
-from .rebuild_classes import best_place, make_config, output_ties, to_ckpt
+from .rebuild_classes import best_place, candidates, make_config, output_ties, to_ckpt
 
 __all__ = ["write_folder"]
 
@@ -69,8 +69,6 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     constructor keywords the class was built with: ``add_pooling_layer=False`` when the file holds no pooler;
     load the folder with them), ``from_twin`` (absent tie source -> the tied copy it was filled from), ``notes``.
     """
-    from .rebuild import _candidates  # the shared candidate builder (ties on, so a tied table may be absent)
-
     cfg = {k: v for k, v in dict(config).items() if not str(k).startswith("_")}
     if not cfg.get("model_type"):
         raise ValueError("config: no model_type; write_folder needs infer_config's config (or a config.json)")
@@ -82,7 +80,7 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     stray = [k for k in filled if k not in given]
     if stray:
         raise ValueError(f"filled tensor {stray[0]} is not among the tensors; pass the values it was filled with")
-    lays = _candidates(cfg, mt)
+    lays = candidates(cfg, mt)  # the shared candidate builder (ties on, so a tied table may be absent)
     best = best_place(given, lays, cfg.get("architectures"))
     lay, name = best.layout, best.layout.cls.__name__
     if best.unplaced:
