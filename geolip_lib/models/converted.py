@@ -21,6 +21,7 @@ file lives: ``package:`` (pinned wheels, :mod:`.packaged`) or ``local_dir:``, as
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
 import sys
@@ -166,16 +167,24 @@ def check_file(p: ModelParams, path: Path):
     return header
 
 
-def _beside(path: Path) -> list[Path]:
-    """The regular files beside ``path`` in its folder: what a conversion may read besides the file itself (an
-    ONNX file's external data and Optimum's other parts, CTranslate2's config.json, a config.json, the tokenizer's
+def _beside(path: Path) -> list[list]:
+    """What the files beside ``path`` in its folder are: what a conversion may read besides the file itself (an ONNX
+    file's external data and Optimum's other parts, CTranslate2's config.json, a config.json, the tokenizer's
     files). A graph that keeps its weights in ``model.onnx.data`` is byte-equal for any weights of the same shapes:
-    keyed by the file alone, a re-export would hit the old conversion."""
+    keyed by the file alone, a re-export would hit the old conversion. A regular file is keyed by its sha256; a
+    link by where it points and that file's size and date, never by reading it (a link out of the folder is the
+    readers' to judge: a cache hit must not skip their refusal, nor hash a file outside the folder)."""
     out = []
     for f in sorted(path.parent.iterdir()):
+        if f == path:
+            continue
         try:
-            if f != path and stat.S_ISREG(f.stat().st_mode):
-                out.append(f)
+            st = f.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                t = f.stat()
+                out.append([f.name, "link", os.readlink(f), t.st_size, t.st_mtime_ns])
+            elif stat.S_ISREG(st.st_mode):
+                out.append([f.name, file_sha256(f)])
         except OSError:  # a dangling link: nothing to read
             continue
     return out
@@ -184,7 +193,7 @@ def _beside(path: Path) -> list[Path]:
 def _target(p: ModelParams, path: Path) -> tuple[Path, str]:
     """Where ``path``'s conversion lives (keyed by its content and its folder's other files) and its sha256."""
     sha = file_sha256(path)
-    beside = [[f.name, file_sha256(f)] for f in _beside(path)]
+    beside = _beside(path)
     key = weights_hash([sha, beside, transformers.__version__, p.source, p.family, p.config, p.onnx_prefix, LAYOUT])
     return cache_root() / "converted" / f"{p.source}-{path.stem}-{key}", sha
 

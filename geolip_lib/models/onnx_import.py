@@ -149,6 +149,8 @@ def header(path: str | os.PathLike, family: str, given: Optional[Mapping[str, An
         return rebuild.Header("ONNX", {k: tuple(v.shape) for k, v in state.items()}, cfg,
                               {k: str(v.dtype) for k, v in state.items()}, _facts(parts, left_out), notes)
     parts, placements, left_out, notes, config, filled = _plan(path, family, given, prefix, max_bytes)
+    for part in parts:  # external data inside the folder and inside its data file: stat only, no data read, so that
+        part.check_extents()  # a truncated or escaping data file is refused before any kernel, not at conversion
     trans = sorted(k for k, p in placements.items() if p[0].transposed)
     notes = notes + ([f"{len(trans)} weights stored (in, out) for a MatMul: transposed to torch's (out, in)"]
                      if trans else [])

@@ -51,3 +51,21 @@ def made(work) -> dict[str, float]:
     return seconds
 
 
+
+
+@pytest.fixture
+def plan(monkeypatch, capsys):
+    """``run_all.py <args> --plan`` in-process (the heavy imports paid once for the folder's tests): (exit code, the
+    lines printed). A params file given by path is loadable by name only for the call's own duration."""
+    import run_all
+    from geolip_lib.params import MODEL_FILES_ENV
+
+    def run(*args: str) -> tuple[int, list[str]]:
+        monkeypatch.delenv(MODEL_FILES_ENV, raising=False)
+        capsys.readouterr()
+        code = run_all.main([*args, "--plan"])
+        out = capsys.readouterr()
+        monkeypatch.delenv(MODEL_FILES_ENV, raising=False)
+        return code, [ln for ln in (out.out + out.err).splitlines() if ln.strip()]
+
+    return run

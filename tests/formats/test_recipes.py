@@ -13,7 +13,7 @@ Notebooks 01, 02 and 06 on the same files (same metrics as on the original folde
 """
 from __future__ import annotations
 
-import subprocess
+import shlex
 import sys
 
 import pytest
@@ -24,7 +24,6 @@ from geolip_lib import models
 from geolip_lib.models import converted
 from geolip_lib.params import load_model_params
 from geolip_lib.models.tiny import build_tiny
-from geolip_lib.paths import ROOT
 
 pytestmark = [pytest.mark.integration]
 
@@ -48,17 +47,19 @@ def test_recipes_write_their_files(made, work):
 
 
 @pytest.mark.parametrize("name", sorted(MADE_FROM))
-def test_plan_reads_the_file_before_any_conversion(made, work, name):
+def test_plan_reads_the_file_before_any_conversion(made, work, name, plan):
     """The run recipe's --plan line, for each model: it plans from the file's header (no size_note; the file is
     new, so nothing was converted before, and --plan converts nothing)."""
-    plan = next(line for line in recipes()["run"][1].splitlines() if "--plan" in line)
-    plan = in_workdir(plan.replace("my-bert-onnx", name), work)
+    line = next(line for line in recipes()["run"][1].splitlines() if "--plan" in line)
+    args = shlex.split(in_workdir(line.replace("my-bert-onnx", name), work))
+    assert args[:2] == [".venv/bin/python", "run_all.py"] and args[-1] == "--plan", args
     p = load_model_params(work / f"{name}.yaml")
     before = converted.existing_dir(p) if p.source in converted.CONVERTERS else None
-    r = subprocess.run(["bash", "-c", plan], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert "size_note" not in r.stdout + r.stderr
-    p = load_model_params(work / f"{name}.yaml")
+    code, lines = plan(*args[2:-1])
+    assert code == 0, "\n".join(lines[-30:])
+    assert "fits." in lines and not any("size_note" in ln for ln in lines), lines
+    if p.source in ("onnx", "ctranslate2"):
+        assert any("from the file's header" in ln for ln in lines), lines
     if p.source in converted.CONVERTERS and before is None:  # (a rerun's export is byte-equal: converted before)
         assert converted.existing_dir(p) is None, "--plan converted the file"
 

@@ -71,6 +71,13 @@ NO_POOLER = {("optimum", n) for n in ("bert", "roberta", "xlm-roberta", "mpnet",
 CASES = [(e, n) for e in EXPORTERS for n in R.RECIPES if (e, n) not in NOT_YET]
 
 
+def _params(cases) -> list:
+    """The cases as pytest params: torch's optimized graph (the second way of the same exporter, 21 more dynamo
+    exports) runs in CI's families step (``make test-families``), which keeps ``make test`` under its time."""
+    return [pytest.param(e, n, id=f"{e}-{n}", marks=[pytest.mark.families] if e == "dynamo-opt" else [])
+            for e, n in cases]
+
+
 def _key(exporter: str) -> str:
     h = hashlib.sha256()
     for part in ((ROOT / "tests" / "formats" / "onnx_recipes.py").read_bytes(), torch.__version__.encode(),
@@ -158,7 +165,7 @@ def tmp_root(tmp_path_factory):
     return tmp_path_factory.mktemp("onnx_families")
 
 
-@pytest.mark.parametrize("exporter, name", CASES, ids=[f"{e}-{n}" for e, n in CASES])
+@pytest.mark.parametrize("exporter, name", _params(CASES))
 def test_weights_are_the_originals(exporter, name, optimum_exports, tmp_root):
     c = converted(exporter, name, optimum_exports, tmp_root)
     cfg = json.loads((c["out"] / "config.json").read_text())
@@ -196,7 +203,7 @@ def test_weights_are_the_originals(exporter, name, optimum_exports, tmp_root):
     assert offsets == ({k for k in want if k.endswith("norm.weight")} if folds else set())
 
 
-@pytest.mark.parametrize("exporter, name", CASES, ids=[f"{e}-{n}" for e, n in CASES])
+@pytest.mark.parametrize("exporter, name", _params(CASES))
 def test_running_both_agrees(exporter, name, optimum_exports, tmp_root):
     c = converted(exporter, name, optimum_exports, tmp_root)
     chk = onnx_import.check(c["file"], c["out"], R.RECIPES[name][0])
@@ -226,7 +233,7 @@ def _zero_fused_bias(model, safetensors_file: Path, suffix: str) -> None:
               metadata={"format": "pt"})
 
 
-@pytest.mark.parametrize("exporter, name", CASES, ids=[f"{e}-{n}" for e, n in CASES])
+@pytest.mark.parametrize("exporter, name", _params(CASES))
 def test_attention_of_layer_0_is_rebuilt(exporter, name, optimum_exports, tmp_root, tmp_path):
     """W_Q, W_K of the rebuilt folder reproduce the original model's eager attention weights (layer 0)."""
     global _TF
@@ -248,7 +255,7 @@ def test_attention_of_layer_0_is_rebuilt(exporter, name, optimum_exports, tmp_ro
     assert recs and max(r["max_abs"] for r in recs) <= 1e-5, recs
 
 
-@pytest.mark.parametrize("exporter, name", sorted(NOT_YET), ids=[f"{e}-{n}" for e, n in sorted(NOT_YET)])
+@pytest.mark.parametrize("exporter, name", _params(sorted(NOT_YET)))
 def test_what_does_not_work_yet_says_so_in_one_line(exporter, name, optimum_exports, tmp_root):
     ex = _export(exporter, name, optimum_exports)
     if "error" in ex:  # the exporter itself fails
