@@ -14,6 +14,7 @@ Notebooks 01, 02 and 06 on the same files (same metrics as on the original folde
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 
 import pytest
@@ -83,3 +84,20 @@ def test_imported_weights_equal_the_original(made, work, name):
             assert bool(((a - b).abs() <= step / 2 + 1e-7).all()), f"{name}: {k} beyond int8 rounding"
     if not exact:
         assert "int8" in (lm.conversion or {}).get("dtypes", {}), "the record says what was dequantized"
+
+
+def test_a_plan_of_a_file_not_converted_yet_is_remembered_with_its_folder(made, work, tmp_path):
+    """The model's checks and size are remembered with the state of what they read (runner/remembered.py): for a
+    file not converted yet, the file and its folder (its header, Optimum's config.json, the tokenizer's files,
+    external data), so that a file added or changed beside it makes the answer stale."""
+    from geolip_lib.runner.model_checks import model_reads
+
+    shutil.copytree(work / "my-gpt2-onnx", tmp_path / "my-gpt2-onnx")
+    fields = {**next(d for d in map(yaml.safe_load, recipes()["params"][1].split("\n---\n"))
+                     if d["name"] == "my-gpt2-onnx"), "local_dir": str(tmp_path / "my-gpt2-onnx")}
+    p = load_model_params(fields)
+    folder = tmp_path / "my-gpt2-onnx"
+    d = converted.existing_dir(p)  # a byte-equal export converted earlier in this session: its folder is read
+    assert model_reads(p) == [str(folder / "model.onnx"), str(d if d is not None else folder)]
+    (folder / "added_tokens.json").write_text("{}", encoding="utf-8")  # the key reads the folder's files too
+    assert converted.existing_dir(p) is None and model_reads(p) == [str(folder / "model.onnx"), str(folder)]
