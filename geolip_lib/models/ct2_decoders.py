@@ -59,12 +59,7 @@ def llama(b: _Builder, mt: str, cc: Mapping) -> dict:
         b.linear(p + "mlp.down_proj", q + "ffn/linear_1")
     b.put("model.embed_tokens.weight", "decoder/embeddings/weight")
     b.norm("model.norm", "decoder/layer_norm")
-    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
-    b.used.add("decoder/projection/weight")
-    if tied:
-        b.dropped.append("lm_head.weight (tied to the embeddings: the converter stored it as an alias)")
-    else:
-        b.put("lm_head.weight", "decoder/projection/weight")
+    tied = _tied(b, "lm_head.weight")
     qb = b.has("decoder/layer_0/self_attention/linear_0/bias")
     ob = b.has("decoder/layer_0/self_attention/linear_1/bias")
     if mt == "qwen2" and ob:
@@ -109,12 +104,7 @@ def gpt2(b: _Builder, cc: Mapping) -> dict:
     b.put("transformer.wte.weight", "decoder/embeddings/weight")
     b.put("transformer.wpe.weight", "decoder/position_encodings/encodings")
     b.norm("transformer.ln_f", "decoder/layer_norm")
-    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
-    b.used.add("decoder/projection/weight")
-    if tied:
-        b.dropped.append("lm_head.weight (tied to transformer.wte: the converter stored it as an alias)")
-    else:
-        b.put("lm_head.weight", "decoder/projection/weight")
+    tied = _tied(b, "lm_head.weight")
     cfg = dict(n_embd=d, n_layer=n, n_head=heads, n_inner=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
                n_positions=b.shape("decoder/position_encodings/encodings")[0],
                vocab_size=b.shape("decoder/embeddings/weight")[0], tie_word_embeddings=tied,
@@ -146,12 +136,7 @@ def opt(b: _Builder, cc: Mapping) -> dict:
     pre = bool(int(b.setting("decoder/pre_norm", 1)))
     if b.has("decoder/layer_norm/gamma"):
         b.norm("model.decoder.final_layer_norm", "decoder/layer_norm")
-    tied = b.src("decoder/projection/weight") == "decoder/embeddings/weight"
-    b.used.add("decoder/projection/weight")
-    if tied:
-        b.dropped.append("lm_head.weight (tied to the embeddings: the converter stored it as an alias)")
-    else:
-        b.put("lm_head.weight", "decoder/projection/weight")
+    tied = _tied(b, "lm_head.weight")
     return dict(hidden_size=d, word_embed_proj_dim=d, num_hidden_layers=n, num_attention_heads=heads,
                 ffn_dim=b.shape("decoder/layer_0/ffn/linear_0/weight")[0],
                 vocab_size=b.shape("decoder/embeddings/weight")[0],

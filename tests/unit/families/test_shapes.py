@@ -17,7 +17,7 @@ import torch
 
 from geolip_lib.families import REGISTRY, tiny_type_models
 from geolip_lib.families.shapes import HOW, TABLES, table_of
-from geolip_lib.models.rebuild import NOTES, infer_config
+from geolip_lib.models.rebuild import NOTES, _nest, infer_config
 from geolip_lib.models.rebuild_classes import layouts, make_config
 
 pytestmark = pytest.mark.unit
@@ -36,17 +36,6 @@ def _flat(d: dict, pre: str = "") -> dict:
             out.update(_flat(v, f"{pre}{k}."))
         else:
             out[pre + k] = v
-    return out
-
-
-def _nest(flat: dict) -> dict:
-    out: dict = {}
-    for k, v in flat.items():
-        *path, last = k.split(".")
-        d = out
-        for p in path:
-            d = d.setdefault(p, {})
-        d[last] = v
     return out
 
 
