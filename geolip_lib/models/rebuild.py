@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from ..families import family_of_model_type, spec
 from ..families.shapes import ONLY_IF_KNOWN, Table, table_of
-from .rebuild_classes import best_place, candidates, make_config, output_ties
+from .rebuild_classes import best_place, candidates, make_config, output_ties, refuse_misfit
 from .rebuild_write import write_folder
 
 __all__ = ["Header", "NOTES", "infer_config", "inferred_note", "write_folder"]
@@ -281,12 +281,7 @@ def _verify(cfg: dict, shapes: dict, mt: str, ask=()) -> tuple:
     lays = candidates(cfg, mt)
     best = best_place(shapes, lays, cfg.get("architectures"))
     name = best.layout.cls.__name__
-    if best.unplaced:
-        raise ValueError(f"tensor {best.unplaced[0]} has no place in {name} (model_type {mt})"
-                         + (f" (and {len(best.unplaced) - 1} more)" if len(best.unplaced) > 1 else ""))
-    if best.missing:
-        raise ValueError(f"{len(best.missing)} tensors of {name} (model_type {mt}) are not in the file: "
-                         f"{', '.join(best.missing[:5])}")
+    refuse_misfit(best, mt, "are not in the file")
     bad = [(k, s, best.layout.ckpt[best.ckpt[k]]) for k, s in shapes.items()
            if k in best.ckpt and best.layout.ckpt[best.ckpt[k]] != s]
     bad += [(k, s, best.layout.runtime[best.runtime[k]]) for k, s in shapes.items()

@@ -23,7 +23,7 @@ from transformers.core_model_loading import revert_weight_conversion
 
 from .common import quiet_transformers
 
-__all__ = ["AUTOS", "Layout", "Placement", "best_place", "candidates", "layouts", "make_config", "output_ties", "place", "to_ckpt"]
+__all__ = ["AUTOS", "Layout", "Placement", "best_place", "candidates", "layouts", "refuse_misfit", "make_config", "output_ties", "place", "to_ckpt"]
 
 #: the auto mappings whose classes are candidates, in order of preference on a tie (an encoder's masked-LM head
 #: and its causal-LM head have the same tensors: the masked one is what encoders are exported as, unless the
@@ -241,3 +241,15 @@ def candidates(cfg: dict, mt: str) -> list:
         raise ValueError(f"model_type {mt}: transformers builds no model from this config"
                          + (f" ({errors[0]})" if errors else "") + "; check the given fields (the head count?)")
     return lays
+
+
+def refuse_misfit(best, mt: str, missing: str) -> None:
+    """One line when the best layout leaves a tensor without a place or a parameter without a tensor (``missing``:
+    how the second case is said, "are not in the file" for a header, "are missing" for a folder's tensors)."""
+    name = best.layout.cls.__name__
+    if best.unplaced:
+        raise ValueError(f"tensor {best.unplaced[0]} has no place in {name} (model_type {mt})"
+                         + (f" (and {len(best.unplaced) - 1} more)" if len(best.unplaced) > 1 else ""))
+    if best.missing:
+        raise ValueError(f"{len(best.missing)} tensors of {name} (model_type {mt}) {missing}: "
+                         f"{', '.join(best.missing[:5])}")

@@ -20,7 +20,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from .common import quiet_transformers
-from .rebuild_classes import best_place, candidates, make_config, output_ties, to_ckpt
+from .rebuild_classes import best_place, candidates, make_config, output_ties, refuse_misfit, to_ckpt
 
 __all__ = ["write_folder"]
 
@@ -83,12 +83,7 @@ def write_folder(config: Mapping[str, Any], tensors: Mapping[str, Any], out_dir:
     lays = candidates(cfg, mt)  # the shared candidate builder (ties on, so a tied table may be absent)
     best = best_place(given, lays, cfg.get("architectures"))
     lay, name = best.layout, best.layout.cls.__name__
-    if best.unplaced:
-        raise ValueError(f"tensor {best.unplaced[0]} has no place in {name} (model_type {mt})"
-                         + (f" (and {len(best.unplaced) - 1} more)" if len(best.unplaced) > 1 else ""))
-    if best.missing:
-        raise ValueError(f"{len(best.missing)} tensors of {name} (model_type {mt}) are missing: "
-                         f"{', '.join(best.missing[:5])}")
+    refuse_misfit(best, mt, "are missing")
     ck = {best.ckpt[k]: given[k] for k in best.ckpt}
     runtime = {best.runtime[k]: given[k] for k in best.runtime}
     if runtime:

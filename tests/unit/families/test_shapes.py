@@ -17,7 +17,7 @@ import torch
 
 from geolip_lib.families import REGISTRY, tiny_type_models
 from geolip_lib.families.shapes import HOW, TABLES, table_of
-from geolip_lib.models.rebuild import NOTES, _nest, infer_config
+from geolip_lib.models.rebuild import NOTES, _flat, _nest, infer_config
 from geolip_lib.models.rebuild_classes import layouts, make_config
 
 pytestmark = pytest.mark.unit
@@ -27,16 +27,6 @@ CASES = sorted({(p["family"], p["config"]["model_type"]) for p in tiny_type_mode
 #: sizes no tensor has: every layer of these MoE stacks is sparse, so the dense ``intermediate_size`` is unused
 UNUSED = {("qwen2_moe", "intermediate_size"), ("qwen3_moe", "intermediate_size"), ("qwen3_next", "intermediate_size")}
 _TOKENS = re.compile(r"(^|\.)(\w+_token_id|vocab_size_pad)$")
-
-
-def _flat(d: dict, pre: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and k.endswith("_config"):
-            out.update(_flat(v, f"{pre}{k}."))
-        else:
-            out[pre + k] = v
-    return out
 
 
 def _get(config, dotted: str):
