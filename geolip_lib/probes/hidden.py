@@ -173,8 +173,9 @@ def encoder_decoder_states(model: torch.nn.Module, tokenizer: Any, source: str, 
     dev = next(model.parameters()).device
     src = tokenizer(source, return_tensors="pt").input_ids.to(dev)
     tgt = tokenizer(target, return_tensors="pt").input_ids.to(dev)
-    enc = model.encoder(input_ids=src, output_hidden_states=True)
-    dec = model.decoder(input_ids=tgt, encoder_hidden_states=enc.last_hidden_state, output_hidden_states=True)
+    # get_encoder / get_decoder: T5 keeps its stacks on the model, BART and Marian under ``model.model``
+    enc = model.get_encoder()(input_ids=src, output_hidden_states=True)
+    dec = model.get_decoder()(input_ids=tgt, encoder_hidden_states=enc.last_hidden_state, output_hidden_states=True)
     cpu = lambda hs: [h[0].detach().to("cpu", torch.float32) for h in hs]  # noqa: E731
     return {"encoder": cpu(enc.hidden_states), "decoder": cpu(dec.hidden_states),
             "source_tokens": tokenizer.convert_ids_to_tokens(src[0].tolist()),
@@ -182,10 +183,13 @@ def encoder_decoder_states(model: torch.nn.Module, tokenizer: Any, source: str, 
 
 
 def is_encoder_decoder(lm: Any) -> bool:
-    """True for models with an encoder and a decoder that reads it (the T5 family)."""
+    """True for text models with an encoder and a decoder that reads it (T5, BART, Marian, mBART, Pegasus); not
+    Whisper, whose encoder reads audio features, not token ids."""
     m = getattr(lm, "model", None)
     return bool(getattr(getattr(lm, "config", None), "is_encoder_decoder", False)
-                and hasattr(m, "encoder") and hasattr(m, "decoder") and getattr(lm, "tokenizer", None) is not None)
+                and callable(getattr(m, "get_encoder", None)) and callable(getattr(m, "get_decoder", None))
+                and getattr(m, "main_input_name", "input_ids") == "input_ids"
+                and getattr(lm, "tokenizer", None) is not None)
 
 
 def encoder_decoder_cosine(lm: Any, source: str = TRANSLATION_PAIR[0], target: str = TRANSLATION_PAIR[1], *,
@@ -195,7 +199,7 @@ def encoder_decoder_cosine(lm: Any, source: str = TRANSLATION_PAIR[0], target: s
     Parameters
     ----------
     lm : LoadedModel
-        An encoder–decoder model (T5 family); any other model gives ``applicable: False``.
+        An encoder–decoder text model (:func:`is_encoder_decoder`); any other model gives ``applicable: False``.
     source, target : str
         The seed's pair (:data:`TRANSLATION_PAIR`).
     seed_positions : int
@@ -212,6 +216,10 @@ def encoder_decoder_cosine(lm: Any, source: str = TRANSLATION_PAIR[0], target: s
     """
     if not is_encoder_decoder(lm):
         fam = getattr(lm, "family", "?")
+        reads = getattr(getattr(lm, "model", None), "main_input_name", "input_ids")
+        if getattr(getattr(lm, "config", None), "is_encoder_decoder", False) and reads != "input_ids":
+            return {"applicable": False, "reason": f"its encoder reads {reads}, not token ids ({fam}): the seed's "
+                                                   f"translation pair cannot be fed to it"}
         return {"applicable": False,
                 "reason": f"not an encoder–decoder model ({fam}): no decoder reads an encoder"}
     st = encoder_decoder_states(lm.model, lm.tokenizer, source, target)
