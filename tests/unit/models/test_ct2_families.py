@@ -30,7 +30,9 @@ from geolip_lib.models import ct2, ct2_file
 from tests.formats import ct2_recipes
 from tests.unit.models.test_ct2 import write_ct2
 
-pytestmark = pytest.mark.unit
+#: every family in four stored types (39 conversions by the real converter): CI's families step
+#: (``make test-families``); ``make test`` keeps the recipes of params/README.md (tests/formats) and test_ct2.py
+pytestmark = [pytest.mark.unit, pytest.mark.families]
 
 FAMILY = {"llama": "decoder_lm", "qwen2": "decoder_lm", "qwen3": "decoder_lm", "mistral": "decoder_lm",
           "gemma": "decoder_lm", "gpt2": "gpt2",

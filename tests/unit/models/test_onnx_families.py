@@ -36,11 +36,14 @@ import torch
 onnx = pytest.importorskip("onnx")
 import transformers  # noqa: E402
 
-from geolip_lib.models import onnx_import  # noqa: E402
+from geolip_lib.models import onnx_graph, onnx_import  # noqa: E402
 from geolip_lib.models.onnx_graph import OnnxImportError  # noqa: E402
 from geolip_lib.paths import ROOT, cache_root  # noqa: E402
 
-pytestmark = pytest.mark.unit
+#: the whole families x exporters matrix (63 exports, about 4 minutes on a fresh cache) is CI's families step
+#: (``make test-families``), with the notebooks per family; ``make test`` keeps the recipes of params/README.md
+#: (tests/formats: four families, every format) and this file's one-file tests through ``-m families`` only
+pytestmark = [pytest.mark.unit, pytest.mark.families]
 
 
 def _module(name: str, path: Path):
@@ -72,10 +75,7 @@ CASES = [(e, n) for e in EXPORTERS for n in R.RECIPES if (e, n) not in NOT_YET]
 
 
 def _params(cases) -> list:
-    """The cases as pytest params: torch's optimized graph (the second way of the same exporter, 21 more dynamo
-    exports) runs in CI's families step (``make test-families``), which keeps ``make test`` under its time."""
-    return [pytest.param(e, n, id=f"{e}-{n}", marks=[pytest.mark.families] if e == "dynamo-opt" else [])
-            for e, n in cases]
+    return [pytest.param(e, n, id=f"{e}-{n}") for e, n in cases]
 
 
 def _key(exporter: str) -> str:
@@ -284,11 +284,16 @@ def _one_line(fn, *words):
     return msg
 
 
-def test_header_reads_no_tensor_data_and_asks_for_the_heads(tmp_path):
+def test_header_reads_no_tensor_data_and_asks_for_the_heads(tmp_path, monkeypatch):
     path = _copy_export(dynamo_export("bert", "dynamo-opt"), tmp_path / "bert")
     data = path.with_name(path.name + ".data")
     assert data.is_file()  # torch writes the weights as external data
-    data.write_bytes(b"")  # no tensor data at all: the header still reads every shape
+
+    def no_data(*a, **k):
+        raise AssertionError("the header read tensor data")
+
+    monkeypatch.setattr(onnx_graph, "array", no_data)  # every tensor's bytes go through these two
+    monkeypatch.setattr(onnx_graph, "_external", no_data)
     h = onnx_import.header(path, "bert", {"model_type": "bert", "num_attention_heads": 4})
     assert h.fmt == "ONNX" and h.config["hidden_size"] == 32 and h.config["num_hidden_layers"] == 2
     assert h.tensors["encoder.layer.0.attention.self.query.weight"] == (32, 32)
@@ -297,9 +302,11 @@ def test_header_reads_no_tensor_data_and_asks_for_the_heads(tmp_path):
     assert any("transposed" in n for n in h.notes)
     assert not any(k.startswith("_") for k in h.config)  # a plain transformers config; what was read: facts
     assert h.facts["inferred"]["class"] == "BertModel" and "hidden_size" in h.facts["inferred"]["read"]
-    _one_line(lambda: onnx_import.convert(path, tmp_path / "out", "bert", {"model_type": "bert",
-                                                                         "num_attention_heads": 4}),
-              "model.onnx.data")
+    monkeypatch.undo()
+    data.write_bytes(b"")  # the data gone: its ranges are checked by stat, before any kernel and any conversion
+    given = {"model_type": "bert", "num_attention_heads": 4}
+    _one_line(lambda: onnx_import.header(path, "bert", given), "model.onnx.data")
+    _one_line(lambda: onnx_import.convert(path, tmp_path / "out", "bert", given), "model.onnx.data")
     with pytest.raises(ValueError) as ei:  # heads cannot be read from shapes: asked for by name
         onnx_import.header(path, "bert", {"model_type": "bert"})
     assert "num_attention_heads" in str(ei.value) and "\n" not in str(ei.value)
