@@ -84,12 +84,12 @@ def run_both(folder: Path, out_dir: Path, where: str, model_type: str, vocab: li
             tgt = [[vocab[i] for i in row[::-1]] for row in ids]
             res = ct.score_batch(src, tgt)
             a = np.array([r.log_probs for r in res], dtype=np.float64)
-            start = torch.full((ids.shape[0], 1), cfg.decoder_start_token_id)
+            start = torch.full((ids.shape[0], 1), cfg.decoder_start_token_id, device="cpu")  # the check runs on the CPU
             tgt_ids = torch.from_numpy(ids[:, ::-1].copy())
             logits = model(input_ids=torch.from_numpy(ids), decoder_input_ids=torch.cat([start, tgt_ids], 1)).logits
             # over the tokens CTranslate2 keeps: the converter dropped <pad> (the last row) from the vocabulary
             lp = torch.log_softmax(logits[..., :len(vocab)].double(), -1)
-            gold = torch.cat([tgt_ids, torch.full((ids.shape[0], 1), eos)], 1)
+            gold = torch.cat([tgt_ids, torch.full((ids.shape[0], 1), eos, device="cpu")], 1)
             b = lp.gather(-1, gold[..., None])[..., 0].numpy()
             out["compared"] = (f"per-token log-probabilities of a target (score_batch), over the {len(vocab)} tokens "
                                f"CTranslate2 keeps (<pad> excluded: the converter drops it)")

@@ -319,7 +319,8 @@ def check_against_ctranslate2(model_dir, out_dir, model_bin: str = "model.bin", 
         ids = list(prompt)
         out, lp_hf = [], []
         for _ in range(n_tokens):
-            logits = model(encoder_outputs=(enc,), decoder_input_ids=torch.tensor([ids]), use_cache=False).logits
+            logits = model(encoder_outputs=(enc,), decoder_input_ids=torch.tensor([ids], device=enc.device),
+                           use_cache=False).logits
             lp_hf.append(torch.log_softmax(logits[0, -1].double(), -1).numpy())
             nxt = int(logits[0, -1].argmax())
             if nxt == cfg.eos_token_id:
