@@ -1,17 +1,20 @@
 """The box a plan is judged against: what is free on this machine (:func:`detect_gpus`,
-:func:`available_memory`, the filesystems of :func:`_fs_key`) or a box described by ``--gpus``,
+:func:`host_memory`: its RAM or its container's memory limit, the filesystems of :func:`_fs_key`) or a box
+described by ``--gpus``,
 ``--gpu-memory``, ``--host-memory`` and ``--disk`` (:func:`target_box`)."""
 from __future__ import annotations
 
 import math
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import psutil
 
 from ..lazy import lazy
+from .cgroup import PROC, MemoryLimit, memory_limits
 from .model_sizes import GB, PlanError
 
 torch = lazy("torch")  # only to count this machine's GPUs (detect_gpus)
@@ -44,9 +47,35 @@ def detect_gpus() -> list[int]:
     return [int(torch.cuda.mem_get_info(i)[0]) for i in range(torch.cuda.device_count())]
 
 
+@dataclass(frozen=True)
+class HostMemory:
+    """This box's memory: ``total`` (its RAM, or the tightest cgroup memory limit below it), what a new
+    process may use now (``available``: the host's, no more than any limit leaves) and the ``limit`` that
+    makes the box, if one does."""
+
+    total: int
+    available: int
+    limit: Optional[MemoryLimit] = None
+
+    def describe(self) -> str:
+        """``2.00 GB cgroup v1 limit (/sys/fs/cgroup/memory/box)`` or ``24.00 GB RAM``."""
+        return self.limit.describe() if self.limit else f"{self.total / GB:.2f} GB RAM"
+
+
+def host_memory(proc: Path = PROC) -> HostMemory:
+    """The memory of this box now (:class:`HostMemory`): ``psutil.virtual_memory()`` and the memory limits of
+    this process's cgroups (:func:`.cgroup.memory_limits`)."""
+    vm = psutil.virtual_memory()
+    limits = memory_limits(proc)
+    tight = min(limits, key=lambda m: m.limit, default=None)
+    limit = tight if tight is not None and tight.limit < vm.total else None
+    return HostMemory(limit.limit if limit else int(vm.total),
+                      int(min([vm.available] + [m.available for m in limits])), limit)
+
+
 def available_memory() -> int:
-    """Host memory available to a new process (``psutil.virtual_memory().available``)."""
-    return int(psutil.virtual_memory().available)
+    """Host memory available to a new process now (:func:`host_memory`)."""
+    return host_memory().available
 
 
 MAX_GPUS = 4096  # --gpus above this is refused (the plan holds one entry per GPU)

@@ -22,6 +22,7 @@ from typing import Callable, Optional, Sequence
 from .. import models  # sizes and checks of models: their submodules are imported on first use
 from ..params import load_model_params
 from ..paths import REPORTS
+from .admission import MemoryGate
 from .execute import execute_job, job_paths, kill_all_kernels, recover
 from .jobs import (Job, JobResult, check_ours, claim_root, job_models, jobs_for_profile, notebook_defaults, stale_reasons,
                    with_timeout)
@@ -45,7 +46,9 @@ def run_jobs(jobs: Sequence[Job], out_root: Path, *, jobs_at_once: Optional[int]
     zygote that has imported torch & co. once (:mod:`.warm`; default on, ``GEOLIP_WARM=0``
     turns it off); or ``pool``, a zygote already started by the caller. ``plan``: the run's
     :class:`.plan.Plan`; a job then starts only where its estimated host peak fits beside the
-    running jobs' (:meth:`.plan.Plan.admits`), else it waits for one to end.
+    running jobs' (:meth:`.plan.Plan.admits`), else it waits for one to end; and only when the memory
+    free now holds it (:class:`.admission.MemoryGate`: other programs may hold part of the box; it waits,
+    one line a minute, until they free it).
     """
     if pool is not None:
         return _run_jobs(jobs, out_root, jobs_at_once=jobs_at_once, resume=resume, console=console,
@@ -73,12 +76,17 @@ def _run_jobs(jobs, out_root, *, jobs_at_once, resume, console, execute, gpus, p
 class _Threads:
     """The local executor's launcher for :func:`.schedule.schedule`: one thread per job (each
     with its own kernel process), up to ``n`` at once, each with its own GPUs and, with a plan, no
-    more at once than their estimated host peaks allow (a large model's jobs run alone)."""
+    more at once than their estimated host peaks allow (a large model's jobs run alone) and none before
+    the memory free now holds it (``gate``, default :class:`.admission.MemoryGate` on the plan's peaks)."""
 
-    def __init__(self, n: int, gpus: list, pool, execute, out_root: Path, progress: Progress, plan=None):
+    def __init__(self, n: int, gpus: list, pool, execute, out_root: Path, progress: Progress, plan=None,
+                 gate: Optional[MemoryGate] = None):
         self.n, self.gpus, self.free, self.plan = n, list(gpus), list(gpus), plan
         self.pool, self.execute, self.out_root, self.progress = pool, execute, out_root, progress
         self.done: "queue.Queue[tuple[int, object]]" = queue.Queue()
+        zygote = getattr(getattr(pool, "proc", None), "pid", None)
+        self.gate = gate if gate is not None or plan is None else MemoryGate(
+            plan.peaks(), progress.line, exclude=[zygote] if zygote else [])
 
     def _want(self, job: Job) -> int:
         return gpus_wanted(job) if self.gpus else 0
@@ -94,9 +102,12 @@ class _Threads:
         return None
 
     def fits(self, job: Job, running: dict) -> bool:
-        if self.plan is not None and not self.plan.admits(job.label, (r.job.label for r in running.values())):
+        labels = [r.job.label for r in running.values()]
+        if self.plan is not None and not self.plan.admits(job.label, labels):
             return False  # host memory: it waits for a running job to end
-        return self._want(job) <= len(self.free)
+        if self._want(job) > len(self.free):
+            return False
+        return self.gate is None or self.gate.admits(job.label, labels)  # the memory free now
 
     def start(self, i: int, job: Job) -> Running:
         want = self._want(job)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from ..paths import ROOT, cache_root
-from .box import MAX_GB, MAX_GPUS, _fs_key, available_memory, detect_gpus, target_box  # noqa: F401 - re-exported
+from .box import (  # noqa: F401 - re-exported
+    MAX_GB, MAX_GPUS, HostMemory, _fs_key, available_memory, detect_gpus, host_memory, target_box)
 from .estimate import (  # noqa: F401 - re-exported: the rows of the plan
     CUDA_CONTEXT, DISK_KINDS, HEADROOM, RATES_FILE, RULES, DiskItem, JobEstimate, Rates, Rule, estimate_job,
     load_rates)
@@ -41,6 +42,8 @@ class Plan:
     target: dict = field(default_factory=dict)  # what was given for a box that is not this one (target_box)
     after_all: frozenset = frozenset()  # labels of jobs that start only when every job before them finished
     rates: Optional[Rates] = None
+    box_mem: Optional[int] = None  # the box's memory (RAM or its cgroup limit); None: free_mem (a what-if, a test)
+    mem_note: str = ""  # where box_mem comes from: "24.00 GB RAM", "2.00 GB cgroup v1 limit (/sys/fs/...)"
 
     def _new_items(self) -> list[tuple[JobEstimate, DiskItem]]:
         """(row, item) for each item the run writes, once per key, in run order."""
@@ -124,16 +127,33 @@ class Plan:
         return peaks.get(label, 0) + sum(peaks.get(r, 0) for r in running) <= self.usable_mem
 
     @property
+    def box(self) -> int:
+        """The box's host memory a job is judged against: its RAM or cgroup limit (:func:`.box.host_memory`),
+        or the memory given (``--host-memory``, tests)."""
+        return self.free_mem if self.box_mem is None else self.box_mem
+
+    @property
     def usable_mem(self) -> float:
-        """Host memory a plan may use: what is available less the headroom (:data:`.estimate.HEADROOM`)."""
-        return self.free_mem * (1 - HEADROOM)
+        """Host memory a plan may use: the box's less the headroom (:data:`.estimate.HEADROOM`)."""
+        return self.box * (1 - HEADROOM)
+
+    @property
+    def usable_now(self) -> float:
+        """What is free now less the headroom kept free of the box: a job above it waits (:meth:`waits`)."""
+        return self.free_mem - self.box * HEADROOM
+
+    def waits(self) -> list[str]:
+        """The jobs that fit the box's memory but not what is free now (other programs hold the rest): a run
+        holds them until it is free (:class:`.admission.MemoryGate`); not a shortfall."""
+        return [r.label for r in self.rows if self.usable_now < r.host <= self.usable_mem]
 
     def _job_shortfalls(self, r) -> list[tuple[str, str]]:
         """(line, kind) per resource one job lacks; kind: "host", "gpus", "gpu"."""
         out = []
         if r.host > self.usable_mem:
-            out.append((f"{r.label}: host memory: needs {_gb(r.host)} GB at its peak, {_gb(self.free_mem)} GB "
-                        f"available ({_gb(self.usable_mem)} GB with {HEADROOM:.0%} kept free)", "host"))
+            box = f"this box's {self.mem_note}" if self.mem_note else f"{_gb(self.box)} GB available"
+            out.append((f"{r.label}: host memory: needs {_gb(r.host)} GB at its peak, {box} ({_gb(self.usable_mem)} "
+                        f"GB with {HEADROOM:.0%} kept free)", "host"))
         if r.n_gpus and r.n_gpus > len(self.gpus):
             have = f"{len(self.gpus)} found" if self.gpus else "none found"
             out.append((f"{r.label}: GPU: device {r.device} needs {r.n_gpus} GPU(s), {have}; "
@@ -250,8 +270,17 @@ class Plan:
             lines += [f"  on {fs}: {_gb(n)} GB needed, {_gb(self.free_disk[fs])} GB free{given}"
                       for fs, n in t["disk_by_fs"].items()]
         par = f"; {self.parallel} at once: {_gb(t['host_parallel'])} GB" if self.parallel > 1 else ""
-        where = "on the target box (--host-memory)" if "host" in self.target else "available here"
-        lines.append(f"host memory: largest peak {_gb(t['host_peak'])} GB{par}; {_gb(self.free_mem)} GB {where}")
+        if "host" in self.target or not self.mem_note:
+            where = "on the target box (--host-memory)" if "host" in self.target else "available here"
+            lines.append(f"host memory: largest peak {_gb(t['host_peak'])} GB{par}; {_gb(self.free_mem)} GB {where}")
+        else:
+            lines.append(f"host memory: largest peak {_gb(t['host_peak'])} GB{par}; the box: {self.mem_note}; "
+                         f"{_gb(self.free_mem)} GB available now")
+            wait = self.waits()
+            if wait:
+                lines.append(f"  would wait for memory (they fit the box, not the {_gb(self.free_mem)} GB free now: "
+                             f"{_gb(self.box - self.free_mem)} GB is in use; a run starts them when it is free): "
+                             + ", ".join(wait))
         alone = self.memory_alone()
         if alone:
             lines.append(f"  run alone (no other job fits beside their peak; the others run {self.parallel} at once): "
@@ -319,7 +348,8 @@ def make_plan(jobs: Iterable, devices: Optional[Mapping[str, str]] = None, free_
         Free bytes, taken as one filesystem holding everything (tests, what-ifs); default:
         ``shutil.disk_usage`` of the output root, the project cache and the HF cache.
     free_mem : int, optional
-        Default :func:`available_memory`.
+        The host memory of the box (a what-if, tests); default: this machine's (:func:`.box.host_memory`: its
+        RAM or cgroup limit, and what is available now).
     gpus : sequence of int, optional
         Free bytes per GPU; default :func:`detect_gpus` (``[]``: no GPU).
     parallel : int
@@ -354,8 +384,9 @@ def make_plan(jobs: Iterable, devices: Optional[Mapping[str, str]] = None, free_
             if all(_fs_key(k)[0] != dev for k in fs):
                 fs[existing] = shutil.disk_usage(existing).free
     after_all = frozenset(j.label for j in jobs if _reads_other_jobs(j.notebook))
-    return Plan(rows, fs, available_memory() if free_mem is None else int(free_mem), gpus, parallel,
-                dict(target or {}), after_all, rates)
+    mem = host_memory() if free_mem is None else None  # this machine's box; else the memory given
+    return Plan(rows, fs, mem.available if mem else int(free_mem), gpus, parallel, dict(target or {}), after_all,
+                rates, box_mem=mem.total if mem else None, mem_note=mem.describe() if mem else "")
 
 
 def _reads_other_jobs(notebook: str) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..paths import ROOT
+from .cgroup import cgroup_dirs, cpu_count
 
 
 def visible_gpus() -> list[str]:
@@ -33,12 +34,13 @@ def visible_gpus() -> list[str]:
 
 
 def default_jobs(gpus: Sequence[str]) -> int:
-    """Every GPU on a GPU box; on a CPU, 2 workers and never more than the cores (on the
-    2-core development machine 2 jobs at once took 4 tiny jobs from 336 s to 205 s:
+    """Every GPU on a GPU box; on a CPU, 2 workers and never more than the cores this process may
+    use (:func:`.cgroup.cpu_count`: affinity, cpuset and a container's CPU quota; on the 2-core
+    development machine 2 jobs at once took 4 tiny jobs from 336 s to 205 s:
     ``benchmarks/job_start.py --quick``; more workers than cores only share them)."""
     if gpus:
         return len(gpus)
-    return max(1, min(2, os.cpu_count() or 1))
+    return max(1, min(2, cpu_count()))
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,8 +49,9 @@ def kernel_threads() -> int:
     parallel jobs, whatever ``--jobs`` is. torch's and BLAS's float reductions change in the
     last bits with the thread count (measured: 29 values of notebook 01 on tiny-t5 differ at
     ~1e-8 between 1 and 2 threads), so a thread count that followed ``--jobs`` would make
-    ``--jobs 2`` differ from ``--jobs 1``. An ``OMP_NUM_THREADS`` set by the user wins."""
-    return max(1, (os.cpu_count() or 1) // default_jobs(visible_gpus()))
+    ``--jobs 2`` differ from ``--jobs 1``. The cores are those this process may use
+    (:func:`.cgroup.cpu_count`). An ``OMP_NUM_THREADS`` set by the user wins."""
+    return max(1, cpu_count() // default_jobs(visible_gpus()))
 
 
 def kernel_env(extra: Optional[dict] = None) -> dict:
@@ -88,20 +91,9 @@ _KERNEL_END_RE = re.compile(r"geolip: kernel \d+ ended with status (-?\d+); peak
 
 def _cgroup_events() -> Optional[Path]:
     """Where the out-of-memory killer counts its kills (``oom_kill N``) for this process's cgroup:
-    ``memory.events`` (cgroup v2) or ``memory.oom_control`` (v1); None when neither is readable."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    base = Path("/sys/fs/cgroup")
-    found = []
-    for ln in lines:
-        _, ctrl, path = (ln.split(":", 2) + ["", ""])[:3]
-        rel = path.lstrip("/")
-        if ctrl == "":  # v2
-            found += [base / rel / "memory.events", base / "memory.events"]
-        elif "memory" in ctrl.split(","):  # v1 (inside a container the namespace's root is its own cgroup)
-            found += [base / "memory" / rel / "memory.oom_control", base / "memory" / "memory.oom_control"]
+    ``memory.events`` (cgroup v2) or ``memory.oom_control`` (v1), of the innermost cgroup that has one;
+    None when neither is readable."""
+    found = [d / "memory.events" for d in cgroup_dirs(None)] + [d / "memory.oom_control" for d in cgroup_dirs("memory")]
     return next((p for p in found if p.is_file()), None)
 
 
