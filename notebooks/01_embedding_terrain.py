@@ -75,8 +75,9 @@ lm = job.lm
 # %%
 E = lm.input_embeddings()
 V_, D_ = E.shape
-twin = lm.random_init() if RANDOM_INIT_BASELINE else None
-E_init = twin.input_embeddings() if twin is not None else None
+# the random-init null: a whole twin at <= 1e9 parameters, else the tables alone (no second model held)
+init_null = probes.uncertainty.RandomInitNull(lm) if RANDOM_INIT_BASELINE else None
+E_init = init_null.table0 if init_null is not None else None
 E_gauss = M.gaussian_like(E, seed=SEED + 1)
 mats = {k: T for k, T in {"embedding": E, "gaussian": E_gauss, "random_init": E_init}.items() if T is not None}
 metrics: dict = {"model": {"name": lm.name, "family": lm.family, "is_text": lm.is_text, "stacks": list(lm.stacks)},
@@ -106,14 +107,16 @@ rows_all, rows_content = f"all {V_} rows", probes.uncertainty.rows_text(content,
 # `params.seed + 1 + k`), measured exactly as the model is, and the headline's null is the
 # mean over those seeds with the 95 % prediction interval over them — where one more draw
 # of the null would land. The tables below show the first seed of each null. The random-init
-# model of seed 0 is built whole (section 8 runs it); for the other seeds only the
-# input-embedding table is drawn, with the model's own initialisation
-# (`probes.uncertainty.random_init_table`): the table is all this null measures.
+# model of seed 0 is built whole (section 8 runs it) at up to 1e9 parameters; for the other
+# seeds, and above 1e9 parameters for every seed, only the input-embedding table is drawn, with
+# the model's own initialisation (`probes.uncertainty.random_init_table`): the table is all this
+# null measures (above 1e9 parameters section 8 runs the twin one block at a time; `metrics.json`'s
+# `random_init_null` says which).
 
 # %%
-init_table = probes.uncertainty.random_init_tables(lm, twin)  # k -> random-init table of init seed k (0: twin)
-if twin is not None:  # what the null cost: seed 0 the whole twin, the others the table alone (the plan counts them)
-    metrics["random_init_null"] = probes.uncertainty.random_init_drivers(lm, M.intervals.N_NULL_SEEDS)
+init_table = init_null.table if init_null is not None else None  # k -> random-init table of init seed k
+if init_null is not None:  # what the null cost: seed 0 the whole twin or its table, the others the table alone
+    metrics["random_init_null"] = init_null.drivers(M.intervals.N_NULL_SEEDS)
 null_dist = probes.uncertainty.null_distributions(
     E, init_table, n_seeds=M.intervals.N_NULL_SEEDS, n_cos=N_COS_SAMPLE, n_simplices=N_SIMPLICES, pca_rows=PCA_ROWS,
     seed=SEED, tokenizer=lm.tokenizer if lm.is_text else None, n_boot=N_BOOT, rows=content_idx)
@@ -417,7 +420,7 @@ job.table(probes.tables.layers_frame(layers), caption="Hidden-state geometry by 
 
 # %%
 ed = probes.encoder_decoder_cosine(lm)
-ed0 = probes.encoder_decoder_cosine(twin) if twin is not None and ed["applicable"] else None
+ed0 = probes.encoder_decoder_cosine(init_null.model()) if init_null is not None and ed["applicable"] else None
 for r in (ed, ed0):
     if r is not None and r["applicable"]:
         r["intervals"] = probes.uncertainty.encoder_decoder_intervals(r, SEED, n_boot=N_BOOT)

@@ -41,6 +41,7 @@ import pandas as pd
 
 from .. import validation as V
 from ..lexical import wordnet as lexwn
+from ..models import layered
 from ..metrics.intervals import N_BOOT, bootstrap_weighted, format_value, null_over_seeds
 from ..results import Interval, atomic_write_bytes, headline
 
@@ -414,8 +415,11 @@ def null_measurements(lm: Any, contexts: Contexts, layers: Sequence[Any], word_o
                       max_length: int = 64, batch_size: int = 32) -> tuple[dict, dict]:
     """The two nulls of every measurement: the isotropic Gaussian of each layer's shape
     (:func:`gaussian_layers`, ``gaussian_seeds`` draws) and the same architecture at random
-    initialisation (``lm.random_init``, ``random_init_seeds`` copies, the same sentences and
-    tokens), measured with the same pairs seed and words.
+    initialisation (``random_init_seeds`` copies, the same sentences and tokens), measured with
+    the same pairs seed and words. Each copy is
+    :func:`geolip_lib.models.layered.random_init_model`: ``lm.random_init`` whole at or below
+    ``TWIN_MAX_PARAMS`` parameters, above it run one block at a time beside the trained model
+    (never a second whole model).
 
     Returns ``(claim values, layer stats)``: ``{"gaussian": [claim_values per seed],
     "random_init": [...]}`` for :func:`contextual_claims`, and the first seed's
@@ -430,7 +434,7 @@ def null_measurements(lm: Any, contexts: Contexts, layers: Sequence[Any], word_o
         if s == 0:
             stats["isotropic Gaussian"] = g.layer_stats()
     for s in range(random_init_seeds):
-        twin = lm.random_init(seed=lm.params.seed + 1 + s)
+        twin = layered.random_init_model(lm, seed=lm.params.seed + 1 + s)  # above 1e9 parameters: block by block
         t_layers, t_kept = occurrence_states(twin, contexts, max_length=max_length, batch_size=batch_size)
         g = analyse(t_layers, contexts.word_of[t_kept], n_pairs=n_pairs, seed=seed, n_boot=n_boot)
         values["random_init"].append(claim_values(g))

@@ -34,6 +34,8 @@ import torch
 from .. import metrics as M
 from ..metrics.intervals import N_BOOT, Interval, scale_interval, separates  # noqa: F401 - scale_interval re-exported
 from ..results import headline
+from .random_init import (RandomInitNull, random_init_drivers, random_init_table,  # noqa: F401 - re-exported
+                          random_init_tables, random_init_tables_full)
 from .token_probes import digit_manifold
 
 #: a value within this relative distance of a null counts as "set by the null"
@@ -85,60 +87,6 @@ def _pr_trace(X: torch.Tensor) -> float:
     Xc = Xt - Xt.mean(0)
     C = Xc.T @ Xc / Xt.shape[0]
     return float(torch.trace(C) ** 2 / (C * C).sum())
-
-
-def random_init_table(lm: Any, seed: int) -> torch.Tensor:
-    """The input-embedding table of ``lm``'s architecture at random init with init seed ``seed``
-    (float32, CPU), generated alone (issue 31 §2): the table is drawn by the model's own
-    initialisation on the twin's meta skeleton (:class:`geolip_lib.models.twin.RandomInitStore`),
-    nothing else of the model is built. Where the family's table is not one stored tensor of
-    the skeleton (DINOv2: a row of the position embeddings) or a skeleton cannot be built, the
-    whole twin's (``lm.random_init(seed)``)."""
-    try:
-        store = lm.random_init_weights(seed=seed, max_params=0)
-        name = store.name_of(lm.spec.input_embeddings(store.skeleton)) if hasattr(store, "name_of") else None
-    except (ValueError, RuntimeError, AttributeError, TypeError):
-        name = None
-    if name is None:
-        return lm.random_init(seed=seed).input_embeddings()
-    return store.get(name, dtype=torch.float32).cpu()  # drawn where the model is (a GPU's stream), read on the host
-
-
-def random_init_tables(lm: Any, twin: Any = None):
-    """``init_table(k)`` for :func:`null_distributions`: the input-embedding table of ``lm``'s
-    architecture at random init with init seed ``lm.params.seed + 1 + k`` (``k = 0`` is
-    ``twin``, the notebook's ``lm.random_init()``, reused rather than built again; ``k ≥ 1``
-    the table alone, :func:`random_init_table`). Returns ``None`` when ``twin`` is ``None``
-    (no random-init null)."""
-    if twin is None:
-        return None
-    first = twin.input_embeddings()
-
-    def init_table(k: int):
-        return first if k == 0 else random_init_table(lm, lm.params.seed + 1 + k)
-
-    return init_table
-
-
-def random_init_drivers(lm: Any, n_seeds: int) -> dict:
-    """What notebook 01's random-init null cost, for ``metrics.json`` and the plan: the init
-    seeds, and that seed 0 is the whole twin (the notebook runs it) while the others build the
-    input-embedding table alone (:func:`random_init_table`)."""
-    return {"method": "seed 0: whole twin; seeds 1…: the input-embedding table alone", "seeds": int(n_seeds),
-            "init_seeds": [lm.params.seed + 1 + k for k in range(int(n_seeds))], "tables_only": max(int(n_seeds) - 1, 0)}
-
-
-def random_init_tables_full(lm: Any, twin: Any = None):
-    """The reference of :func:`random_init_tables` (before issue 31): every seed's table from a
-    whole random-init model ``lm.random_init(seed)``. Kept for the equivalence test."""
-    if twin is None:
-        return None
-    first = twin.input_embeddings()
-
-    def init_table(k: int):
-        return first if k == 0 else lm.random_init(seed=lm.params.seed + 1 + k).input_embeddings()
-
-    return init_table
 
 
 def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_SEEDS, n_cos: int | None = 2000,
@@ -494,7 +442,7 @@ def dimension_note(label: str, value: float | None, interval: Interval | Mapping
             f"({', '.join(close)}): the dimension, not training, sets it.")
 
 
-__all__ = ["pr_estimate", "null_distributions", "random_init_tables", "random_init_table", "random_init_tables_full", "random_init_drivers", "pentachoron_cv_nulls", "CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
+__all__ = ["pr_estimate", "null_distributions", "random_init_tables", "random_init_table", "random_init_tables_full", "random_init_drivers", "RandomInitNull", "pentachoron_cv_nulls", "CLOSE_REL", "PR_NOTE", "digit_corr_interval", "dimension_note", "mean_cosine_interval", "position_interval",
            "pr_interval", "pentachoron_cv_interval", "rows_text", "rotation_repeat", "projected_cv_claim", "ratio_of_means", "scale_interval", "token_cosine_interval", "volume_ratio_interval",
            "weighted_digit_corr", "token_range_intervals", "encoder_decoder_intervals", "CLAIM_NULLS",
            "cv_definition_note"]
