@@ -279,7 +279,7 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
             notes.append(f"{name}: its checkpoint is a torch pickle (.bin): a load reads it whole "
                          f"({mi.download / GB:.1f} GB of {mi.stored_dtype}) into host memory")
         twin_i = twin_on and (rule.models != "pair" or i == len(names) - 1)
-        twin_mem = (mi.bytes if rule.twin_whole else mi.twin_weights_bytes()) if twin_i else 0
+        twin_mem = (mi.twin_run_bytes(rule.twin_tables) if rule.twin_whole else mi.twin_weights_bytes()) if twin_i else 0
         twin_generated = twin_i and not rule.twin_whole and (mi.params > twin_max_params() or rule.twin_sampled)
         if twin_i and rule.twin_sampled:
             twin_mem = min(twin_mem, 2 * mi.largest_bytes)  # the tensor generated + the one measured

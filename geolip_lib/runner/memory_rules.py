@@ -13,9 +13,10 @@ the checkpoint into a CPU state dict and copies it into the model (transient ``2
 ========  =======================================================================================
 notebook  what it holds at its peak (host unless "device"); what it writes
 ========  =======================================================================================
-01        model + whole twin (``RANDOM_INIT_BASELINE``: ``lm.random_init()``, needed for its
-          embedding table) + 3 float32 tables ``L`` (embedding, Gaussian, twin's) + 3 cosine
-          matrices ``N_COS_SAMPLE**2`` and ``N_DIST_SAMPLE**2`` floats.
+01        model + whole twin at <= ``TWIN_MAX_PARAMS`` (``RANDOM_INIT_BASELINE``: ``lm.random_init()``,
+          needed for its embedding table; above, every null seed's table is drawn alone and no
+          twin is held: ``twin_tables``) + 3 float32 tables ``L`` (embedding, Gaussian, twin's) + 3
+          cosine matrices ``N_COS_SAMPLE**2`` and ``N_DIST_SAMPLE**2`` floats.
 02        model (``job.lm``) + battery: the tensor read and its block, 2 float32 ``L`` (host), and on
           ``DEVICE`` 12 bytes x ``L``: the matrix in float32 and its float64 copy for the exact-SVD
           fallback of an ill-conditioned matrix (``weights.spectral.svdvals``; the Gram matrices are
@@ -39,6 +40,9 @@ notebook  what it holds at its peak (host unless "device"); what it writes
           2 of the ~12 width**2 per layer) + ``L``. Saves eigen-directions (``SAVE_OPERATORS``).
 07        models ``MODEL`` and ``MODEL_B`` + whole twin of B (``B_RANDOM_INIT``) + 3 float32 ``L``
           of each.
+16        model + whole twin at <= ``TWIN_MAX_PARAMS`` (``RANDOM_INIT_SEEDS`` forward passes); above, the
+          twin runs one block at a time (``models.layered``: ``ModelInfo.twin_run_bytes``, 3 ``L``)
+          + the forward's hidden states and logits (``host_l``).
 08-11     model + modulator and its training state (<= 2 float32 ``L``: vocabulary x ``N_GEO``
           tables and Adam's moments, ``N_GEO`` <= width).
 12-15     no model: the fixed peaks of :data:`FIXED_HOST`, measured on the demo sizes.
@@ -86,7 +90,8 @@ class Rule:
 
     models: str  # "job" (MODEL), "list" (every name of MODELS), "pair" (MODEL and MODEL_B), "none"
     twin: Optional[str] = None  # the notebook parameter that turns the random-init twin on
-    twin_whole: bool = False  # needs the whole twin (forward passes); else only its weights
+    twin_whole: bool = False  # runs the twin (forward passes; whole at <= TWIN_MAX_PARAMS, block by block above); else only its weights
+    twin_tables: bool = False  # above TWIN_MAX_PARAMS only the twin's tables (01: counted in host_l), no twin
     twin_to_disk: bool = False  # the whole (<= TWIN_MAX_PARAMS) twin is written to .cache/safetensors
     twin_sampled: bool = False  # the null's tensors are generated one at a time, whatever the size (02 since d06a56f)
     reads_weights: bool = False  # reads lm.weights_dir (a copy is written when there is none)
@@ -97,7 +102,7 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {
-    "01_embedding_terrain": Rule("job", twin="RANDOM_INIT_BASELINE", twin_whole=True, host_l=3),
+    "01_embedding_terrain": Rule("job", twin="RANDOM_INIT_BASELINE", twin_whole=True, twin_tables=True, host_l=3),
     "02_weight_topology": Rule("job", twin="NULL_BASELINE", reads_weights=True, host_l=2, device_l=12,
                                twin_sampled=True),
     "03_cross_model": Rule("list", twin="", twin_whole=True, reads_weights=True, host_l=2, device_l=12),

@@ -33,6 +33,7 @@ from .remembered import path_state, remembered, remembered_reading
 GB = 1e9
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 TWIN_TENSORS = 2  # tensors of a generated twin held at once (the one read + the one being drawn)
+LAYERED_TENSORS = 3  # a twin run one block at a time (models/layered.py): embedding, untied head, one block
 LARGEST_SHARE, LARGEST_CAP = 0.3, 248_320 * 4096  # size_note bounds (plan's module docstring)
 STORED_FILE = Path(__file__).with_name("stored_checkpoints.yaml")
 
@@ -76,6 +77,15 @@ class ModelInfo:
         """Memory of the twin's weights: the whole twin up to ``models.twin.TWIN_MAX_PARAMS``, else a few
         generated tensors."""
         return self.bytes if self.params <= twin_max_params() else TWIN_TENSORS * self.largest_bytes
+
+    def twin_run_bytes(self, tables_only: bool = False) -> int:
+        """Memory of a twin that runs (forward passes): the whole twin up to ``TWIN_MAX_PARAMS``; above,
+        ``geolip_lib.models.layered`` keeps what is outside the blocks (embedding, an untied head: <= 2
+        largest tensors) and one block (< 1 largest tensor), or nothing beyond the tables that the rule's
+        ``host_l`` counts (``tables_only``: 01, whose null above the threshold is the tables alone)."""
+        if self.params <= twin_max_params():
+            return self.bytes
+        return 0 if tables_only else LAYERED_TENSORS * self.largest_bytes
 
 
 def twin_max_params() -> int:
