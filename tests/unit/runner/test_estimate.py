@@ -239,7 +239,8 @@ def test_skip_unfit_runs_the_jobs_that_fit_and_names_the_rest(tmp_path, monkeypa
         for r in pl.rows:
             if r.label == big:
                 r.host = int(limit * 2)
-        return dataclasses.replace(pl, free_mem=int(limit * 1.5), free_disk={k: 10**15 for k in pl.free_disk})
+        return dataclasses.replace(pl, free_mem=int(limit * 1.5), box_mem=int(limit * 1.5),
+                                   free_disk={k: 10**15 for k in pl.free_disk})
 
     ran = []
     monkeypatch.setattr(local, "plan_for", small_box)
