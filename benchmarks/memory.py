@@ -29,7 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "qwen2.5-coder-1.5b"
 GOAL_GB = {"01_embedding_terrain": 10.0, "16_contextual_geometry": 10.0}
-N_PARAMS = 1_543_714_304  # Qwen2.5-Coder-1.5B (tied head), counted on the loaded model
+N_PARAMS = 1_777_088_000  # Qwen2.5-Coder-1.5B as its GGUF stores it (an untied head): ~7.1 GB in float32
 # --quick: smaller samples; the tables (151,936 x 1,536), the model and its twins stay whole
 QUICK = {"01_embedding_terrain": {"N_COS_SAMPLE": 500, "N_SIMPLICES": 200, "N_DIST_SAMPLE": 500, "N_BOOT": 50},
          "16_contextual_geometry": {"N_WORDS": 7, "MAX_CONTEXTS": 5, "N_BOOT": 50, "GAUSSIAN_SEEDS": 2,
@@ -72,8 +72,9 @@ def run(root: Path, out: Path, notebooks, quick: bool) -> int:
 
 
 def report(out: Path) -> int:
-    model_gb = N_PARAMS * 4 / 1e9
-    print(f"{MODEL}: {N_PARAMS:,} parameters, {model_gb:.2f} GB in float32")
+    files = sorted((ROOT / ".cache" / "gguf").glob("qwen2.5-coder-1.5b-*/model.safetensors"))
+    model_gb = (files[0].stat().st_size if files else N_PARAMS * 4) / 1e9  # the dequantized float32 copy it loads
+    print(f"{MODEL}: {model_gb:.2f} GB in float32 (its dequantized model.safetensors)")
     print(f"{'job':<26} {'peak RSS GB':>11} {'peak / model':>12} {'goal GB':>8} {'notebook s':>10}")
     bad = 0
     for t in sorted(out.glob(f"run/*/{MODEL}/job_timing.json")):
