@@ -87,9 +87,17 @@ def _flag_problem(args) -> str | None:
             return f"--timeout {args.timeout}: give seconds from 1 to {MAX_TIMEOUT_S} (30 days)"
     box = [f for f, v in (("--gpus", args.gpus), ("--gpu-memory", args.gpu_memory), ("--host-memory",
                                                                                      args.host_memory),
-                          ("--disk", args.disk)) if v is not None]
+                          ("--disk", args.disk), ("--gpu-kind", args.gpu_kind)) if v is not None]
     if box and not args.plan and not args.skip_unfit:
         return f"{' '.join(box)} describe a box for --plan; add --plan (or leave them out to run here)"
+    if args.gpu_kind is not None:
+        from geolip_lib.runner.gpu_kinds import kind_named, known
+
+        if kind_named(args.gpu_kind) is None:
+            return f"--gpu-kind {args.gpu_kind!r}: not a GPU kind the plan knows; known: {known()}"
+        if not args.gpus:
+            return (f"--gpu-kind {args.gpu_kind} describes the GPUs of a target box: add --gpus N (>= 1) and "
+                    "--host-memory GB")
     if args.plan and (args.resume or args.report_only):
         return f"--plan runs nothing; {'--resume' if args.resume else '--report-only'} has no effect with it: drop one"
     if args.executor != "ray" and (args.ray_address or args.ray_results):
@@ -135,7 +143,11 @@ def main(argv=None) -> int:
     box = ap.add_argument_group("--plan for a box that is not this one (sizes in GB, decimal; what is not given is "
                                 "this machine's)")
     box.add_argument("--gpus", type=int, metavar="N", help="GPUs of the target box (0: a CPU box)")
-    box.add_argument("--gpu-memory", type=float, metavar="GB", help="memory of one of its GPUs (e.g. 80)")
+    box.add_argument("--gpu-memory", type=float, metavar="GB",
+                     help="memory of one of its GPUs (e.g. 80; default with --gpu-kind: that kind's)")
+    box.add_argument("--gpu-kind", metavar="KIND",
+                     help="its GPUs' kind (H200, H100, A100, L40S, ...: geolip_lib/runner/gpu_kinds.py): the GPU rates "
+                          "measured on it, else the H200's scaled by the datasheets; implies --gpu-memory")
     box.add_argument("--host-memory", type=float, metavar="GB", help="its host memory available to the run")
     box.add_argument("--disk", type=float, metavar="GB",
                      help="its free disk for hub files, caches and outputs (not given: not judged for another box)")
@@ -165,12 +177,19 @@ def main(argv=None) -> int:
     failures: list[JobResult] = []
     try:
         if args.plan:
+            from geolip_lib.runner.gpu_kinds import kind_named
             from geolip_lib.runner.local import plan_for
-            from geolip_lib.runner.plan import target_box
+            from geolip_lib.runner.plan import load_rates, target_box
+            from geolip_lib.runner.speed import apply_speed
 
-            box = target_box(args.gpus, args.gpu_memory, args.host_memory, args.disk)
+            kind = kind_named(args.gpu_kind) if args.gpu_kind else None
+            memory = args.gpu_memory if args.gpu_memory is not None or kind is None else kind.memory_gb
+            box = target_box(args.gpus, memory, args.host_memory, args.disk)
+            if kind is not None:
+                box["rates"] = load_rates().for_kind(kind)
             jobs = with_timeout(jobs_for_profile(args.profile, args.models, args.notebooks), args.timeout)
             plan = plan_for(jobs, out_root.resolve(), args.jobs, box)
+            apply_speed(plan, pdf=not args.no_pdf)
             print(plan.render())
             from geolip_lib.devices import cuda_problem
 

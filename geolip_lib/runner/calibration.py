@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import Optional
 
 from ..roots import RootReadError, job_dirs, read_json
-from .cost_model import _good_seconds, _parameters_key, job_drivers
+from .cost_model import CORES, _good_seconds, _parameters_key, job_drivers, load_slowdown
 from .execute import TIMING
 from .jobs import jobs_for_profile, notebook_defaults
 from .memory_rules import GENERIC_MODEL_RULE, RULES, _models_of
 from .model_sizes import model_info
 
-CORES = 2  # the development machine's cores (where timings/ was measured): a wall time at load L took about
-# min(1, CORES / L) of a core; a row measured only as wall time (warm kernels) is converted so (collect_timings)
 
 
 def collect_timings(root: Path, profile: str, cores: int = CORES, null_share_was: Optional[float] = None,
@@ -40,7 +38,7 @@ def collect_timings(root: Path, profile: str, cores: int = CORES, null_share_was
         try:
             wall = sum(float(t.get(k) or 0) for k in ("preflight_s", "kernel_start_s", "notebook_s"))
             cpu, load = t.get("kernel_cpu_s"), t.get("load_1m")
-            share = min(1.0, k * cores / float(load)) if load else 1.0
+            share = 1.0 / load_slowdown(float(load), cores, k)
             if cpu:  # the kernel's CPU seconds + the runner's preflight (wall, scaled like a wall time)
                 secs, clock = float(cpu) + float(t.get("preflight_s") or 0) * share, "cpu"
             elif load:

@@ -265,6 +265,32 @@ def held_out_ratios(rows: Sequence[Mapping], every: int = 3) -> list[tuple[Mappi
     return out
 
 
+CORES = 2  # the development machine's cores (where timings/ was measured)
+
+
+def load_slowdown(load: float, cores: int = CORES, k: float = 1.0) -> float:
+    """Wall / CPU seconds of a one-thread job at 1-minute load ``load`` on ``cores`` cores: it got about
+    ``min(1, k x cores / load)`` of a core (``k`` > 1: the load average counts more than what competes)."""
+    return max(1.0, float(load) / (k * cores)) if load else 1.0
+
+
+def held_out_wall_ratios(rows: Sequence[Mapping], cores: int = CORES, k: float = 1.0
+                         ) -> list[tuple[dict, float]]:
+    """Actual / planned wall time of each job measured both ways (its CPU seconds and its wall time at its
+    load, ``clock: cpu``), its notebook fitted without it: planned = the fit's CPU seconds x the slowdown at
+    the job's load (:func:`load_slowdown`, what the plan's calibrated speed factor stands for)."""
+    out = []
+    for r in rows:
+        if r.get("clock") != "cpu" or not r.get("wall_s") or not r.get("load_1m"):
+            continue
+        fit = fit_notebook(r["notebook"], [x for x in rows if x is not r and x["notebook"] == r["notebook"]])
+        if fit is None:
+            continue
+        planned = fit.seconds(cost_features(r["notebook"], r["drivers"])) * load_slowdown(r["load_1m"], cores, k)
+        out.append((r, float(r["wall_s"]) / max(planned, 1e-9)))
+    return out
+
+
 def _parameters_key(job) -> str:
     """The job's profile parameters as canonical JSON: a measured row stands for a job to be planned
     only when these are the same (the drivers do not carry every size a notebook takes: 09's epochs)."""

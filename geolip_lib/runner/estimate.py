@@ -96,7 +96,7 @@ def job_seconds(job, infos: Sequence, device: str, out_root: Path, rates: Option
     """(estimated seconds or None, the basis in words, (low, high) or None) of one job (module docstring)."""
     rates = rates or load_rates()
     on_gpu, speed = device.startswith("cuda"), rates.gpu_speedup
-    assumed = G.ASSUMED.format(speed)
+    assumed = G.ASSUMED.format(speed) + rates.speedup_note
     here, ignored = _measured_here(job, out_root)
     if here is not None:
         secs, dev = here
@@ -111,7 +111,8 @@ def job_seconds(job, infos: Sequence, device: str, out_root: Path, rates: Option
     parts = [ignored] if ignored else []
     groups = [[mi] for mi in infos] if nb != job.notebook else [list(infos)]  # 03: 02's work once per model
     gpu = on_gpu and fit and not any(r.notebook == nb and r.device.startswith("cuda") for r in rates.rates) and \
-        G.job_gpu_seconds(nb, fit, groups, functools.partial(job_drivers, job, defaults=defaults), cost_features)
+        G.job_gpu_seconds(nb, fit, groups, functools.partial(job_drivers, job, defaults=defaults), cost_features,
+                          kind=rates.gpu_kind)
     if gpu:  # measured GPU steps (gpu_rates.py)
         return gpu[0], "; ".join(parts + [gpu[1]]), gpu[2]
     row = _measured_in_timings(job, infos, defaults)

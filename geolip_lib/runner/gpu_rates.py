@@ -36,6 +36,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from ..lazy import lazy
 from ..params import load_model_params
+from .gpu_kinds import SCALED_WORDS, GpuKind, kind_of, scaled_rows
 from .model_sizes import PlanError
 
 np = lazy("numpy")
@@ -64,6 +65,7 @@ class StepRate:
     gpu: str = ""  # torch.cuda.get_device_name (cuda rows)
     date: str = ""
     n_inputs: int = 0
+    scaled_from: str = ""  # not measured on this GPU: scaled from this kind's rows (.gpu_kinds.scaled_rows)
 
 
 def _family(name: str) -> str:
@@ -124,12 +126,31 @@ def local_gpu() -> str:
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
 
 
-def gpu_rows(rates: Sequence[StepRate]) -> list[StepRate]:
-    """The GPU rows the plan uses: this machine's GPU when it was measured, else the most measured GPU."""
+def gpu_rows(rates: Sequence[StepRate], kind: Optional[GpuKind] = None) -> list[StepRate]:
+    """The GPU rows the plan uses: those measured on ``kind`` (``--gpu-kind``; default: this machine's GPU's
+    kind, if it is one of :data:`.gpu_kinds.KINDS`), else the most measured GPU's, scaled to ``kind`` by its
+    datasheet (:func:`.gpu_kinds.scaled_rows`), else the most measured GPU's as they are."""
     cuda = [r for r in rates if r.device == "cuda"]
     names = [r.gpu for r in cuda]
-    pick = local_gpu() if local_gpu() in names else max(set(names), key=names.count, default="")
-    return [r for r in cuda if r.gpu == pick]
+    if kind is None and local_gpu() in names:
+        return [r for r in cuda if r.gpu == local_gpu()]
+    kind = kind or kind_of(local_gpu())
+    if kind is not None:
+        mine = [r for r in cuda if kind_of(r.gpu) == kind]
+        if mine:
+            picked = max(set(r.gpu for r in mine), key=[r.gpu for r in mine].count)
+            return [r for r in mine if r.gpu == picked]
+    pick = max(set(names), key=names.count, default="")
+    rows = [r for r in cuda if r.gpu == pick]
+    return (scaled_rows(rows, kind) or rows) if kind is not None else rows
+
+
+def rates_words(g: StepRate) -> str:
+    """Whose rates a row is: "H200 rates measured 2026-11-27", or scaled from them for another kind."""
+    if g.scaled_from:
+        return (f"{short_name(g.gpu)} rates ASSUMED: the {g.scaled_from}'s (measured {g.date}) scaled by the "
+                f"datasheets' {SCALED_WORDS}")
+    return f"{short_name(g.gpu)} rates measured {g.date}"
 
 
 def short_name(gpu: str) -> str:
@@ -173,14 +194,14 @@ def null_ratio(rates: Sequence[StepRate]) -> tuple[float, str]:
 
 
 def job_gpu_seconds(nb: str, fit, groups: Sequence[Sequence], drivers: Callable[[Sequence], Mapping],
-                    features: Callable[[str, Mapping], Mapping], rates: Optional[Sequence[StepRate]] = None
-                    ) -> Optional[tuple[float, str, tuple[float, float]]]:
+                    features: Callable[[str, Mapping], Mapping], rates: Optional[Sequence[StepRate]] = None,
+                    kind: Optional[GpuKind] = None) -> Optional[tuple[float, str, tuple[float, float]]]:
     """(GPU seconds, the basis in words, (low, high)) of one job of notebook ``nb`` (03: 02, once per model);
     None when ``nb`` has no measured GPU step. ``fit``: the notebook's CPU fit (``estimate.Fit``: fixed cost,
     sample rate, spread); ``groups``: the model infos measured together; ``drivers``: ``estimate.job_drivers``
     of the job for a group; ``features``: ``estimate.cost_features``."""
     rates = load_step_rates() if rates is None else rates
-    rows, main = gpu_rows(rates), MAIN_STEP.get(nb)
+    rows, main = gpu_rows(rates, kind), MAIN_STEP.get(nb)
     if main is None or not all(any(r.step == s for r in rows) for s in ("load", "battery", main)):
         return None
     total, measured, assumed, (ratio, where) = 0.0, set(), set(), null_ratio(rates)
@@ -214,8 +235,8 @@ def job_gpu_seconds(nb: str, fit, groups: Sequence[Sequence], drivers: Callable[
             imgs = d.get("n_images", 0) / 64 if d.get("image_tokens") else 1.0
             at("load", d, fam, runs + nulls), at("forward", d, fam, runs * imgs)
             total += fit.rates.get("samples", 0.0) * features(nb, dict(d, params=0)).get("samples", 0.0)
-    who = f"{short_name(rows[0].gpu)} rates measured {rows[0].date}" + (
-        f" (this machine's {short_name(local_gpu())} was not measured)" if local_gpu() not in ("", rows[0].gpu) else "")
+    who = rates_words(rows[0]) + (f" (this machine's {short_name(local_gpu())} was not measured)"
+                                  if kind is None and local_gpu() not in ("", rows[0].gpu) else "")
     words = [f"GPU: {nb[:2]}'s fixed cost (host, CPU fit) + {', '.join(w for w in WORDS.values() if w in measured)}"
              f" at {who}" + (" (01's sample matrices on the host)" if nb == "01_embedding_terrain" else "")]
     words += [f"GPU {a}" for a in sorted(assumed)] + [f"range = {nb[:2]}'s CPU spread"]
@@ -229,15 +250,15 @@ def checked_speedup(speed, where: str) -> float:
     return float(speed)
 
 
-def plan_lines(speed: float, rates: Optional[Sequence[StepRate]] = None) -> list[str]:
+def plan_lines(speed: float, rates: Optional[Sequence[StepRate]] = None, kind: Optional[GpuKind] = None) -> list[str]:
     """The plan's block under its totals: the GPU step rates it used, per measured model, and the assumption."""
-    rows = gpu_rows(load_step_rates() if rates is None else rates)
+    rows = gpu_rows(load_step_rates() if rates is None else rates, kind)
     out = [f"  assumption: a GPU job of a notebook without measured GPU steps takes its CPU estimate / {speed:g};"
            " a job_timing.json of this output root or a device: cuda rate in rates.yaml replaces it"]
     if not rows:
         return out
     g = rows[0]
-    out += [f"  GPU steps of 01, 02, 03, 06: {short_name(g.gpu)} rates measured {g.date} (float32, random weights at "
+    out += [f"  GPU steps of 01, 02, 03, 06: {rates_words(g)} (float32, random weights at "
             "the real shapes; timings/*.jsonl, benchmarks/gpu_rates.py), timed before the battery and operators "
             "were batched on the GPU (upper bounds); seconds:",
             f"    {'model':<28}{'params':>8}" + "".join(f"{WORDS[s]:>11}" for s in STEPS)]

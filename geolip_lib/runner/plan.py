@@ -26,6 +26,7 @@ from .gpu_rates import plan_lines
 from .jobs import notebook_defaults, reads_other_jobs
 from .model_sizes import (  # noqa: F401 - re-exported: the plan's model sizing
     DTYPE_BYTES, GB, ModelInfo, PlanError, hf_cache_dir, model_info, parse_size_note)
+from .speed import Speed, header_lines
 from .plan_text import (  # noqa: F401 - re-exported: how the plan is written
     SOURCE_WORDS, TWIN_SWITCH, WIDTH, _count, _duration, _gb, _in_words, _span, advise)
 
@@ -44,6 +45,8 @@ class Plan:
     rates: Optional[Rates] = None
     box_mem: Optional[int] = None  # the box's memory (RAM or its cgroup limit); None: free_mem (a what-if, a test)
     mem_note: str = ""  # where box_mem comes from: "24.00 GB RAM", "2.00 GB cgroup v1 limit (/sys/fs/...)"
+    speed: Optional[Speed] = None  # the speed factor the CPU estimates were scaled by (.speed.apply_speed)
+    report_s: Optional[float] = None  # the report's (and PDF's) build time after the jobs (.speed.report_seconds)
 
     def _new_items(self) -> list[tuple[JobEstimate, DiskItem]]:
         """(row, item) for each item the run writes, once per key, in run order."""
@@ -245,7 +248,8 @@ class Plan:
         widths[0] = max(len(head[0]), min(widths[0], WIDTH - sum(widths[1:]) - 2 * (len(widths) - 1)))
         left = (0, 5, 7)
         fmt = "  ".join(f"{{:{'<' if i in left else '>'}{w}}}" for i, w in enumerate(widths))
-        lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+        lines = header_lines(self.speed, bool(self.target))
+        lines += [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
         for row in rows:
             if len(row[0]) > widths[0]:
                 lines += [row[0], fmt.format("", *row[1:])]
@@ -295,16 +299,19 @@ class Plan:
         lo = sum((r.span or (r.seconds, r.seconds))[0] for r in self.rows if r.seconds is not None)
         hi = sum((r.span or (r.seconds, r.seconds))[1] for r in self.rows if r.seconds is not None)
         unknown = [r for r in self.rows if r.seconds is None]
+        report = f"; then the report (HTML, PDF) about {_duration(self.report_s)}" if self.report_s else ""
         lines.append(f"estimated time: {_duration(total)} of job time (range {_duration(lo)} to {_duration(hi)}); "
-                     f"about {_duration(elapsed)} from start to end with {self.parallel} job(s) at once (jobs in "
-                     f"profile order; those reading other jobs' results start after every job before them)")
+                     f"about {_duration(elapsed + (self.report_s or 0))} from start to end with {self.parallel} job(s) "
+                     f"at once (jobs in profile order; those reading other jobs' results start after every job "
+                     f"before them){report}")
         if unknown:
             bound = sum(r.timeout_s or 0 for r in unknown)
             lines.append(f"  not in it: {len(unknown)} job(s) with no measured rate ("
                          + ", ".join(r.label for r in unknown) + ")"
                          + (f"; their timeout_s bounds them: at most {_duration(bound)} more" if bound else ""))
         if any(r.device.startswith("cuda") for r in self.rows):
-            lines += plan_lines((self.rates or load_rates()).gpu_speedup)
+            rates = self.rates or load_rates()
+            lines += plan_lines(rates.gpu_speedup, kind=rates.gpu_kind)
         over = self.time_lines()
         if over:
             lines += ["", f"time limits: {len(over)} job(s) estimated past their limit (the whole notebook; a job is "

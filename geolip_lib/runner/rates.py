@@ -3,6 +3,7 @@ where each comes from), scaled by parameters from the nearest rate. Used for not
 (:mod:`.cost_model`) has no work rates for, and for a GPU rate measured on a GPU."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ import yaml
 
 from ..params import load_model_params
 from . import gpu_rates as G
+from .gpu_kinds import GpuKind, assumed_speedup
 from .model_sizes import PlanError
 
 RATES_FILE = Path(__file__).with_name("rates.yaml")
@@ -39,6 +41,18 @@ class Rates:
     gpu_speedup: float  # assumed, until GPU rates are measured
     per_model_as: dict  # notebook -> the notebook whose work it repeats per model of its MODELS
     rates: tuple  # Rate
+    gpu_kind: Optional[GpuKind] = None  # --gpu-kind: the GPU the plan's GPU rows are for (None: this machine's)
+    speedup_note: str = ""  # how gpu_speedup was made from rates.yaml's for gpu_kind
+
+    def for_kind(self, kind: Optional[GpuKind]) -> "Rates":
+        """These rates for GPUs of ``kind``: its measured or scaled step rates (:mod:`.gpu_kinds`) and the
+        ASSUMED speed-up x its memory bandwidth / the H200's (the GPU the speed-up is stated for)."""
+        if kind is None:
+            return self
+        speed = round(assumed_speedup(self.gpu_speedup, kind), 2)
+        note = "" if speed == self.gpu_speedup else \
+            f" (rates.yaml's {self.gpu_speedup:g} x the {kind.name}'s / H200's memory bandwidth)"
+        return dataclasses.replace(self, gpu_kind=kind, gpu_speedup=speed, speedup_note=note)
 
 
 @functools.lru_cache(maxsize=4)

@@ -105,9 +105,15 @@ def test_an_unmeasured_notebook_on_a_gpu_stays_assumed():
 
 
 def test_another_gpu_says_the_rates_are_the_h200s(monkeypatch):
-    monkeypatch.setattr(G, "local_gpu", lambda: "NVIDIA A100-SXM4-80GB")
+    """A GPU of no known kind takes the H200's rates as they are and says so; a known kind (A100) takes them
+    scaled by the datasheets, said ASSUMED."""
+    monkeypatch.setattr(G, "local_gpu", lambda: "NVIDIA Tesla V100-SXM2-32GB")
     row = _gpu_row("02_weight_topology / shapes-t5-small")
-    assert "at H200 rates measured 2026-11-27 (this machine's A100-SXM4-80GB was not measured)" in row.time_basis
+    assert "at H200 rates measured 2026-11-27 (this machine's Tesla V100-SXM2-32GB was not measured)" in row.time_basis
+    monkeypatch.setattr(G, "local_gpu", lambda: "NVIDIA A100-SXM4-80GB")
+    scaled = _gpu_row("02_weight_topology / shapes-t5-small")
+    assert "at A100 rates ASSUMED: the H200's (measured 2026-11-27) scaled by the datasheets'" in scaled.time_basis
+    assert scaled.seconds > row.seconds  # the A100 has less memory bandwidth and FP32 than the H200
 
 
 def test_the_plan_prints_the_measured_rates_in_lines_of_at_most_120():
