@@ -15,6 +15,10 @@ when a GPU is lent. A failed step is written as ``<step>_error`` with its messag
 
     .venv/bin/python benchmarks/gpu_rates.py --quick                 # tiny-t5 on the CPU (~20 s)
     .venv/bin/python benchmarks/gpu_rates.py --device cuda --out geolip_lib/runner/timings/gpu-a100-$(date +%F).jsonl
+    .venv/bin/python benchmarks/gpu_rates.py --device cuda --out timings   # the same, named after this GPU's kind
+
+A kind's measured rows replace the rates ``run_all.py --plan --gpu-kind KIND`` otherwise scales from the H200's
+(``geolip_lib/runner/gpu_kinds.py``: the kinds, their datasheet specs, how a torch GPU name maps to a kind).
     .venv/bin/python benchmarks/gpu_rates.py shapes-t5-base --device cpu,cuda   # both, with the ratio
 """
 from __future__ import annotations
@@ -31,6 +35,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from geolip_lib.runner.gpu_kinds import kind_of, known  # noqa: E402 - after the checkout is on sys.path
+from geolip_lib.runner.gpu_rates import short_name  # noqa: E402
 
 STEPS = ("load", "forward", "battery", "operators", "null_battery_one_seed")
 SHORT = {"load": "build", "forward": "forward", "battery": "battery", "operators": "operators",
@@ -137,7 +144,8 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", default="load,forward,battery,operators,null",
                     help="comma-separated: load, forward, battery, operators, null")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    ap.add_argument("--out", type=Path, help="append one JSON line per step to this file")
+    ap.add_argument("--out", type=Path, help="append one JSON line per step to this file ('timings': to "
+                    "geolip_lib/runner/timings/gpu-<kind>-<date>.jsonl, which --plan reads)")
     a = ap.parse_args(argv)
     models = a.models or (["tiny-t5"] if a.quick else MODELS)
     a.texts = a.texts or (32 if a.quick else 256)
@@ -148,6 +156,14 @@ def main(argv=None) -> int:
         devices = [d for d in devices if not d.startswith("cuda")] or ["cpu"]
     if a.threads:
         torch.set_num_threads(a.threads)
+    if a.out == Path("timings"):
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
+        kind = kind_of(gpu)
+        if kind is None:
+            print(f"note: {gpu or 'no GPU'} is none of the plan's kinds ({known()}); its rows are read for this "
+                  "machine's own GPU only (add it to geolip_lib/runner/gpu_kinds.py for --gpu-kind)")
+        name = (kind.name if kind else short_name(gpu) or "cpu").lower().replace(" ", "-")
+        a.out = ROOT / "geolip_lib" / "runner" / "timings" / f"gpu-{name}-{datetime.date.today().isoformat()}.jsonl"
     out = open(a.out, "a", encoding="utf-8") if a.out else None
     print(f"models: {' '.join(models)}; devices: {', '.join(devices)}; {a.dtype}; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads" + (f"; {torch.cuda.get_device_name(0)}" if torch.cuda.is_available()

@@ -24,14 +24,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import os
+import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
 from ..lazy import lazy
-from ..paths import cache_root
+from ..paths import ROOT, cache_root
 from ..results import atomic_write_text
 from .cost_model import TIMINGS_DIR
 from .model_sizes import PlanError
@@ -57,6 +60,7 @@ class Speed:
     rate: float  # rounds per second now
     reference: float  # rounds per second quiet (the reference file)
     threads: int  # the kernel's thread count it ran with
+    parallel: int  # the jobs at once it stood for: as many calibrations ran side by side
     load: float  # 1-minute load average when it ran
     cores: int
     at: float  # time.time() when it ran
@@ -91,6 +95,36 @@ def calibrate(threads: Optional[int] = None, seconds: float = CALIBRATION_S) -> 
     return n / elapsed, threads
 
 
+def calibrate_as_jobs(threads: int, parallel: int = 1, seconds: float = CALIBRATION_S) -> float:
+    """Rounds per second of one of ``parallel`` calibrations run side by side in a session of their own, as the
+    jobs' kernels run (the warm kernels' parent starts a new session; where the kernel groups the processes
+    of a session for its scheduler, ``sched_autogroup``, work in another session shares the cores by session):
+    the mean of their rates."""
+    cmd = [sys.executable, "-m", "geolip_lib.runner.speed", "--child", str(threads), str(parallel), str(seconds)]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    try:
+        out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120 + 60 * seconds,
+                             start_new_session=True, check=True)
+        rates = [float(x) for x in json.loads(out.stdout.strip().splitlines()[-1])]
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError, TypeError) as exc:
+        raise PlanError(f"the plan's speed calibration failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                        f"run it alone to see why: {' '.join(cmd[1:])}") from None
+    if not rates or not all(math.isfinite(r) and r > 0 for r in rates):
+        raise PlanError(f"the plan's speed calibration gave no rate ({rates}); run it alone: {' '.join(cmd[1:])}")
+    return sum(rates) / len(rates)
+
+
+def _child(threads: int, parallel: int, seconds: float) -> None:
+    """``--child``: ``parallel`` calibrations side by side (forked processes), their rates as one JSON line."""
+    if parallel <= 1:
+        print(json.dumps([calibrate(threads, seconds)[0]]))
+        return
+    with multiprocessing.get_context("fork").Pool(parallel) as pool:
+        got = pool.starmap(calibrate, [(threads, seconds)] * parallel)
+    print(json.dumps([r for r, _ in got]))
+
+
 def load_reference(path: Path = REFERENCE_FILE) -> dict:
     """The reference file, checked: one :class:`PlanError` line naming what is wrong."""
     where = f"timings/{Path(path).name}"
@@ -114,7 +148,7 @@ def _reference_for(threads: int, ref: dict) -> tuple[float, int]:
     return rates[t], t
 
 
-def _from_cache(path: Path, threads: int, reference: float) -> Optional[Speed]:
+def _from_cache(path: Path, threads: int, parallel: int, reference: float) -> Optional[Speed]:
     """The cached calibration when it is fresh and sound, else None (never trusted otherwise)."""
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > CACHE_BYTES:
@@ -126,26 +160,27 @@ def _from_cache(path: Path, threads: int, reference: float) -> Optional[Speed]:
     except (OSError, ValueError, TypeError):
         return None
     age = time.time() - s.at
-    if (s.threads != threads or s.reference != reference or not 0 <= age <= TTL_S
+    if (s.threads != threads or s.parallel != parallel or s.reference != reference or not 0 <= age <= TTL_S
             or not FACTOR_RANGE[0] <= s.factor <= FACTOR_RANGE[1]
             or not math.isclose(s.factor, s.reference / s.rate if s.rate > 0 else -1, rel_tol=1e-6)):
         return None
     return s
 
 
-def current_speed(threads: Optional[int] = None, use_cache: bool = True, cache: Optional[Path] = None,
-                  reference: Optional[dict] = None) -> Speed:
-    """This box's speed factor now (module docstring): cached for :data:`TTL_S`, else measured and cached."""
-    threads = int(threads or kernel_threads())
+def current_speed(threads: Optional[int] = None, parallel: int = 1, use_cache: bool = True,
+                  cache: Optional[Path] = None, reference: Optional[dict] = None) -> Speed:
+    """This box's speed factor now for ``parallel`` jobs at once (module docstring): cached for :data:`TTL_S`,
+    else measured (:func:`calibrate_as_jobs`) and cached."""
+    threads, parallel = int(threads or kernel_threads()), max(1, int(parallel))
     ref = reference or load_reference()
     ref_rate, ref_threads = _reference_for(threads, ref)
     path = Path(cache) if cache else cache_root() / CACHE_NAME
-    if use_cache and (hit := _from_cache(path, threads, ref_rate)) is not None:
+    if use_cache and (hit := _from_cache(path, threads, parallel, ref_rate)) is not None:
         return hit
-    rate, threads = calibrate(threads)
+    rate = calibrate_as_jobs(threads, parallel)
     factor = min(max(ref_rate / rate, FACTOR_RANGE[0]), FACTOR_RANGE[1])
-    s = Speed(factor, ref_rate / factor, ref_rate, threads, round(os.getloadavg()[0], 2), os.cpu_count() or 1,
-              time.time(), ref_threads)
+    s = Speed(factor, ref_rate / factor, ref_rate, threads, parallel, round(os.getloadavg()[0], 2),
+              os.cpu_count() or 1, time.time(), ref_threads)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(asdict(s)) + "\n")
@@ -174,7 +209,7 @@ def apply_speed(plan, pdf: bool = True, speed: Optional[Speed] = None) -> None:
     (scaled the same way); a plan for another box (its ``target``) keeps the quiet speed."""
     factor = 1.0
     if not plan.target:
-        plan.speed = speed or current_speed()
+        plan.speed = speed or current_speed(parallel=plan.parallel)
         scale_rows(plan.rows, plan.speed)
         factor = plan.speed.factor
     plan.report_s = report_seconds(len(plan.rows), pdf, factor)
@@ -191,7 +226,8 @@ def header_lines(speed: Optional[Speed], target: bool = False) -> list[str]:
         f" (reference measured at {speed.reference_threads} thread(s))"
     when = f"measured {speed.age:.0f} s ago" if speed.age >= 1 else "measured now"
     return [f"speed: this box runs the cost model's kernels {speed.factor:.2f}x slower than quiet ({when}: "
-            f"{CALIBRATION_S:g} s of matmul, eigvalsh and element-wise work at {speed.threads} thread(s){ref}; "
+            f"{CALIBRATION_S:g} s of matmul, eigvalsh and element-wise work at {speed.threads} thread(s){ref}, "
+            f"{speed.parallel} at once as the jobs run; "
             f"load {speed.load:.1f} on {speed.cores} cores); CPU job times below are x {speed.factor:.2f}"]
 
 
@@ -200,7 +236,11 @@ def main(argv=None) -> int:
     kept); without it, print today's factor."""
     ap = argparse.ArgumentParser(prog="python -m geolip_lib.runner.speed")
     ap.add_argument("--reference", action="store_true", help="write today's rates as the quiet reference")
+    ap.add_argument("--child", nargs=3, metavar=("THREADS", "PARALLEL", "SECONDS"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.child:
+        _child(int(a.child[0]), int(a.child[1]), float(a.child[2]))
+        return 0
     if not a.reference:
         s = current_speed(use_cache=False)
         print("\n".join(header_lines(s)))
@@ -208,9 +248,9 @@ def main(argv=None) -> int:
     data = json.loads(REFERENCE_FILE.read_text(encoding="utf-8")) if REFERENCE_FILE.is_file() else {}
     rates = {}
     for t in sorted({1, 2, kernel_threads()}):
-        rates[str(t)] = round(max(calibrate(t, 2.0)[0] for _ in range(3)), 2)  # the best of three: quiet
-    data.setdefault("calibration", {}).update(rounds_per_s=rates, load_1m=round(os.getloadavg()[0], 2),
-                                               date=time.strftime("%Y-%m-%d"))
+        rates[str(t)] = round(max(calibrate_as_jobs(t, 1, 2.0) for _ in range(3)), 2)  # the best of three
+    data["calibration"] = dict(rounds_per_s=rates, load_1m=round(os.getloadavg()[0], 2),
+                               date=time.strftime("%Y-%m-%d"))
     atomic_write_text(REFERENCE_FILE, json.dumps(data, indent=1) + "\n")
     print(f"{rates} -> {REFERENCE_FILE}")
     return 0
