@@ -23,9 +23,10 @@ def base(model: nn.Module) -> nn.Module:
 
 
 def causal_hidden(model, stack, ids, mask, dec) -> list:
-    """Per-layer hidden states of a causal LM (no KV cache)."""
-    return hidden_to_cpu(model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
-                               use_cache=False).hidden_states)
+    """Per-layer hidden states of a causal LM (no KV cache), from its base model: the same
+    states without the vocabulary logits."""
+    return hidden_to_cpu(base(model)(input_ids=ids, attention_mask=mask, output_hidden_states=True,
+                                     use_cache=False).hidden_states)
 
 
 def encoder_hidden(model, stack, ids, mask, dec) -> list:

@@ -9,10 +9,11 @@ the rotary ``inv_freq`` are real, as the constructor computes them) and material
 parameters from :class:`~geolip_lib.models.twin.RandomInitStore` (the model's own
 initialisation, each tensor seeded by ``(seed, name)``):
 
-- the parameters outside the repeated blocks (embeddings, a tied or untied head, final norms,
-  position tables) are generated once and kept;
+- the parameters outside the repeated blocks (embeddings, a tied head, final norms, position
+  tables) are generated once and kept;
 - a *block* (a child of an ``nn.ModuleList``, the outermost such: a decoder layer, T5's block,
-  a CLIP residual block) is generated when the block is called (a forward pre-hook) and put back
+  a CLIP residual block; and an untied output head, which hidden states never call) is
+  generated when the block is called (a forward pre-hook) and put back
   on the meta device when it returns (a forward hook), so one block is in memory at a time.
 
 The model's own forward code runs unchanged, so this works for every family whose blocks are
@@ -78,7 +79,8 @@ def _skeleton(store: twin.RandomInitStore, model_cls: Any, dtype: torch.dtype) -
 
 
 def _blocks(model: nn.Module) -> list:
-    """``(path, module)`` of the outermost children of an ``nn.ModuleList`` (the repeated blocks)."""
+    """``(path, module)`` of the outermost children of an ``nn.ModuleList`` (the repeated blocks),
+    then an untied output head (materialised only when called: hidden states never call it)."""
     found: list = []
 
     def walk(mod: nn.Module, prefix: str) -> None:
@@ -90,6 +92,14 @@ def _blocks(model: nn.Module) -> list:
                 walk(child, path)
 
     walk(model, "")
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is not None and any(True for _ in head.parameters()):
+        mine = {id(p) for p in head.parameters()}
+        in_found = {id(p) for _, b in found for p in b.parameters()}
+        others = {id(p) for m in model.modules() if m is not head
+                  for p in m._parameters.values() if p is not None and id(p) in mine}
+        if not (mine & in_found) and not others:  # untied: no other module holds its weight
+            found.append((next(n for n, m in model.named_modules() if m is head), head))
     return found
 
 

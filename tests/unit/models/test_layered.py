@@ -105,3 +105,23 @@ def test_01_null_is_unchanged_at_or_below_the_threshold_and_tables_alone_above(l
 
 def ref_seeds(lm, n):
     return [lm.params.seed + 1 + k for k in range(n)]
+
+
+def test_an_untied_head_is_materialised_only_when_called(lms):
+    """Hidden states never call the output head: an untied one (T5 v1.1) stays on the meta device,
+    and a call materialises it with the store's values, then puts it back."""
+    lm = lms["tiny-t5-v1_1"]
+    tw = layered.random_init_model(lm, 4, max_params=0)
+    head = tw.model.get_output_embeddings()
+    assert head.weight is not tw.model.get_input_embeddings().weight
+    assert (next(n for n, m in tw.model.named_modules() if m is head), head) in layered._blocks(tw.model)
+    tw.hidden_states(TEXTS, stack=tw.stacks[0])
+    assert head.weight.is_meta
+    store = lm.random_init_weights(4, max_params=0)
+    x = torch.randn(2, head.in_features, generator=torch.Generator().manual_seed(1))
+    y = head(x)
+    assert head.weight.is_meta and tw.model.geolip_blocks.live_bytes == 0
+    assert torch.equal(y, torch.nn.functional.linear(x, store.get("lm_head.weight", dtype=torch.float32)))
+    tied = layered.random_init_model(lms["tiny-qwen"], 4, max_params=0).model
+    if tied.get_output_embeddings().weight is tied.get_input_embeddings().weight:  # a tied head is kept
+        assert all(m is not tied.get_output_embeddings() for _, m in layered._blocks(tied))
