@@ -125,13 +125,15 @@ class LoadedModel:
         return self._weights_dir
 
     # ------------------------------------------------------------------ embeddings
-    def input_embeddings(self) -> torch.Tensor:
+    def input_embeddings(self, *, view: bool = False) -> torch.Tensor:
         """Input embedding table, ``(V, D)`` float32 CPU copy.
 
         Text models: the token embedding (open_clip: the text tower's). DINOv2: the learned
         position embeddings ``(1 + n_patches, D)`` (CLS position first), the only table a ViT has.
+        ``view=True``: the model's own tensor where it is already float32 on the CPU (the same
+        values, no second table: a reader that never writes to it), else the copy.
         """
-        return self.spec.input_embeddings(self.model).detach().to("cpu", torch.float32, copy=True)
+        return self.spec.input_embeddings(self.model).detach().to("cpu", torch.float32, copy=not view)
 
     def output_embeddings(self) -> Optional[torch.Tensor]:
         """Output (unembedding) matrix ``(V, D)`` float32 CPU, or ``None`` when tied to the input or absent."""
