@@ -47,9 +47,24 @@ def gaussian_like(X: Any, seed: Any = 0, *, n_rows: int | None = None,
     s = matched_scale(t) if scale is None else float(scale)
     n = t.shape[0] if n_rows is None else V.check_positive_int(n_rows, "n_rows")
     dtype = t.dtype if t.is_floating_point() else torch.float64
-    g = rng_for(seed).standard_normal((n, t.shape[1]))
-    g = torch.from_numpy(g * s).to(dtype)
+    g = _normal_rows(rng_for(seed), n, t.shape[1], dtype, lambda g: g * s)
     return g if is_torch(X) else g.numpy()
+
+
+#: float64 draws per step of :func:`_normal_rows`
+DRAW_CHUNK = 1 << 22
+
+
+def _normal_rows(rng: np.random.Generator, n: int, d: int, dtype: torch.dtype, f: Callable) -> torch.Tensor:
+    """``torch.from_numpy(f(rng.standard_normal((n, d)))).to(dtype)`` drawn ``DRAW_CHUNK`` values
+    (whole rows) at a time: the same values (the generator's stream is filled row after row,
+    ``f`` acts on rows alone) without an ``(n, d)`` float64 draw beside the result."""
+    out = torch.empty((n, d), dtype=dtype)
+    step = max(1, DRAW_CHUNK // max(d, 1))
+    for i in range(0, n, step):
+        k = min(step, n - i)
+        out[i:i + k] = torch.from_numpy(f(rng.standard_normal((k, d))))
+    return out
 
 
 def sphere_like(X: Any, seed: Any = 0, *, n_rows: int | None = None) -> Any:
@@ -74,9 +89,7 @@ def sphere_like(X: Any, seed: Any = 0, *, n_rows: int | None = None) -> Any:
     t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 1, 1: 1})
     n = t.shape[0] if n_rows is None else V.check_positive_int(n_rows, "n_rows")
     dtype = t.dtype if t.is_floating_point() else torch.float64
-    g = rng_for(seed).standard_normal((n, t.shape[1]))
-    g /= np.linalg.norm(g, axis=1, keepdims=True)
-    g = torch.from_numpy(g).to(dtype)
+    g = _normal_rows(rng_for(seed), n, t.shape[1], dtype, lambda g: g / np.linalg.norm(g, axis=1, keepdims=True))
     return g if is_torch(X) else g.numpy()
 
 

@@ -41,13 +41,16 @@ def _unit_covariance_eigenvalues(X: Any, centered: bool = True) -> tuple[np.ndar
     1e-200) neither overflow nor underflow the float64 product, and scale-free statistics
     (PR, effective dimension) use the unit-scale spectrum directly."""
     t = V.as_tensor(contig(X), "X", ndim=2, min_shape={0: 1, 1: 1}, dtype=torch.float64)
-    s = float(t.abs().max()) if t.numel() else 0.0
+    # the same values as t.abs().max(), t / s and t - mean, with one float64 table (not four)
+    s = float(torch.stack([t.max(), -t.min()]).max()) if t.numel() else 0.0
+    mine = not (isinstance(X, torch.Tensor) and X.dtype == torch.float64) and \
+        getattr(X, "dtype", None) != np.float64  # as_tensor converted: the float64 table is ours
     if s > 0:
-        t = t / s
+        t, mine = (t.div_(s) if mine else t / s), True
     else:
         s = 1.0
     if centered:
-        t = t - t.mean(dim=0, keepdim=True)
+        t = t.sub_(t.mean(dim=0, keepdim=True)) if mine else t - t.mean(dim=0, keepdim=True)
     n, d = t.shape
     m = t.T @ t if d <= n else t @ t.T
     ev = torch.linalg.eigvalsh(m / n).flip(0).clamp_min(0)

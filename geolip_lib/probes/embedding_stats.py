@@ -77,7 +77,7 @@ def eigenspectrum(E: Any, fractions: Sequence[float] = (0.8, 0.9, 0.95, 0.99), *
     """
     t = _matrix(E)
     idx = M.sample_rows(t.shape[0], max_rows, seed)
-    ev = M.covariance_eigenvalues(t[torch.from_numpy(idx)])
+    ev = M.covariance_eigenvalues(t if idx.size == t.shape[0] else t[torch.from_numpy(idx)])  # every row: no copy
     pr = M.participation_ratio_from_eigenvalues(ev)
     dims = M.dims_for_variance_from_eigenvalues(ev, list(fractions))
     out = {

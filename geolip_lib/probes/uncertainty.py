@@ -83,9 +83,9 @@ def _pr_trace(X: torch.Tensor) -> float:
     """PR of the centred covariance as ``tr(C)² / ‖C‖²_F`` (float64): the eigenvalue form of
     :func:`geolip_lib.metrics.participation_ratio` without the eigen-decomposition (the
     nulls below evaluate it 10 times; equal to round-off)."""
-    Xt = X.detach().to("cpu", torch.float64)
-    Xc = Xt - Xt.mean(0)
-    C = Xc.T @ Xc / Xt.shape[0]
+    Xc = X.detach().to("cpu", torch.float64, copy=True)
+    Xc -= Xc.mean(0)  # in place: one float64 table, not two
+    C = Xc.T @ Xc / Xc.shape[0]
     return float(torch.trace(C) ** 2 / (C * C).sum())
 
 
