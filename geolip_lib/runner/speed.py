@@ -17,14 +17,13 @@ this machine's load says nothing about it.
 
 The report (``report.build``: an HTML page per executed notebook, ``index.html``, then ``report.pdf`` through
 headless Chromium) is on the plan too: :func:`report_seconds`, the fixed cost and cost per job measured on the
-tiny profile's output (the reference file's ``report`` entry), scaled by the same factor.
+tiny profile's output (the reference file's ``report`` entry), its CPU part scaled by the same factor.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -96,33 +95,30 @@ def calibrate(threads: Optional[int] = None, seconds: float = CALIBRATION_S) -> 
 
 
 def calibrate_as_jobs(threads: int, parallel: int = 1, seconds: float = CALIBRATION_S) -> float:
-    """Rounds per second of one of ``parallel`` calibrations run side by side in a session of their own, as the
-    jobs' kernels run (the warm kernels' parent starts a new session; where the kernel groups the processes
-    of a session for its scheduler, ``sched_autogroup``, work in another session shares the cores by session):
-    the mean of their rates."""
-    cmd = [sys.executable, "-m", "geolip_lib.runner.speed", "--child", str(threads), str(parallel), str(seconds)]
+    """Rounds per second of one of ``parallel`` calibrations run side by side, each in a session of its own as a
+    job's kernel runs apart from the plan's process (where the kernel groups a session's processes for its
+    scheduler, ``sched_autogroup``, work in other sessions shares the cores by session): the mean of their rates."""
+    cmd = [sys.executable, "-m", "geolip_lib.runner.speed", "--child", str(threads), str(seconds)]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    procs, rates = [], []
     try:
-        out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120 + 60 * seconds,
-                             start_new_session=True, check=True)
-        rates = [float(x) for x in json.loads(out.stdout.strip().splitlines()[-1])]
+        procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True) for _ in range(max(1, parallel))]
+        for p in procs:
+            out, _ = p.communicate(timeout=120 + 60 * seconds)
+            rates.append(float(json.loads(out.strip().splitlines()[-1])))
     except (OSError, subprocess.SubprocessError, ValueError, IndexError, TypeError) as exc:
         raise PlanError(f"the plan's speed calibration failed ({type(exc).__name__}: {str(exc)[:200]}); "
                         f"run it alone to see why: {' '.join(cmd[1:])}") from None
-    if not rates or not all(math.isfinite(r) and r > 0 for r in rates):
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    if not all(math.isfinite(r) and r > 0 for r in rates):
         raise PlanError(f"the plan's speed calibration gave no rate ({rates}); run it alone: {' '.join(cmd[1:])}")
     return sum(rates) / len(rates)
-
-
-def _child(threads: int, parallel: int, seconds: float) -> None:
-    """``--child``: ``parallel`` calibrations side by side (forked processes), their rates as one JSON line."""
-    if parallel <= 1:
-        print(json.dumps([calibrate(threads, seconds)[0]]))
-        return
-    with multiprocessing.get_context("fork").Pool(parallel) as pool:
-        got = pool.starmap(calibrate, [(threads, seconds)] * parallel)
-    print(json.dumps([r for r, _ in got]))
 
 
 def load_reference(path: Path = REFERENCE_FILE) -> dict:
@@ -199,9 +195,10 @@ def scale_rows(rows, speed: Speed) -> None:
 
 
 def report_seconds(n_jobs: int, pdf: bool = True, factor: float = 1.0, ref: Optional[dict] = None) -> float:
-    """The report's build time (``report.build``) for ``n_jobs`` jobs: fixed + per job (+ the PDF), x ``factor``."""
+    """The report's build time (``report.build``) for ``n_jobs`` jobs: (fixed + per job) x ``factor`` (its CPU
+    work) + the PDF (Chromium printing: wall time, most of it waiting on MathJax's time budget, not scaled)."""
     r = (ref or load_reference())["report"]
-    return factor * (r["fixed_s"] + r["per_job_s"] * n_jobs + (r["pdf_s"] if pdf else 0.0))
+    return factor * (r["fixed_s"] + r["per_job_s"] * n_jobs) + (r["pdf_s"] if pdf else 0.0)
 
 
 def apply_speed(plan, pdf: bool = True, speed: Optional[Speed] = None) -> None:
@@ -236,10 +233,10 @@ def main(argv=None) -> int:
     kept); without it, print today's factor."""
     ap = argparse.ArgumentParser(prog="python -m geolip_lib.runner.speed")
     ap.add_argument("--reference", action="store_true", help="write today's rates as the quiet reference")
-    ap.add_argument("--child", nargs=3, metavar=("THREADS", "PARALLEL", "SECONDS"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=2, metavar=("THREADS", "SECONDS"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.child:
-        _child(int(a.child[0]), int(a.child[1]), float(a.child[2]))
+    if a.child:  # one calibration of calibrate_as_jobs: its rate, one JSON number
+        print(json.dumps(calibrate(int(a.child[0]), float(a.child[1]))[0]))
         return 0
     if not a.reference:
         s = current_speed(use_cache=False)

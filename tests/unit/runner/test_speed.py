@@ -122,7 +122,7 @@ def test_the_plan_scales_cpu_rows_adds_the_report_and_says_the_factor():
     plan = SimpleNamespace(target={}, rows=[cpu, gpu], speed=None, report_s=None)
     S.apply_speed(plan, speed=_speed(3.0))
     assert (cpu.seconds, cpu.span) == (30.0, (15.0, 60.0)) and (gpu.seconds, gpu.span) == (10.0, (5.0, 20.0))
-    assert math.isclose(plan.report_s, 3.0 * S.report_seconds(2))
+    assert math.isclose(plan.report_s, S.report_seconds(2, factor=3.0))
     head = S.header_lines(plan.speed)
     assert len(head) == 1 and "3.00x slower than quiet" in head[0] and "load 9.5 on 2 cores" in head[0]
     other = SimpleNamespace(target={"gpus": 8}, rows=[SimpleNamespace(seconds=10.0, span=None, device="cpu")],
@@ -136,7 +136,7 @@ def test_the_plan_scales_cpu_rows_adds_the_report_and_says_the_factor():
 def test_report_time_is_fixed_plus_per_job_plus_the_pdf():
     r = S.load_reference()["report"]
     assert math.isclose(S.report_seconds(10, pdf=False), r["fixed_s"] + 10 * r["per_job_s"])
-    assert math.isclose(S.report_seconds(10, factor=2.0), 2 * (r["fixed_s"] + 10 * r["per_job_s"] + r["pdf_s"]))
+    assert math.isclose(S.report_seconds(10, factor=2.0), 2 * (r["fixed_s"] + 10 * r["per_job_s"]) + r["pdf_s"])
 
 
 def test_run_all_plan_prints_the_speed_and_the_report(tmp_path, monkeypatch, capsys):
