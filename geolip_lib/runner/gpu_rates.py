@@ -21,8 +21,9 @@ slope over the measured models (clipped to [0, 2]). Not a GPU/CPU ratio x the CP
 one shape (T5-base: build 1.7x, forward 18x, battery 3.9x, operators 1.3x slower than the H200) and the GPU's
 lead grows with size. ASSUMED: the null step where no model of the family measured it (the battery's rate x
 the measured null / battery ratio), 06's null, and every other notebook (CPU estimate / ``gpu_speedup``,
-``rates.yaml``); each row says which of its rates are measured (GPU, date) and which assumed. On a GPU other
-than the one measured, the rows say whose rates they are (``H200 rates``).
+``rates.yaml``); each row says which of its rates are measured (GPU, date) and which assumed. A GPU kind not
+measured (``--gpu-kind``, or this machine's GPU: :mod:`.gpu_kinds`) takes the measured kind's rates scaled by the
+datasheets, said ASSUMED; a GPU of no known kind takes them as they are, and the rows say whose they are.
 """
 from __future__ import annotations
 
