@@ -51,6 +51,10 @@ FACTOR_RANGE = (0.01, 1000.0)  # a factor outside it is a broken measurement or 
 MATMUL_N, EIG_N, ELEMENTWISE_N = 256, 128, 1 << 17  # one round: ~10 ms on the development machine, quiet
 
 
+class CalibrationFailed(PlanError):
+    """The calibration's processes did not give a rate (the plan then keeps the quiet speed, said so)."""
+
+
 @dataclass(frozen=True)
 class Speed:
     """One calibration: how much slower than quiet this box runs the kernels now."""
@@ -109,7 +113,7 @@ def calibrate_as_jobs(threads: int, parallel: int = 1, seconds: float = CALIBRAT
             out, _ = p.communicate(timeout=120 + 60 * seconds)
             rates.append(float(json.loads(out.strip().splitlines()[-1])))
     except (OSError, subprocess.SubprocessError, ValueError, IndexError, TypeError) as exc:
-        raise PlanError(f"the plan's speed calibration failed ({type(exc).__name__}: {str(exc)[:200]}); "
+        raise CalibrationFailed(f"the plan's speed calibration failed ({type(exc).__name__}: {str(exc)[:200]}); "
                         f"run it alone to see why: {' '.join(cmd[1:])}") from None
     finally:
         for p in procs:
@@ -117,7 +121,8 @@ def calibrate_as_jobs(threads: int, parallel: int = 1, seconds: float = CALIBRAT
                 p.kill()
                 p.wait()
     if not all(math.isfinite(r) and r > 0 for r in rates):
-        raise PlanError(f"the plan's speed calibration gave no rate ({rates}); run it alone: {' '.join(cmd[1:])}")
+        raise CalibrationFailed(f"the plan's speed calibration gave no rate ({rates}); run it alone: "
+                                f"{' '.join(cmd[1:])}")
     return sum(rates) / len(rates)
 
 
@@ -204,12 +209,16 @@ def report_seconds(n_jobs: int, pdf: bool = True, factor: float = 1.0, ref: Opti
 def apply_speed(plan, pdf: bool = True, speed: Optional[Speed] = None) -> None:
     """``run_all.py --plan``: this box's speed factor on every CPU job's estimate, and the report's build time
     (scaled the same way); a plan for another box (its ``target``) keeps the quiet speed."""
-    factor = 1.0
+    factor, ref = 1.0, load_reference()  # a broken reference file: one line (exit 2)
     if not plan.target:
-        plan.speed = speed or current_speed(parallel=plan.parallel)
-        scale_rows(plan.rows, plan.speed)
-        factor = plan.speed.factor
-    plan.report_s = report_seconds(len(plan.rows), pdf, factor)
+        try:
+            plan.speed = speed or current_speed(parallel=plan.parallel, reference=ref)
+        except CalibrationFailed as exc:  # not the user's input: the plan goes on at the quiet speed, said so
+            print(f"warning: {exc}; the plan's CPU times are at the quiet speed", file=sys.stderr)
+        else:
+            scale_rows(plan.rows, plan.speed)
+            factor = plan.speed.factor
+    plan.report_s = report_seconds(len(plan.rows), pdf, factor, ref)
 
 
 def header_lines(speed: Optional[Speed], target: bool = False) -> list[str]:

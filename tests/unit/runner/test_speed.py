@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -133,6 +134,20 @@ def test_the_plan_scales_cpu_rows_adds_the_report_and_says_the_factor():
     assert "a target box" in S.header_lines(None, target=True)[0]
 
 
+def test_a_failed_calibration_keeps_the_quiet_speed_with_a_warning(monkeypatch, capsys):
+    def fail(threads, parallel=1, seconds=1.0):
+        raise S.CalibrationFailed("the plan's speed calibration failed (OSError: no python)")
+
+    monkeypatch.setattr(S, "calibrate_as_jobs", fail)
+    monkeypatch.setattr(S, "cache_root", lambda: Path("/nonexistent-geolip-cache"))
+    plan = SimpleNamespace(target={}, rows=[SimpleNamespace(seconds=10.0, span=None, device="cpu")], speed=None,
+                           report_s=None, parallel=2)
+    S.apply_speed(plan)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert plan.rows[0].seconds == 10.0 and plan.speed is None and plan.report_s == S.report_seconds(1)
+    assert len(err) == 1 and err[0].startswith("warning: the plan's speed calibration failed (OSError: no python)")
+
+
 def test_report_time_is_fixed_plus_per_job_plus_the_pdf():
     r = S.load_reference()["report"]
     assert math.isclose(S.report_seconds(10, pdf=False), r["fixed_s"] + 10 * r["per_job_s"])
@@ -142,7 +157,7 @@ def test_report_time_is_fixed_plus_per_job_plus_the_pdf():
 def test_run_all_plan_prints_the_speed_and_the_report(tmp_path, monkeypatch, capsys):
     from run_all import main
 
-    monkeypatch.setattr(S, "current_speed", lambda parallel=1: _speed(4.0, load=11.2))
+    monkeypatch.setattr(S, "current_speed", lambda **_: _speed(4.0, load=11.2))
     args = ["--profile", "tiny", "--notebooks", "05_seed_stability", "--plan", "--out", str(tmp_path)]
     assert main(args) == 0
     text = capsys.readouterr().out
