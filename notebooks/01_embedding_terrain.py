@@ -73,7 +73,7 @@ job = runtime.start("01_embedding_terrain", globals())  # job dir, plot style, i
 lm = job.lm
 
 # %%
-E = lm.input_embeddings()
+E = lm.input_embeddings(view=True)  # the model's own table (read, never written): no second copy
 V_, D_ = E.shape
 # the random-init null: a whole twin at <= 1e9 parameters, else the tables alone (no second model held)
 init_null = probes.uncertainty.RandomInitNull(lm) if RANDOM_INIT_BASELINE else None
@@ -383,6 +383,12 @@ if tr["embedding"]["applicable"]:
 else:
     not_run["Token-id-range categories"] = f"not applicable — {tr['embedding']['reason']}."
     print(f"Token-id-range categories: {not_run['Token-id-range categories']}")
+
+# %%
+# the null tables are read: let them go before the hidden states read the model (a 1.5B model: 1.9 GB)
+mats = E_gauss = E_init = None
+if init_null is not None:
+    init_null.release()
 
 # %% [markdown]
 # ## 8. Layer-by-layer hidden-state geometry

@@ -101,6 +101,11 @@ def test_01_null_is_unchanged_at_or_below_the_threshold_and_tables_alone_above(l
     d = big.drivers(5)
     assert d["tables_only"] == 5 and "every seed" in d["method"] and d["init_seeds"] == ref_seeds(lm, 5)
     assert torch.equal(big.model().input_embeddings(), big.table0)  # the run twin's table is the one measured
+    first = big.table0
+    big.release()  # dropped once read; drawn again on demand: the same values
+    assert big._table0 is None and torch.equal(big.table0, first)
+    null.release()  # at or below the threshold the twin's table stays
+    assert null._table0 is not None and torch.equal(null.table0, lm.random_init().input_embeddings())
 
 
 def ref_seeds(lm, n):
