@@ -43,11 +43,12 @@ test: setup
 	$(PY) -m pytest -m "not gpu and not families and not fakecuda and not external" $(PYTEST_ARGS)
 
 # notebooks 01/02/06 on a tiny model of every model_type of the family registry, and on every model the format
-# recipes of params/README.md write; every family through each ONNX exporter and the CTranslate2 converter (CI's
-# second step)
+# recipes of params/README.md write; every family through each ONNX exporter and the CTranslate2 converter; runs
+# that wait for memory another process holds, in real cgroups (CI's second step)
 test-families: setup
 	$(PY) -m pytest -m families tests/integration/test_families_notebooks.py tests/formats/test_recipes_notebooks.py \
-	  tests/unit/models/test_onnx_families.py tests/unit/models/test_ct2_families.py $(PYTEST_ARGS)
+	  tests/unit/models/test_onnx_families.py tests/unit/models/test_ct2_families.py tests/reliability/test_memory_wait.py \
+	  $(PYTEST_ARGS)
 
 # every notebook's script on its tiny model on the fake CUDA device of tests/fake_cuda.py: the device
 # mix-ups a GPU box would crash on, caught on the CPU (CI's third step; geolip_lib/runner/README.md "The GPU box")

@@ -187,6 +187,8 @@ def main(argv=None) -> int:
             box = target_box(args.gpus, memory, args.host_memory, args.disk)
             if kind is not None:
                 box["rates"] = load_rates().for_kind(kind)
+                if args.gpu_memory is None:
+                    box["target"]["gpu_kind"] = kind.name
             jobs = with_timeout(jobs_for_profile(args.profile, args.models, args.notebooks), args.timeout)
             plan = plan_for(jobs, out_root.resolve(), args.jobs, box)
             apply_speed(plan, pdf=not args.no_pdf)

@@ -290,7 +290,9 @@ class Plan:
             lines.append(f"  run alone (no other job fits beside their peak; the others run {self.parallel} at once): "
                          + ", ".join(alone))
         if "gpus" in self.target:
-            gpus = (f"{len(self.gpus)} GPU(s) of {_gb(self.gpus[0])} GB on the target box (--gpus, --gpu-memory)"
+            kind = self.target.get("gpu_kind")  # the memory is that kind's datasheet's (no --gpu-memory given)
+            given = f"--gpus, --gpu-kind {kind}" if kind else "--gpus, --gpu-memory"
+            gpus = (f"{len(self.gpus)} GPU(s) of {_gb(self.gpus[0])} GB on the target box ({given})"
                     if self.gpus else "no GPU on the target box (--gpus 0)")
         else:
             gpus = "free per GPU here: " + (", ".join(_gb(g) for g in self.gpus) or "none")

@@ -11,7 +11,8 @@ import pytest
 
 from tests.cgroups import ROOT, cgroup, hold, inside, stop
 
-pytestmark = pytest.mark.unit
+# whole runs of run_all in real cgroups (about 90 s together): CI's second step, beside the families
+pytestmark = [pytest.mark.integration, pytest.mark.families]
 GB = 10**9
 #: one job of the tiny profile: planned at 1.11 GB host peak, a few seconds of work
 JOB = ["--profile", "tiny", "--notebooks", "05_seed_stability", "--models", "tiny-t5", "--jobs", "1",

@@ -74,10 +74,10 @@ def test_the_plan_differs_by_kind_and_the_kind_implies_its_memory(capsys):
 
     assert job_s(text["H200"]) < job_s(text["H100"]) < job_s(text["L40S"])
     assert "1 GPU(s) of 141.00 GB" in text["H200"] and "1 GPU(s) of 80.00 GB" in text["H100"]
-    assert "1 GPU(s) of 48.00 GB" in text["L40S"]
+    assert "1 GPU(s) of 48.00 GB on the target box (--gpus, --gpu-kind L40S)" in text["L40S"]  # where it came from
     assert "H200 rates measured 2026-11-27" in text["H200"] and "ASSUMED" not in text["H200"].split("rates")[1][:30]
     assert "L40S rates ASSUMED: the H200's (measured 2026-11-27) scaled by the datasheets'" in text["L40S"]
-    assert "1 GPU(s) of 40.00 GB" in _plan(capsys, "L40S", "--gpu-memory", "40")  # given: it wins
+    assert "1 GPU(s) of 40.00 GB on the target box (--gpus, --gpu-memory)" in _plan(capsys, "L40S", "--gpu-memory", "40")
 
 
 @pytest.mark.parametrize("args, words", [
