@@ -28,6 +28,7 @@ from ..families import spec
 from ..params import model_file_label
 from ..provenance import file_sha256
 from ..roots import RootReadError
+from ..validation import FINITE_CHUNK, all_finite as _all_finite  # noqa: F401 - FINITE_CHUNK: check_finite's step
 
 try:
     _libc = ctypes.CDLL(None, use_errno=True)  # madvise (Linux, macOS)
@@ -255,15 +256,6 @@ def check_finite(model: torch.nn.Module, name: str) -> None:
         more = f"; {len(bad) - 1} more tensor(s) are non-finite too" if len(bad) > 1 else ""
         raise ModelLoadError(f"model '{name}': tensor {pname} has {nan} NaN and {inf} Inf values (of {n}){more}; "
                              "the checkpoint is corrupt: re-download or re-save it")
-
-
-#: elements per step of :func:`check_finite`
-FINITE_CHUNK = 1 << 22
-
-
-def _all_finite(t: torch.Tensor) -> bool:
-    flat = t.detach().reshape(-1)  # a view of a contiguous parameter (a copy of a strided one)
-    return all(bool(torch.isfinite(flat[i:i + FINITE_CHUNK]).all()) for i in range(0, flat.numel(), FINITE_CHUNK))
 
 
 _PAGE = mmap.PAGESIZE

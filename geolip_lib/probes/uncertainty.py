@@ -124,30 +124,31 @@ def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_
         vals.setdefault(key, {}).setdefault(kind, []).append(np.nan if v is None else float(v))
 
     for k in range(n_seeds):
-        tables = {"gaussian": M.gaussian_like(t, seed=seed + 1 + 10 * k, scale=scale),
-                  "sphere": M.sphere_like(t, seed=seed + 2 + 10 * k)}
-        T_init = init_table(k) if init_table is not None else None
-        if T_init is not None:
-            tables["random_init"] = T_init
-        for kind, T in tables.items():
+        draws = {"gaussian": lambda: M.gaussian_like(t, seed=seed + 1 + 10 * k, scale=scale),
+                 "sphere": lambda: M.sphere_like(t, seed=seed + 2 + 10 * k)}
+        if init_table is not None:
+            draws["random_init"] = lambda: init_table(k)
+        for kind, draw in draws.items():  # one null table at a time: drawn, measured, let go (each seeded alone)
+            T = draw()
+            if T is None:
+                continue
             cvr = M.pentachoron_cv(T, n_simplices, seed=seed, exact_max=exact_max)
             put("pentachoron_cv", kind, cvr.cv)
             if keep is not None:
                 put("pentachoron_cv_content", kind,
                     M.pentachoron_cv(T[keep], n_simplices, seed=seed, exact_max=exact_max).cv)
-            if kind == "sphere":
-                continue
-            put("cosine_mean", kind, M.mean_offdiag_cosine(M.normalize_rows(_rows(T, n_cos, seed))))  # = cosine_stats' mean
-            pr = pr_estimate(T, pca_rows, seed, n_boot=n_boot)["value"]  # the model's estimator (exact: all rows)
-            put("pr", kind, pr)
-            put("pr_over_dim", kind, pr / D)
-            if tokenizer is not None:
-                put("digit_corr", kind, digit_manifold(T, tokenizer).get("corr_abs_diff"))
+            if kind != "sphere":
+                put("cosine_mean", kind, M.mean_offdiag_cosine(M.normalize_rows(_rows(T, n_cos, seed))))  # = cosine_stats' mean
+                pr = pr_estimate(T, pca_rows, seed, n_boot=n_boot)["value"]  # the model's estimator (exact: all rows)
+                put("pr", kind, pr)
+                put("pr_over_dim", kind, pr / D)
+                if tokenizer is not None:
+                    put("digit_corr", kind, digit_manifold(T, tokenizer).get("corr_abs_diff"))
             if kind == "random_init":
                 g = M.pentachoron_cv(M.gaussian_like(T, seed=seed + 3 + 10 * k), n_simplices, seed=seed,
                                      exact_max=exact_max)
                 put("volume_ratio", kind, M.ratio(cvr.mean, g.mean))
-        del tables, T_init
+            del T
     what = {"gaussian": "Gaussian seeds", "sphere": "sphere seeds", "random_init": "random-init seeds"}
     return {key: {kind: M.intervals.null_over_seeds(v, what=f"{len(v)} {what[kind]}") for kind, v in by.items()
                   if np.isfinite(v).any()}
