@@ -387,7 +387,7 @@ else:
 
 # %%
 # the null tables are read: let them go before the hidden states read the model (a 1.5B model: 1.9 GB)
-mats = E_gauss = E_init = None
+mats = E_gauss = E_init = T = None  # T: the eigenspectrum loop's last table
 if init_null is not None:
     init_null.release()
 
@@ -503,6 +503,7 @@ else:
     metrics["embed_vs_output"] = {"applicable": False, "reason": "output embedding tied or absent"}
     not_run["Input vs output embedding"] = "not applicable — the output embedding is tied or absent."
     print(f"Input vs output embedding: {not_run['Input vs output embedding']}")
+O = None  # an untied head's copy (152k x 1536: 0.9 GB) is read
 
 # %% [markdown]
 # ## 13. Vision-tower embedding tables

@@ -11,7 +11,6 @@ from .. import metrics as M
 from .. import validation as V
 from ..families import spec
 from ..metrics.position_bias import table_stats
-from ._common import _matrix
 
 
 def parameter_census(model: torch.nn.Module, depth: int = 2) -> dict:
@@ -85,6 +84,19 @@ def weight_tying(model: torch.nn.Module, reference: torch.Tensor | None = None) 
             "output_equal": out_equal}
 
 
+#: :func:`embed_vs_output` of tables up to this many values each reads whole float64 copies (as always); above,
+#: ``EVO_ROWS`` rows at a time (152k x 1536: the whole-table form made ~7 GB of float64 temporaries)
+EVO_WHOLE_MAX = 1 << 26
+EVO_ROWS = 4096
+
+
+def _tables(E: Any, O: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """``E`` and ``O`` checked as ``_common._matrix`` checks them, in their own floating dtype (no copy yet)."""
+    a = V.as_tensor(E, "E", ndim=2, min_shape={0: 1, 1: 1})
+    b = V.as_tensor(O, "O", ndim=2, min_shape={0: 1, 1: 1})
+    return a, b
+
+
 def embed_vs_output(E: Any, O: Any, *, return_data: bool = False) -> dict | tuple[dict, np.ndarray]:
     """Input embedding vs output (unembedding) matrix of the same vocabulary (untied models).
 
@@ -96,13 +108,22 @@ def embed_vs_output(E: Any, O: Any, *, return_data: bool = False) -> dict | tupl
     cosines : ndarray, shape (V,)
         Per-token cosines, only with ``return_data=True``.
     """
-    a, b = _matrix(E), _matrix(O, "O")
+    a, b = _tables(E, O)
     if a.shape != b.shape:
         V.fail("O", f"expected the input-embedding shape {tuple(a.shape)}, got {tuple(b.shape)}")
-    cos = torch.nn.functional.cosine_similarity(a, b, dim=1, eps=1e-8).numpy()
+    if a.numel() <= EVO_WHOLE_MAX:
+        a, b = a.to(torch.float64), b.to(torch.float64)
+        cos = torch.nn.functional.cosine_similarity(a, b, dim=1, eps=1e-8).numpy()
+        fe, fo, fd = float(a.norm()), float(b.norm()), float((a - b).norm())
+    else:  # EVO_ROWS rows at a time in float64: the same per-token cosines, the norms' sums to round-off
+        cos, sq = np.empty(a.shape[0]), np.zeros(3)
+        for i in range(0, a.shape[0], EVO_ROWS):
+            x, y = a[i:i + EVO_ROWS].to(torch.float64), b[i:i + EVO_ROWS].to(torch.float64)
+            cos[i:i + EVO_ROWS] = torch.nn.functional.cosine_similarity(x, y, dim=1, eps=1e-8).numpy()
+            sq += [float((x * x).sum()), float((y * y).sum()), float(((x - y) ** 2).sum())]
+        fe, fo, fd = (float(v) for v in np.sqrt(sq))
     st = M.distribution_stats(cos)
     st.pop("n")
-    fe, fo, fd = float(a.norm()), float(b.norm()), float((a - b).norm())
     out = {"per_token_cosine": st,
            "frobenius": {"embed": fe, "output": fo, "difference": fd, "relative": fd / fe if fe else float("nan")}}
     return (out, cos) if return_data else out
