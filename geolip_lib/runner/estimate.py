@@ -49,8 +49,8 @@ from .cost_model import (  # noqa: F401 - re-exported: the cost model's names (t
 from .execute import TIMING
 from .memory_rules import (  # noqa: F401 - re-exported: the rules (plan, tests)
     ALL_ENTRIES, CUDA_CONTEXT, DEFAULT_EXTRA, FIXED_HOST, GENERIC_MODEL_RULE, GENERIC_RULE, HEADROOM, KERNEL_HOST,
-    NOTEBOOK_EXTRA, OUTPUT_ALLOWANCE, RULES, USES_CUDA, Rule, _default_device, _models_of, _param)
-from .model_sizes import GB, PlanError, hf_cache_dir, model_info, twin_max_params  # noqa: F401 - re-exported
+    MAPPED_PEAK, NOTEBOOK_EXTRA, OUTPUT_ALLOWANCE, RULES, USES_CUDA, Rule, _default_device, _models_of, _param)
+from .model_sizes import GB, PlanError, hf_cache_dir, mapped_load, model_info, twin_max_params  # noqa: F401 - re-exported
 from .rates import RATES_FILE, Rate, Rates, _nearest, _rate_seconds, load_rates  # noqa: F401 - re-exported
 
 
@@ -326,6 +326,11 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
         src = "measured on the demo sizes" if job.notebook in FIXED_HOST else f"rule {rule_name}: the kernel's own peak"
     else:
         host = KERNEL_HOST + NOTEBOOK_EXTRA.get(job.notebook, DEFAULT_EXTRA) + max(load_peak, held + host_work)
+        mapped = job.notebook in MAPPED_PEAK and not on_gpu and len(infos) == 1 and mapped_load(infos[0])
+        if mapped and MAPPED_PEAK[job.notebook] * infos[0].bytes < host:
+            host = MAPPED_PEAK[job.notebook] * infos[0].bytes
+            notes.append(f"host: {MAPPED_PEAK[job.notebook]:.2f} x the model, as measured on a memory-mapped "
+                         "model above 1e9 parameters (memory_rules.MAPPED_PEAK)")
         gpu = 0
         if on_gpu:
             per = dev_mem / max(k_gpus, 1)

@@ -95,6 +95,13 @@ def twin_max_params() -> int:
                       check=lambda v: type(v) is int)
 
 
+def mapped_load(mi: ModelInfo) -> bool:
+    """``mi`` is read on the CPU from safetensors in its load dtype above :func:`twin_max_params` (one file set, no
+    trajectory): memory-mapped, its pages resident only as a job reads them (``memory_rules.MAPPED_PEAK``)."""
+    return (mi.params > twin_max_params() and mi.has_safetensors and not mi.pickle and not mi.open_clip_checkpoint
+            and mi.stored_dtype == mi.dtype and not mi.checkpoints)
+
+
 _NUM = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 
 

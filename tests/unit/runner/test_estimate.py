@@ -8,12 +8,15 @@ import dataclasses
 import json
 import math
 import statistics
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from geolip_lib.runner import estimate as E
 from geolip_lib.runner import plan as P
+from geolip_lib.runner.jobs import notebook_defaults
+from run_all import jobs_for_profile
 
 pytestmark = pytest.mark.unit
 GB = 10**9
@@ -275,3 +278,22 @@ def test_a_job_measured_with_the_same_parameters_is_planned_at_its_measured_time
     assert E._measured_in_timings(job, infos) == row
     row.pop("parameters")  # rows collected before parameters were recorded never match
     assert E._measured_in_timings(job, infos) is None
+
+
+NO_ROOT = Path(__file__).parent / "no-such-output-root"
+#: VmHWM of the Qwen2.5-Coder-1.5B jobs measured by benchmarks/memory.py --quick (benchmarks/README.md), bytes
+MEASURED_QWEN_PEAK = {"16_contextual_geometry": 7_647_348 * 1024, "01_embedding_terrain": 10_371_676 * 1024}
+
+
+@pytest.mark.parametrize("notebook", sorted(MEASURED_QWEN_PEAK))
+def test_a_memory_mapped_model_above_1e9_parameters_is_planned_at_its_measured_peak(notebook):
+    """01 and 16 on Qwen2.5-Coder-1.5B (7.11 GB float32, memory-mapped): the plan's host memory is at least the
+    measured peak and within 10 % of it (the rule table alone, model whole beside every table, said 11.5 / 12.9 GB)."""
+    job = next(j for j in jobs_for_profile("real", ["qwen2.5-coder-1.5b"], [notebook]))
+    row = E.estimate_job(job, "cpu", out_root=NO_ROOT, defaults=notebook_defaults)
+    measured = MEASURED_QWEN_PEAK[notebook]
+    assert measured <= row.host <= 1.10 * measured, (row.host, measured)
+    assert any("memory_rules.MAPPED_PEAK" in n for n in row.notes)
+    small = next(j for j in jobs_for_profile("tiny", None, [notebook]) if j.model)  # below 1e9 parameters: the rules
+    assert not any("MAPPED_PEAK" in n for n in E.estimate_job(small, "cpu", out_root=NO_ROOT,
+                                                               defaults=notebook_defaults).notes)
