@@ -46,6 +46,7 @@ class Plan:
     box_mem: Optional[int] = None  # the box's memory (RAM or its cgroup limit); None: free_mem (a what-if, a test)
     mem_note: str = ""  # where box_mem comes from: "24.00 GB RAM", "2.00 GB cgroup v1 limit (/sys/fs/...)"
     speed: Optional[Speed] = None  # the speed factor the CPU estimates were scaled by (.speed.apply_speed)
+    speed_alone: Optional[Speed] = None  # the factor of the jobs that run alone (one calibration alone)
     report_s: Optional[float] = None  # the report's (and PDF's) build time after the jobs (.speed.report_seconds)
 
     def _new_items(self) -> list[tuple[JobEstimate, DiskItem]]:
@@ -109,8 +110,8 @@ class Plan:
     def memory_alone(self) -> list[str]:
         """The jobs whose host peak leaves no room for another job beside them at ``--jobs N > 1``: the run
         starts them when nothing else runs, and nothing beside them (:meth:`admits`). Not a shortfall: a
-        batch with one large model among small ones runs, two at once where memory allows (issue 36: the real
-        profile's Qwen2.5-Coder jobs peak at 12-19 GB on a 24 GB box)."""
+        batch with one large model among small ones runs, two at once where memory allows (the real
+        profile's Qwen2.5-Coder jobs on a 24 GB box)."""
         if self.parallel < 2:
             return []
         smallest = min((r.host for r in self.rows), default=0)
@@ -248,7 +249,7 @@ class Plan:
         widths[0] = max(len(head[0]), min(widths[0], WIDTH - sum(widths[1:]) - 2 * (len(widths) - 1)))
         left = (0, 5, 7)
         fmt = "  ".join(f"{{:{'<' if i in left else '>'}{w}}}" for i, w in enumerate(widths))
-        lines = header_lines(self.speed, bool(self.target))
+        lines = header_lines(self.speed, bool(self.target), self.speed_alone)
         lines += [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
         for row in rows:
             if len(row[0]) > widths[0]:

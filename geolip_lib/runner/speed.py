@@ -175,7 +175,9 @@ def current_speed(threads: Optional[int] = None, parallel: int = 1, use_cache: b
     threads, parallel = int(threads or kernel_threads()), max(1, int(parallel))
     ref = reference or load_reference()
     ref_rate, ref_threads = _reference_for(threads, ref)
-    path = Path(cache) if cache else cache_root() / CACHE_NAME
+    # one file per number side by side: a plan asks for both (its jobs side by side and those that run alone)
+    name = CACHE_NAME if parallel == 1 else CACHE_NAME.replace(".json", f"-{parallel}.json")
+    path = Path(cache) if cache else cache_root() / name
     if use_cache and (hit := _from_cache(path, threads, parallel, ref_rate)) is not None:
         return hit
     rate = calibrate_as_jobs(threads, parallel)
@@ -190,9 +192,12 @@ def current_speed(threads: Optional[int] = None, parallel: int = 1, use_cache: b
     return s
 
 
-def scale_rows(rows, speed: Speed) -> None:
-    """Every CPU job's estimate and range x the speed factor (a GPU job's device steps are not this CPU's)."""
+def scale_rows(rows, speed: Speed, only: Optional[set] = None, skip: frozenset = frozenset()) -> None:
+    """Every CPU job's estimate and range x the speed factor (a GPU job's device steps are not this CPU's);
+    ``only`` / ``skip``: the labels of the rows to scale / to leave (default: all scaled)."""
     for r in rows:
+        if (only is not None and r.label not in only) or (skip and r.label in skip):
+            continue
         if r.seconds is not None and not r.device.startswith("cuda"):
             r.seconds *= speed.factor
             if r.span:
@@ -216,13 +221,20 @@ def apply_speed(plan, pdf: bool = True, speed: Optional[Speed] = None) -> None:
         except CalibrationFailed as exc:  # not the user's input: the plan goes on at the quiet speed, said so
             print(f"warning: {exc}; the plan's CPU times are at the quiet speed", file=sys.stderr)
         else:
-            scale_rows(plan.rows, plan.speed)
+            # a job whose memory peak leaves no room beside it runs alone: it shares the cores with no job of its
+            # own run, so it is scaled by a calibration run alone, not by two side by side
+            alone = frozenset(plan.memory_alone()) if getattr(plan, "parallel", 1) > 1 else frozenset()
+            plan.speed_alone = current_speed(parallel=1, reference=ref) if alone else None
+            scale_rows(plan.rows, plan.speed, skip=alone)
+            if alone:
+                scale_rows(plan.rows, plan.speed_alone, only=alone)
             factor = plan.speed.factor
     plan.report_s = report_seconds(len(plan.rows), pdf, factor, ref)
 
 
-def header_lines(speed: Optional[Speed], target: bool = False) -> list[str]:
-    """The plan's first lines: the speed factor it scaled the CPU estimates by, and the load it was measured at."""
+def header_lines(speed: Optional[Speed], target: bool = False, alone: Optional[Speed] = None) -> list[str]:
+    """The plan's first lines: the speed factor it scaled the CPU estimates by, and the load it was measured at;
+    ``alone``: the factor of the jobs that run alone (one calibration, not ``speed.parallel`` side by side)."""
     if target:
         return ["speed: CPU estimates at the development machine's quiet speed (a target box: this machine's "
                 "load says nothing about it)"]
@@ -234,7 +246,9 @@ def header_lines(speed: Optional[Speed], target: bool = False) -> list[str]:
     return [f"speed: this box runs the cost model's kernels {speed.factor:.2f}x slower than quiet ({when}: "
             f"{CALIBRATION_S:g} s of matmul, eigvalsh and element-wise work at {speed.threads} thread(s){ref}, "
             f"{speed.parallel} at once as the jobs run; "
-            f"load {speed.load:.1f} on {speed.cores} cores); CPU job times below are x {speed.factor:.2f}"]
+            f"load {speed.load:.1f} on {speed.cores} cores); CPU job times below are x {speed.factor:.2f}"] + \
+        ([f"    except the jobs that run alone (no other job fits beside them): x {alone.factor:.2f}, one "
+          "calibration alone"] if alone is not None and speed.parallel > 1 else [])
 
 
 def main(argv=None) -> int:

@@ -165,3 +165,21 @@ def test_run_all_plan_prints_the_speed_and_the_report(tmp_path, monkeypatch, cap
     assert lines[0].startswith("speed: this box runs the cost model's kernels 4.00x slower than quiet")
     assert "load 11.2 on 2 cores" in text and "CPU job times below are x 4.00" in text
     assert "then the report (HTML, PDF) about" in " ".join(text.split())
+
+
+def test_jobs_that_run_alone_are_scaled_by_a_calibration_run_alone(monkeypatch, tmp_path):
+    """Two calibrations side by side stand for two jobs at once; a job that no other fits beside runs alone and
+    gets the factor of one calibration."""
+    monkeypatch.setattr(S, "calibrate_as_jobs", lambda threads, parallel=1, seconds=1.0: 1000.0 / (2.0 * parallel))
+    monkeypatch.setattr(S, "cache_root", lambda: tmp_path)
+    big = SimpleNamespace(label="01 / big", seconds=10.0, span=None, device="cpu")
+    small = SimpleNamespace(label="01 / small", seconds=10.0, span=(5.0, 20.0), device="cpu")
+    plan = SimpleNamespace(target={}, rows=[big, small], speed=None, report_s=None, parallel=2,
+                           memory_alone=lambda: ["01 / big"])
+    S.apply_speed(plan)
+    assert math.isclose(small.seconds, 10.0 * plan.speed.factor) and small.span[1] == 20.0 * plan.speed.factor
+    assert math.isclose(big.seconds, 10.0 * plan.speed_alone.factor)
+    assert plan.speed_alone.factor * 2 == pytest.approx(plan.speed.factor)
+    head = S.header_lines(plan.speed, alone=plan.speed_alone)
+    assert len(head) == 2 and f"run alone (no other job fits beside them): x {plan.speed_alone.factor:.2f}" in head[1]
+    assert {p.name for p in tmp_path.iterdir()} == {"plan-speed.json", "plan-speed-2.json"}  # each kept apart
