@@ -57,14 +57,15 @@ def _job() -> float:
 
 
 def test_the_factor_rises_under_load_and_the_scaled_plan_holds():
-    """4 busy loops on the box, each in a session of its own (as other users' work): the calibration slows (it
+    """8 busy loops on the box, each in a session of its own (as other users' work): the calibration slows (it
     shares the cores, as a job will), and the job time planned at the quiet speed x the factor measured under load
     is within 0.5-2x of the job's wall time then."""
     ref = S.load_reference()["rounds_per_s"][1]
     quiet_rate = S.calibrate_as_jobs(1, 1, 0.5)
     quiet_wall = _job()
     cpu_at_reference = quiet_wall * quiet_rate / ref  # what the cost model's CPU seconds stand for
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(4)]
+    # 8 sessions, not 4: the box may be busy already (a CI beside other work): the slowdown must still show
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(8)]
     try:
         time.sleep(0.3)
         loaded_rate = S.calibrate_as_jobs(1, 1, 0.5)
@@ -74,7 +75,7 @@ def test_the_factor_rises_under_load_and_the_scaled_plan_holds():
             p.kill()
             p.wait()
     factor = ref / loaded_rate
-    assert quiet_rate / loaded_rate >= 1.5, (quiet_rate, loaded_rate)  # ~2.5 alone on 2 cores: 5 runnable
+    assert quiet_rate / loaded_rate >= 1.5, (quiet_rate, loaded_rate)  # ~4.5 alone on 2 cores: 9 runnable
     planned = cpu_at_reference * factor
     assert 0.5 <= loaded_wall / planned <= 2.0, (loaded_wall, planned, quiet_wall, factor)
 
