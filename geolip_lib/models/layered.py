@@ -2,7 +2,7 @@
 
 A forward pass through a random-init twin (notebook 16's random-init null, 01's
 encoder-vs-decoder comparison of an encoder-decoder model) needed the whole twin beside the
-trained model: 2 x 6.2 GB for Qwen2.5-Coder-1.5B in float32. Above
+trained model: 2 x 7.1 GB for Qwen2.5-Coder-1.5B in float32. Above
 :data:`geolip_lib.models.twin.TWIN_MAX_PARAMS` parameters :func:`random_init_model` builds
 instead the twin's skeleton with its parameters on the meta device (no memory; buffers such as
 the rotary ``inv_freq`` are real, as the constructor computes them) and materialises the

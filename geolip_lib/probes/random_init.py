@@ -4,7 +4,7 @@ initialisation, one per init seed, and (encoder-decoder models) a twin to run.
 At or below :data:`geolip_lib.models.twin.TWIN_MAX_PARAMS` parameters seed 0 is the whole twin
 ``lm.random_init()`` (as 01 always built it: its table and its encoder-vs-decoder comparison are
 bit-equal to before), the other seeds the table alone (:func:`random_init_table`). Above, no
-second whole model is built beside the first (Qwen2.5-Coder-1.5B: 6.2 GB more): every seed's
+second whole model is built beside the first (Qwen2.5-Coder-1.5B: 7.1 GB more): every seed's
 table is drawn alone by the model's own initialisation (seed 0 too: the same distribution, other
 draws than the whole twin's), and the encoder-vs-decoder comparison runs the twin one block at a
 time (:func:`geolip_lib.models.layered.random_init_model`). :meth:`RandomInitNull.drivers` says
