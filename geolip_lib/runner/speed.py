@@ -192,16 +192,16 @@ def current_speed(threads: Optional[int] = None, parallel: int = 1, use_cache: b
     return s
 
 
-def scale_rows(rows, speed: Speed, only: Optional[set] = None, skip: frozenset = frozenset()) -> None:
-    """Every CPU job's estimate and range x the speed factor (a GPU job's device steps are not this CPU's);
-    ``only`` / ``skip``: the labels of the rows to scale / to leave (default: all scaled)."""
+def scale_rows(rows, speed: Speed, alone: Optional[Speed] = None, alone_labels: frozenset = frozenset()) -> None:
+    """Every CPU job's estimate and range x the speed factor (a GPU job's device steps are not this CPU's); the
+    rows of ``alone_labels`` (jobs that run alone) x ``alone``'s factor instead."""
     for r in rows:
-        if (only is not None and r.label not in only) or (skip and r.label in skip):
+        if r.seconds is None or r.device.startswith("cuda"):
             continue
-        if r.seconds is not None and not r.device.startswith("cuda"):
-            r.seconds *= speed.factor
-            if r.span:
-                r.span = (r.span[0] * speed.factor, r.span[1] * speed.factor)
+        f = (alone if alone_labels and r.label in alone_labels else speed).factor
+        r.seconds *= f
+        if r.span:
+            r.span = (r.span[0] * f, r.span[1] * f)
 
 
 def report_seconds(n_jobs: int, pdf: bool = True, factor: float = 1.0, ref: Optional[dict] = None) -> float:
@@ -225,9 +225,7 @@ def apply_speed(plan, pdf: bool = True, speed: Optional[Speed] = None) -> None:
             # own run, so it is scaled by a calibration run alone, not by two side by side
             alone = frozenset(plan.memory_alone()) if getattr(plan, "parallel", 1) > 1 else frozenset()
             plan.speed_alone = current_speed(parallel=1, reference=ref) if alone else None
-            scale_rows(plan.rows, plan.speed, skip=alone)
-            if alone:
-                scale_rows(plan.rows, plan.speed_alone, only=alone)
+            scale_rows(plan.rows, plan.speed, plan.speed_alone, alone)
             factor = plan.speed.factor
     plan.report_s = report_seconds(len(plan.rows), pdf, factor, ref)
 
