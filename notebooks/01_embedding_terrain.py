@@ -407,6 +407,8 @@ for stack in lm.probe_stacks:  # Whisper's audio encoder reads no text: left out
     else:
         hs = lm.hidden_states(probes.SENTENCES, stack=stack, max_length=MAX_LENGTH)
     layers[stack] = probes.layer_geometry(hs.layers, hs.mask)
+hs = None
+lm.release_file_pages()  # the forwards read the whole model: its memory-mapped pages leave the resident set again
 metrics["layers"] = layers
 job.figure(plots.layers(layers), "layers")
 job.table(probes.tables.layers_frame(layers), caption="Hidden-state geometry by layer", index=False)

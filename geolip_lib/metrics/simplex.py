@@ -259,7 +259,7 @@ def simplex_volume_cv(
                                k=n_vertices - 1, reason=(f"X has {t.shape[0]} rows: only "
                                                          f"{math.comb(t.shape[0], n_vertices)} distinct "
                                                          f"{n_vertices}-row simplices exist (need min_valid={min_valid})"))
-    scale = float(t.abs().max())
+    scale = float(max(t.max(), -t.min()))  # = t.abs().max() (finite rows), without a whole-table |t| copy beside it
     if not (1e-30 < scale < 1e30):  # Gram determinants scale as scale^(2k): rescale so they neither
         if scale == 0:              # underflow to 0 (a false "degenerate") nor overflow; CV is scale-free
             nan = float("nan")

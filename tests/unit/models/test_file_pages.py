@@ -62,3 +62,40 @@ def test_check_finite_names_a_nan_past_the_first_chunk():
         model.weight.view(-1)[common.FINITE_CHUNK + 5] = float("nan")
     with pytest.raises(common.ModelLoadError, match=r"tensor weight has 1 NaN and 0 Inf values"):
         common.check_finite(model, "m")
+
+
+
+
+def _pages(tensors) -> tuple[int, int]:
+    """(bytes resident, bytes) of the whole pages inside the tensors' storages (/proc/self/pagemap)."""
+    import numpy as np
+    resident = total = 0
+    with open("/proc/self/pagemap", "rb") as fh:
+        for t in tensors:
+            lo, size = t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()
+            a, b = -(-lo // common._PAGE), (lo + size) // common._PAGE
+            if b > a:
+                fh.seek(a * 8)
+                flags = np.frombuffer(fh.read((b - a) * 8), dtype=np.uint64)
+                resident += int((flags & np.uint64(common._PRESENT)).astype(bool).sum()) * common._PAGE
+                total += (b - a) * common._PAGE
+    return resident, total
+
+
+def test_a_loaded_model_hands_back_what_its_forward_read():
+    """LoadedModel.release_file_pages after a forward (notebook 01 after its hidden states): the pages the forward
+    mapped leave the resident set, and the next forward gives the same hidden states from the page cache."""
+    from geolip_lib import models
+
+    lm = models.load("tiny-qwen-wide")  # its safetensors are mapped, as a large checkpoint's are
+    tables = {id(lm.model.get_input_embeddings().weight), id(lm.model.get_output_embeddings().weight)}
+    # the blocks' matrices of 4 pages or more (a forward reads only a few rows of the tables)
+    blocks = [p for p in lm.model.parameters() if id(p) not in tables and p.numel() * p.element_size() >= 4 * 4096]
+    assert lm.release_file_pages() > 0 and _pages(blocks)[0] == 0 < _pages(blocks)[1]
+    first = lm.hidden_states(["a b c", "hello world"])
+    resident, total = _pages(blocks)
+    assert resident > 0.9 * total  # the forward read (mapped) the blocks' weights
+    assert lm.release_file_pages() >= total
+    assert _pages(blocks)[0] == 0
+    again = lm.hidden_states(["a b c", "hello world"])
+    assert all(torch.equal(a, b) for a, b in zip(first.layers, again.layers))
