@@ -20,8 +20,9 @@ from nbconvert.preprocessors import Preprocessor
 from .. import roots
 from ..claims import tables as claims_tables
 from . import glossary
+from .claims_section import CLAIMS_NOTEBOOK
+from .notebook_sections import _img_src, figure_title, lead_record
 from .records import JobRecord
-from .sections import CLAIMS_NOTEBOOK, _img_src, figure_title, lead_record
 from .style import FALLBACK_FONT_CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG
 
 #: nbconvert's lab template with every network load taken out: require.js (a CDN script the

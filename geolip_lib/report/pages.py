@@ -6,9 +6,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .records import FAILED, INCOMPLETE, JobRecord
-from .sections import (CLAIMS_NOTEBOOK, SEED_CLAIMS, _md_inline, anchor, claims_records, composite_table, figures_html,
-                       fragment, href, not_run_html, provenance_footer, quantization_html, seed_claims_section,
-                       title_and_question, trajectory_html, what_this_tests)
+from .claims_section import CLAIMS_NOTEBOOK, SEED_CLAIMS, claims_records, seed_claims_section, what_this_tests
+from .headline_tables import composite_table
+from .markup import anchor, fragment, href
+from .notebook_sections import (_md_inline, figures_html, not_run_html, provenance_footer, quantization_html,
+                                title_and_question, trajectory_html)
 from .style import BIAS_MARK, CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG, SEPARATED
 
 
