@@ -11,14 +11,12 @@ from matplotlib.ticker import MaxNLocator
 
 from .registry import ClaimSet, load
 from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED
-from .tables import owner_word
+from .tables import VERDICT_COLORS, owner_word
 
 __all__ = ["claims_forest", "claims_matrix", "VERDICT_COLORS", "VERDICT_MARKERS"]
 
-#: one colour per status; the four verdicts first
-VERDICT_COLORS = {HELD: "#1a7f37", HELD_NULL: "#d18f00", NOT_HELD: "#c62828", UNDECIDED: "#6b6bb3",
-                  NOT_TESTED: "#9a9a9a", FORCED: "#9a9a9a"}
-#: and one marker, so that the verdict reads without colour
+#: one marker per status (beside its colour, tables.VERDICT_COLORS: the HTML's too), so that a verdict reads
+#: without colour
 VERDICT_MARKERS = {HELD: "o", HELD_NULL: "s", NOT_HELD: "X", UNDECIDED: "D", NOT_TESTED: "o", FORCED: "P"}
 NULL_MARKERS = {"gaussian": "s", "random init": "D", "unit sphere": "^", "unmodulated": "v", "no lift": "|"}
 _SHORT = {"as the table says = as the seed measured": "table = seed", "as the table says": "table",
@@ -75,7 +73,7 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
         labels, seen_nulls = [], set()
         for i, r in enumerate(mine):
             s = c.scale
-            col = VERDICT_COLORS.get(r["verdict"], "#9a9a9a")
+            col = VERDICT_COLORS.get(r["verdict"], VERDICT_COLORS[NOT_TESTED])
             mk = VERDICT_MARKERS.get(r["verdict"], "o")
             v = float(r["value"]) * s
             if r["lo"] is not None and r.get("kind") != "exact" and not r["lo"] == r["hi"] == r["value"]:
@@ -177,9 +175,9 @@ def claims_matrix(m: dict, title: str = ""):
         for j, x in enumerate(cols):
             cell = m["cells"][(c.id, x)]
             v = cell["verdict"]
-            ax.plot(j, i - 0.12, VERDICT_MARKERS.get(v, "o"), color=VERDICT_COLORS.get(v, "#9a9a9a"), ms=11,
-                    mec="black" if v != NOT_TESTED else VERDICT_COLORS[v], mew=0.6,
-                    mfc="none" if v == NOT_TESTED else VERDICT_COLORS.get(v, "#9a9a9a"))
+            col = VERDICT_COLORS.get(v, VERDICT_COLORS[NOT_TESTED])
+            ax.plot(j, i - 0.12, VERDICT_MARKERS.get(v, "o"), color=col, ms=11,
+                    mec="black" if v != NOT_TESTED else col, mew=0.6, mfc="none" if v == NOT_TESTED else col)
             ax.text(j, i + 0.26, texts[(c.id, x)], ha="center", va="center", fontsize=6.5, color="0.15")
         if i:
             ax.axhline(i - 0.5, color="0.85", lw=0.6)

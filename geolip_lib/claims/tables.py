@@ -14,8 +14,8 @@ from .registry import Claim, load
 from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, STATUSES, UNDECIDED, VERDICTS, display_null
 
 __all__ = ["SUMMARY_COLUMNS", "DETAIL_COLUMNS", "READINGS_COLUMNS", "summary_frame", "detail_frame", "readings_frame",
-           "headline", "power_sentences", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
-           "matrix_frame", "owner", "owner_word", "value_head"]
+           "headline", "power_sentences", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_COLORS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
+           "matrix_frame", "owner", "owner_word", "value_head", "value_range"]
 
 #: one row per (claim, reading): the report's lead table
 SUMMARY_COLUMNS = ["title", "reading", "seed value", "seed models", "measured as", "verdict", "reason", "stand-ins",
@@ -91,6 +91,11 @@ def headline(summary: list[dict]) -> dict:
 #: cell reads in greyscale: held ●, held but the null gives it too ■, not held ✖, undecided ◆,
 #: not tested ○, forced by shape ✚
 VERDICT_GLYPHS = {HELD: "●", HELD_NULL: "■", NOT_HELD: "✖", UNDECIDED: "◆", NOT_TESTED: "○", FORCED: "✚"}
+#: one colour per status, for the HTML matrix, its legend and verdict words (report.style's CSS is made from it)
+#: and the figures (claims.plots): the same verdict reads the same colour on the page and in its figure.
+#: Dark enough to read as text on white (each at least 4.5:1), and told apart by shape too (the glyphs)
+VERDICT_COLORS = {HELD: "#1a7f37", HELD_NULL: "#8a6d00", NOT_HELD: "#c62828", UNDECIDED: "#1f5fa8",
+                  NOT_TESTED: "#757575", FORCED: "#6a3d9a"}
 #: what each status means, in one line (the report's tooltips, legend and glossary)
 VERDICT_MEANING = {
     HELD: "the rule is satisfied and the value is separated from every null that bears on it",
@@ -123,6 +128,23 @@ def _g(x: float) -> str:
     return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2g}"
 
 
+def _signed(x: float) -> str:
+    """:func:`_g` with a true minus sign (U+2212): beside a range's dash or "to", "-" read as a hyphen."""
+    t = _g(x)
+    return "−" + t[1:] if t.startswith("-") else t
+
+
+def value_range(vals: Sequence[float], unit: str = "") -> str:
+    """Several values as one range for a reader: ``43–48 %``; where a bound is negative ``−0.535 to −0.204 %``
+    (a dash beside a minus sign read as "-0.535--0.204"); one value when both ends print alike. Display
+    text only: the numbers a job records are never rewritten."""
+    u = f" {unit}" if unit else ""
+    lo, hi = min(vals), max(vals)
+    if _g(lo) == _g(hi):
+        return f"{_signed(lo)}{u}"
+    return f"{_signed(lo)}{' to ' if lo < 0 else '–'}{_signed(hi)}{u}"
+
+
 def _ispan(v: Sequence[int]) -> str:
     return f"{min(v)}" if min(v) == max(v) else f"{min(v)}–{max(v)}"
 
@@ -146,8 +168,7 @@ def _cell(c: Claim, mine: list[dict]) -> dict:
         iv = None if r.get("lo") is None or r.get("kind") == "exact" else (r["lo"] * c.scale, r["hi"] * c.scale)
         text = format_value(r["value"] * c.scale, iv) + unit
     elif nums:
-        vals = [r["value"] * c.scale for r in nums]
-        text = f"{_g(min(vals))}–{_g(max(vals))}{unit} ({len(nums)} scopes)"
+        text = f"{value_range([r['value'] * c.scale for r in nums], c.unit)} ({len(nums)} scopes)"
     else:
         text = "–"
     fb = next((r["forced"] for r in rows if r.get("forced")), None)
@@ -240,12 +261,8 @@ def _where(c: Claim, vals: list[float], whose: str = "the seed's") -> str:
 
 
 def _span(vals: list[float], unit: str) -> str:
-    """``lo–hi unit`` (one value when they print alike); ``lo to hi`` when a bound is negative, where a dash
-    beside a minus sign read as "-0.535--0.204"."""
-    u = f" {unit}" if unit else ""
-    if len(vals) == 1 or _g(min(vals)) == _g(max(vals)):
-        return f"{_g(vals[0])}{u}"
-    return f"{_g(min(vals))}{' to ' if min(vals) < 0 else '–'}{_g(max(vals))}{u}"
+    """The values' range (:func:`value_range`)."""
+    return value_range(vals, unit)
 
 
 def _tally(cells: list[dict], names: Sequence[str] = ()) -> str:

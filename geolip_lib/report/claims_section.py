@@ -199,6 +199,32 @@ def what_this_tests(m: dict | None = None) -> str:
             "measurement gives without training.</p></div>")
 
 
+def no_seed_claims_note(groups: dict[str, list[JobRecord]]) -> str:
+    """Where seed 001's matrix would stand and notebook 15 made none for it: one line that says what is true
+    of this root. Notebook 15 did not run at all; or its job for seed 001's claims stopped (its line under
+    notebook 15 says why); or it ran only for other claims files, whose matrices follow."""
+    recs = groups.get(CLAIMS_NOTEBOOK) or []
+    run = (f"<code>python run_all.py --profile &lt;profile&gt; --notebooks {CLAIMS_NOTEBOOK} --resume</code>")
+    # a job that stopped recorded nothing: its id names its claims file where it is one ("seed-004")
+    stopped = [r.job_id for r in recs if not r.ok and (r.job_id if r.job_id in claims.claim_files() else
+                                                        SEED_CLAIMS) == SEED_CLAIMS]
+    others = [f for r, f in claims_records(groups) if f != SEED_CLAIMS]
+    if stopped:
+        what = (f"notebook 15's job {html.escape(', '.join(stopped))} did not finish (its line under notebook 15 "
+                "says why)")
+    elif others:
+        what = f"notebook 15 ran here only for {html.escape(', '.join(others))}, whose matrices follow"
+    elif recs:
+        return ""  # a seed-001 job that finished has its matrix; nothing to say
+    else:
+        return ("<p class='note' id='seed-claims'>Whether the seed's claims hold is tested by notebook "
+                f"<code>{CLAIMS_NOTEBOOK}</code>, which did not run on this output root: run it after the other "
+                f"notebooks ({run}; it is in the tiny, demo, shapes and paper profiles) and its verdict matrix "
+                "appears here.</p>")
+    return f"<p class='note' id='seed-claims'>Seed 001's claims were not evaluated on this root: {what}. {run} " \
+           "evaluates them.</p>"
+
+
 def _claims_data(out_root: Path, claims_file: str | None = None):
     """(rows, summary, matrix) of the claims under ``out_root`` (:mod:`geolip_lib.claims`);
     ``claims_file``: a name under params/claims/ or a path (default seed 001)."""
@@ -260,11 +286,7 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
                 "seed's own models, then trained stand-ins. A cell's mark gives the verdict (colour and shape), the "
                 "number under it the measured value [95 % interval]")
     if rec15 is None:
-        return ("<p class='note' id='seed-claims'>Whether the seed's claims hold is tested by notebook "
-                f"<code>{CLAIMS_NOTEBOOK}</code>, which did not run on this output root: run it after the other "
-                f"notebooks (<code>python run_all.py --profile &lt;profile&gt; --notebooks {CLAIMS_NOTEBOOK}</code>; "
-                "it is in the tiny, demo, shapes and paper profiles) and its verdicts lead this "
-                "page.</p>")
+        return "" if other else no_seed_claims_note(groups)
     try:
         rows, summary, m = _claims_data(out_root, claims_file if other else None)
     except (AttributeError, KeyError, TypeError, ValueError, OSError) as exc:  # a job's record of the wrong shape
@@ -280,7 +302,7 @@ def seed_claims_section(out_root: Path, groups: dict[str, list[JobRecord]], *, e
              + ("; hover a cell for its reading and reason" if details is None else
                 "; the appendix \"the claims in detail\" gives each one's reading and reason")
              + f". Exact values are compared at {whose} printed precision.</p>",
-             matrix_table(m, whose), verdict_legend(),
+             verdict_legend(), matrix_table(m, whose),
              "<h3>The bottom line, claim by claim</h3>", f"<ul class='bottom'>{bottom}</ul>"]
     if tiny:
         parts.append(f"<p class='note'>The pipeline also ran on {len(tiny)} tiny random model(s) "

@@ -87,7 +87,9 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
              f"destroyed). <span style='color:#1a6b2a'>{SEPARATED}</span> marks a null that the interval excludes; "
              f"{BIAS_MARK} marks a bias-corrected interval that the sample value lies outside (the table's notes say "
              "why: a participation ratio of sampled rows is biased low, and its interval is centred on the "
-             "corrected value). Hover a column header for what it measures.</p>"]
+             "corrected value). "
+             + ("Hover a column header for what it measures." if details is None else
+                "The glossary at the end says what each column measures.") + "</p>"]
     if out_root is not None:
         parts.append(quantization_html(out_root))
     sections = {nb: recs for nb, recs in groups.items()

@@ -1,7 +1,8 @@
 """Constants of the report pages: MathJax configuration, marks, page and print CSS."""
 from __future__ import annotations
 
-
+from ..claims.rules import VERDICT_CLASS
+from ..claims.tables import VERDICT_COLORS
 
 
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
@@ -67,12 +68,14 @@ table.claims{border-collapse:collapse;font-size:.86em;margin:.5em 0}table.claims
 padding:.25em .5em;text-align:left;vertical-align:top}table.claims th{background:#eef}
 table.claims{width:100%}table.claims td.reason{min-width:14em}
 figure.wide{margin:.5em 0;max-width:900px}figure.wide img{width:100%}
-.v-held{color:#1a7f37;font-weight:700}.v-not-held{color:#c62828;font-weight:700}.v-not-testable{color:#666;font-weight:700}
-.v-held-null{color:#8a6d00;font-weight:700}.v-undecided{color:#1f5fa8;font-weight:700}.v-forced{color:#6a3d9a;font-weight:700}
 footer{margin-top:3em;border-top:2px solid #446;padding-top:.5em;font-size:.85em;color:#444}
 footer table{border-collapse:collapse;font-size:.95em}footer td,footer th{border:1px solid #dde;padding:.15em .45em;
 text-align:left}
 """
+
+
+#: each verdict's colour, the figures' too (claims.tables.VERDICT_COLORS: one palette)
+CSS += "".join(f".{cls}{{color:{VERDICT_COLORS[v]};font-weight:700}}" for v, cls in VERDICT_CLASS.items()) + "\n"
 
 
 PRINT_CSS = """

@@ -127,8 +127,9 @@ def test_a_stand_in_reading_of_self_attention_says_so_and_real_cross_attention_i
 
 
 def test_a_range_with_a_negative_bound_is_written_with_to():
-    """The demo's bottom line read "it is -0.535--0.204 %" (an en dash beside a minus sign)."""
-    assert claims_tables._span([-0.00535, -0.00204], "") == "-0.00535 to -0.00204"
-    assert claims_tables._span([-0.5, 0.25], "%") == "-0.5 to 0.25 %"
+    """The demo's bottom line read "it is -0.535--0.204 %" (an en dash beside a minus sign): "to", and a true
+    minus sign (U+2212)."""
+    assert claims_tables._span([-0.00535, -0.00204], "") == "−0.00535 to −0.00204"
+    assert claims_tables._span([-0.5, 0.25], "%") == "−0.5 to 0.25 %"
     assert claims_tables._span([0.2, 0.23], "") == "0.2–0.23"
     assert claims_tables._span([0.5, 0.5], "") == "0.5"
