@@ -6,6 +6,7 @@
     python run_all.py --profile demo --notebooks 01_embedding_terrain
     python run_all.py --profile demo --resume             # skip finished jobs that are still current
     python run_all.py --profile demo --report-only        # rebuild the HTML/PDF report only
+    python run_all.py --claims gao-2019 --out reports/demo  # a claims file's verdict matrix added to a root
     python run_all.py --profile paper --plan              # what each job needs, against what is free
     python run_all.py --profile demo --jobs 2             # two jobs at once (default: every GPU; 2 on a CPU)
     python run_all.py --profile paper --executor ray      # as Ray tasks on a running cluster (or a local Ray)
@@ -98,6 +99,14 @@ def _flag_problem(args) -> str | None:
         if not args.gpus:
             return (f"--gpu-kind {args.gpu_kind} describes the GPUs of a target box: add --gpus N (>= 1) and "
                     "--host-memory GB")
+    if args.claims is not None:
+        clash = [f for f, v in (("--models", args.models), ("--notebooks", args.notebooks),
+                                ("--report-only", args.report_only)) if v]
+        if clash:
+            return (f"--claims runs the claims notebook on the root's results; {' '.join(clash)} has no place "
+                    "with it: drop one")
+        if not args.claims:
+            return "--claims: give one or more claims files (a name under params/claims/ or a path to a .yaml)"
     if args.plan and (args.resume or args.report_only):
         return f"--plan runs nothing; {'--resume' if args.resume else '--report-only'} has no effect with it: drop one"
     if args.executor != "ray" and (args.ray_address or args.ray_results):
@@ -108,12 +117,16 @@ def _flag_problem(args) -> str | None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--profile", default="demo", help="params/profiles/<name>.yaml (default: demo)")
+    ap.add_argument("--profile", default=None, help="params/profiles/<name>.yaml (default: demo; with --claims: the "
+                                                     "profile the --out root holds)")
     ap.add_argument("--models", nargs="+", help="only these models")
     ap.add_argument("--notebooks", nargs="+", help="only these notebooks")
     ap.add_argument("--resume", action="store_true",
                     help="skip finished jobs whose notebook, parameters, model params and library code are unchanged")
     ap.add_argument("--report-only", action="store_true", help="only rebuild the report")
+    ap.add_argument("--claims", nargs="*", metavar="FILE",
+                    help="add the verdict matrices of these claims files (names under params/claims/, or paths) to "
+                         "the --out root: one claims-notebook job each on the root's results, then the report")
     ap.add_argument("--no-pdf", action="store_true", help="skip report.pdf")
     ap.add_argument("--out", type=Path, help="output root (default: reports/<profile>)")
     ap.add_argument("--jobs", "-j", type=int, metavar="N",
@@ -173,9 +186,14 @@ def main(argv=None) -> int:
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # kernels inherit this environment:
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars inside executed notebooks (run_all shows progress)
     # absolute once (not resolved: the root itself may be a link): readers take relative paths inside the root
-    out_root = Path(os.path.abspath(args.out or REPORTS / Path(args.profile).stem))
+    out_root = Path(os.path.abspath(args.out or REPORTS / Path(args.profile or "demo").stem))
     failures: list[JobResult] = []
     try:
+        if args.claims:  # the root's own profile (checked against --profile): the claims read its results
+            from geolip_lib.runner.claims_run import claims_profile
+
+            args.profile = claims_profile(out_root, args.profile)
+        args.profile = args.profile or "demo"
         if args.plan:
             from geolip_lib.runner.gpu_kinds import kind_named
             from geolip_lib.runner.local import plan_for
@@ -189,7 +207,12 @@ def main(argv=None) -> int:
                 box["rates"] = load_rates().for_kind(kind)
                 if args.gpu_memory is None:
                     box["target"]["gpu_kind"] = kind.name
-            jobs = with_timeout(jobs_for_profile(args.profile, args.models, args.notebooks), args.timeout)
+            if args.claims:
+                from geolip_lib.runner.claims_run import claims_jobs
+
+                jobs = with_timeout(claims_jobs(args.profile, args.claims), args.timeout)
+            else:
+                jobs = with_timeout(jobs_for_profile(args.profile, args.models, args.notebooks), args.timeout)
             plan = plan_for(jobs, out_root.resolve(), args.jobs, box)
             apply_speed(plan, pdf=not args.no_pdf)
             print(plan.render())
@@ -216,7 +239,7 @@ def main(argv=None) -> int:
                 opts = {"address": args.ray_address, "results": args.ray_results}
             results = run(args.profile, args.models, args.notebooks, args.resume, out_root,
                           jobs_at_once=args.jobs, executor=args.executor, warm=args.warm,
-                          skip_unfit=args.skip_unfit, timeout=args.timeout, **opts)
+                          skip_unfit=args.skip_unfit, timeout=args.timeout, claims=args.claims, **opts)
             failures = [r for r in results if not r.ok]
             done = sum(r.ok and not r.skipped for r in results)
             skipped = sum(r.skipped for r in results)

@@ -67,7 +67,7 @@ SEED = 42 if SEED_MODE else SEED  # seed mode: the seed's seed (the draws' order
 # %%
 from geolip_lib import metrics as M
 from geolip_lib import probes, results, runtime, trajectory
-from geolip_lib.probes import plots
+from geolip_lib.probes import frequency, plots
 
 job = runtime.start("01_embedding_terrain", globals())  # job dir, plot style, inline figures, seeds, job.lm = MODEL
 lm = job.lm
@@ -385,6 +385,32 @@ else:
     not_run["Token-id-range categories"] = f"not applicable — {tr['embedding']['reason']}."
     print(f"Token-id-range categories: {not_run['Token-id-range categories']}")
 
+# %% [markdown]
+# ## 7b. Word frequency and the narrow cone (Gao et al. 2019)
+#
+# Gao et al. (2019) trace a tied embedding's narrow cone to its **rare words**: a word seldom
+# seen as a target is pushed, update after update, along one shared direction. For every token
+# that is a whole English word — its frequency is `wordfreq`'s Zipf value (log10 per 10^9 words
+# of English text: a proxy, the model's own training data is not at hand) — Spearman's rho
+# between frequency and (a) the token's cosine to the table's mean direction, (b) its norm.
+# Rare words closer to the mean direction give rho < 0 in (a). Intervals: bootstrap over the
+# word tokens. Null: the random-init table on the same tokens (rows drawn independently of the
+# words give rho near 0). A vocabulary with fewer than 1000 English word tokens (amino acids,
+# reaction SMILES) is not read. Recorded for `params/claims/gao-2019.yaml` (record `rare_words`).
+
+# %%
+if lm.is_text:
+    freq = frequency.frequency_geometry(E, lm.tokenizer, random_init=E_init, n_boot=N_BOOT, seed=SEED)
+else:
+    freq = {"applicable": False, "reason": "a vision model has no vocabulary of words"}
+metrics["word_frequency"] = frequency.summary(freq)
+if freq["applicable"]:
+    job.figure(frequency.figure(freq, f"{lm.name}: word frequency against the cone ({freq['n_words']} word tokens)"),
+               "word_frequency")
+else:
+    not_run["Word frequency"] = f"not applicable — {freq['reason']}."
+    print(f"Word frequency: {not_run['Word frequency']}")
+
 # %%
 # the null tables are read: let them go before the hidden states read the model (a 1.5B model: 1.9 GB)
 mats = E_gauss = E_init = T = None  # T: the eigenspectrum loop's last table
@@ -560,7 +586,9 @@ if lm.is_text:
                                                                                         rows_content)])))
         cv_claims["embedding_content"]["rows"] = {"n": content["n_content"], "of": V_, "text": rows_content,
                                                   "special": content["special"]}
-    metrics["claims"] = {"pentachoron_cv": cv_claims}
+    metrics["claims"] = {"pentachoron_cv": cv_claims,  # Gao (2019)'s third claim: section 7b's rho, two readings
+                         "rare_words": {k: frequency.frequency_claim(freq, k, results.headline)
+                                        for k in ("cos_to_mean", "norm")}}
 
 # %% [markdown]
 # ## Geometry over training

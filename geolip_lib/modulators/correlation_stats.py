@@ -5,27 +5,12 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from ..metrics import intervals
+from ..metrics.correlation import pearson, spearman  # noqa: F401 - their one home, re-exported
 from ..metrics.intervals import Interval, pair_bootstrap  # noqa: F401 - the one home of the paired bootstrap
 from ..validation import fail
 from .pipeline import pair_cosines, relational_pairs
-
-
-def pearson(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Pearson r along ``axis`` (vectorised over the other axes)."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    x = x - x.mean(axis, keepdims=True)
-    y = y - y.mean(axis, keepdims=True)
-    return (x * y).sum(axis) / np.sqrt((x * x).sum(axis) * (y * y).sum(axis))
-
-
-def spearman(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Spearman rho along ``axis``: Pearson r of the average ranks (ties share a rank)."""
-    return pearson(rankdata(x, axis=axis), rankdata(y, axis=axis), axis=axis)
-
 
 CORRELATIONS: dict[str, Callable[..., np.ndarray]] = {"pearson": pearson, "spearman": spearman}
 

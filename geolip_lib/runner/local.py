@@ -23,6 +23,7 @@ from .. import models  # sizes and checks of models: their submodules are import
 from ..params import load_model_params
 from ..paths import REPORTS
 from .admission import MemoryGate
+from .claims_run import CLAIMS_NOTEBOOK, claims_jobs
 from .execute import execute_job, job_paths, kill_all_kernels, recover
 from .jobs import (Job, JobResult, check_ours, claim_root, job_models, jobs_for_profile, notebook_defaults, stale_reasons,
                    with_timeout)
@@ -202,15 +203,20 @@ def _check_stored_weights(jobs: Sequence[Job]) -> None:
 def run(profile: str, models=None, notebooks=None, resume=False, out_root: Optional[Path] = None,
         console=None, jobs_at_once: Optional[int] = None, executor: str = "local", warm: Optional[bool] = None,
         check_plan: bool = True, skip_unfit: bool = False, timeout: Optional[int] = None,
-        **executor_options) -> list[JobResult]:
+        claims: Optional[list] = None, **executor_options) -> list[JobResult]:
     """Expand a profile and run its jobs under the output root's lock (see :func:`run_jobs`).
 
     Before any job, the plan of the jobs that will run is checked against the free disk and
     memory (:func:`.plan.check_fit`: one-line ``PlanError``); it is computed while the
-    warm-kernel zygote imports.
+    warm-kernel zygote imports. ``claims``: the claims-notebook jobs of these claims files instead of the
+    profile's jobs (``run_all.py --claims``, :mod:`.claims_run`).
     """
     console = console or sys.stderr
-    jobs = with_timeout(jobs_for_profile(profile, models, notebooks), timeout)  # --timeout: the run's job limit
+    if claims:
+        jobs, notebooks = claims_jobs(profile, list(claims)), [CLAIMS_NOTEBOOK]
+    else:
+        jobs = jobs_for_profile(profile, models, notebooks)
+    jobs = with_timeout(jobs, timeout)  # --timeout: the run's job limit
     out_root = Path(out_root) if out_root else REPORTS / Path(profile).stem
     check_ours(out_root)  # an existing folder of someone's own files is never written into (one line)
     out_root = prepare_root(out_root).resolve()
