@@ -24,23 +24,26 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Iterable, Mapping, Optional, Union
 
 from .. import roots
 from ..metrics.intervals import format_value
 from ..params import ParamsError, load_model_params
 from ..results import kind_of, separates
-from .power import MAX_DOUBLINGS, MAX_SEEDS, kink_power, observed_curves
+from . import pairs
 from .registry import Claim, ClaimSet, Form, load
-from .schema import PATH_FIELDS, render_sentence
-from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null)
+from .rules import FORCED, HELD, HELD_NULL, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null
+from .schema import render_sentence
+from .summary import READING_DISAGREES, readings, summarize
+from .verdict_cases import dig as _dig
+from .verdict_cases import forced_balance, quantization_verdict
+from .verdict_cases import power_verdict as _power_verdict
+from .verdict_cases import show_num as _num
 
 __all__ = ["evaluate", "summarize", "readings", "required_jobs", "missing_jobs", "trained", "dequantized",
            "pipeline_checks", "describe", "model_descriptions", "READING_DISAGREES", "forced_balance",
            "quantization_verdict"]
 
-#: the verdict over a claim's readings when they disagree (a reading of the seed's words decides it)
-READING_DISAGREES = "undecided (reading)"
 
 
 def _read_jobs(root: Path, notebook: str) -> dict[str, dict]:
@@ -71,18 +74,6 @@ def _nulls(h: Mapping) -> dict[str, dict]:
     return out
 
 
-def _dig(tree: Any, path: Iterable[str]) -> Any:
-    for k in path:
-        if not isinstance(tree, Mapping) or k not in tree:
-            return None
-        tree = tree[k]
-    return tree
-
-
-def _num(x: float, scale: float, unit: str) -> str:
-    return f"{x * scale:.4g}{' ' + unit if unit else ''}"
-
-
 def _show(h: Optional[Mapping], scale: float = 1.0, unit: str = "") -> str:
     """``value [lo, hi]`` at the precision the interval supports; an exact value with its method."""
     if not h or h.get("value") is None:
@@ -96,93 +87,6 @@ def _show(h: Optional[Mapping], scale: float = 1.0, unit: str = "") -> str:
     if kind_of(h.get("interval")) == "exact":
         s += f" {(h.get('interval') or {}).get('method') or 'exact'}"
     return s
-
-
-def _power_verdict(c: Claim, form: Form, h: Mapping, data: Mapping) -> tuple[str, str, Optional[dict]]:
-    """A change-point test that found nothing: not held only when its power, computed from the
-    job's own observed seed curves (:func:`geolip_lib.claims.power.kink_power`), is shown."""
-    p, bp = h.get("p_value"), h.get("best_breakpoint")
-    base = "no change point found" + (f" (p = {p:.2g}" if _is_num(p) else " (") + \
-           (f"; best breakpoint {bp:.3g})" if _is_num(bp) else ")")
-    spec = form.power
-    if spec is None:
-        return UNDECIDED, base + "; the test's power is not known, so non-detection decides nothing", None
-    fields = {k: str(h.get(k)) for k in PATH_FIELDS if isinstance(h.get(k), str)}
-    fit_path = render_sentence(spec.fit_path, **fields)
-    metrics = data.get("metrics") or {}
-    fit = _dig(metrics, fit_path.split("."))
-    fit = fit if isinstance(fit, Mapping) else {}
-    quantity = h.get("quantity") if isinstance(h.get("quantity"), str) else "pearson"
-    curves = observed_curves(_dig(metrics, render_sentence(spec.sweep_path, **fields).split(".")), quantity)
-    null = fit.get("null") if fit.get("null") in ("line", "quadratic") else \
-        (h.get("null") if h.get("null") in ("line", "quadratic") else "line")
-    method = fit.get("model") if fit.get("model") in ("segmented", "step") else "segmented"
-    pw = kink_power(curves[0], curves[1], at=spec.at, slope_change=spec.slope_change, method=method, null=null,
-                    reps=spec.reps, n_boot=spec.n_boot, target=spec.target) if curves is not None else None
-    if pw is None or pw["power"] is None:
-        why = ("no per-seed curves recorded at metrics." + spec.sweep_path) if curves is None else \
-            "one seed: no seed-to-seed spread to draw experiments from"
-        return UNDECIDED, (base + f"; its power could not be computed ({why}), so non-detection decides nothing"), pw
-    kink = f"a kink of slope change {spec.slope_change:g} at {spec.at:g} ({spec.basis})"
-    grid = (f"on this {len(pw['grid'])}-point grid the {null} no-change model absorbs {pw['absorbed']:.0%} of a "
-            f"hinge's energy at {spec.at:g} (a line {pw['absorbed_line']:.0%})")
-    sim = (f"{pw['reps']} simulated experiments of {pw['n_seeds']} seeds drawn around the observed no-change fit "
-           f"with the observed seeds' covariance along the grid; observed sd of the per-seed hinge coefficient "
-           f"{pw['hinge_sd']:.3g}; {grid}")
-    inj = ", ".join(f"{i['multiple']:g}x: {'found' if i['found'] else 'not found'} (p = {i['p_value']:.2g})"
-                    for i in pw["injected"])
-    sim += f"; the kink added to the observed curves: {inj}"
-    if pw["power"] >= spec.target:
-        return NOT_HELD, (f"{base}, although the test finds {kink} {pw['power']:.0%} of the time ({sim}): the "
-                          "absence of a change contradicts the claim"), pw
-    decide = []
-    if pw["smallest_detectable"] is not None:
-        decide.append(f"the test finds a kink of slope change {pw['smallest_detectable']:.3g} "
-                      f"({pw['smallest_detectable'] / spec.slope_change:.0f}x the seed's) "
-                      f"{spec.target:.0%} of the time")
-    else:
-        decide.append(f"no kink up to {2 ** MAX_DOUBLINGS}x the seed's is found {spec.target:.0%} of the time "
-                      "on this grid")
-    if pw["seeds_needed"] is not None:
-        decide.append(f"about {pw['seeds_needed']} seeds would find the seed's kink {spec.target:.0%} of the time")
-    else:
-        decide.append(f"{MAX_SEEDS} seeds on this grid would not find the seed's kink {spec.target:.0%} of the time "
-                      "either: a finer grid around the seed's value is needed")
-    return UNDECIDED, (f"{base}; the test's power against {kink} is {pw['power']:.0%} ({sim}): too low to read "
-                       f"non-detection as absence. What would decide it: {'; '.join(decide)}"), pw
-
-
-def _is_num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _span_int(v: list[int]) -> str:
-    return f"{min(v)}" if min(v) == max(v) else f"{min(v)}–{max(v)}"
-
-
-def forced_balance(h: Mapping) -> Optional[dict]:
-    """What a value forced by shape is made of (issue 37): the balance of the NONZERO eigenvalues
-    n_pos / (n_pos + n_neg), with the counts of positive, negative and (round-off) zero
-    eigenvalues per layer (``eigen_counts`` of the record), instead of a number such as 0.5001
-    (n_pos / inner: the forced third plus the signs of round-off zeros) that reads like "locked at
-    0.500". Returns ``{"balance", "n_pos", "n_neg", "n_zero" (per layer), "layers", "text"}``, or
-    ``{"balance", "text"}`` from the project's form alone (no counts recorded), or None."""
-    c = h.get("eigen_counts") if isinstance(h.get("eigen_counts"), Mapping) else {}
-    pos, neg, zero = (list(c.get(k) or []) for k in ("n_pos", "n_neg", "n_zero"))
-    if pos and len(pos) == len(neg) == len(zero) and all(p + n > 0 for p, n in zip(pos, neg)):
-        bal = [p / (p + n) for p, n in zip(pos, neg)]
-        b = sum(bal) / len(bal)
-        every = "in every one of" if min(bal) == max(bal) else "averaged over"
-        return {"balance": b, "n_pos": pos, "n_neg": neg, "n_zero": zero, "layers": len(pos),
-                "text": (f"the balance of the nonzero eigenvalues n_pos / (n_pos + n_neg) is {b:.4g} {every} "
-                         f"{len(pos)} layers ({_span_int(pos)} positive, {_span_int(neg)} negative, "
-                         f"{_span_int(zero)} zero per layer)")}
-    p = h.get("project") if isinstance(h.get("project"), Mapping) else {}
-    if _is_num(p.get("value")):
-        return {"balance": float(p["value"]),
-                "text": f"the balance of the nonzero eigenvalues n_pos / (n_pos + n_neg) is {p['value']:.4g} "
-                        "(no per-layer counts recorded)"}
-    return None
 
 
 def _fold_nulls(c: Claim, form: Form, rule: Rule, verdict: str, reason: str, value: float, lo, hi, exact: bool,
@@ -220,33 +124,6 @@ def _fold_nulls(c: Claim, form: Form, rule: Rule, verdict: str, reason: str, val
     if apart:
         reason += "; separated from " + ", ".join(apart)
     return HELD, reason, ""
-
-
-def quantization_verdict(rule: Rule, verdict: str, reason: str, h: Mapping, deq: str, c: Claim) -> tuple[str, str]:
-    """The verdict of a value measured on dequantized weights (issue 37): Q4_1 moves each weight by at
-    most half its block's step, so a record may carry ``quantization_bound`` ``{"lo", "hi"}``: the
-    range the unquantized value can lie in, from the stored scales (e.g. for the fraction |w| < 0.1:
-    the value ± the fraction of weights within half a step of 0.1). When the rule says the same at
-    both ends of that range, the bound cannot flip the verdict and it is kept; otherwise, or with no
-    bound recorded, it is "undecided (quantization)"."""
-    b = h.get("quantization_bound") if isinstance(h.get("quantization_bound"), Mapping) else {}
-    lo, hi = b.get("lo"), b.get("hi")
-    if _is_num(lo) and _is_num(hi) and lo <= hi:
-        ends = {rule.judge(x, exact=True)[0] for x in (lo, hi)}
-        inside = rule.inside(lo) == rule.inside(hi) and not (rule.lo is not None and lo < rule.lo < hi) \
-            and not (rule.hi is not None and lo < rule.hi < hi)
-        rng = f"[{_num(lo, c.scale, c.unit)}, {_num(hi, c.scale, c.unit)}]"
-        if len(ends) == 1 and inside and (verdict == NOT_HELD) == (ends == {NOT_HELD}):
-            return verdict, (f"{reason}; measured on dequantized weights ({deq}), but the unquantized value lies in "
-                             f"{rng} (each weight moved at most half a step), where the rule says the same: the "
-                             "quantization cannot flip it")
-        return UNDECIDED, (f"undecided (quantization): measured on dequantized weights ({deq}), and the unquantized "
-                           f"value can lie anywhere in {rng}, across an edge of the rule; the rule alone would say "
-                           f"'{verdict}': {reason}. What would decide it: the unquantized weights")
-    return UNDECIDED, (f"undecided (quantization): measured on dequantized weights ({deq}), and the quantization step "
-                       f"could decide this rule ({c.quantization}); no bound of its effect was recorded "
-                       f"(quantization_bound); the rule alone would say '{verdict}': {reason}. What would decide it: "
-                       "the bound from the stored scales, or the unquantized weights")
 
 
 def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Mapping, seed_model: bool,
@@ -424,6 +301,14 @@ def standin_reading(form: Form) -> str:
             f"metrics.claims.{form.standin_record})")
 
 
+def _units(form: Form, jobs: Mapping[str, dict]) -> dict[str, tuple[str, dict]]:
+    """unit -> (job, its metrics.json payload): a model-scoped reading's units are the jobs' models; a pair- or
+    set-scoped one's are the pairs its notebook's jobs recorded (:func:`geolip_lib.claims.pairs.split_jobs`)."""
+    if form.about == "model":
+        return {m: (f"{form.notebook}/{m}", d) for m, d in jobs.items()}
+    return {u: (f"{form.notebook}/{j}", v) for u, (j, v) in pairs.split_jobs(jobs, form.record or "").items()}
+
+
 def evaluate(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = None,
              seed_models_only: bool = False) -> list[dict]:
     """One row per (claim, reading, model, scope) recorded under the report root ``root``, plus
@@ -443,13 +328,16 @@ def evaluate(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = 
     for c in cs.claims:
         for fi, form in enumerate(c.forms):
             jobs = cache.setdefault(form.notebook, _read_jobs(root, form.notebook))
-            for model, data in jobs.items():
+            units = _units(form, jobs)
+            for model, (job, data) in units.items():
                 seed_model = model in form.models
                 if seed_models_only and not seed_model:
                     continue
-                if not seed_model and not trained(model, data):
+                if not seed_model and not all(trained(m, data) for m in pairs.members(model)):
                     continue  # a tiny random model is a pipeline check (pipeline_checks), never a stand-in
-                job = f"{form.notebook}/{model}"
+                if isinstance(data.get(pairs.NOT_RUN), str):  # a pair the notebook could not measure, and why
+                    rows.append(_base(c, fi, form, model, job, seed_model, reason=f"not run: {data[pairs.NOT_RUN]}"))
+                    continue
                 rec, standin = _records(c, form, data, seed_model)
                 where = "/".join(form.path) if form.path else f"claims.{form.record}"
                 if not rec:
@@ -465,138 +353,17 @@ def evaluate(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = 
                         f"no {' / '.join(want or ())} scope in {job} metrics.{where} (recorded: {', '.join(rec)})")))
                 for scope in scopes:
                     if isinstance(rec[scope], Mapping):
-                        rows.append(_row(c, fi, form, model, job, scope, rec[scope], seed_model, jobs[model]))
+                        rows.append(_row(c, fi, form, model, job, scope, rec[scope], seed_model, data))
                         if standin:  # the claim's own quantity is absent: a different attention is read
                             rows[-1]["stand-in reading"] = standin_reading(form)
                             rows[-1]["reason"] = f"{rows[-1]['stand-in reading']}; {rows[-1]['reason']}"
             for m in form.models:
-                if m not in jobs:
-                    rows.append(_base(c, fi, form, m, f"{form.notebook}/{m}", True,
-                                      reason=f"no finished {form.notebook} job for {m} in this profile"))
+                if m not in units:
+                    why = (f"no finished {form.notebook} job for {m} in this profile" if form.about == "model" or not jobs
+                           else f"no finished {form.notebook} job recorded {m} in this profile (recorded: "
+                                f"{', '.join(sorted(units)) or 'none'})")
+                    rows.append(_base(c, fi, form, m, f"{form.notebook}/{m}", True, reason=why))
     return rows
-
-
-def _tested_reason(tested: list[dict], untested: list[dict]) -> str:
-    models = sorted({r["model"] for r in tested})
-    out = f"{len(tested)} tested scope(s) of {len(models)} model(s) ({', '.join(models)})"
-    if untested:
-        out += "; not tested: " + "; ".join(f"{r['model']}: {r['reason']}" for r in untested[:3])
-    return out
-
-
-def summarize(rows: Iterable[dict], claims: Union[str, Path, ClaimSet, None] = None) -> list[dict]:
-    """One row per (claim, reading): the verdict over the reading's own models, and the stand-ins.
-
-    not held: any tested scope is not held. undecided: any is undecided, or some of the
-    reading's models were not tested while the rest held (the reason names the jobs that
-    would decide). held, but the null gives it too: every tested scope held, at least one
-    only because a null gives it too. held: every model tested, every scope held. not tested
-    on this profile: none of its models was tested. forced by shape: every tested value is.
-    """
-    rows = list(rows)
-    cs = load(claims)
-    out = []
-    for c in cs.claims:
-        for fi, form in enumerate(c.forms):
-            mine = [r for r in rows if r["claim"] == c.id and r["form"] == fi]
-            seed = [r for r in mine if r["seed model"]]
-            tested = [r for r in seed if r["verdict"] in VERDICTS]
-            forced = [r for r in seed if r["verdict"] == FORCED]
-            untested = [r for r in seed if r["verdict"] == NOT_TESTED]
-            if not tested:
-                if forced:
-                    verdict, reason = FORCED, "; ".join(f"{r['model']} {r['scope']}: {r['reason']}" for r in forced[:3])
-                else:
-                    verdict = NOT_TESTED
-                    by_nb: dict[str, list[str]] = {}
-                    for r in seed:
-                        nb, _, m = r["job"].partition("/")
-                        by_nb.setdefault(nb, []).append(m)
-                    recorded_not = [r["reason"] for r in seed if not r["reason"].startswith("no finished")]
-                    reason = ("needs " + "; ".join(f"{nb} on {', '.join(sorted(set(ms)))}" for nb, ms in by_nb.items())
-                              + (f" ({recorded_not[0]})" if recorded_not else "")) if by_nb else "no model recorded"
-            elif any(r["verdict"] == NOT_HELD for r in tested):
-                verdict = NOT_HELD
-                reason = "; ".join(f"{r['model']} {r['scope']}: {r['reason']}"
-                                   for r in [r for r in tested if r["verdict"] == NOT_HELD][:3])
-            elif any(r["verdict"] == UNDECIDED for r in tested) or untested:
-                verdict = UNDECIDED
-                und = [r for r in tested if r["verdict"] == UNDECIDED]
-                reason = "; ".join(f"{r['model']} {r['scope']}: {r['reason']}" for r in und[:3])
-                if untested:
-                    ok = ", ".join(f"{r['model']}{' ' + r['scope'] if r['scope'] else ''}: {r['verdict']}"
-                                   for r in tested if r["verdict"] != UNDECIDED)
-                    reason = "; ".join(filter(None, [reason, ok, "what would decide it: " + "; ".join(
-                        f"{r['model']}: {r['reason']}" for r in untested[:3])]))
-            elif any(r["verdict"] == HELD_NULL for r in tested):
-                verdict = HELD_NULL
-                reason = (_tested_reason(tested, []) + "; "
-                          + next(r["reason"] for r in tested if r["verdict"] == HELD_NULL))
-            else:
-                verdict, reason = HELD, "held on " + _tested_reason(tested, [])
-            if forced and verdict != FORCED:
-                reason += "; kept out (forced by shape): " + ", ".join(f"{r['model']} {r['scope']}" for r in forced)
-            extra = [m for m in form.models if m in form.extrapolated]
-            if extra:
-                reason += ("; extrapolations (the seed never measured them so): "
-                           + "; ".join(f"{m}: {form.extrapolated[m]}" for m in extra))
-            stand = [r for r in mine if not r["seed model"] and r["verdict"] != NOT_TESTED]
-            tally = ", ".join(f"{r['model']}{' ' + r['scope'] if r['scope'] not in ('', 'embedding') else ''}: "
-                              f"{r['verdict']}" for r in stand)
-            ex = sorted((r for r in mine if r["null explains"]), key=lambda r: not r["seed model"])
-            explains = f"{ex[0]['model']} {ex[0]['scope']}: {ex[0]['null explains']}".replace("  ", " ") if ex else ""
-            out.append({"claim": c.id, "title": c.title, "form": fi, "reading": form.name, "by": form.by,
-                        "extrapolated": sorted(form.extrapolated), "measured as": form.measured_as, "seed value": c.seed_value,
-                        "seed models": c.seed_models_text, "verdict": verdict, "reason": reason,
-                        "stand-ins": tally or "–", "null explains": explains, "definition": c.definition,
-                        "stand-in verdicts": {m: sorted({r["verdict"] for r in stand if r["model"] == m})
-                                              for m in dict.fromkeys(r["model"] for r in stand)},
-                        "rule": form.rule.text, "note": form.note})
-    return out
-
-
-def readings(summary: list[dict]) -> list[dict]:
-    """One row per claim with each reading's verdict side by side: "as the table says" beside
-    "as the seed measured" (and the project's own reading where the file adds one), each labelled
-    by whose reading it is; ``over the readings``: the verdict they share, or
-    ``"undecided (reading): ..."`` when defensible readings of the seed's words disagree (a
-    reading of the words then decides the verdict, and the page says so)."""
-    out: dict[str, dict] = {}
-    tested: dict[str, list[tuple[str, str]]] = {}
-    stand: dict[str, dict[str, dict[str, str]]] = {}  # claim -> stand-in -> reading -> its verdicts
-    for s in summary:
-        for m, vs in (s.get("stand-in verdicts") or {}).items():
-            stand.setdefault(s["claim"], {}).setdefault(m, {})[s["reading"]] = " / ".join(vs)
-        r = out.setdefault(s["claim"], {"claim": s["claim"], "title": s["title"], "seed value": s["seed value"],
-                                        "as the table says": [], "as the seed measured": [],
-                                        "the project's own reading": [], "over the readings": ""})
-        name = s["reading"]
-        cols = (["as the table says", "as the seed measured"] if name.startswith("as the table says = ") else
-                ["as the table says"] if name.startswith("as the table says") else
-                ["as the seed measured"] if name.startswith("as the seed measured") else
-                ["the project's own reading"])
-        label = name.partition(" (")[2].rstrip(")")
-        by = s.get("by") or "seed"
-        whose = "" if (by == "project") == (cols == ["the project's own reading"]) else f"[{by}'s] "
-        for col in cols:
-            r[col].append(f"{s['verdict']}" + (f" ({whose}{label})" if label or whose else ""))
-        if s["verdict"] in VERDICTS:
-            tested.setdefault(s["claim"], []).append((name, s["verdict"]))
-    for cid, r in out.items():
-        got = tested.get(cid, [])
-        verdicts = list(dict.fromkeys(v for _, v in got))
-        if not got:
-            r["over the readings"] = "–"
-        elif len(verdicts) == 1:
-            r["over the readings"] = verdicts[0]
-        else:
-            r["over the readings"] = (f"{READING_DISAGREES}: " + "; ".join(f"{n}: {v}" for n, v in got))
-        split = {m: by for m, by in stand.get(cid, {}).items() if len(by) > 1 and len(set(by.values())) > 1}
-        if split:  # a stand-in whose verdict turns on the reading (MiniLM's cross-layer poolings)
-            r["over the readings"] += "; stand-ins: " + "; ".join(
-                f"{m}: {READING_DISAGREES} (" + "; ".join(f"{n}: {v}" for n, v in by.items()) + ")"
-                for m, by in split.items())
-    return [{k: ("; ".join(v) or "–") if isinstance(v, list) else v for k, v in r.items()} for r in out.values()]
 
 
 def required_jobs(claims: Union[str, Path, ClaimSet, None] = None) -> dict[str, list[str]]:
@@ -605,7 +372,8 @@ def required_jobs(claims: Union[str, Path, ClaimSet, None] = None) -> dict[str, 
     for c in load(claims).claims:
         for f in c.forms:
             lst = need.setdefault(f.notebook, [])
-            lst += [m for m in f.models if m not in lst]
+            # a pair- or set-scoped reading needs its notebook's one job over the models, not a job per unit
+            lst += [m for m in f.models if m not in lst and f.about == "model"]
     return need
 
 

@@ -14,6 +14,7 @@ from typing import Mapping, Optional, Union
 
 from ..params import ParamsError, _load_yaml, _rel, _validate, name_problem
 from ..paths import PARAMS, ROOT
+from . import pairs
 from .recorded import recorded_quantities
 from .rules import Rule
 from .schema import READINGS, ClaimFile, FormSpec, PowerSpec
@@ -54,6 +55,10 @@ class Form:
     reference: Mapping[str, float]
     requires: Mapping[str, object]
     power: Optional[PowerSpec]
+    #: what one verdict is about: "model", "pair" or "set" (:mod:`geolip_lib.claims.pairs`); for a pair or set,
+    #: :attr:`models` are the units' names ("model A × model B") and :attr:`members` the models listed
+    about: str = "model"
+    members: tuple = ()
 
     @property
     def name(self) -> str:
@@ -140,7 +145,7 @@ def _form(spec: FormSpec, claim_id: str, scale: float, unit: str) -> Form:
     path = None if spec.path is None else tuple(spec.path.split(".") if isinstance(spec.path, str) else spec.path)
     return Form(reading=spec.reading, label=spec.label,
                 by=spec.by or ("project" if spec.reading == "project" else "seed"),
-                extrapolated=dict(spec.extrapolated), models=tuple(spec.models), notebook=spec.notebook,
+                extrapolated=dict(spec.extrapolated), models=pairs.units(spec.models, spec.about), notebook=spec.notebook,
                 record=None if path else (spec.record or claim_id), path=path,
                 scope=spec.scope or (path[-1] if path else None),
                 scopes=None if spec.scopes is None else tuple(spec.scopes),
@@ -150,7 +155,8 @@ def _form(spec: FormSpec, claim_id: str, scale: float, unit: str) -> Form:
                 sizes=spec.sizes, note=spec.note, rule=spec.rule.rule(scale, unit),
                 model_rules={m: r.rule(scale, unit) for m, r in spec.model_rules.items()},
                 scope_rules={k: r.rule(scale, unit) for k, r in spec.scope_rules.items()},
-                reference=dict(spec.reference), requires=dict(spec.requires), power=spec.power)
+                reference=dict(spec.reference), requires=dict(spec.requires), power=spec.power, about=spec.about,
+                members=tuple(dict.fromkeys(spec.models)))
 
 
 def claim_files() -> list[str]:
@@ -208,10 +214,12 @@ def _load_cached(path_s: str, _mtime: int) -> ClaimSet:
             if f.notebook not in notebooks:  # by exact name (a case-insensitive file system would match others)
                 problems.append(f"{_rel(path)}: key 'claims.{i}.forms.{j}.notebook': no notebook '{f.notebook}' "
                                 f"(known: {', '.join(sorted(notebooks))})")
-            stray = sorted(set(f.extrapolated) - set(f.models))
-            if stray:
-                problems.append(f"{_rel(path)}: key 'claims.{i}.forms.{j}.extrapolated': {', '.join(stray)} not among "
-                                f"the reading's models ({', '.join(f.models)})")
+            names = pairs.units(f.models, f.about)  # a pair-scoped reading's per-unit keys name pairs
+            for key in ("extrapolated", "model_rules", "model_scopes"):
+                stray = sorted(set(getattr(f, key)) - set(names))
+                if stray and (key == "extrapolated" or f.about != "model"):
+                    problems.append(f"{_rel(path)}: key 'claims.{i}.forms.{j}.{key}': {', '.join(stray)} not among "
+                                    f"the reading's {'models' if f.about == 'model' else 'units'} ({', '.join(names)})")
             for key, rec in (("record", f.record or (None if f.path else c.id)), ("standin_record", f.standin_record)):
                 if rec is not None and rec not in recorded_quantities():
                     problems.append(f"{_rel(path)}: key 'claims.{i}.forms.{j}.{key}': no notebook records "

@@ -144,6 +144,10 @@ class FormSpec(_Data):
     extrapolated: dict[str, str] = Field(default_factory=dict, description="per model: why this reading of that "
                                          "model is an extrapolation (the seed never measured it so)")
     models: list[str] = Field(description="the models this reading is about (the seed's own models)")
+    about: Literal["model", "pair", "set"] = Field("model", description="what one verdict is about: each model, "
+                                                   "each unordered pair of the models ('model A × model B', the "
+                                                   "matrix's columns), or the whole set of them as one unit "
+                                                   "(geolip_lib/claims/pairs.py)")
     notebook: str = Field(description="the notebook whose jobs record it (a safe name: notebooks/<name>.ipynb)")
     record: Optional[str] = Field(None, description="key under metrics.claims (default: the claim id)")
     path: Optional[Union[str, list[str]]] = Field(None, description="instead of record: a headline dict at this "
@@ -177,6 +181,12 @@ class FormSpec(_Data):
     def _where(self) -> "FormSpec":
         if self.record and self.path:
             raise ValueError("give record or path, not both")
+        if self.about != "model":
+            if self.path:
+                raise ValueError(f"about: {self.about} reads a record (metrics.claims.<record>.<pair>.<scope>); "
+                                 "give record:, not path:")
+            if len(set(self.models)) < 2:
+                raise ValueError(f"about: {self.about} needs at least two distinct models (got {self.models})")
         return self
 
 
