@@ -41,6 +41,7 @@ PREFETCH = {
     "08_modulator_pipeline": ["tiny-t5"], "09_modulator_training": ["tiny-t5"], "10_alpha_sweep": ["tiny-t5"],
     "11_field_modulator": ["tiny-t5"], "12_constellation_relay": ["all"], "13_head_dim_cv": ["all"],
     "14_triple_product_attention": ["all"], "16_contextual_geometry": ["tiny-bert"],
+    "17_representational_alignment": ["all"],
 }
 _WANTED: set = set()  # notebooks whose tests were collected (filled at collection)
 _PREFETCHED: dict = {}
