@@ -90,7 +90,7 @@ def test_cka_of_a_rotated_copy_is_one_and_hsic_is_the_written_out_formula():
 def test_weighted_cka_equals_cka_of_the_copied_rows():
     A, B = _feats(25, 6, 11), _feats(25, 4, 12)
     B[:, :3] += A[:, :3]
-    stat = AL.weighted_cka(A, B)
+    stat = AL.weighted_cka(A, B, distinct=False)
     rng = np.random.default_rng(13)
     W = rng.multinomial(25, np.full(25, 1 / 25), size=4).astype(float)
     got = stat(W)
@@ -98,8 +98,22 @@ def test_weighted_cka_equals_cka_of_the_copied_rows():
         idx = np.repeat(np.arange(25), w.astype(int))
         assert g == pytest.approx(AL.cka(A[idx], B[idx]), rel=1e-9)
     assert stat(np.ones((1, 25)))[0] == pytest.approx(AL.cka(A, B), rel=1e-12)
-    iv = I.bootstrap_weighted(25, stat, n_boot=50, seed=0)
-    assert iv.lo <= AL.cka(A, B) + 0.2 and iv.lo < iv.hi
+    distinct = AL.weighted_cka(A, B)(W)
+    for w, g in zip(W, distinct):
+        idx = np.flatnonzero(w)
+        assert g == pytest.approx(AL.cka(A[idx], B[idx]), rel=1e-9)
+
+
+def test_the_cka_interval_over_distinct_inputs_holds_the_estimate_where_copies_push_it_up():
+    rng = np.random.default_rng(21)
+    Z = rng.standard_normal((200, 8))
+    A = Z @ rng.standard_normal((8, 20)) + 2.0 * rng.standard_normal((200, 20))
+    B = Z @ rng.standard_normal((8, 16)) + 2.0 * rng.standard_normal((200, 16))
+    v = AL.cka(A, B)
+    copies = I.bootstrap_weighted(200, AL.weighted_cka(A, B, distinct=False), n_boot=200, seed=0)
+    distinct = I.bootstrap_weighted(200, AL.weighted_cka(A, B), n_boot=200, seed=0)
+    assert distinct.lo < v < distinct.hi
+    assert (copies.lo + copies.hi) / 2 - v > (distinct.lo + distinct.hi) / 2 - v
 
 
 def test_chance_level_and_the_shuffled_pairing_null_agree():
