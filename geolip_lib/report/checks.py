@@ -164,12 +164,14 @@ WINDOW_PX = 1280
 #: run in the page once it has loaded: every <details> opened (a reader opens them), then the widest
 #: extent of any element (a table inside a scrolling box counts with its full width) and the five
 #: widest elements, and where the verdict matrix (``table.matrix``) and its first claim row lie on the
-#: page (``matrix``: [top, bottom of the first row] in px from the page's top, null without one), written
-#: into the DOM for --dump-dom to carry out
+#: page (``matrix``: [top, bottom of the first row] in px from the page's top, null without one), and so
+#: the page's lead (``lead``: one's own model's headline table, ``table.yours``, where the page opens with
+#: it, else the matrix), written into the DOM for --dump-dom to carry out
 _MEASURE = """<script>window.addEventListener('load',function(){setTimeout(function(){
 document.querySelectorAll('details').forEach(function(d){d.open=true;});
 var w=document.documentElement.scrollWidth,items=[],mx=document.querySelector('table.matrix'),
-row=mx?(mx.querySelector('tbody tr')||mx):null,y=function(v){return Math.round(v+window.scrollY);};
+row=mx?(mx.querySelector('tbody tr')||mx):null,y=function(v){return Math.round(v+window.scrollY);},
+ld=document.querySelector('table.yours')||mx,lrow=ld?(ld.querySelector('tbody tr')||ld):null;
 document.querySelectorAll('body *').forEach(function(e){var r=e.getBoundingClientRect();
 if(r.width>0){var right=Math.ceil(r.right+window.scrollX);
 if(right>window.innerWidth){items.push([right,e.tagName.toLowerCase()+(e.className&&e.className.baseVal===undefined?'.'+
@@ -177,15 +179,18 @@ String(e.className).split(' ').join('.'):'')+' '+(e.textContent||'').trim().slic
 items.sort(function(a,b){return b[0]-a[0];});
 var o=document.createElement('pre');o.id='geolip-measure';o.textContent=JSON.stringify({width:w,
 inner:window.innerWidth,wide:items.slice(0,5),
-matrix:mx?[y(mx.getBoundingClientRect().top),y(row.getBoundingClientRect().bottom)]:null});
+matrix:mx?[y(mx.getBoundingClientRect().top),y(row.getBoundingClientRect().bottom)]:null,
+lead:ld?[y(ld.getBoundingClientRect().top),y(lrow.getBoundingClientRect().bottom)]:null,
+leadkind:ld&&ld!==mx?'yours':'matrix'});
 document.body.appendChild(o);},500);});</script>"""
 
 
 def page_width(page: Path, window: int = WINDOW_PX, timeout: int = 180) -> dict:
-    """``{"width", "inner", "wide", "matrix"}``: how wide ``page`` lays out in a ``window``-pixel headless
-    Chromium window (the widest element's right edge, details opened), the widest elements
-    that pass the window's edge, and where the verdict matrix lies (``[top, bottom of its first
-    claim row]`` in px from the page's top, or None). The page is measured from a hidden copy beside
+    """``{"width", "inner", "wide", "matrix", "lead", "leadkind"}``: how wide ``page`` lays out in a
+    ``window``-pixel headless Chromium window (the widest element's right edge, details opened), the widest
+    elements that pass the window's edge, and where the verdict matrix lies (``[top, bottom of its first
+    claim row]`` in px from the page's top, or None), and the page's lead (``leadkind`` "yours": one's own
+    model's headline table; "matrix": the matrix). The page is measured from a hidden copy beside
     it (its relative links resolve), removed afterwards."""
     chromium = find_chromium()
     if chromium is None:
@@ -226,16 +231,20 @@ FIRST_SCREEN_PX = 800
 
 
 def below_first_screen(root: Path, window: int = WINDOW_PX, height: int = FIRST_SCREEN_PX) -> list[str]:
-    """One line when ``index.html`` has a verdict matrix whose first claim row is not on the first
-    screen (``window`` x ``height`` px, the page's top); nothing where the page has no matrix."""
+    """One line when the lead of ``index.html`` — the verdict matrix, or one's own model's headline table
+    where the page opens with it — has its first row below the first screen (``window`` x ``height`` px,
+    the page's top); nothing where the page has neither."""
     return _below_first_screen(page_width(Path(root) / "index.html", window), window, height)
 
 
 def _below_first_screen(measured: dict, window: int, height: int) -> list[str]:
-    got = measured.get("matrix")
+    kind = measured.get("leadkind") or "matrix"
+    got = measured.get("lead") if "lead" in measured else measured.get("matrix")
     if not got or got[1] <= height:
         return []
-    return [f"index.html: the verdict matrix starts at y = {got[0]} px and its first claim row ends at {got[1]} px, "
+    what = ("the headline table of your model" if kind == "yours" else "the verdict matrix")
+    row = "first row" if kind == "yours" else "first claim row"
+    return [f"index.html: {what} starts at y = {got[0]} px and its {row} ends at {got[1]} px, "
             f"below the first screen of a {window} x {height} window; move what stands above it below it"]
 
 

@@ -11,6 +11,7 @@ from .headline_tables import composite_table
 from .markup import anchor, fragment, href
 from .notebook_sections import (_md_inline, figures_html, not_run_html, provenance_footer, quantization_html,
                                 title_and_question, trajectory_html)
+from .own_model import is_tiny, own_model_section, own_models, ran_models
 from .style import BIAS_MARK, CSS, MATHJAX_CONFIG, MATHJAX_PRECONFIG, SEPARATED
 
 
@@ -25,10 +26,8 @@ def run_description(profile: str, groups: dict[str, list[JobRecord]], run: dict 
     run = run or {}
     sel = run.get("selection") or {}
     notebooks = list(groups)
-    models = sorted({m.get("name") for rs in groups.values() for r in rs if r.ok
-                     for m in (r.provenance.get("models") or []) if isinstance(m, dict) and m.get("name")}
-                    | {r.data["model"] for rs in groups.values() for r in rs if r.ok and isinstance(r.data.get("model"), str)})
-    tiny = sorted(m for m in models if _is_tiny(m, groups))
+    models = ran_models(groups)
+    tiny = sorted(m for m in models if is_tiny(m, groups))
     trained = [m for m in models if m not in tiny]
     narrowed = [f"--{k} {' '.join(map(str, v))}" for k, v in sel.items() if v and k in ("models", "notebooks")]
     outside = sorted(set(models) - set(run.get("profile models") or models))
@@ -47,16 +46,6 @@ def run_description(profile: str, groups: dict[str, list[JobRecord]], run: dict 
     return f"<p class='run'>{' '.join(lines)}</p>"
 
 
-def _is_tiny(model: str, groups: dict[str, list[JobRecord]]) -> bool:
-    """Whether a model is a tiny random one, by its jobs' provenance (``source: tiny``)."""
-    for rs in groups.values():
-        for r in rs:
-            for m in (r.provenance.get("models") or []) if r.ok else []:
-                if isinstance(m, dict) and m.get("name") == model and m.get("source") is not None:
-                    return m.get("source") == "tiny"
-    return model.startswith("tiny")
-
-
 def findings_body(profile: str, groups: dict[str, list[JobRecord]], description: str = "", *,
                   embed: bool = False, prefix: str = "", out_root: Path | None = None, run: dict | None = None,
                   details: list[str] | None = None) -> str:
@@ -70,10 +59,14 @@ def findings_body(profile: str, groups: dict[str, list[JobRecord]], description:
     n_fail = sum(r.status == FAILED for rs in groups.values() for r in rs)
     n_incomplete = sum(r.status == INCOMPLETE for rs in groups.values() for r in rs)
     run = {"description": description, **(run or {})}
-    # the first screen (1280 x 800) is the verdicts (issue 38 §4): the title, what ran, then the claims'
-    # matrix; what the report tests and how to read its numbers follow it (checks.below_first_screen)
+    # the first screen (1280 x 800) is the verdicts: the title, what ran, then the claims' matrix; or, where
+    # no model of the seed's ran (one's own model), that model's headline numbers, the matrices after them.
+    # What the report tests and how to read its numbers follow (checks.below_first_screen)
     parts = [f"<h1>geolip findings report — profile <code>{html.escape(profile)}</code></h1>",
              run_description(profile, groups, run)]
+    yours = own_models(groups) if out_root is not None else []
+    if yours:  # no model of the seed's ran: the page opens with the numbers of the models that did
+        parts.append(own_model_section(groups, yours, embed=embed, prefix=prefix))
     if out_root is not None:
         parts.append(seed_claims_section(out_root, groups, embed=embed, prefix=prefix, details=details))
         parts += [seed_claims_section(out_root, groups, embed=embed, prefix=prefix, details=details, claims_file=f)
