@@ -112,9 +112,10 @@ def frequency_geometry(E: Any, tokenizer: Any, *, random_init: Any = None, n_boo
     n = len(words["ids"])
     out: dict = {"n_words": n, "of": int(t.shape[0]), "scheme": words["scheme"], "lang": lang}
     if n < MIN_WORDS:
-        out.update(applicable=False, reason=f"{n} of the {t.shape[0]} tokens are whole {lang} words with a known "
-                                            f"frequency (at least {MIN_WORDS} needed): not a vocabulary of "
-                                            f"{_LANGS.get(lang, lang)} words")
+        name = _LANGS.get(lang, lang)
+        out.update(applicable=False, reason=f"{n} of the {t.shape[0]} tokens are whole {name} words with a known "
+                                            f"frequency (at least {MIN_WORDS} needed): not a vocabulary of {name} "
+                                            "words")
         return out
     norms, cos = _geometry(t, words["ids"])
     out.update(applicable=True, rho={"cos_to_mean": _rho(words["zipf"], cos, n_boot, seed),
