@@ -20,8 +20,10 @@ refuses to load from ``file://`` pages (CORS). So every page selects MathJax's N
 output before MathJax loads: TeX becomes MathML, which Chromium and Firefox render
 natively, with no font files.
 
-Modules: :mod:`.records` (jobs read back), :mod:`.sections` and :mod:`.pages` (the findings
-HTML), :mod:`.notebook_doc` (executed notebooks as HTML, the PDF's notebook),
+Modules: :mod:`.records` (jobs read back), :mod:`.pages` (the findings page) from its sections —
+:mod:`.own_model` (the lead where no model of the seed's ran), :mod:`.claims_section` (the verdict
+matrices), :mod:`.headline_tables`, :mod:`.notebook_sections`, :mod:`.markup` (safe HTML), all named
+in :mod:`.sections` — :mod:`.notebook_doc` (executed notebooks as HTML, the PDF's notebook),
 :mod:`.printing` (Chromium, pypdf), :mod:`.builder` (:func:`build`), :mod:`.style`, :mod:`.checks`
 (links resolve, nothing from the network, no live markup: what a built root must pass).
 
