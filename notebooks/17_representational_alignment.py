@@ -51,8 +51,6 @@ N_BOOT = 1000  # [10 ≤ x ≤ 10**6] bootstrap resamples over inputs behind the
 CKA_BOOT = 200  # [0 ≤ x ≤ 10**5] bootstrap resamples behind each CKA interval (0: none)
 
 # %%
-import gc
-
 from geolip_lib import runtime
 from geolip_lib.claims import pairs as P
 from geolip_lib.probes import alignment as A
@@ -71,7 +69,7 @@ print(f"{len(texts)} texts ({kinds.count('definition')} definitions, {kinds.coun
       f"e.g. {texts[0]!r}")
 metrics["inputs"] = {"n": len(texts), "source": "WordNet 3.0 definitions and example sentences",
                      "kinds": {k: kinds.count(k) for k in ("definition", "example")}, "first": texts[:5]}
-print(A.WIT_NOTE)
+print(f"{A.WIT_NOTE}")
 not_run["Language-vision alignment (image-caption pairs)"] = (
     "not run — no image-caption set installs from PyPI: offline runs are text-only. " + A.WIT_NOTE)
 
@@ -83,22 +81,8 @@ not_run["Language-vision alignment (image-caption pairs)"] = (
 # features are kept.
 
 # %%
-features: dict = {}
-skipped: dict = {}
-for name in MODELS:
-    why = A.language_problem(name)
-    if why:
-        skipped[name] = why
-        print(f"{name}: not run — {why}")
-        continue
-    lm = job.load(name)  # recorded in the provenance
-    features[name] = A.model_features(lm, texts, random_init_seeds=RANDOM_INIT_SEEDS, max_length=MAX_LENGTH,
-                                      batch_size=BATCH_SIZE)
-    print(f"{name}: {features[name]['trained'].shape[1]} layers of width {features[name]['trained'].shape[2]}, "
-          f"{features[name]['params'] / 1e6:.1f}M parameters")
-    A.release(lm)
-    del lm
-    gc.collect()
+features, skipped = A.collect_features(MODELS, texts, load=job.load, random_init_seeds=RANDOM_INIT_SEEDS,
+                                       max_length=MAX_LENGTH, batch_size=BATCH_SIZE)  # job.load: in the provenance
 for name, why in skipped.items():
     not_run[f"Pairs with {name}"] = f"not run — {why}"
 metrics["models"] = {n: {"layers": f["trained"].shape[1], "width": f["trained"].shape[2], "params": f["params"]}

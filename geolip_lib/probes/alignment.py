@@ -22,8 +22,9 @@ the pair chosen.
 """
 from __future__ import annotations
 
+import gc
 from itertools import combinations
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,7 @@ from .contextual import wordnet_examples
 __all__ = ["OTHER_LANGUAGES", "language_problem", "alignment_texts", "pooled_features", "model_features",
            "measure_pair", "measure_pairs", "pair_frame", "competence_rho", "alignment_claims", "competence_claims",
            "SCOPES",
-           "WIT_NOTE", "release"]
+           "WIT_NOTE", "release", "collect_features"]
 
 #: models whose inputs are not English text, by name prefix, and what they read instead
 OTHER_LANGUAGES = {"antiberty": "AntiBERTy reads antibody sequences (amino-acid letters), not English text",
@@ -285,3 +286,27 @@ def release(lm: Any) -> None:
     empty = torch.nn.Module()
     empty.register_parameter("released", torch.nn.Parameter(torch.empty(0, device=dev), requires_grad=False))
     lm.model = empty
+
+
+def collect_features(names: Sequence[str], texts: Sequence[str], *, load: Callable[[str], Any],
+                     random_init_seeds: int = 1, max_length: int = 64, batch_size: int = 32) -> tuple[dict, dict]:
+    """:func:`model_features` of each model in ``names``, one model at a time (``load(name)``: the notebook's
+    ``job.load``, which records the provenance), each released (:func:`release`) before the next loads.
+    Returns ``(features, not_run)``: model -> features, and model -> why it was not read (another language)."""
+    features, skipped = {}, {}
+    for name in names:
+        why = language_problem(name)
+        if why:
+            skipped[name] = why
+            print(f"{name}: not run — {why}")
+            continue
+        lm = load(name)
+        features[name] = model_features(lm, texts, random_init_seeds=random_init_seeds, max_length=max_length,
+                                        batch_size=batch_size)
+        f = features[name]
+        print(f"{name}: {f['trained'].shape[1]} layers of width {f['trained'].shape[2]}, {f['params'] / 1e6:.1f}M "
+              f"parameters, {len(f['random_init'])} random-init twin(s)")
+        release(lm)
+        del lm
+        gc.collect()
+    return features, skipped
