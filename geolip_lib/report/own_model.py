@@ -160,7 +160,8 @@ def own_model_section(groups: dict[str, list[JobRecord]], models: list[str], *, 
                                      else "") + ". The claims' verdict matrices follow below it; each notebook's figures are in its section.")
     return (f"<section class='yours' id='your-model'><h2 class='first'>Your model{'s' if len(models) > 1 else ''}: "
             f"{who}</h2><p class='note'>{words}</p>"
-            f"<div class='yours-grid'>{headline_table(groups, models, prefix)}{figs}</div>"
+            f"<div class='yours-grid'>{headline_table(groups, models, prefix)}"
+            + (f"<div class='yours-figs'>{figs}</div>" if figs else "") + "</div>"
             + trajectory_html(has_traj) + "</section>")
 
 

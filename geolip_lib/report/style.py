@@ -66,7 +66,8 @@ section.claims{border:2px solid #446;border-radius:6px;padding:.3em 1em 1em;marg
 section.claims h2.first{margin-top:.3em}
 section.yours{border:2px solid #446;border-radius:6px;padding:.3em 1em 1em;margin:1em 0 2em}section.yours h2.first{margin-top:.3em}
 div.yours-grid{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}div.yours-grid div.tablewrap{flex:1 1 560px}
-figure.thumb.traj{width:auto;flex:0 1 460px;margin:.6em 0 0}figure.thumb.traj img{width:100%}
+div.yours-figs{flex:0 1 460px;display:flex;flex-direction:column;gap:10px;margin-top:.6em}
+figure.thumb.traj{width:100%;margin:0}figure.thumb.traj img{width:100%}
 table.composite.yours td.nb{text-align:left;font-weight:600;max-width:12em}table.composite.yours td.metric{text-align:left;max-width:16em}h1{margin:.2em 0 .4em}
 table.claims{border-collapse:collapse;font-size:.86em;margin:.5em 0}table.claims th,table.claims td{border:1px solid #ccd;
 padding:.25em .5em;text-align:left;vertical-align:top}table.claims th{background:#eef}
@@ -105,5 +106,6 @@ figure.matrixfig{max-width:55%;margin:.3em auto}details.claims-details{display:n
 ul.legend{font-size:7.5pt;gap:.1em 1.2em}ul.legend .meaning{display:none}h1{font-size:16pt;margin:.2em 0}
 ul.bottom{font-size:8.5pt;margin:.2em 0}ol.toc{columns:2;font-size:8.5pt;margin:.2em 0}section.claims h3{margin:.4em 0 .2em}
 .figs{display:block}figure.thumb{display:inline-block;vertical-align:top;margin:0 .6% .4em 0}
-div.yours-grid{display:block}figure.thumb.traj{width:55%}section.yours{padding:.2em .6em .5em;margin:.5em 0 1em}
+div.yours-grid,div.yours-figs{display:block}figure.thumb.traj{width:55%}
+.jp-RenderedHTMLCommon table.yours tbody tr{display:table-row}section.yours{padding:.2em .6em .5em;margin:.5em 0 1em}
 """
