@@ -12,7 +12,7 @@ import matplotlib
 import pytest
 from matplotlib.colors import to_hex
 
-from geolip_lib import claims, report, results, trajectory
+from geolip_lib import claims, plotting, report, results, trajectory
 from geolip_lib.claims import tables as claims_tables
 from geolip_lib.claims.plots import claims_matrix
 from geolip_lib.metrics.intervals import format_value
@@ -46,8 +46,6 @@ HEAD = {"pentachoron_cv": results.headline(0.25, interval=(0.24, 0.26), label="p
 def own_root(tmp_path_factory):
     """``run_all.py --models my-llama``: one's own model (a local folder) through 01 (with checkpoints) and
     02, notebook 15 after them; no model of the seed's."""
-    from geolip_lib import plotting
-
     root = tmp_path_factory.mktemp("own")
     _write_job(root, "01_embedding_terrain", MINE, {"pentachoron_cv": {"embedding": _h(0.25, 0.24, 0.26)}},
                headline=HEAD, trajectory=TRAJ)
@@ -182,6 +180,7 @@ def test_the_pdfs_page_never_says_hover(root, request):
     pdf_page = pages.findings_body("demo", groups, embed=True, prefix="../", out_root=out, details=details)
     assert "hover" not in _visible(pdf_page + "".join(details)).lower()
     assert "The glossary at the end says what each column measures." in pdf_page
+    assert ("Your model: my-llama" in pdf_page) == (root == "own_root")  # the PDF leads as the page does
     assert "Hover a column header" in _index(out)  # the HTML keeps its tooltips and says so
 
 
