@@ -57,7 +57,7 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
         total = len(mine)
         mine = sorted(mine, key=lambda r: (not r["seed model"], r["form"], r["model"], r["scope"]))[:max_rows]
         ax.set_title(f"{c.title} — seed: {c.seed_value}", fontsize=9, loc="left")
-        if total > len(mine):  # never cut silently (issue 37): the panel says how many rows it leaves out
+        if total > len(mine):  # never cut silently: the panel says how many rows it leaves out
             ax.text(1.0, -0.02, f"{total - len(mine)} more of {total} rows not shown (the details table has all)",
                     ha="right", va="top", transform=ax.transAxes, fontsize=6, color="0.3")
         _reference(ax, c)

@@ -114,7 +114,7 @@ def fold_verdicts(verdicts: Iterable[str]) -> str:
     not held if any is, else undecided if any is, else held-but-null if any is, else held if
     any is; forced by shape when only forced values were measured; else not tested.
 
-    ``verdicts`` may be a generator: it is read once (issue 37: it was read twice, so a forced
+    ``verdicts`` may be a generator: it is read once (it was read twice, so a forced
     cell came out "not tested")."""
     verdicts = list(verdicts)
     for v in (NOT_HELD, UNDECIDED, HELD_NULL, HELD):
@@ -177,7 +177,7 @@ def _cell(c: Claim, mine: list[dict]) -> dict:
             f" ({_ispan(fb['n_pos'])}+ / {_ispan(fb['n_neg'])}− / {_ispan(fb['n_zero'])} zero per layer, "
             f"{fb['layers']} layers)" if fb.get("layers") else "")
     stand_in = next((r["stand-in reading"] for r in rows if r.get("stand-in reading")), "")
-    if stand_in and text != "–":  # the cell says which attention it read (issue 37)
+    if stand_in and text != "–":  # the cell says which attention it read
         text += f" · read on {stand_in.split(' (')[0].rsplit(' of ', 1)[-1]}"
     deq = next((r.get("dequantized") for r in rows if r.get("dequantized")), None)
     reading = rows[0]["reading"] if rows else ""

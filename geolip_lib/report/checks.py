@@ -226,7 +226,7 @@ def _too_wide(got: dict, window: int) -> list[str]:
             + "; ".join(f"{w} px <{what}>" for w, what in got["wide"])]
 
 
-#: the first screen a reader sees: a 1280 x 800 window (issue 38 §4: the verdicts must be on it)
+#: the first screen a reader sees: a 1280 x 800 window (the verdicts must be on it)
 FIRST_SCREEN_PX = 800
 
 

@@ -85,7 +85,7 @@ def _mx_cell(cell: dict, model: str, claim_title: str) -> str:
             f"<span class='mv'>{html.escape(cell['text'])}</span>{deq}</td>")
 
 
-#: what tests a claim the seed's models did not run for here (issue 38 §4): the paper profile on a GPU box
+#: what tests a claim the seed's models did not run for here: the paper profile on a GPU box
 PAPER_RUN = "make report PROFILE=paper, with hub access, on a GPU box"
 
 
@@ -234,7 +234,7 @@ def _claims_data(out_root: Path, claims_file: str | None = None):
     pipeline = getattr(claims.evaluation, "pipeline_checks", None)
     tiny = pipeline(out_root, *extra) if pipeline else []
     m = claims_tables.matrix(rows, summary, *extra, pipeline_checks=tiny)  # its rows are that file's claims
-    m["descriptions"] = claims.model_descriptions(out_root, *extra)  # what each model is (issue 36 §5)
+    m["descriptions"] = claims.model_descriptions(out_root, *extra)  # what each model is
     return rows, summary, m
 
 

@@ -22,7 +22,7 @@ def _cell(h: dict) -> str:
         parts.append(f"<span class='null' title='{html.escape(iv.get('method') or '', quote=True)}'>(no interval)</span>")
     elif isinstance(v, (int, float)) and lo is not None and hi is not None and not lo <= v <= hi:
         parts[0] = parts[0].replace("</span>", f" {BIAS_MARK}</span>", 1)
-    # what kind of number it is (issue 22 §1): an exact value says over what; a bias-corrected
+    # what kind of number it is: an exact value says over what; a bias-corrected
     # estimate names its plug-in; a value the weight shapes force is marked and kept out of verdicts
     if (h.get("kind") or iv.get("kind")) == "exact" and v is not None:
         parts.append(f"<span class='kind exact'>{html.escape(iv.get('method') or 'exact')}</span>")

@@ -53,7 +53,7 @@ def linked(text: str, link: str | None) -> str:
 
 def _verdict(v: str) -> str:
     """A verdict word, coloured, with its glyph and its meaning as a tooltip. The status is
-    matched exactly (issue 37: a prefix match gave "held, but the null gives it too" the glyph and
+    matched exactly (a prefix match gave "held, but the null gives it too" the glyph and
     meaning of "held"); any other text gets no glyph and no meaning."""
     cls = claims.VERDICT_CLASS.get(v, "v-not-testable")
     glyph = claims_tables.VERDICT_GLYPHS.get(v, "")

@@ -69,7 +69,7 @@ def key_figures(records: list[JobRecord]) -> list[tuple[JobRecord, dict]]:
     for r in order:
         figs = r.figures
         keys = [f for f in figs if f.get("key")] or figs[:1]
-        if r is not lead:  # another job's trajectory over checkpoints (issue 24 §4) before what the lead shows too
+        if r is not lead:  # another job's trajectory over checkpoints before what the lead shows too
             keys.sort(key=lambda f: f["file"].rsplit(".", 1)[0] != "trajectory")
         for f in keys:
             if len(picked) < MAX_KEY_FIGURES and all(f["file"] != p[1]["file"] for p in picked):

@@ -27,7 +27,7 @@ OK, FAILED, INCOMPLETE = "ok", "failed", "incomplete"
 
 #: figure files the report shows (as ``<img>``; embedded as ``data:`` URIs in the PDF) and links at
 #: full size: PNG and JPEG only (matplotlib writes PNG here). An SVG is inert inside ``<img>`` but
-#: runs its script when its link is opened as a document, so it is never taken (issue 39).
+#: runs its script when its link is opened as a document, so it is never taken.
 FIGURE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 #: the first bytes of each type: a figure's content must say what its name says
 FIGURE_MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",)}
