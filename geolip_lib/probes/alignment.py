@@ -214,6 +214,8 @@ def alignment_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *, 
     - ``mutual_knn_alignment[pair][scope]``: mutual k-NN with its interval over inputs, nulls chance
       (exact ``k / (N - 1)``), shuffled pairing (over its permutations) and random init (the twins);
     - ``debiased_cka[pair][scope]``: debiased linear CKA with its interval, the random-init twins' beside it;
+    - ``alignment_over_random_init[pair][scope]``: the mean over inputs of the trained pair's overlap minus
+      the twins' (paired by input), with its bootstrap interval: what training adds to the architectures';
     - ``alignment_competence[set][scope]``: Spearman's rho between pair competence (the geometric
       mean of the two models' parameter counts) and mutual k-NN over every pair of the set, with a
       bootstrap over inputs and the same rho of the random-init twins beside it.
@@ -221,9 +223,10 @@ def alignment_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *, 
     ``set_name``: the name of the set of every model measured (``"A × B × C"``); ``not_run``: pair name ->
     why it was not measured (recorded as ``{"not_run": why}``)."""
     claims: dict = {"mutual_knn_alignment": {}, "debiased_cka": {}, "alignment_competence": {},
+                    "alignment_over_random_init": {},
                     "language_vision_alignment": {}}  # the last: image-caption runs only (the paper profile)
     for name, m in trained.items():
-        mk, ck = {}, {}
+        mk, ck, over = {}, {}, {}
         for scope in SCOPES:
             s = m["scopes"][scope]
             tw = [t["scopes"][scope] for t in twins.get(name, [])]
@@ -238,12 +241,19 @@ def alignment_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *, 
             mk[scope] = headline(s["value"], interval=s["interval"], nulls=nulls, fmt=".3f",
                                  label=f"mutual k-NN (k = {m['k']}), {scope} {s['layers']}",
                                  note=f"layers {s['layers'][0]} and {s['layers'][1]} of {m['n']} inputs")
+            if tw:  # paired by input: the trained pair's overlap minus the twins' (each at its own layer pair)
+                d = s["overlaps"] - np.mean([t["overlaps"] for t in tw], axis=0)
+                over[scope] = headline(float(d.mean()), interval=bootstrap(d, np.mean, n_boot=n_boot, seed=seed,
+                                                                           what="inputs (paired differences)"),
+                                       fmt=".3f", label=f"mutual k-NN, trained minus random-init twins, {scope}")
             civ = s["cka_interval"]
             ck[scope] = headline(s["cka"], interval=civ if civ is not None and civ.finite else "exact", nulls=cnull,
                                  fmt=".3f", label=f"debiased linear CKA, {scope} {s['layers']}")
         claims["mutual_knn_alignment"][name], claims["debiased_cka"][name] = mk, ck
+        claims["alignment_over_random_init"][name] = over or {"not_run": "no random-init twins (RANDOM_INIT_SEEDS = 0)"}
     for name, why in not_run.items():
-        claims["mutual_knn_alignment"][name] = claims["debiased_cka"][name] = {"not_run": why}
+        for rec in ("mutual_knn_alignment", "debiased_cka", "alignment_over_random_init"):
+            claims[rec][name] = {"not_run": why}
     comp = competence_claims(trained, twins, params=params, n_boot=n_boot, seed=seed)
     claims["alignment_competence"][set_name] = comp or {
         "not_run": f"{len(trained)} pair(s) of English models measured: a rank correlation over pairs needs at least 3"}

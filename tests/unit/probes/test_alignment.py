@@ -69,6 +69,10 @@ def test_pairs_best_and_last_layers_and_the_claims_records():
     assert set(h["nulls"]) == {"chance", "shuffled pairing", "random_init"}
     assert h["nulls"]["chance"]["value"] == AL.chance_level(80, 5) == 5 / 79
     assert cl["mutual_knn_alignment"]["antiberty × m1"] == {"not_run": "reads antibody sequences"}
+    over = cl["alignment_over_random_init"]["m1 × m2"]["last layers"]
+    assert over["value"] == pytest.approx(trained["m1 × m2"]["scopes"]["last layers"]["value"]
+                                          - twins["m1 × m2"][0]["scopes"]["last layers"]["value"])
+    assert over["interval"]["lo"] > 0  # the twins are noise: the trained pair's shared structure is what remains
     rho = cl["alignment_competence"]["m1 × m2 × m3"]["best layer pair"]
     assert -1 <= rho["interval"]["lo"] <= rho["value"] <= rho["interval"]["hi"] <= 1
     two = A.alignment_claims({"m1 × m2": trained["m1 × m2"]}, {}, params={"m1": 1, "m2": 2}, set_name="m1 × m2",
