@@ -18,20 +18,19 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterable, Mapping, Sequence
 
+from ..metrics.alignment import PAIR_SEP as SEP
+from ..metrics.alignment import pair_name
+
 __all__ = ["SEP", "label", "members", "units", "is_label", "split_jobs", "NOT_RUN"]
 
-#: between the models of a unit's name
-SEP = " × "
 #: the key of a unit a notebook could not measure, with its reason
 NOT_RUN = "not_run"
 
 
 def label(models: Iterable[str]) -> str:
-    """The name of a pair or set of models: the distinct names, sorted, joined by :data:`SEP`."""
-    names = sorted(dict.fromkeys(str(m) for m in models))
-    if len(names) < 2:
-        raise ValueError(f"a pair or set needs at least two distinct models, got {names}; name two or more")
-    return SEP.join(names)
+    """The name of a pair or set of models (:func:`geolip_lib.metrics.alignment.pair_name`: the distinct
+    names, sorted, joined by :data:`SEP`)."""
+    return pair_name(models)
 
 
 def members(unit: str) -> tuple:

@@ -33,8 +33,22 @@ import numpy as np
 
 from ..validation import fail
 
-__all__ = ["TOPK", "OUTLIER_Q", "remove_outliers", "normalize", "nearest_neighbors", "knn_overlap", "mutual_knn",
+__all__ = ["PAIR_SEP", "pair_name", "TOPK", "OUTLIER_Q", "remove_outliers", "normalize", "nearest_neighbors", "knn_overlap", "mutual_knn",
            "mutual_knn_matrix", "chance_level", "shuffled_overlaps", "hsic_unbiased", "cka", "weighted_cka"]
+
+#: between the models of a pair's (or a set's) name: "model A × model B"
+PAIR_SEP = " × "
+
+
+def pair_name(models: Any) -> str:
+    """The name of a pair or set of models whose alignment is measured: the distinct names, sorted, joined
+    by :data:`PAIR_SEP` (so a notebook and a claims file name a pair alike, whatever order they list the
+    models in; the claims read it through :mod:`geolip_lib.claims.pairs`)."""
+    names = sorted(dict.fromkeys(str(m) for m in models))
+    if len(names) < 2:
+        fail("models", f"a pair or set needs at least two distinct models, got {names}; name two or more")
+    return PAIR_SEP.join(names)
+
 
 #: the paper's k (``--topk 10``)
 TOPK = 10

@@ -147,7 +147,7 @@ def measure_pairs(features: Mapping[str, dict], *, k: int = AL.TOPK, n_boot: int
     holds one entry per twin seed present in both models (no CKA interval, no shuffles)."""
     trained, twins = {}, {}
     for a, b in combinations(sorted(features), 2):
-        name = f"{a} × {b}"
+        name = AL.pair_name([a, b])
         trained[name] = measure_pair(features[a]["trained"], features[b]["trained"], k=k, n_boot=n_boot, seed=seed,
                                      n_shuffles=n_shuffles, cka_boot=cka_boot)
         twins[name] = [measure_pair(x, y, k=k, n_boot=n_boot, seed=seed, n_shuffles=0, cka_boot=0)
@@ -176,7 +176,7 @@ def competence_rho(values: Mapping[str, float], params: Mapping[str, int]) -> fl
     """Spearman's rank correlation, over pairs, between a pair's alignment and its competence: the
     geometric mean of its two models' parameter counts (no ties between pairs of distinct sizes)."""
     names = list(values)
-    comp = [float(np.mean([np.log(params[m]) for m in n.split(" × ")])) for n in names]
+    comp = [float(np.mean([np.log(params[m]) for m in n.split(AL.PAIR_SEP)])) for n in names]
     return float(stats.spearmanr(comp, [values[n] for n in names]).statistic)
 
 
@@ -188,7 +188,7 @@ def _competence(trained: Mapping[str, dict], params: Mapping[str, int], scope: s
     if len(names) < 3:
         return None
     per = np.stack([trained[n]["scopes"][scope]["overlaps"] for n in names])  # (pairs, N)
-    comp = np.array([np.mean([np.log(params[m]) for m in n.split(" × ")]) for n in names])
+    comp = np.array([np.mean([np.log(params[m]) for m in n.split(AL.PAIR_SEP)]) for n in names])
 
     def stat(W: np.ndarray) -> np.ndarray:
         means = (W @ per.T) / W.sum(1, keepdims=True)  # (b, pairs)

@@ -6,6 +6,8 @@ from typing import Mapping
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..metrics.alignment import PAIR_SEP
+
 
 def layer_alignment(trained: Mapping[str, dict], *, title: str = ""):
     """One heat map per pair of models: mutual k-NN of every layer of one (rows) against every layer
@@ -20,7 +22,7 @@ def layer_alignment(trained: Mapping[str, dict], *, title: str = ""):
         (bi, bj), (li, lj) = m["scopes"]["best layer pair"]["layers"], m["scopes"]["last layers"]["layers"]
         ax.plot(bj, bi, "s", mfc="none", mec="white", ms=12, mew=2, label="best pair")
         ax.plot(lj, li, "o", mfc="none", mec="red", ms=12, mew=2, label="last layers")
-        a, b = name.split(" × ")
+        a, b = name.split(PAIR_SEP)
         ax.set(xlabel=f"{b} layer", ylabel=f"{a} layer", title=f"{name}\n(chance {m['chance']:.3f})")
         ax.title.set_fontsize(9)
     if not names:
@@ -52,7 +54,7 @@ def pair_alignment(trained: Mapping[str, dict], twins: Mapping[str, list], *, ti
         ax.plot(x + off, sh, "x", color="grey", ms=7, label="shuffled pairing (max)" if off < 0 else None)
     if names:
         ax.axhline(trained[names[0]]["chance"], color="red", ls="--", lw=1, label="chance k/(N-1)")
-    ax.set_xticks(x, [n.replace(" × ", "\n× ") for n in names], fontsize=8)
+    ax.set_xticks(x, [n.replace(PAIR_SEP, "\n× ") for n in names], fontsize=8)
     ax.set(ylabel="mutual k-NN (k = 10)", title=title or "alignment per pair of models (95 % intervals over inputs)")
     ax.legend(fontsize=7, loc="upper right")
     return fig
