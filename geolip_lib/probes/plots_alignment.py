@@ -11,26 +11,27 @@ from ..metrics.alignment import PAIR_SEP
 
 def layer_alignment(trained: Mapping[str, dict], *, title: str = ""):
     """One heat map per pair of models: mutual k-NN of every layer of one (rows) against every layer
-    of the other (columns); the best layer pair boxed, the last layers circled."""
+    of the other (columns); the best layer pair boxed (magenta), the last layers circled (red)."""
     names = list(trained)
     n = max(len(names), 1)
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(4.6 * n, 4.6), squeeze=False, layout="constrained")
     vmax = max([float(np.max(m["matrix"])) for m in trained.values()] + [1e-9])
     for ax, name in zip(axes[0], names):
         m = trained[name]
         im = ax.imshow(m["matrix"], origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
         (bi, bj), (li, lj) = m["scopes"]["best layer pair"]["layers"], m["scopes"]["last layers"]["layers"]
-        ax.plot(bj, bi, "s", mfc="none", mec="white", ms=12, mew=2, label="best pair")
+        ax.plot(bj, bi, "s", mfc="none", mec="magenta", ms=12, mew=2, label="best pair")
         ax.plot(lj, li, "o", mfc="none", mec="red", ms=12, mew=2, label="last layers")
         a, b = name.split(PAIR_SEP)
         ax.set(xlabel=f"{b} layer", ylabel=f"{a} layer", title=f"{name}\n(chance {m['chance']:.3f})")
         ax.title.set_fontsize(9)
+        ax.grid(False)
     if not names:
         axes[0][0].text(0.5, 0.5, "no pair of models measured", ha="center", va="center")
         axes[0][0].set_axis_off()
     else:
         fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="mutual k-NN")
-        axes[0][0].legend(loc="upper left", fontsize=7)
+        axes[0][0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=7, frameon=False)
     fig.suptitle(title or "mutual k-NN alignment, every layer pair")
     return fig
 
