@@ -9,6 +9,7 @@ import pandas as pd
 from ..metrics.intervals import format_value
 from ..results import headline as _headline
 from .evaluation import readings, summarize
+from .summary import READING_DISAGREES
 from .power import hinge_absorbed
 from .registry import Claim, load
 from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, STATUSES, UNDECIDED, VERDICTS, display_null
@@ -161,6 +162,12 @@ def _cell(c: Claim, mine: list[dict]) -> dict:
     fi = (measured or forms or [None])[0]
     rows = [r for r in mine if r["form"] == fi]
     verdict = fold_verdicts(r["verdict"] for r in rows)
+    # another fair reading of the claim's words that gives this model another verdict: the cell may not show the
+    # first reading's alone (MiniLM's rarest words nearer the cone's axis, yet not further out)
+    by_form = {f: fold_verdicts(r["verdict"] for r in mine if r["form"] == f) for f in measured}
+    split = len({v for v in by_form.values() if v in VERDICTS}) > 1
+    if split:
+        verdict = UNDECIDED
     nums = [r for r in rows if _is_num(r.get("value")) and r["verdict"] != NOT_TESTED]
     unit = f" {c.unit}" if c.unit else ""
     if len(nums) == 1:
@@ -184,6 +191,10 @@ def _cell(c: Claim, mine: list[dict]) -> dict:
     others = sorted({r["reading"] for r in mine if r["form"] in measured and r["form"] != fi})
     why = "; ".join(dict.fromkeys(f"{r['scope'] + ': ' if r['scope'] else ''}{r['reason']}" for r in rows
                                   if r.get("reason")))
+    if split:
+        text += " · readings disagree"  # said in the cell too: a PDF shows no tooltip
+        names = {r["form"]: r["reading"] for r in mine}
+        why = f"{READING_DISAGREES}: " + "; ".join(f"{names[f]}: {v}" for f, v in by_form.items())
     return {"verdict": verdict, "text": text, "forced": fb, "stand-in reading": stand_in, "values": [r["value"] * c.scale for r in nums],
             "dequantized": deq, "reading": reading, "other readings": others, "reason": why,
             "null values": [(k, v * c.scale) for r in nums for k, v in (r.get("null values") or {}).items()
