@@ -75,13 +75,16 @@ def test_every_recorded_claim_gets_a_verdict(claims_root, monkeypatch):
     assert m["metrics"]["claims_rows"] == json.loads(json.dumps(results.to_jsonable(claims.evaluate(root))))  # == library
 
 
-def test_the_report_leads_with_the_claims(claims_root):
+def test_the_report_leads_with_the_model_then_the_claims(claims_root):
+    """A root where no model of the seed's ran (here a tiny one) opens on that model's own numbers; the claims
+    matrix follows, ahead of the notebooks' findings."""
     root, job_dir = claims_root
     groups = report.collect(root)
     html = report.index_html("tiny", groups, out_root=root)
     body = html[html.index("<body>"):]
     first_h2 = body.index("<h2")
-    assert body[first_h2:].startswith("<h2 class='first'>Do the seed's claims hold?</h2>")
+    assert body[first_h2:].startswith("<h2 class='first'>Your model: tiny-t5</h2>")
+    assert first_h2 < body.index("claims hold?</h2>") < body.index("Findings per notebook")
     for c in claims.CLAIMS:
         assert html_mod.escape(c.title) in body
     assert body.count("class='v-not-testable'") >= len(claims.CLAIMS)
