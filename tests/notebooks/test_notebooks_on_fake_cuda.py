@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.fakecuda]
 
 
 def test_every_notebook_is_swept():
-    assert len(NOTEBOOKS) == 17 and NOTEBOOKS[0] == "00_template" and NOTEBOOKS[-1] == "16_contextual_geometry"
+    assert len(NOTEBOOKS) == 18 and NOTEBOOKS[0] == "00_template" and NOTEBOOKS[-1] == "17_representational_alignment"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
