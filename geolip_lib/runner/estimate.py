@@ -254,8 +254,12 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
     twin_on = rule.twin is not None and (rule.twin == "" or bool(p(rule.twin, rule.models != "pair")))
     # host: peak while loading model i (the models before it held) and the held set at the work's peak
     load_peak, held, host_work, dev_mem = 0, 0, 0, 0
+    alone_host, alone_dev = 0, 0  # one_at_a_time: the largest model's own peak (each released before the next)
     parts = {"model": 0, "twin": 0, "work": 0, "float32_model": 0, "float32_twin": 0}  # device bytes, for advice
     for i, (name, mi) in enumerate(zip(names, infos)):
+        if rule.one_at_a_time:  # the models before this one were released: it starts from nothing held
+            alone_host, alone_dev = max(alone_host, load_peak, held + host_work), max(alone_dev, dev_mem)
+            load_peak, held, host_work, dev_mem = 0, 0, 0, 0
         mp = load_model_params(name)
         if mi.download and mi.download_source == "converted copy":  # an ONNX / CTranslate2 file's folder, written
             # once by the first load: a cache, not a download
@@ -320,6 +324,9 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
             host_work += twin_mem + work + dwork_cpu
             parts["float32_model"] += mi.bytes * (mi.dtype == "float32")  # what a bfloat16 load halves (advice)
             parts["float32_twin"] += twin_mem * (mi.dtype == "float32" and rule.twin_whole)
+    if rule.one_at_a_time:
+        load_peak, held, host_work = max(alone_host, load_peak, held + host_work), 0, 0
+        dev_mem = max(alone_dev, dev_mem)
     if rule.models == "none":
         host = FIXED_HOST.get(job.notebook, KERNEL_HOST)
         gpu = CUDA_CONTEXT + host - KERNEL_HOST if on_gpu else 0
@@ -347,7 +354,7 @@ def estimate_job(job, device: Optional[str] = None, *, out_root: Optional[Path] 
             gpu = int(CUDA_CONTEXT + per)
         srcs = sorted({mi.source for mi in infos} | {f"download {mi.download_source}" for mi in infos if mi.download})
         src = "; ".join(srcs + [f"memory: rule {rule_name}"]) if infos else f"rule {rule_name}"
-        if rule.models == "list":
+        if rule.models == "list" and not rule.one_at_a_time:
             notes.append("assumes 02's results are absent (it computes the battery itself)")
     disk = {k: 0 for k in DISK_KINDS}
     for it in items:

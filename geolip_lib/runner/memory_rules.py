@@ -43,6 +43,9 @@ notebook  what it holds at its peak (host unless "device"); what it writes
 16        model + whole twin at <= ``TWIN_MAX_PARAMS`` (``RANDOM_INIT_SEEDS`` forward passes); above, the
           twin runs one block at a time (``models.layered``: ``ModelInfo.twin_run_bytes``, 3 ``L``)
           + the forward's hidden states and logits (``host_l``).
+17        as 16, for each model of ``MODELS`` in turn: each (with its twins) is released before the next
+          loads (``one_at_a_time``), so the peak is the largest model's, not their sum; the pooled
+          features (inputs x layers x width per model) are small beside it.
 08-11     model + modulator and its training state (<= 2 float32 ``L``: vocabulary x ``N_GEO``
           tables and Adam's moments, ``N_GEO`` <= width).
 12-15     no model: the fixed peaks of :data:`FIXED_HOST`, measured on the demo sizes.
@@ -111,6 +114,7 @@ class Rule:
     device_l: float = 0.0  # bytes per element of the largest tensor on the compute device (DEVICE)
     stack_share: float = 0.0  # float32 share of the parameters held (06: q and k of one stack)
     encodings: int = 0  # entries x width float32 encodings (cached)
+    one_at_a_time: bool = False  # "list": each model (and its twin) is released before the next loads (17)
 
 
 RULES: dict[str, Rule] = {
@@ -132,6 +136,8 @@ RULES: dict[str, Rule] = {
     "14_triple_product_attention": Rule("none"),
     "15_seed_claims": Rule("none"),
     "16_contextual_geometry": Rule("job", twin="RANDOM_INIT_SEEDS", twin_whole=True, host_l=2),
+    "17_representational_alignment": Rule("list", twin="RANDOM_INIT_SEEDS", twin_whole=True, host_l=2,
+                                          one_at_a_time=True),
 }
 GENERIC_MODEL_RULE, GENERIC_RULE = Rule("job", host_l=2), Rule("none")
 USES_CUDA = {"12_constellation_relay", "14_triple_product_attention"}  # non-model notebooks that pick CUDA

@@ -299,3 +299,19 @@ def test_a_memory_mapped_model_above_1e9_parameters_is_planned_at_its_measured_p
     small = next(j for j in jobs_for_profile("tiny", None, [notebook]) if j.model)  # below 1e9 parameters: the rules
     assert not any("MAPPED_PEAK" in n for n in E.estimate_job(small, "cpu", out_root=NO_ROOT,
                                                                defaults=notebook_defaults).notes)
+
+
+def test_models_released_one_at_a_time_are_planned_at_the_largest_not_the_sum():
+    """17 loads each model of MODELS (with its twin) and releases it before the next: its host peak is the largest
+    model's own, where 03 (which keeps them all) plans their sum."""
+    models = ["tiny-bert", "tiny-qwen", "tiny-gpt2"]
+
+    def host(notebook, names):
+        job = next(j for j in jobs_for_profile("tiny", None, [notebook]))
+        job = dataclasses.replace(job, parameters={**job.parameters, "MODELS": names})
+        return E.estimate_job(job, "cpu", out_root=NO_ROOT, defaults=notebook_defaults).host
+
+    alone = [host("17_representational_alignment", [m, m]) for m in models]
+    assert host("17_representational_alignment", models) == max(alone)
+    kept = host("03_cross_model", models)
+    assert kept > max(host("03_cross_model", [m]) for m in models)  # the sum, for a notebook that keeps them
