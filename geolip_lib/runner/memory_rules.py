@@ -86,11 +86,12 @@ DEFAULT_EXTRA = int(0.37 * GB)
 #: host peak / the model's bytes, measured (VmHWM, benchmarks/memory.py --quick, benchmarks/README.md) on a model
 #: above TWIN_MAX_PARAMS loaded on the CPU from safetensors in its load dtype: memory-mapped, the load check hands
 #: the pages back, so only what the job reads is resident (Qwen2.5-Coder-1.5B, 7.11 GB float32). The table above
-#: counts the model whole beside every table (16: 12.9 GB planned, 7.83 GB measured; 01: 11.5, 10.62; 02: 13.45,
+#: counts the model whole beside every table (16: 12.9 GB planned, 7.83 GB measured; 01: 11.5, 8.78 (10.62 while its
+#: forwards' pages stayed resident and a content CV copied the table to float64); 02: 13.45,
 #: 2.84: its battery reads one tensor at a time from the mapped file; 06: 12.04, 2.49); such a job is planned at
 #: the smaller of the two. Measured on this one model: another model's ratio may differ (a larger share of
 #: its bytes in one tensor), which the 10 % kept free (HEADROOM) and the admission's live reading absorb
-MAPPED_PEAK = {"16_contextual_geometry": 1.11, "01_embedding_terrain": 1.50,  # measured 1.10, 1.49
+MAPPED_PEAK = {"16_contextual_geometry": 1.11, "01_embedding_terrain": 1.30,  # measured 1.10, 1.24
                "02_weight_topology": 0.43, "06_qk_operators": 0.38}  # measured 0.40, 0.35 (real profile's sizes)
 HEADROOM = 0.10  # memory kept free: a job is planned at <= 90 % of a GPU's or the host's memory (allocator
 # fragmentation, transient copies the rules do not list); never at exactly 40.00 of 40 GB
