@@ -153,9 +153,11 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
                     "kind": kind_of(h.get("interval")), "verdict": NOT_TESTED,
                     "reason": f"not tested: {h['repeats']}; the same number is not a second verdict"})
         return row
-    if value is None and isinstance(h.get("note"), str) and h["note"] and not h.get("per_layer"):
+    if value is None and isinstance(h.get("note"), str) and h["note"] and not h.get("per_layer") \
+            and "found" not in h and not h.get("forced_by_shape"):
         # a record the notebook wrote without a value, and why: the measure does not apply to this model (a vocabulary
-        # of amino acids has no English words for Gao's frequencies): not tested here, never "undecided"
+        # of amino acids has no English words for Gao's frequencies): not tested here, never "undecided". A change
+        # point not found (found: false) is a result, read by its power below
         row.update({"measured": "–", "verdict": NOT_TESTED, "reason": f"does not apply to this model: {h['note']}"})
         return row
     pw = None
