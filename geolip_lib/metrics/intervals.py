@@ -531,3 +531,12 @@ __all__ = ["Interval", "KINDS", "bootstrap", "bootstrap_weighted", "bootstrap_co
            "scale_interval", "pair_bootstrap", "cv", "redraw_estimate", "N_REDRAWS", "REDRAW_COVERAGE", "weighted_mean_pairwise_cosine", "weighted_participation_ratio",
            "decimals_for", "format_value", "separates", "exact", "kind_of", "outside", "LEVEL", "N_BOOT", "N_NULL_SEEDS",
            "BOOT_BYTES"]
+
+
+def holding(value: float, iv: Interval, note: str = "; widened to hold the estimate") -> Interval:
+    """``iv`` widened to hold ``value`` where a percentile bootstrap of a statistic that is not a mean (a rank
+    correlation on a few items, CKA with repeated inputs, a ratio of weighted means) put its point estimate
+    outside, with ``note`` added to the method; a non-finite interval or one that holds it is returned as it is."""
+    if not iv.finite or iv.lo <= value <= iv.hi:
+        return iv
+    return Interval(min(iv.lo, value), max(iv.hi, value), iv.method + note, iv.level)

@@ -34,7 +34,7 @@ from scipy import stats
 from .. import validation as V
 from ..lexical import wordnet as lexwn
 from ..metrics import alignment as AL
-from ..metrics.intervals import N_BOOT, bootstrap, bootstrap_weighted, null_over_seeds
+from ..metrics.intervals import N_BOOT, bootstrap, bootstrap_weighted, holding, null_over_seeds
 from ..models import layered
 from ..results import exact, headline
 from .contextual import wordnet_examples
@@ -131,7 +131,7 @@ def measure_pair(fa: np.ndarray, fb: np.ndarray, *, k: int = AL.TOPK, n_boot: in
         rec = {"layers": (i, j), "value": float(ov.mean()), "overlaps": ov,
                "interval": bootstrap(ov, np.mean, n_boot=n_boot, seed=seed, what="inputs (per-input overlaps)"),
                "cka": AL.cka(fa[:, i], fb[:, j])}
-        rec["cka_interval"] = (_holding(rec["cka"], bootstrap_weighted(n, AL.weighted_cka(fa[:, i], fb[:, j]),
+        rec["cka_interval"] = (holding(rec["cka"], bootstrap_weighted(n, AL.weighted_cka(fa[:, i], fb[:, j]),
                                                                        n_boot=nb, seed=seed, what="inputs"))
                                if nb else None)
         rec["shuffled"] = (AL.shuffled_overlaps(fa[:, i], fb[:, j], k, n_shuffles=n_shuffles, seed=seed)
@@ -195,16 +195,7 @@ def _competence(trained: Mapping[str, dict], params: Mapping[str, int], scope: s
         return np.array([stats.spearmanr(comp, row).statistic for row in means])
 
     rho = competence_rho({n: trained[n]["scopes"][scope]["value"] for n in names}, params)
-    return rho, _holding(rho, bootstrap_weighted(per.shape[1], stat, n_boot=n_boot, seed=seed, what="inputs"))
-
-
-def _holding(value: float, iv: Any) -> Any:
-    """``iv`` widened to hold ``value`` where a percentile bootstrap of a statistic that is not a mean
-    (a rank correlation on a few pairs, CKA with repeated inputs) put its point estimate outside; said in
-    the method."""
-    if not iv.finite or iv.lo <= value <= iv.hi:
-        return iv
-    return type(iv)(min(iv.lo, value), max(iv.hi, value), iv.method + "; widened to hold the estimate", iv.level)
+    return rho, holding(rho, bootstrap_weighted(per.shape[1], stat, n_boot=n_boot, seed=seed, what="inputs"))
 
 
 def alignment_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *, params: Mapping[str, int],

@@ -42,7 +42,7 @@ import pandas as pd
 from .. import validation as V
 from ..lexical import wordnet as lexwn
 from ..models import layered
-from ..metrics.intervals import N_BOOT, bootstrap_weighted, format_value, null_over_seeds
+from ..metrics.intervals import N_BOOT, bootstrap_weighted, format_value, holding, null_over_seeds
 from ..results import Interval, atomic_write_bytes, headline
 
 __all__ = ["Contexts", "wordnet_examples", "wordnet_contexts", "token_positions", "occurrence_states",
@@ -356,10 +356,7 @@ class ContextualGeometry:
         value = float(fn({k: v[None] for k, v in self._point().items()})[0])
         iv = bootstrap_weighted(self.n_words, lambda Wt: fn(self._w(Wt)), n_boot=self.n_boot, seed=self.seed,
                                 what="words")
-        if iv.finite and not iv.lo <= value <= iv.hi:
-            iv = Interval(min(iv.lo, value), max(iv.hi, value), iv.method + " (widened to contain the estimate)",
-                          iv.level)
-        return value, iv
+        return value, holding(value, iv, " (widened to contain the estimate)")
 
     def layer_stats(self) -> dict:
         """Per layer: each measurement's mean over words with its interval. Lists over layers
