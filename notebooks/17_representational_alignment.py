@@ -33,9 +33,11 @@
 # mean of its tokens' hidden states (the paper's `pool='avg'`), at every layer `lm.hidden_states`
 # returns (0: the embedding output). Models that do not read English are listed below as not run,
 # with the reason. **Image–caption pairs.** The paper's main set is WIT, 1024 image–caption pairs,
-# with language models against DINOv2 / CLIP vision towers; no image–caption set installs from PyPI,
-# so offline runs are text-only (language–language pairs) and the language–vision claim reads "not
-# tested on this profile".
+# with language models (reading the captions) against DINOv2 / CLIP vision towers (reading the
+# images; a tower's feature is its class token at every block). `IMAGE_CAPTIONS = "wit_1024"` reads it
+# from the hub as the paper's code does; a folder reads a local copy (`Dataset.save_to_disk`, or
+# images with a `metadata.jsonl`). No image–caption set installs from PyPI, so the offline profiles
+# are text-only (language–language pairs) and the language–vision claim reads "not tested" there.
 
 # %% tags=["parameters"]
 MODELS = ["tiny-bert", "tiny-qwen", "tiny-gpt2"]  # [len(x) ≥ 2] params/models/<name>.yaml names, loaded one at a time
@@ -49,11 +51,15 @@ RANDOM_INIT_SEEDS = 1  # [0 ≤ x ≤ 10] random-init twins of each model (the r
 N_SHUFFLES = 20  # [0 ≤ x ≤ 10**4] permutations of the pairing (the shuffled-pairing null; 0: none)
 N_BOOT = 1000  # [10 ≤ x ≤ 10**6] bootstrap resamples over inputs behind the mutual k-NN and rank-correlation intervals
 CKA_BOOT = 200  # [0 ≤ x ≤ 10**5] bootstrap resamples behind each CKA interval (0: none)
+IMAGE_CAPTIONS = None  # [x is None or 1 ≤ len(x) ≤ 4096] None: text only; "wit_1024": the paper's WIT set from the hub; or a folder (a Dataset.save_to_disk copy, or images with a metadata.jsonl of file_name and text)
+VISION_MODELS = []  # [len(x) ≤ 16 and all(1 ≤ len(m) ≤ 200 for m in x)] params/models/<name>.yaml vision models that read the images, against MODELS reading the captions
+N_IMAGES = 1024  # [12 ≤ x ≤ 10**5] image-caption pairs read, the first of the set (the paper: all 1024)
 
 # %%
 from geolip_lib import runtime
 from geolip_lib.claims import pairs as P
 from geolip_lib.probes import alignment as A
+from geolip_lib.probes import captions as C
 from geolip_lib.probes import plots_alignment as plots
 
 job = runtime.start("17_representational_alignment", globals(), load_model=False)  # job dir, style, seeds
@@ -69,9 +75,14 @@ print(f"{len(texts)} texts ({kinds.count('definition')} definitions, {kinds.coun
       f"e.g. {texts[0]!r}")
 metrics["inputs"] = {"n": len(texts), "source": "WordNet 3.0 definitions and example sentences",
                      "kinds": {k: kinds.count(k) for k in ("definition", "example")}, "first": texts[:5]}
-print(f"{A.WIT_NOTE}")
-not_run["Language-vision alignment (image-caption pairs)"] = (
-    "not run — no image-caption set installs from PyPI: offline runs are text-only. " + A.WIT_NOTE)
+images, captions = C.load_image_captions(IMAGE_CAPTIONS, N_IMAGES) if IMAGE_CAPTIONS and VISION_MODELS else ([], None)
+if captions:
+    print(f"{len(captions)} image-caption pairs from {IMAGE_CAPTIONS}; e.g. {captions[0]!r}")
+    metrics["inputs"]["captions"] = {"source": IMAGE_CAPTIONS, "n": len(captions), "first": captions[:5]}
+else:
+    not_run["Language-vision alignment (image-caption pairs)"] = (
+        "not run — IMAGE_CAPTIONS and VISION_MODELS not both set (no image-caption set installs from PyPI, so "
+        "offline profiles are text-only). " + A.WIT_NOTE)
 
 # %% [markdown]
 # ## 2. Each model's pooled representation of every input, and its random-init twins'
@@ -82,7 +93,7 @@ not_run["Language-vision alignment (image-caption pairs)"] = (
 
 # %%
 features, skipped = A.collect_features(MODELS, texts, load=job.load, random_init_seeds=RANDOM_INIT_SEEDS,
-                                       max_length=MAX_LENGTH, batch_size=BATCH_SIZE)  # job.load: in the provenance
+                                       max_length=MAX_LENGTH, batch_size=BATCH_SIZE, captions=captions)  # job.load: in the provenance
 for name, why in skipped.items():
     not_run[f"Pairs with {name}"] = f"not run — {why}"
 metrics["models"] = {n: {"layers": f["trained"].shape[1], "width": f["trained"].shape[2], "params": f["params"]}
@@ -115,6 +126,25 @@ job.table(A.pair_frame(trained, twins), caption=f"Mutual k-NN (k = {K}) and debi
 job.figure(plots.pair_alignment(trained, twins), "pair_alignment", key=True)
 
 # %% [markdown]
+# ## 5. Language–vision pairs: captions through the language models, images through the vision towers
+#
+# Each language model's pooled representation of every caption against each vision tower's class
+# token of its image, measured as the text pairs are (best layer pair, last layers, the same nulls;
+# a twin pair is a language model's twin on the captions against a tower's twin on the images). Per
+# vision tower, the paper's third claim: does the alignment rise with the language model's size?
+
+# %%
+vision, vision_skipped = (C.collect_vision(VISION_MODELS, images, load=job.load, random_init_seeds=RANDOM_INIT_SEEDS,
+                                           batch_size=BATCH_SIZE) if captions else ({}, {}))
+not_run.update({f"Language-vision pairs with {n}": f"not run — {why}" for n, why in vision_skipped.items()})
+cross, cross_twins = C.measure_cross({n: f["captions"] for n, f in features.items() if "captions" in f}, vision, k=K,
+                                     n_boot=N_BOOT, seed=SEED, n_shuffles=N_SHUFFLES, cka_boot=CKA_BOOT)
+if cross:
+    job.table(A.pair_frame(cross, cross_twins), caption=f"Language-vision mutual k-NN (k = {K}) and debiased CKA, "
+              f"{len(captions)} image-caption pairs", index=False)
+    job.figure(plots.pair_alignment(cross, cross_twins), "language_vision_alignment", key=True)
+
+# %% [markdown]
 # ## Results
 #
 # Per pair (named "model A × model B"), the records notebook 15 reads with `params/claims/huh-2024.yaml`:
@@ -130,9 +160,11 @@ skipped_pairs = {P.label([a, b]): f"{why} (pair not run)" for b, why in skipped.
 set_name = P.label(features) if len(features) >= 2 else "no set"
 metrics["claims"] = A.alignment_claims(trained, twins, params=params, set_name=set_name, not_run=skipped_pairs,
                                        n_boot=N_BOOT, seed=SEED)
+metrics["claims"].update(C.language_vision_claims(cross, cross_twins, vision=sorted(vision), n_boot=N_BOOT, seed=SEED,
+                                                  params={**params, **{n: f["params"] for n, f in vision.items()}}))
 metrics["pairs"] = {n: {"matrix": m["matrix"].tolist(),
                         "scopes": {s: {"layers": list(r["layers"]), "value": r["value"], "cka": r["cka"]}
-                                   for s, r in m["scopes"].items()}} for n, m in trained.items()}
+                                   for s, r in m["scopes"].items()}} for n, m in {**trained, **cross}.items()}
 headline = {f"{scope} · {n}": h for n, rec in metrics["claims"]["mutual_knn_alignment"].items()
             for scope, h in rec.items() if isinstance(h, dict) and "value" in h}
 job.finish(metrics, headline, not_run=not_run)

@@ -278,10 +278,12 @@ def pipeline_checks(root: Union[str, Path], claims: Union[str, Path, ClaimSet, N
     (tiny random models): pipeline checks, never given a verdict nor listed beside the claims
     ("the pipeline also ran on N tiny models")."""
     out: list[str] = []
-    for nb in required_jobs(claims):
-        for model, data in _read_jobs(Path(root), nb).items():
-            if not trained(model, data) and model not in out:
-                out.append(model)
+    cache: dict[str, dict] = {}
+    for c in load(claims).claims:
+        for form in c.forms:
+            jobs = cache.setdefault(form.notebook, _read_jobs(Path(root), form.notebook))
+            for unit, (_, data) in _units(form, jobs).items():  # a pair's or a set's models, one by one
+                out += [m for m in pairs.members(unit) if m not in out and not trained(m, data)]
     return sorted(out)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from typing import Union
 
 import matplotlib.pyplot as plt
@@ -21,6 +22,10 @@ VERDICT_MARKERS = {HELD: "o", HELD_NULL: "s", NOT_HELD: "X", UNDECIDED: "D", NOT
 NULL_MARKERS = {"gaussian": "s", "random init": "D", "unit sphere": "^", "unmodulated": "v", "no lift": "|"}
 _SHORT = {"as the table says = as the seed measured": "table = seed", "as the table says": "table",
           "as the seed measured": "seed", "the project's own reading": "project"}
+
+
+#: characters per line of a panel's title (its axes' width) and of a row's label or a panel's message
+TITLE_CHARS, LABEL_CHARS = 46, 44
 
 
 def _short(reading: str) -> str:
@@ -50,25 +55,32 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
     n = len(cs.claims)
     ncol = 2
     nrow = math.ceil(n / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.4 * nrow), squeeze=False)
+    # a panel's height follows its rows (a pair's label takes two lines); titles and labels are wrapped to the
+    # panel's width, so a long claim title or pair name never runs over the next panel
+    per = [min(max_rows, sum(1 for r in rows if r["claim"] == c.id and isinstance(r["value"], (int, float))))
+           for c in cs.claims]
+    heights = [max(2.4, 1.3 + 0.42 * max(per[i * ncol:(i + 1) * ncol] or [0])) for i in range(nrow)]
+    fig, axes = plt.subplots(nrow, ncol, figsize=(11, sum(heights) + 0.8), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     for ax, c in zip(axes.flat, cs.claims):
         mine = [r for r in rows if r["claim"] == c.id and isinstance(r["value"], (int, float))
                 and not isinstance(r["value"], bool)]
         total = len(mine)
         mine = sorted(mine, key=lambda r: (not r["seed model"], r["form"], r["model"], r["scope"]))[:max_rows]
-        ax.set_title(f"{c.title} — seed: {c.seed_value}", fontsize=9, loc="left")
+        ax.set_title(textwrap.fill(f"{c.title} — seed: {c.seed_value}", TITLE_CHARS), fontsize=8.5, loc="left")
         if total > len(mine):  # never cut silently: the panel says how many rows it leaves out
             ax.text(1.0, -0.02, f"{total - len(mine)} more of {total} rows not shown (the details table has all)",
                     ha="right", va="top", transform=ax.transAxes, fontsize=6, color="0.3")
         _reference(ax, c)
         if not mine:
             status = [r for r in rows if r["claim"] == c.id]
-            msg = "\n".join(sorted({f"[{_short(r['reading'])}] {r['model']}: {r['verdict']}" for r in status
-                                    if r["seed model"]})[:4]) or "not measured on this profile"
+            msg = "\n".join(textwrap.fill(t, LABEL_CHARS, break_on_hyphens=False) for t in sorted(
+                {f"[{_short(r['reading'])}] {r['model']}: {r['verdict']}" for r in status if r["seed model"]})[:4]
+            ) or "not measured on this profile"
             ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, color="0.3", fontsize=7,
                     wrap=True)
             ax.set_yticks([])
-            ax.xaxis.set_major_locator(MaxNLocator(5))
+            ax.set_xticks([])  # nothing measured: no scale to read
             continue
         labels, seen_nulls = [], set()
         for i, r in enumerate(mine):
@@ -89,7 +101,8 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
                     seen_nulls.add(k)
             star = "" if r["seed model"] else " (stand-in)"
             scope = f" {r['scope']}" if r["scope"] not in ("", "embedding") else ""
-            labels.append(f"[{_short(r['reading'])}] {r['model']}{scope}{star}")
+            labels.append(textwrap.fill(f"[{_short(r['reading'])}] {r['model']}{scope}{star}", LABEL_CHARS,
+                                        break_on_hyphens=False))
         ax.set_yticks(range(len(mine)), labels, fontsize=6.5)
         ax.set_ylim(-0.7, len(mine) - 0.3)
         ax.invert_yaxis()

@@ -165,7 +165,7 @@ class LoadedModel:
         if size is None:
             raise ValueError(f"images: model '{self.name}' has no vision stack")
         if isinstance(images, (list, tuple)):
-            images = torch.stack([torch.as_tensor(np.asarray(im.convert("RGB"))) for im in images])
+            images = torch.stack([torch.from_numpy(np.array(im.convert("RGB"))) for im in images])
         x = torch.as_tensor(images)
         if x.dtype == torch.uint8:
             x = x.permute(0, 3, 1, 2).float() / 255.0

@@ -40,7 +40,8 @@ from ..results import exact, headline
 from .contextual import wordnet_examples
 
 __all__ = ["OTHER_LANGUAGES", "language_problem", "alignment_texts", "pooled_features", "model_features",
-           "measure_pair", "measure_pairs", "pair_frame", "competence_rho", "alignment_claims", "competence_claims",
+           "measure_pair", "measure_pairs", "pair_frame", "competence_rho", "competence_interval", "alignment_claims",
+           "competence_claims",
            "SCOPES",
            "WIT_NOTE", "release", "collect_features"]
 
@@ -94,18 +95,20 @@ def pooled_features(lm: Any, texts: Sequence[str], *, max_length: int = 64, batc
     return np.concatenate(out)
 
 
-def model_features(lm: Any, texts: Sequence[str], *, random_init_seeds: int = 1, max_length: int = 64,
-                   batch_size: int = 32, q: float = AL.OUTLIER_Q) -> dict:
-    """The trained model's clamped features (:func:`pooled_features`, then the paper's
-    ``remove_outliers``) and those of ``random_init_seeds`` random-init twins (one at a time, each
-    dropped after its forward passes: :func:`geolip_lib.models.layered.random_init_model`).
+def model_features(lm: Any, inputs: Sequence, *, random_init_seeds: int = 1, max_length: int = 64,
+                   batch_size: int = 32, q: float = AL.OUTLIER_Q, read: Optional[Callable] = None) -> dict:
+    """The trained model's clamped features (``read(lm, inputs)``, default :func:`pooled_features` of texts,
+    then the paper's ``remove_outliers``) and those of ``random_init_seeds`` random-init twins (one at a
+    time, each dropped after its forward passes: :func:`geolip_lib.models.layered.random_init_model`).
     Returns ``{"trained": (N, L, D), "random_init": [(N, L, D), ...], "params": parameter count}``."""
-    feats = AL.remove_outliers(pooled_features(lm, texts, max_length=max_length, batch_size=batch_size), q)
+    if read is None:
+        def read(m: Any, xs: Sequence) -> np.ndarray:
+            return pooled_features(m, xs, max_length=max_length, batch_size=batch_size)
+    feats = AL.remove_outliers(read(lm, inputs), q)
     twins = []
     for s in range(random_init_seeds):
         twin = layered.random_init_model(lm, seed=lm.params.seed + 1 + s)
-        twins.append(AL.remove_outliers(pooled_features(twin, texts, max_length=max_length,
-                                                        batch_size=batch_size), q).astype(np.float32))
+        twins.append(AL.remove_outliers(read(twin, inputs), q).astype(np.float32))
         del twin
     return {"trained": feats.astype(np.float32), "random_init": twins,
             "params": int(sum(p.numel() for p in lm.model.parameters()))}
@@ -180,7 +183,7 @@ def competence_rho(values: Mapping[str, float], params: Mapping[str, int]) -> fl
     return float(stats.spearmanr(comp, [values[n] for n in names]).statistic)
 
 
-def _competence(trained: Mapping[str, dict], params: Mapping[str, int], scope: str, *, n_boot: int,
+def competence_interval(trained: Mapping[str, dict], params: Mapping[str, int], scope: str, *, n_boot: int,
                 seed: int) -> Optional[tuple[float, Any]]:
     """Spearman's rho between pair competence and mutual k-NN at ``scope``, with a bootstrap over the
     inputs (the same resampled inputs' overlaps in every pair; the layer pairs kept)."""
@@ -214,8 +217,7 @@ def alignment_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *, 
     ``set_name``: the name of the set of every model measured (``"A × B × C"``); ``not_run``: pair name ->
     why it was not measured (recorded as ``{"not_run": why}``)."""
     claims: dict = {"mutual_knn_alignment": {}, "debiased_cka": {}, "alignment_competence": {},
-                    "alignment_over_random_init": {},
-                    "language_vision_alignment": {}}  # the last: image-caption runs only (the paper profile)
+                    "alignment_over_random_init": {}}
     for name, m in trained.items():
         mk, ck, over = {}, {}, {}
         for scope in SCOPES:
@@ -264,7 +266,7 @@ def competence_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *,
     """``alignment_competence`` for :func:`alignment_claims`' record, per scope (empty below 3 pairs)."""
     out: dict = {}
     for scope in SCOPES:
-        got = _competence(trained, params, scope, n_boot=n_boot, seed=seed)
+        got = competence_interval(trained, params, scope, n_boot=n_boot, seed=seed)
         if got is None:
             continue
         rho, iv = got
@@ -289,24 +291,37 @@ def release(lm: Any) -> None:
     lm.model = empty
 
 
-def collect_features(names: Sequence[str], texts: Sequence[str], *, load: Callable[[str], Any],
-                     random_init_seeds: int = 1, max_length: int = 64, batch_size: int = 32) -> tuple[dict, dict]:
+def collect_features(names: Sequence[str], inputs: Sequence, *, load: Callable[[str], Any],
+                     random_init_seeds: int = 1, max_length: int = 64, batch_size: int = 32,
+                     read: Optional[Callable] = None, problem: Optional[Callable[[Any], Optional[str]]] = None,
+                     captions: Optional[Sequence[str]] = None) -> tuple[dict, dict]:
     """:func:`model_features` of each model in ``names``, one model at a time (``load(name)``: the notebook's
     ``job.load``, which records the provenance), each released (:func:`release`) before the next loads.
-    Returns ``(features, not_run)``: model -> features, and model -> why it was not read (another language)."""
+
+    ``inputs``: texts (the default ``read``, :func:`pooled_features`; a model that reads another language is
+    skipped by name, :func:`language_problem`), or what ``read(lm, inputs)`` takes (images, say); ``problem(lm)``:
+    why a loaded model cannot read them (None: it can). ``captions``: texts that each model also reads while
+    it is loaded, kept as ``features[model]["captions"]`` (:func:`model_features` of them).
+    Returns ``(features, not_run)``: model -> features, and model -> why it was not read."""
     features, skipped = {}, {}
     for name in names:
-        why = language_problem(name)
+        why = language_problem(name) if read is None else None
         if why:
             skipped[name] = why
             print(f"{name}: not run — {why}")
             continue
         lm = load(name)
-        features[name] = model_features(lm, texts, random_init_seeds=random_init_seeds, max_length=max_length,
-                                        batch_size=batch_size)
-        f = features[name]
-        print(f"{name}: {f['trained'].shape[1]} layers of width {f['trained'].shape[2]}, {f['params'] / 1e6:.1f}M "
-              f"parameters, {len(f['random_init'])} random-init twin(s)")
+        why = problem(lm) if problem is not None else None
+        if why:
+            skipped[name] = why
+            print(f"{name}: not run — {why}")
+        else:
+            kw = dict(random_init_seeds=random_init_seeds, max_length=max_length, batch_size=batch_size)
+            features[name] = f = model_features(lm, inputs, read=read, **kw)
+            if captions is not None:
+                f["captions"] = model_features(lm, captions, **kw)
+            print(f"{name}: {f['trained'].shape[1]} layers of width {f['trained'].shape[2]}, {f['params'] / 1e6:.1f}M "
+                  f"parameters, {len(f['random_init'])} random-init twin(s)" + (", and the captions" if captions else ""))
         release(lm)
         del lm
         gc.collect()

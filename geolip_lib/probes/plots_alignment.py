@@ -41,7 +41,7 @@ def pair_alignment(trained: Mapping[str, dict], twins: Mapping[str, list], *, ti
     inputs, beside the chance level, the shuffled pairing (its largest permutation) and the random-init
     twins."""
     names = list(trained)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.9 * len(names) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.9 * len(names) + 3.5), 4.2), layout="constrained")
     x = np.arange(len(names))
     for off, scope, color in ((-0.18, "best layer pair", "C0"), (0.18, "last layers", "C1")):
         s = [trained[n]["scopes"][scope] for n in names]
@@ -56,6 +56,7 @@ def pair_alignment(trained: Mapping[str, dict], twins: Mapping[str, list], *, ti
     if names:
         ax.axhline(trained[names[0]]["chance"], color="red", ls="--", lw=1, label="chance k/(N-1)")
     ax.set_xticks(x, [n.replace(PAIR_SEP, "\n× ") for n in names], fontsize=8)
-    ax.set(ylabel="mutual k-NN (k = 10)", title=title or "alignment per pair of models (95 % intervals over inputs)")
-    ax.legend(fontsize=7, loc="upper right")
+    k = trained[names[0]]["k"] if names else "?"
+    ax.set(ylabel=f"mutual k-NN (k = {k})", title=title or "alignment per pair of models (95 % intervals over inputs)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars, never on them
     return fig

@@ -104,7 +104,7 @@ ALL_ENTRIES = 20_000  # WordNet entries matched when MAX_ENTRIES is None (MiniLM
 class Rule:
     """What one notebook holds and writes (see the module docstring's table)."""
 
-    models: str  # "job" (MODEL), "list" (every name of MODELS), "pair" (MODEL and MODEL_B), "none"
+    models: str  # "job" (MODEL), "list" (every name of MODELS and VISION_MODELS), "pair" (MODEL and MODEL_B), "none"
     twin: Optional[str] = None  # the notebook parameter that turns the random-init twin on
     twin_whole: bool = False  # runs the twin (forward passes; whole at <= TWIN_MAX_PARAMS, block by block above); else only its weights
     twin_tables: bool = False  # above TWIN_MAX_PARAMS only the twin's tables (01: counted in host_l), no twin
@@ -172,7 +172,8 @@ def _models_of(job, rule: Rule, defaults) -> list[str]:
     if rule.models == "pair":
         b = _param(job, "MODEL_B", defaults, None)
         return [m for m in dict.fromkeys([job.model, b]) if m]
-    if rule.models == "list":
-        return list(_param(job, "MODELS", defaults, []) or [])
+    if rule.models == "list":  # and the vision towers beside the language models (17's image-caption pairs)
+        names = list(_param(job, "MODELS", defaults, []) or []) + list(_param(job, "VISION_MODELS", defaults, []) or [])
+        return list(dict.fromkeys(names))
     return []
 

@@ -103,3 +103,44 @@ def test_the_huh_file_loads_with_its_pair_and_set_readings():
     assert {f.about for fs in forms.values() for f in fs} == {"pair", "set"}
     assert all(" × " in m for fs in forms.values() for f in fs for m in f.models)
     assert claims.required_jobs("huh-2024") == {NB: []}
+
+
+def test_tiny_members_of_pairs_are_pipeline_checks(tmp_path, write_job, h):
+    tb, tq = "tiny-bert", "tiny-qwen"
+    root = tmp_path / "root"
+    write_job(root, NB, "all", {"mutual_knn_alignment": {
+        P.label([tb, tq]): {"best layer pair": h(0.3, 0.2, 0.4, nulls={"chance": CHANCE})}}})
+    cf = _yaml(tmp_path)
+    assert claims.evaluation.pipeline_checks(root, cf) == [tb, tq]  # read from the pair's members
+    assert not [r for r in claims.evaluate(root, cf) if r["model"] == P.label([tb, tq])]  # never given a verdict
+
+
+def test_long_titles_and_pair_labels_stay_inside_their_panels(tmp_path, write_job, h):
+    from geolip_lib.claims.plots import claims_forest
+    from tests.figure_checks import check_figure
+
+    long = "a very long claim title that a paper might print for one of its findings, longer than a panel"
+    ab, bc = P.label([A, B]), P.label([B, C])
+    _job(tmp_path, write_job, h, {u: {"best layer pair": h(0.30, 0.27, 0.33, nulls={"chance": CHANCE})} for u in (ab, bc)})
+    cf = _yaml(tmp_path, extra=f"""  - id: second
+    title: "{long}"
+    seed_value: "rises"
+    seed_models_text: "X"
+    forms:
+      - reading: project
+        about: set
+        models: [{A}, {B}, {C}]
+        notebook: {NB}
+        record: alignment_competence
+        scopes: [best layer pair]
+        rule: {{at_least: 0}}
+""")
+    fig = claims_forest(claims.evaluate(tmp_path, cf), claims=cf)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    left, right = [ax for ax in fig.axes if ax.get_visible()][:2]
+    t1, t2 = left._left_title.get_window_extent(r), right._left_title.get_window_extent(r)  # the loc="left" titles
+    assert t1.x1 <= right.get_tightbbox(r).x0 and t2.x1 <= fig.bbox.x1  # no title runs over a neighbour or the edge
+    assert "\n" in right.get_title(loc="left")
+    assert all(len(line) <= 44 for t in left.get_yticklabels() for line in t.get_text().splitlines())
+    check_figure(fig)
