@@ -13,7 +13,6 @@ The Hugging Face ``datasets`` library reads all three: nothing here parses an im
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -21,6 +20,7 @@ import numpy as np
 from .. import validation as V
 from ..lazy import lazy
 from ..metrics import alignment as AL
+from ..caption_sets import HUB_WIT, REMEDY, WIT_1024, source_problem
 from ..metrics.intervals import N_BOOT
 from ..paths import cache_root, resolve
 from ..results import exact, headline
@@ -32,15 +32,9 @@ datasets = lazy("datasets")
 __all__ = ["WIT_1024", "HUB_WIT", "MAX_PIXELS", "load_image_captions", "class_tokens", "collect_vision",
            "measure_cross", "language_vision_claims"]
 
-#: the name that reads the paper's own set from the hub
-WIT_1024 = "wit_1024"
-#: the paper's call (platonic-rep, extract_features.py): load_dataset(**HUB_WIT)
-HUB_WIT = {"path": "minhuh/prh", "revision": "wit_1024", "split": "train"}
 #: pixels of the largest image read (a 7000 x 7000 photograph); a larger one is refused, not decoded
 MAX_PIXELS = 50_000_000
 _CAPTION_CHARS = 10_000
-_REMEDY = ("give None (text only), 'wit_1024' (the paper's WIT set, from the hub), or a folder: a "
-           "Dataset.save_to_disk copy, or images with a metadata.jsonl of file_name and text")
 
 
 def _dataset(source: str) -> Any:
@@ -54,22 +48,19 @@ def _dataset(source: str) -> Any:
                                      f"{str(e).splitlines()[0][:200] if str(e) else ''}); offline, save it with "
                                      "load_dataset('minhuh/prh', revision='wit_1024', split='train').save_to_disk(DIR) "
                                      "where the hub is reachable, copy DIR here and give its path")
+    why = source_problem(source)
+    if why:
+        V.fail("IMAGE_CAPTIONS", why)
     folder = resolve(source)
-    if os.path.islink(folder) or not folder.is_dir():
-        V.fail("IMAGE_CAPTIONS", f"{source!r} is not a folder (a link is not followed); {_REMEDY}")
     try:
         if (folder / "state.json").is_file():
             ds = datasets.load_from_disk(str(folder))
-        elif any((folder / f"metadata.{ext}").is_file() for ext in ("jsonl", "csv")):
+        else:  # an imagefolder (source_problem found its metadata file)
             ds = datasets.load_dataset("imagefolder", data_dir=str(folder), split="train",
                                        cache_dir=str(cache_root() / "datasets"))
-        else:
-            V.fail("IMAGE_CAPTIONS", f"{source!r} holds neither state.json nor metadata.jsonl / metadata.csv; {_REMEDY}")
-    except ValueError:
-        raise
     except Exception as e:  # a broken arrow file, a bad metadata line: one line, naming the folder
         V.fail("IMAGE_CAPTIONS", f"could not read {source!r} as an image-caption set ({type(e).__name__}: "
-                                 f"{str(e).splitlines()[0][:200] if str(e) else ''}); {_REMEDY}")
+                                 f"{str(e).splitlines()[0][:200] if str(e) else ''}); {REMEDY}")
     if isinstance(ds, datasets.DatasetDict):
         if "train" not in ds:
             V.fail("IMAGE_CAPTIONS", f"{source!r} has splits {sorted(ds)} and no 'train' split")
@@ -80,12 +71,13 @@ def _dataset(source: str) -> Any:
 def load_image_captions(source: str, n: Optional[int] = None) -> tuple[list, list[str]]:
     """The first ``n`` (all: None) image–caption pairs of ``source`` (see the module): ``(images, captions)``,
     the images as RGB PIL images, each caption the first of its list (the paper's ``x["text"][0]``)."""
-    if not isinstance(source, str) or not source.strip() or len(source) > 4096:
-        V.fail("IMAGE_CAPTIONS", f"expected a name or a folder path, got {str(source)[:80]!r}; {_REMEDY}")
+    why = source_problem(source)
+    if why:
+        V.fail("IMAGE_CAPTIONS", why)
     ds = _dataset(source)
     missing = {"image", "text"} - set(ds.column_names)
     if missing:
-        V.fail("IMAGE_CAPTIONS", f"{source!r} has columns {ds.column_names}, missing {sorted(missing)}; {_REMEDY}")
+        V.fail("IMAGE_CAPTIONS", f"{source!r} has columns {ds.column_names}, missing {sorted(missing)}; {REMEDY}")
     rows = len(ds) if n is None else min(int(n), len(ds))
     if rows < 12:
         V.fail("IMAGE_CAPTIONS", f"{source!r} holds {len(ds)} image-caption pairs; mutual k-NN needs at least 12")

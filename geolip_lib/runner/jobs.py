@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from .. import params as _params
+from ..caption_sets import source_problem as caption_source_problem
 from ..lazy import lazy
 from ..params import ParamsError, add_model_file, check_name, load_model_params, load_profile, model_names
 from ..paths import PARAMS, ROOT
@@ -271,6 +272,9 @@ def check_parameters(jobs: list[Job], profile: str) -> None:
                 problems.append(f"{where}: parameter {d.name}: {why}")
         if "CLAIMS" in decls and "CLAIMS" not in mistyped and isinstance(values.get("CLAIMS"), str):
             problems += claims_problems(values["CLAIMS"], f"{where}: parameter CLAIMS")
+        if "IMAGE_CAPTIONS" in decls and values.get("IMAGE_CAPTIONS") is not None and "IMAGE_CAPTIONS" not in mistyped:
+            why = caption_source_problem(values["IMAGE_CAPTIONS"])  # the folder's entries only, never its images
+            problems += [f"{where}: parameter IMAGE_CAPTIONS: {why}"] if why else []
     if problems:
         raise ParamsError.of(problems)
 

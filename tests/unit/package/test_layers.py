@@ -17,7 +17,7 @@ PKG = Path(__file__).resolve().parents[3] / "geolip_lib"
 
 #: (layer, module prefixes) bottom to top; the longest matching prefix decides
 LAYERS = [
-    (0, ["paths", "lazy", "devices", "validation", "results", "provenance", "progress", "plotting", "roots",
+    (0, ["paths", "lazy", "devices", "validation", "results", "provenance", "progress", "plotting", "roots", "caption_sets",
          "nullcache"]),
     (1, ["checkpoints"]),
     (2, ["families"]),
