@@ -165,7 +165,8 @@ metrics["claims"].update(C.language_vision_claims(cross, cross_twins, vision=sor
 metrics["pairs"] = {n: {"matrix": m["matrix"].tolist(),
                         "scopes": {s: {"layers": list(r["layers"]), "value": r["value"], "cka": r["cka"]}
                                    for s, r in m["scopes"].items()}} for n, m in {**trained, **cross}.items()}
-headline = {f"{scope} · {n}": h for n, rec in metrics["claims"]["mutual_knn_alignment"].items()
+shown = ("mutual_knn_alignment", "language_vision_alignment", "language_vision_size")  # the pairs, then the towers
+headline = {f"{scope} · {n}": h for r in shown for n, rec in metrics["claims"][r].items()
             for scope, h in rec.items() if isinstance(h, dict) and "value" in h}
 job.finish(metrics, headline, not_run=not_run)
 

@@ -232,7 +232,7 @@ def alignment_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *, 
                 nulls["random_init"] = _twin_null([t["value"] for t in tw], tw[0]["interval"])
                 cnull["random_init"] = _twin_null([t["cka"] for t in tw], None)
             mk[scope] = headline(s["value"], interval=s["interval"], nulls=nulls, fmt=".3f",
-                                 label=f"mutual k-NN (k = {m['k']}), {scope} {s['layers']}",
+                                 label=f"{name}: mutual k-NN (k = {m['k']}), {scope} {s['layers']}",
                                  note=f"layers {s['layers'][0]} and {s['layers'][1]} of {m['n']} inputs")
             if tw:  # paired by input: the trained pair's overlap minus the twins' (each at its own layer pair)
                 d = s["overlaps"] - np.mean([t["overlaps"] for t in tw], axis=0)
