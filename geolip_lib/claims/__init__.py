@@ -22,7 +22,7 @@ from .evaluation import (READING_DISAGREES, dequantized, describe, evaluate, mis
                          pipeline_checks, readings, required_jobs, summarize, trained)
 from .power import kink_power
 from .registry import CLAIM_IDS, CLAIMS, SEED_001, Claim, ClaimSet, Form, check_name, claim, claim_files, load
-from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, NULL_NAMES, STATUSES, UNDECIDED, VERDICT_CLASS,
+from .rules import (FORCED, HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, NOT_TESTED, NULL_NAMES, STATUSES, UNDECIDED, VERDICT_CLASS,
                     VERDICTS, Printed, Rule)
 from .tables import (DETAIL_COLUMNS, READINGS_COLUMNS, SUMMARY_COLUMNS, detail_frame, headline, power_sentences,
                      readings_frame,
@@ -32,7 +32,7 @@ from .tables import (DETAIL_COLUMNS, READINGS_COLUMNS, SUMMARY_COLUMNS, detail_f
 NOT_TESTABLE = NOT_TESTED
 
 __all__ = ["Claim", "ClaimSet", "Form", "Rule", "Printed", "CLAIMS", "CLAIM_IDS", "SEED_001", "HELD", "HELD_NULL",
-           "NOT_HELD", "UNDECIDED", "NOT_TESTED", "NOT_TESTABLE", "FORCED", "VERDICTS", "STATUSES", "VERDICT_CLASS",
+           "NOT_HELD", "NOT_HELD_NULL", "UNDECIDED", "NOT_TESTED", "NOT_TESTABLE", "FORCED", "VERDICTS", "STATUSES", "VERDICT_CLASS",
            "NULL_NAMES", "claim", "claim_files", "check_name", "load", "evaluate", "trained", "dequantized",
            "pipeline_checks", "describe", "model_descriptions", "READING_DISAGREES", "summarize", "readings", "required_jobs",
            "missing_jobs", "kink_power", "summary_frame", "detail_frame", "readings_frame", "SUMMARY_COLUMNS",

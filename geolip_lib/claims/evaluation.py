@@ -32,11 +32,11 @@ from ..params import ParamsError, load_model_params
 from ..results import kind_of, separates
 from . import pairs
 from .registry import Claim, ClaimSet, Form, load
-from .rules import FORCED, HELD, HELD_NULL, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null
+from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS, Rule, display_null
 from .schema import render_sentence
 from .summary import READING_DISAGREES, readings, summarize
 from .verdict_cases import dig as _dig
-from .verdict_cases import forced_balance, quantization_verdict
+from .verdict_cases import forced_balance, null_beyond, null_fails_too, quantization_verdict, reach
 from .verdict_cases import power_verdict as _power_verdict
 from .verdict_cases import show_num as _num
 
@@ -95,10 +95,15 @@ def _fold_nulls(c: Claim, form: Form, rule: Rule, verdict: str, reason: str, val
     claim (the claims file's) and every null the record lists beside the value, by the same
     rule — a null shown beside a reading that satisfies its rule makes it at most "held, but the
     null gives it too" (a modulator that does nothing must not pass)."""
-    if verdict != HELD:
-        return verdict, reason, ""
     iv = (value, value) if exact or lo is None else (lo, hi)
     bearing = [display_null(n) for n in (c.nulls if form.nulls is None else form.nulls)]
+    if verdict == NOT_HELD:
+        return null_fails_too(c, rule, reason, iv, nulls, bearing, fmt)
+    if verdict != HELD:
+        return verdict, reason, ""
+    against = null_beyond(c, form, rule, value, iv, nulls, fmt)
+    if against:
+        return NOT_HELD, reason + "; but " + against, ""
     missing, gives, apart = [], [], []
     for name in dict.fromkeys(bearing + list(nulls)):
         n = nulls.get(name)
@@ -174,6 +179,7 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
                                      unit=c.unit)
         verdict, reason, sentence = _fold_nulls(c, form, rule, verdict, reason, value, lo, hi, exact, nulls,
                                                 h.get("fmt"))
+        verdict, reason = reach(c, rule, verdict, reason, h)
     if deq is not None and c.quantization and verdict in VERDICTS:
         verdict, reason = quantization_verdict(rule, verdict, reason, h, deq, c)
     rows = h.get("rows") if isinstance(h.get("rows"), Mapping) else {}

@@ -11,14 +11,15 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from .registry import ClaimSet, load
-from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED
+from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, NOT_TESTED, UNDECIDED
 from .tables import VERDICT_COLORS, owner_word
 
 __all__ = ["claims_forest", "claims_matrix", "VERDICT_COLORS", "VERDICT_MARKERS"]
 
 #: one marker per status (beside its colour, tables.VERDICT_COLORS: the HTML's too), so that a verdict reads
 #: without colour
-VERDICT_MARKERS = {HELD: "o", HELD_NULL: "s", NOT_HELD: "X", UNDECIDED: "D", NOT_TESTED: "o", FORCED: "P"}
+VERDICT_MARKERS = {HELD: "o", HELD_NULL: "s", NOT_HELD: "X", NOT_HELD_NULL: "v", UNDECIDED: "D", NOT_TESTED: "o",
+                   FORCED: "P"}
 NULL_MARKERS = {"gaussian": "s", "random init": "D", "unit sphere": "^", "unmodulated": "v", "no lift": "|"}
 _SHORT = {"as the table says = as the seed measured": "table = seed", "as the table says": "table",
           "as the seed measured": "seed", "the project's own reading": "project"}
@@ -116,8 +117,8 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     key = [Line2D([], [], color=VERDICT_COLORS[v], marker=VERDICT_MARKERS[v], ls="", label=v)
-           for v in (HELD, HELD_NULL, NOT_HELD, UNDECIDED, FORCED)]
-    fig.legend(handles=key, loc="lower center", ncol=5, fontsize=7, frameon=False)
+           for v in (HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, UNDECIDED, FORCED)]
+    fig.legend(handles=key, loc="lower center", ncol=6, fontsize=7, frameon=False)
     fig.suptitle(f"{cs.title}\nvalue ± 95 % interval (a point: exact), by verdict; shaded: the rule's region; "
                  "dotted: the seed's own values; hollow: nulls", fontsize=9)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
@@ -212,7 +213,7 @@ def claims_matrix(m: dict, title: str = ""):
     if m["stand-ins"]:
         groups.append(("right: " if m["seed"] else "") + "trained stand-ins (not the seed's models)")
     key = [Line2D([], [], color=VERDICT_COLORS[v], marker=VERDICT_MARKERS[v], ls="", ms=8, mec="black", mew=0.6,
-                  label=v) for v in (HELD, HELD_NULL, NOT_HELD, UNDECIDED, FORCED)]
+                  label=v) for v in (HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, UNDECIDED, FORCED)]
     key.append(Line2D([], [], color=VERDICT_COLORS[NOT_TESTED], marker=VERDICT_MARKERS[NOT_TESTED], ls="", ms=8,
                       mfc="none", label="not tested"))
     fig.legend(handles=key, loc="lower center", ncol=3, fontsize=7, frameon=False)

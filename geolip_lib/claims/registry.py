@@ -59,6 +59,8 @@ class Form:
     #: :attr:`models` are the units' names ("model A × model B") and :attr:`members` the models listed
     about: str = "model"
     members: tuple = ()
+    #: "gives it too" or "against" (:class:`~geolip_lib.claims.schema.FormSpec`)
+    null_beyond: str = "gives it too"
 
     @property
     def name(self) -> str:
@@ -156,7 +158,7 @@ def _form(spec: FormSpec, claim_id: str, scale: float, unit: str) -> Form:
                 model_rules={m: r.rule(scale, unit) for m, r in spec.model_rules.items()},
                 scope_rules={k: r.rule(scale, unit) for k, r in spec.scope_rules.items()},
                 reference=dict(spec.reference), requires=dict(spec.requires), power=spec.power, about=spec.about,
-                members=tuple(dict.fromkeys(spec.models)))
+                members=tuple(dict.fromkeys(spec.models)), null_beyond=spec.null_beyond)
 
 
 def claim_files() -> list[str]:

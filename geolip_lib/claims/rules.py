@@ -1,12 +1,15 @@
 """Verdicts, the seed's printed numbers read at their precision, and the rules that decide.
 
-Four verdicts (issue 22 §2), in every table and figure:
+Five verdicts, in every table and figure:
 
 * **held** — the rule is satisfied, and the value is separated from every null that
   bears on the claim;
 * **held, but the null gives it too** — the rule is satisfied, and so is at least one
   null (or the value is not separated from it): not a learned property;
 * **not held** — the value (exact) or its whole interval contradicts the rule;
+* **not held, nor by the null** — the rule fails, and a null that bears on the claim fails it too
+  (a random network of this size or shape cannot reach the rule either): the model's size or shape,
+  not its training, sets the verdict, so it says nothing against the claim;
 * **undecided** — the interval straddles the rule, or the test lacks the power to decide;
   the reason says what would decide it (a sample about k times larger, the smallest effect
   the test detects, or the null that was not recorded).
@@ -29,19 +32,21 @@ from typing import Any, Optional
 
 from ..metrics.intervals import decimals_for
 
-__all__ = ["HELD", "HELD_NULL", "NOT_HELD", "UNDECIDED", "NOT_TESTED", "FORCED", "VERDICTS", "STATUSES",
+__all__ = ["HELD", "HELD_NULL", "NOT_HELD", "NOT_HELD_NULL", "UNDECIDED", "NOT_TESTED", "FORCED", "VERDICTS", "STATUSES",
            "VERDICT_CLASS", "NULL_NAMES", "Printed", "Rule", "RULE_KINDS", "display_null"]
 
 HELD = "held"
 HELD_NULL = "held, but the null gives it too"
 NOT_HELD = "not held"
+NOT_HELD_NULL = "not held, nor by the null"
 UNDECIDED = "undecided"
 NOT_TESTED = "not tested on this profile"
 FORCED = "forced by shape"
-VERDICTS = (HELD, HELD_NULL, NOT_HELD, UNDECIDED)
+VERDICTS = (HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, UNDECIDED)
 STATUSES = VERDICTS + (NOT_TESTED, FORCED)
 #: CSS class of each status (the report and the figure colour by it)
-VERDICT_CLASS = {HELD: "v-held", HELD_NULL: "v-held-null", NOT_HELD: "v-not-held", UNDECIDED: "v-undecided",
+VERDICT_CLASS = {HELD: "v-held", HELD_NULL: "v-held-null", NOT_HELD: "v-not-held", NOT_HELD_NULL: "v-not-held-null",
+                 UNDECIDED: "v-undecided",
                  NOT_TESTED: "v-not-testable", FORCED: "v-forced"}
 
 #: null names as recorded by the notebooks (several spellings are in use) -> display name

@@ -159,6 +159,10 @@ class FormSpec(_Data):
                                                    "headline) or its 'project' definition")
     standin_record: Optional[str] = Field(None, description="a related record shown for stand-ins that lack this one")
     nulls: Optional[list[str]] = Field(None, description="the nulls that bear on this reading (default: the claim's)")
+    null_beyond: Literal["gives it too", "against"] = Field(
+        "gives it too", description="a bearing null separated from the value and further into the rule's region: "
+        "'gives it too' (default: held, but the null gives it too) or 'against' (a claim of convergence: untrained "
+        "networks more alike than the trained ones count against it, not held)")
     representation: str = ""
     pooling: str = ""
     sizes: str = ""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterable, Union
 
 from .registry import ClaimSet, load
-from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, UNDECIDED, VERDICTS
+from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, NOT_TESTED, UNDECIDED, VERDICTS
 
 __all__ = ["summarize", "readings", "READING_DISAGREES"]
 
@@ -68,6 +68,10 @@ def summarize(rows: Iterable[dict], claims: Union[str, Path, ClaimSet, None] = N
                                    for r in tested if r["verdict"] != UNDECIDED)
                     reason = "; ".join(filter(None, [reason, ok, "what would decide it: " + "; ".join(
                         f"{r['model']}: {r['reason']}" for r in untested[:3])]))
+            elif any(r["verdict"] == NOT_HELD_NULL for r in tested):  # size or shape sets it: counted apart
+                verdict = NOT_HELD_NULL
+                reason = "; ".join(f"{r['model']} {r['scope']}: {r['reason']}"
+                                   for r in [r for r in tested if r["verdict"] == NOT_HELD_NULL][:3])
             elif any(r["verdict"] == HELD_NULL for r in tested):
                 verdict = HELD_NULL
                 reason = (_tested_reason(tested, []) + "; "

@@ -12,7 +12,7 @@ from .evaluation import readings, summarize
 from .summary import READING_DISAGREES
 from .power import hinge_absorbed
 from .registry import Claim, load
-from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_TESTED, STATUSES, UNDECIDED, VERDICTS, display_null
+from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, NOT_TESTED, STATUSES, UNDECIDED, VERDICTS, display_null
 
 __all__ = ["SUMMARY_COLUMNS", "DETAIL_COLUMNS", "READINGS_COLUMNS", "summary_frame", "detail_frame", "readings_frame",
            "headline", "power_sentences", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_COLORS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
@@ -29,7 +29,8 @@ READINGS_COLUMNS = ["title", "seed value", "as the table says", "as the seed mea
                     "over the readings"]
 #: notebook 15's headline keys per status
 HEADLINE_KEYS = {"held": "claims_held", "held, but the null gives it too": "claims_held_null_too",
-                 "not held": "claims_not_held", "undecided": "claims_undecided",
+                 "not held": "claims_not_held", "not held, nor by the null": "claims_not_held_nor_null",
+                 "undecided": "claims_undecided",
                  "not tested on this profile": "claims_not_tested", "forced by shape": "claims_forced_by_shape"}
 
 
@@ -89,13 +90,14 @@ def headline(summary: list[dict]) -> dict:
 
 # ------------------------------------------------------------------------------ the verdict matrix
 #: one glyph per status, the same shapes as the figure's markers (plots.VERDICT_MARKERS), so a
-#: cell reads in greyscale: held ●, held but the null gives it too ■, not held ✖, undecided ◆,
-#: not tested ○, forced by shape ✚
-VERDICT_GLYPHS = {HELD: "●", HELD_NULL: "■", NOT_HELD: "✖", UNDECIDED: "◆", NOT_TESTED: "○", FORCED: "✚"}
+#: cell reads in greyscale: held ●, held but the null gives it too ■, not held ✖, not held nor by the null ▼,
+#: undecided ◆, not tested ○, forced by shape ✚
+VERDICT_GLYPHS = {HELD: "●", HELD_NULL: "■", NOT_HELD: "✖", NOT_HELD_NULL: "▼", UNDECIDED: "◆", NOT_TESTED: "○",
+                  FORCED: "✚"}
 #: one colour per status, for the HTML matrix, its legend and verdict words (report.style's CSS is made from it)
 #: and the figures (claims.plots): the same verdict reads the same colour on the page and in its figure.
 #: Dark enough to read as text on white (each at least 4.5:1), and told apart by shape too (the glyphs)
-VERDICT_COLORS = {HELD: "#1a7f37", HELD_NULL: "#8a6d00", NOT_HELD: "#c62828", UNDECIDED: "#1f5fa8",
+VERDICT_COLORS = {HELD: "#1a7f37", HELD_NULL: "#8a6d00", NOT_HELD: "#c62828", NOT_HELD_NULL: "#8d4f3f", UNDECIDED: "#1f5fa8",
                   NOT_TESTED: "#757575", FORCED: "#6a3d9a"}
 #: what each status means, in one line (the report's tooltips, legend and glossary)
 VERDICT_MEANING = {
@@ -103,6 +105,8 @@ VERDICT_MEANING = {
     HELD_NULL: "held, but a null model (random init, a Gaussian, the unmodulated encoder) gives the same value: "
                "not evidence of learning",
     NOT_HELD: "the exact value, or the whole 95 % interval, contradicts the rule",
+    NOT_HELD_NULL: "the rule fails, and a null (random init of the same shape) fails it too: this model's size or "
+                   "shape cannot show the claim, so the verdict says nothing about training",
     UNDECIDED: "the interval straddles the rule, a bearing null is missing, the readings disagree or the test "
                "lacks power; the reason says what would decide it",
     NOT_TESTED: "no job of this model measured this quantity here",
@@ -112,13 +116,13 @@ VERDICT_MEANING = {
 
 def fold_verdicts(verdicts: Iterable[str]) -> str:
     """One status for several scopes of one model (the rule of :func:`summarize` over scopes):
-    not held if any is, else undecided if any is, else held-but-null if any is, else held if
-    any is; forced by shape when only forced values were measured; else not tested.
+    not held if any is, else undecided if any is, else not-held-nor-by-the-null if any is, else
+    held-but-null if any is, else held if any is; forced by shape when only forced values were measured; else not tested.
 
     ``verdicts`` may be a generator: it is read once (it was read twice, so a forced
     cell came out "not tested")."""
     verdicts = list(verdicts)
-    for v in (NOT_HELD, UNDECIDED, HELD_NULL, HELD):
+    for v in (NOT_HELD, UNDECIDED, NOT_HELD_NULL, HELD_NULL, HELD):
         if v in verdicts:
             return v
     return FORCED if FORCED in verdicts else NOT_TESTED

@@ -4,19 +4,26 @@
   the paper's kink, computed from the job's own seed curves, is shown (:mod:`geolip_lib.claims.power`);
 - a value forced by the weight shapes (:func:`forced_balance`: what it is made of);
 - a value measured on dequantized weights where the quantization step could decide the rule
-  (:func:`quantization_verdict`).
+  (:func:`quantization_verdict`);
+- a "not held" that the same-shape null fails too (:func:`null_fails_too`), a null beyond the value that
+  counts against a claim of convergence (:func:`null_beyond`), and a quantity whose design sets a floor
+  beyond the rule (:func:`reach`).
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Iterable, Mapping, Optional
 
+from ..metrics.intervals import format_value
+from ..results import _bounds as bounds
+from ..results import separates
 from .power import MAX_DOUBLINGS, MAX_SEEDS, kink_power, observed_curves
 from .registry import Claim, Form
-from .rules import NOT_HELD, UNDECIDED, Rule
+from .rules import NOT_HELD, NOT_HELD_NULL, UNDECIDED, VERDICTS, Rule, display_null
 from .schema import PATH_FIELDS, render_sentence
 
-__all__ = ["power_verdict", "forced_balance", "quantization_verdict", "dig", "show_num", "is_num"]
+__all__ = ["power_verdict", "forced_balance", "quantization_verdict", "dig", "show_num", "is_num", "null_fails_too",
+           "null_beyond", "reach", "shown_null"]
 
 
 def dig(tree: Any, path: Iterable[str]) -> Any:
@@ -143,3 +150,71 @@ def quantization_verdict(rule: Rule, verdict: str, reason: str, h: Mapping, deq:
                        f"could decide this rule ({c.quantization}); no bound of its effect was recorded "
                        f"(quantization_bound); the rule alone would say '{verdict}': {reason}. What would decide it: "
                        "the bound from the stored scales, or the unquantized weights")
+
+
+def shown_null(c: Claim, n: Mapping, fmt: Optional[str]) -> str:
+    nlo, nhi = bounds(n)
+    return format_value(n["value"] * c.scale, None if nlo is None else (nlo * c.scale, nhi * c.scale),
+                        fmt if c.scale == 1 else ".2f") + (f" {c.unit}" if c.unit else "")
+
+
+def null_fails_too(c: Claim, rule: Rule, reason: str, iv: tuple, nulls: Mapping[str, dict], bearing: list,
+                    fmt: Optional[str]) -> tuple[str, str, str]:
+    """A "not held" whose bearing null fails the rule too (its value, or its whole interval) while the value lies
+    within the null's spread (not separated from it): the untrained network of the same shape fails the same way,
+    so the failure is the shape's, not the training's (cross-layer cosines of small models sit beyond
+    |x| < 0.0005 even between independent random layers). A value separated from such a null stays "not held":
+    the deviation is compared with the null's spread before it is called a contradiction."""
+    for name in bearing:
+        n = nulls.get(name)
+        if n is None or not isinstance(n.get("value"), (int, float)):
+            continue
+        nlo, nhi = bounds(n)
+        if rule.judge(n["value"], nlo, nhi, exact=nlo is None, per_layer=n.get("per_layer"))[0] != NOT_HELD:
+            continue
+        if separates(iv, n["value"], n.get("interval")) is not False:
+            continue  # the value is apart from what the shape gives: a failure of its own, a plain "not held"
+        return NOT_HELD_NULL, (f"{reason}; but the {name} null fails the rule too ({shown_null(c, n, fmt)}), and the "
+                               "value lies within its spread: a network of this size or shape does not satisfy "
+                               "the rule, so this failure says nothing about training"), ""
+    return NOT_HELD, reason, ""
+
+
+def null_beyond(c: Claim, form: Form, rule: Rule, value: float, iv: tuple, nulls: Mapping[str, dict],
+                 fmt: Optional[str]) -> str:
+    """For a reading whose claim is a convergence (``null_beyond: against``): the bearing null separated from the
+    value and further into the rule's region (random-init spectra more alike than the trained ones) counts
+    against the claim, not only as "the null gives it too". Returns the sentence, or '' when none does."""
+    if form.null_beyond != "against":
+        return ""
+    toward = 1.0 if rule.lo is not None else (-1.0 if rule.hi is not None else 0.0)
+    for name in [display_null(x) for x in (c.nulls if form.nulls is None else form.nulls)]:
+        n = nulls.get(name)
+        if n is None or not toward or not isinstance(n.get("value"), (int, float)):
+            continue
+        if (n["value"] - value) * toward > 0 and separates(iv, n["value"], n.get("interval")) is not False:
+            return (f"the {name} gives {shown_null(c, n, fmt)}, further into the rule's region and separated from the "
+                    "value: the untrained networks are more alike than the trained ones, which counts against "
+                    "convergence")
+    return ""
+
+
+def reach(c: Claim, rule: Rule, verdict: str, reason: str, h: Mapping) -> tuple[str, str]:
+    """A record's ``floor`` (or ``ceiling``) ``{"value", "why", "decide"}``: the least (most) the quantity can
+    be under this measurement's own design, whatever the model (the first principal component of n contexts
+    explains at least 1/n of their variance). Every verdict states it; when the rule's region lies wholly beyond
+    it, no model could satisfy the rule here: "undecided", with what would reach it."""
+    for key, edge, beyond in (("floor", rule.hi, lambda f, e: f > e), ("ceiling", rule.lo, lambda f, e: f < e)):
+        b = h.get(key) if isinstance(h.get(key), Mapping) else {}
+        f = b.get("value")
+        if not isinstance(f, (int, float)) or isinstance(f, bool) or not math.isfinite(f):
+            continue
+        shown = show_num(f, c.scale, c.unit)
+        why = str(b.get("why") or "the measurement's design")
+        if edge is not None and beyond(f, edge) and verdict in VERDICTS:
+            return UNDECIDED, (f"undecided: {why} sets a {key} of {shown}, beyond the rule's edge "
+                               f"{show_num(edge, c.scale, c.unit)}, so no model could satisfy it here; what would "
+                               f"decide it: {b.get('decide') or 'a design whose ' + key + ' lies inside the rule'}"
+                               f" (the rule alone would say '{verdict}': {reason})")
+        reason += f"; the {key} its design sets: {shown} ({why})"
+    return verdict, reason

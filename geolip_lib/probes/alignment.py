@@ -226,10 +226,10 @@ def alignment_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *, 
             nulls: dict = {"chance": {"value": m["chance"], "interval": exact(m["chance"], f"k = {m['k']}, "
                                                                                   f"N = {m['n']}")}}
             if s["shuffled"] is not None:
-                nulls["shuffled pairing"] = null_over_seeds(s["shuffled"], what="permutations of the pairing")
+                nulls["shuffled pairing"] = null_over_seeds(s["shuffled"], what="permutations of the pairing", lower=0.0)
             cnull: dict = {}
             if tw:
-                nulls["random_init"] = _twin_null([t["value"] for t in tw], tw[0]["interval"])
+                nulls["random_init"] = _twin_null([t["value"] for t in tw], tw[0]["interval"], lower=0.0)  # an overlap
                 cnull["random_init"] = _twin_null([t["cka"] for t in tw], None)
             mk[scope] = headline(s["value"], interval=s["interval"], nulls=nulls, fmt=".3f",
                                  label=f"{name}: mutual k-NN (k = {m['k']}), {scope} {s['layers']}",
@@ -253,11 +253,11 @@ def alignment_claims(trained: Mapping[str, dict], twins: Mapping[str, list], *, 
     return claims
 
 
-def _twin_null(values: list, interval: Any) -> dict:
+def _twin_null(values: list, interval: Any, lower: Optional[float] = None) -> dict:
     """The random-init null of one pair: over its twin seeds (a prediction interval) from 2 seeds on,
     else the one twin pair's value with its interval over inputs."""
     if len(values) >= 2:
-        return null_over_seeds(values, what="random-init twin pairs")
+        return null_over_seeds(values, what="random-init twin pairs", lower=lower)
     return {"value": float(values[0]), "interval": interval if interval is not None else exact(values[0])}
 
 

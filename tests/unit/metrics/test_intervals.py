@@ -93,3 +93,15 @@ def test_separates():
     assert I.separates((0.3, 0.4), 0.45, (0.38, 0.5)) is False
     assert I.separates((0.3, 0.4), 0.45, (0.41, 0.5)) is True
     assert I.separates(None, 0.5) is None and I.separates((0.3, 0.4), None) is None
+
+
+def test_a_null_of_a_quantity_that_cannot_be_negative_stays_at_or_above_its_floor():
+    from geolip_lib.metrics.intervals import null_over_seeds
+    vals = [0.00010, 0.00060, 0.00005, 0.00040]  # mean |cosine| of four random-init seeds: a t interval reaches below 0
+    free = null_over_seeds(vals)
+    assert free["interval"].lo < 0
+    cut = null_over_seeds(vals, lower=0.0)
+    assert cut["interval"].lo == 0.0 and cut["interval"].hi == free["interval"].hi and "cut at 0" in cut["interval"].method
+    assert cut["interval"].lo <= cut["value"] <= cut["interval"].hi
+    with pytest.raises(ValueError, match="lower"):
+        null_over_seeds([-0.1, 0.2, 0.3], lower=0.0)
