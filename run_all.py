@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 #: what this file re-exports for scripts and tests (``run_all.execute_job``, ``from run_all import main``), by the
 #: module that defines it: imported on first use (PEP 562), so that ``--help`` and a refused flag import nothing of
-#: the runner, and a refused profile or parameter nothing of torch, transformers or papermill (issue 38 §2)
+#: the runner, and a refused profile or parameter nothing of torch, transformers or papermill
 _EXPORTS = {
     "geolip_lib.runner.execute": ("DISK_FULL", "INTERRUPTED", "REPORTS", "STOP", "STOP_SIGNALS", "_fail",
                                   "_is_disk_full", "_one_line_error", "execute_job", "kernel_env", "on_stop_signal",

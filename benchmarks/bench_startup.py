@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""How long ``run_all.py`` takes before it does anything (issue 38 §2): ``--help``, ``--plan`` of the tiny and
+"""How long ``run_all.py`` takes before it does anything: ``--help``, ``--plan`` of the tiny and
 the demo profiles and refusals (a flag out of range, an unknown profile, a parameter of the wrong type, a value out of its range,
 an undeclared parameter, a model with no params file, an unknown claims file; and a wrong type in the demo
 profile, whose models are PyPI packages), each against the goal of 2 s on a quiet machine.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Notebook 02's time with its random-init null ÷ without, before and after issue 31 §2.
+"""Notebook 02's time with its random-init null ÷ without, before and after the null was sampled (a sample of each seed's layers, and closed forms).
 
-Before: the null as notebook 02 computed it until issue 31, the whole battery on 5 whole
+Before: the null as notebook 02 computed it before it was sampled, the whole battery on 5 whole
 random-init twins (``weights.nulls.battery_null_full``, kept as the reference). After: the
 battery on a sample of each twin's layers (``weights.nulls.battery_null``: layer 0 and
 ``m − 1`` more per seed, ``m = max(2, ceil(L / 5))``, generated tensor by tensor). "Without"

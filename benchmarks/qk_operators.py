@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     print(f"factored (geolip, syrk of factors):    {tgf.cpu:7.2f} s/group -> {tgf.cpu * Hk:8.1f} s all heads "
           f"[wall {tgf.wall * Hk:.1f}]")
     print(f"speed-up: {tgd.cpu / tgf.cpu:.2f}x (goal: no slower, >= 1x);  agreement max |d| / max = {agree:.2e}")
-    # ---------------------------------------------------------------- batched paths (issue 35)
+    # ---------------------------------------------------------------- batched paths
     t_one, t_many, t_torch = Timer(), Timer(), Timer()
     with t_one:
         one = op.measure_layers(Wq, Wk, H, Hk, top_k=8, chunk_bytes=1)      # one layer per eigen call (before)

@@ -3,7 +3,7 @@
 ``run_all.py --help``, ``--plan`` and every refusal of a bad flag, params file or profile read
 the params, the family registry and the runner, and none of them needs torch, transformers,
 pandas or papermill until a model is sized or a job runs; importing them up front cost 10-40 s
-of a 2-core box before the first check (issue 38 §2). A module that needs one writes
+of a 2-core box before the first check. A module that needs one writes
 
     torch = lazy("torch")          # instead of: import torch
     nn = lazy("torch.nn")          # instead of: import torch.nn as nn

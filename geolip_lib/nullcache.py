@@ -1,4 +1,4 @@
-"""A cache of random-init nulls, shared by the notebooks and runs on one checkout (issue 31 §2).
+"""A cache of random-init nulls, shared by the notebooks and runs on one checkout.
 
 A random-init null depends only on the architecture (the model's config, family and dtype),
 its init seeds, what is computed (the notebook's quantity, its parameters, the layers sampled)

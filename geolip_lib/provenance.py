@@ -231,7 +231,7 @@ def model_provenance(lm: Any) -> dict:
         else None
     return {
         "name": lm.name, "family": lm.family, "source": p.source, "id": getattr(p, "id", None),
-        "description": getattr(p, "description", None),  # what the model is, for the verdict matrix (issue 36 §5)
+        "description": getattr(p, "description", None),  # what the model is, for the verdict matrix
         "local_dir": getattr(p, "local_dir", None), "revision": revision, "commit_hash": commit,
         "dtype": str(lm.dtype).replace("torch.", ""), "stored_dtype": stored, "device": str(lm.device),
         "dequantized": bool(quant) or bool(lossy), "trained_weights": bool(getattr(p, "trained_weights", True))

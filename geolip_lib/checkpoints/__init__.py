@@ -56,7 +56,7 @@ role ``qkv`` and three times as views with roles ``q``/``k``/``v`` and row slice
 ``(0, D)``, ``(D, 2D)``, ``(2D, 3D)``; whole-model sums use :meth:`Catalog.stored`
 (entries that are not views) so nothing is counted twice.
 
-Layout (issue 31 §3: one file per family, imports one way): this package (layer 1) knows no
+Layout (one file per family, imports one way): this package (layer 1) knows no
 family. :mod:`.schema` is the data model (roles, :class:`Entry`, :class:`Catalog`, helpers for
 building entries), :mod:`.rules` the ``(regex, role, stack, attn)`` tables most families are
 written in, :mod:`.guess` the name guesses for a model no family knows, :mod:`.store`

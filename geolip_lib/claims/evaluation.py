@@ -153,7 +153,7 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
     nulls = _nulls(h)
     if isinstance(h.get("repeats"), str) and h["repeats"]:
         # a record that is another record's number (a PCA to the table's own width is a rotation: the native
-        # CV again; issue 37): shown, never a second verdict
+        # CV again): shown, never a second verdict
         row.update({"measured": _show(h, c.scale, c.unit), "value": value, "lo": lo, "hi": hi,
                     "kind": kind_of(h.get("interval")), "verdict": NOT_TESTED,
                     "reason": f"not tested: {h['repeats']}; the same number is not a second verdict"})
@@ -183,7 +183,7 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
     if deq is not None and c.quantization and verdict in VERDICTS:
         verdict, reason = quantization_verdict(rule, verdict, reason, h, deq, c)
     rows = h.get("rows") if isinstance(h.get("rows"), Mapping) else {}
-    if isinstance(rows.get("text"), str) and rows["text"]:  # which rows of the table the value used (issue 37)
+    if isinstance(rows.get("text"), str) and rows["text"]:  # which rows of the table the value used
         reason += f"; on {rows['text']}"
     if ref is not None and lo is not None and not exact and isinstance(value, (int, float)):
         reason += (f"; the interval {'contains' if lo <= ref <= hi else 'excludes'} the seed's "
@@ -254,7 +254,7 @@ DESCRIPTION_CHARS = 400  # a description longer than this is cut (it is shown be
 
 
 def describe(model: str, data: Mapping) -> str:
-    """What a model is, in one line (issue 36 §5: a stand-in's verdict says what the stand-in is: "a
+    """What a model is, in one line (a stand-in's verdict says what the stand-in is: "a
     Q4_K_M Coder model", "possibly fine-tuned", "Whisper, not T5"): the ``description`` its job's
     provenance records, else its params file's; '' when neither has one. Cut at
     :data:`DESCRIPTION_CHARS`, whitespace folded (it is text, escaped where it is shown)."""
@@ -309,7 +309,7 @@ def _records(c: Claim, form: Form, data: Mapping, seed_model: bool) -> tuple[Opt
 
 
 def standin_reading(form: Form) -> str:
-    """What a stand-in's ``standin_record`` reads instead of the claim's quantity (issue 37: the
+    """What a stand-in's ``standin_record`` reads instead of the claim's quantity (the
     "cross-attention QK balance" row was read on encoders' self-attention, and said nothing)."""
     kind = form.standin_record.split("_")[1]  # qk_self_balance -> "self"
     return (f"a stand-in reading of {kind}-attention (the model has no {form.record.split('_')[1]}-attention; "

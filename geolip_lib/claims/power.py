@@ -1,9 +1,9 @@
 """Power of the project's change-point test against a kink of a given size, from the observed curves.
 
 A change-point test that finds nothing is not evidence of no change unless it could have
-found one (issue 22 §2). :func:`kink_power` answers "how often would
+found one. :func:`kink_power` answers "how often would
 :func:`geolip_lib.metrics.changepoint.locate` find a kink of this size in curves like the
-ones measured?" from the measured per-seed curves themselves (issue 28 §1):
+ones measured?" from the measured per-seed curves themselves:
 
 - **injected**: the kink ``slope_change * (x - at)_+`` added to every observed seed curve and
   the same test run on them: would the test have found a kink of that size in *these* data
@@ -16,7 +16,7 @@ ones measured?" from the measured per-seed curves themselves (issue 28 §1):
   ``changepoint_search._shrunk_root``). The level spread that the no-change model absorbs
   never counts as noise; what is left has the observed spread along the grid, each grid point's
   variance floored at the pooled spread (:func:`noise_root`: with two seeds one grid point can
-  look near-noiseless and make the test look powerful, issue 37).
+  look near-noiseless and make the test look powerful).
   (The earlier simulation drew independent noise at the seeds' level spread at every grid
   point, which overstated the hinge coefficient's spread ~120× on tiny-t5.)
 - **hinge_sd**: the observed seed-to-seed standard deviation of each seed's coefficient of the
@@ -130,7 +130,7 @@ def noise_root(R: np.ndarray, B: np.ndarray) -> np.ndarray:
     deviations are ±the same vector, so the observed covariance has rank 1 and every direction
     orthogonal to it would be simulated noiseless): the covariance is then its diagonal. With two
     seeds a point's variance also rests on one degree of freedom and can come out
-    near zero (issue 37: sd 0.0005 at alpha 0.4 of SmolLM2's sweep, whose simulated experiments
+    near zero (sd 0.0005 at alpha 0.4 of SmolLM2's sweep, whose simulated experiments
     then found every kink at 4 seeds while the real test found a 32x kink half the time); the
     floor keeps one quiet grid point from making the test look powerful. For noise that is white
     along the grid the floor changes nothing (in expectation)."""

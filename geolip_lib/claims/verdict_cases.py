@@ -101,7 +101,7 @@ def _span_int(v: list[int]) -> str:
 
 
 def forced_balance(h: Mapping) -> Optional[dict]:
-    """What a value forced by shape is made of (issue 37): the balance of the NONZERO eigenvalues
+    """What a value forced by shape is made of: the balance of the NONZERO eigenvalues
     n_pos / (n_pos + n_neg), with the counts of positive, negative and (round-off) zero
     eigenvalues per layer (``eigen_counts`` of the record), instead of a number such as 0.5001
     (n_pos / inner: the forced third plus the signs of round-off zeros) that reads like "locked at
@@ -126,7 +126,7 @@ def forced_balance(h: Mapping) -> Optional[dict]:
 
 
 def quantization_verdict(rule: Rule, verdict: str, reason: str, h: Mapping, deq: str, c: Claim) -> tuple[str, str]:
-    """The verdict of a value measured on dequantized weights (issue 37): Q4_1 moves each weight by at
+    """The verdict of a value measured on dequantized weights: Q4_1 moves each weight by at
     most half its block's step, so a record may carry ``quantization_bound`` ``{"lo", "hi"}``: the
     range the unquantized value can lie in, from the stored scales (e.g. for the fraction |w| < 0.1:
     the value ± the fraction of weights within half a step of 0.1). When the rule says the same at

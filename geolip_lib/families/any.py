@@ -1,4 +1,4 @@
-"""Family ``any``: a transformers model whose ``model_type`` no family covers (issue 24 §3).
+"""Family ``any``: a transformers model whose ``model_type`` no family covers.
 
 What needs no attention semantics still runs: notebook 01's embedding probes and hidden-state
 geometry (``AutoModel``'s input embeddings and ``output_hidden_states``), and notebook 02's

@@ -1,4 +1,4 @@
-"""What the transformers families added for issue 24 share: the base model, hidden-state forwards,
+"""What the transformers families beyond the first six share: the base model, hidden-state forwards,
 the block locator of the modulator hooks and the canonical-layout helpers of fused projections.
 
 Layer: L2 (imports only the bottom layer).

@@ -31,7 +31,7 @@ from .spec import FamilySpec, config_dict
 from .t5 import T5, T5_V1_1
 from .whisper import WHISPER
 
-#: family name -> spec, in the order of ``params/models`` documentation (the families of issue 24 after the first six)
+#: family name -> spec, in the order of ``params/models`` documentation (the transformers families after the first six)
 REGISTRY: dict[str, FamilySpec] = {s.name: s for s in (T5, T5_V1_1, BERT, DINOV2, OPEN_CLIP, DECODER_LM, GPT2, GPT_NEOX,
                                                        GPTJ, OPT, BLOOM, FALCON, DISTILBERT, ALBERT, DEBERTA_V2, BART,
                                                        CLIP, MPNET, WHISPER, ANY)}
@@ -107,7 +107,7 @@ def tiny_type_models() -> dict:
             # the spec holds the config (tiny_model_types / tiny_defaults): the file names the model_type only
             out[name] = {"name": name, "family": fam, "source": "tiny", "seed": 0,
                          "config": {"model_type": mt} if s.hf else {},
-                         "description": f"Tiny random {mt} ({fam} family) from its transformers config (issue 24)."}
+                         "description": f"Tiny random {mt} ({fam} family) from its transformers config."}
     return out
 
 

@@ -1,5 +1,5 @@
 """95 % intervals for headline numbers, and the precision an interval supports: the one
-home of the project's interval statistics (issue 22 §6; each has a coverage test in
+home of the project's interval statistics (each has a coverage test in
 ``tests/unit/metrics/test_interval_coverage.py``).
 
 Every headline number in ``metrics.json`` says what kind of number it is
@@ -28,7 +28,7 @@ an interval, by what the notebook sampled:
   whole (random simplices of an embedding table): fresh samples drawn from the population
   itself give the sampling distribution, heavy tails included, where resampling the one sample
   cannot (the pentachoron CV's BCa interval covered 78 % on a table with 1 % outlier rows;
-  the redrawn one 96 %, issue 37 §3).
+  the redrawn one 96 %).
 
 :class:`Interval` is the one record for all three; :func:`format_value` prints
 ``value [lo, hi]`` to the decimal that the interval's half-width supports.
@@ -47,14 +47,14 @@ from ..results import KINDS, LEVEL, Interval, _bounds, exact, kind_of, outside, 
 from ..validation import fail
 
 N_BOOT = 1000
-#: fresh draws of the whole sample behind :func:`redraw_estimate` (issue 37 §3)
+#: fresh draws of the whole sample behind :func:`redraw_estimate`
 N_REDRAWS = 400
 #: the measured coverage of the pentachoron CV's redrawn interval (95 % nominal), by simulation: 200 repetitions
 #: of 1000 subsets of 2000-row, 64-d tables (±1.5 %), the table's CV from 4 million subsets
 REDRAW_COVERAGE = ("simulated coverage of the table's CV, 200 repetitions of 1000 subsets each: Gaussian table 0.970 "
                    "(BCa over the one sample 0.965); lognormal norms (sd 0.3) 0.960 (0.950); 1 % of rows at 3x "
                    "the norm 0.955 (0.780); 0.5 % at 4x 0.960 (0.870); Student-t(3) rows 0.950 (0.730)")
-#: seeds of every Gaussian / random-init null (its interval is over them; issue 22 §1)
+#: seeds of every Gaussian / random-init null (its interval is over them)
 N_NULL_SEEDS = 5
 
 

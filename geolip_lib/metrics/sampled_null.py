@@ -1,4 +1,4 @@
-"""Random-init nulls from a sample of each seed's layers, and closed forms (issue 31 §2).
+"""Random-init nulls from a sample of each seed's layers, and closed forms.
 
 At initialisation the layers of a network are independent and identically distributed (the
 init of a layer does not depend on its index, up to a known per-layer scale), so a statistic

@@ -45,7 +45,7 @@ class ModelLoadError(RuntimeError):
 class ModelFileError(ModelLoadError, RootReadError):
     """A file a params file names (``gguf_file:``, ``onnx_file:``, ``ct2_file:``) that is not there or cannot be
     read: a typo, a folder, a pipe, a truncated or lying file. One line naming it; a :class:`RootReadError` too, so
-    that the runner's model checks refuse it before any kernel, in a run and in ``--plan`` (issue 39: a typo'd
+    that the runner's model checks refuse it before any kernel, in a run and in ``--plan`` (a typo'd
     ``gguf_file`` said "no config at hand ... set local_dir:" while local_dir was set; a truncated GGUF was a
     traceback from ``--plan``)."""
 
@@ -202,7 +202,7 @@ def safetensors_problems(directory: Path) -> list[tuple[Path, str]]:
 def derived_problem(directory: Path, sha: str, info: str) -> str:
     """Why a derived folder (a dequantized GGUF, a converted ONNX / CTranslate2 file) cannot be used as it is, or
     ``""``: its record ``info`` unreadable or naming another source file, no ``config.json``, a weight file missing
-    or unreadable (truncated, emptied). Issue 39: a damaged ``.cache/gguf/<dir>`` was never rebuilt."""
+    or unreadable (truncated, emptied). A damaged ``.cache/gguf/<dir>`` was once never rebuilt."""
     try:
         rec = json.loads((directory / info).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -20,7 +20,7 @@ What the values are measured on is recorded: :func:`quantization` reads each ten
 provenance of such a model says ``dequantized: true`` with those types and the file's sha256
 (:func:`geolip_lib.provenance.model_provenance`).
 
-The header is read once per file content (issue 38 §2: reading a multi-GB file's header, with its
+The header is read once per file content (reading a multi-GB file's header, with its
 tokenizer arrays, took 1-4 minutes in every plan and every job): :func:`header` keeps what the plan and
 the preflight need (each tensor's stored type and shape, the scalar metadata keys, the transformers
 config of each ``config:``) in ``<cache>/gguf-headers/<sha256>.json``, written atomically. The key is
@@ -285,7 +285,7 @@ def tensor_problems(path: Path, cfg) -> list[str]:
     """Where ``path``'s tensor infos (its header, :func:`header`) disagree with the config the model would be built
     from (the file's metadata with the params file's ``config:`` applied): the number of ``blk.N`` layers, the
     embedding width of ``token_embd`` and each ``attn_q`` / ``attn_k`` input width (ggml lists dims innermost
-    first: ``token_embd`` is (n_embd, n_vocab)). Read before any kernel starts (issue 39: a ``config:`` that
+    first: ``token_embd`` is (n_embd, n_vocab)). Read before any kernel starts (a ``config:`` that
     drops layers or a lying width failed inside the kernel naming no tensor). Empty when they agree."""
     tensors = header(path)["tensors"]
     c = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg

@@ -272,7 +272,7 @@ def prepare(name_or_params: Union[str, Path, dict, ModelParams]) -> Optional[Pat
     or converted and checked against its runtime) and return it; None for the other sources.
 
     :func:`load` builds it on first need too, but then inside the first job's time limit: Qwen2.5-Coder-1.5B's
-    dequantization alone took 13-16 min on this 2-core box (issue 36), half of a 30-minute job. Set-up
+    dequantization alone took 13-16 min on this 2-core box, half of a 30-minute job. Set-up
     (``scripts/fetch_packaged.py``, run by ``make report PROFILE=<profile>``) calls this after the fetch, so that
     the jobs measure and nothing else. Idempotent: an existing, intact folder is returned as it is.
     """

@@ -1,4 +1,4 @@
-"""The seed's "phase boundary" at alpha = 0.29154 as a measurement (seed 001 §10, issue 12).
+"""The seed's "phase boundary" at alpha = 0.29154 as a measurement (seed 001 §10).
 
 The seed tested 0.29154 as one static alpha of the Procrustes-initialised modulator and
 called it the binding/separation boundary, with reference points at 0.01 and 0.5 (relational

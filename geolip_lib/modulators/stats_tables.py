@@ -123,7 +123,7 @@ MIN_DISTINCT_BIGRAMS = 0.7
 
 
 def text_degeneracy(text: Any) -> Optional[str]:
-    """Why a generated text is degenerate, or None when it is not (issue 37: "coherence" read from
+    """Why a generated text is degenerate, or None when it is not ("coherence" read from
     the text as well as from a pooled cosine).
 
     Words are the ``\\w+`` runs of the lower-cased text. Degenerate: **empty** (no word: "", "...",
@@ -163,7 +163,7 @@ def generation_coherence(rows: Sequence[Mapping], run: str = "") -> Optional[dic
     test = [p for p in per if p["testable"]]
     value = float(np.mean([p["coherent"] for p in test])) if test else None
     broken = [p for p in test if not p["coherent"]]
-    note = ("Coherence read from the text (issue 37): of the prompts whose unmodulated greedy generation is coherent, "
+    note = ("Coherence read from the text: of the prompts whose unmodulated greedy generation is coherent, "
             "the fraction whose modulated generation is unchanged or coherent too. A text is not coherent when it "
             f"has no word, or is a repetition loop (at least {MIN_BIGRAMS} word bigrams, fewer than "
             f"{MIN_DISTINCT_BIGRAMS:.0%} of them distinct); sense and grammar are not judged. "

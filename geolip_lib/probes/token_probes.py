@@ -222,7 +222,7 @@ def content_rows(E: Any, tokenizer: Any) -> tuple[dict, np.ndarray]:
     This is the seed's vocabulary reading (seed 001 §2 reads ``range(tokenizer.vocab_size)`` and
     encodes words with ``add_special_tokens=False``): a special token is never a word of the
     vocabulary. The seed's CV itself (§1, §13a) drew from every row, special tokens included,
-    so notebook 01 records both (issue 37: AntiBERTy's 25-row table, whose [PAD] row has 2.6x
+    so notebook 01 records both (AntiBERTy's 25-row table, whose [PAD] row has 2.6x
     the norm of the others).
 
     Returns

@@ -9,7 +9,7 @@ Each function re-draws nothing: it takes the rows, simplices or digits a probe m
   rows :func:`geolip_lib.metrics.cosine_stats` sampled;
 - pentachoron CV — :func:`pentachoron_cv_interval`: fresh draws of the same number of
   simplices from the table itself (``metrics.intervals.redraw_estimate``; the BCa bootstrap
-  over the one sample under-covered on heavy-tailed tables, issue 37 §3); exact when every
+  over the one sample under-covered on heavy-tailed tables); exact when every
   5-row subset was measured;
 - volume ratio — :func:`volume_ratio_interval`: BCa over simplices, paired (both tables are
   measured on the same index sets);
@@ -92,7 +92,7 @@ def _pr_trace(X: torch.Tensor) -> float:
 def null_distributions(E: Any, init_table, *, n_seeds: int = M.intervals.N_NULL_SEEDS, n_cos: int | None = 2000,
                        n_simplices: int = 1000, pca_rows: int | None = None, seed: int = 0, tokenizer: Any = None,
                        n_boot: int = N_BOOT, rows: Any = None, exact_max: int | None = M.EXACT_MAX) -> dict:
-    """Notebook 01's nulls as distributions over their own seeds (issue 22 §1).
+    """Notebook 01's nulls as distributions over their own seeds.
 
     For each of ``n_seeds`` seeds ``k``: an isotropic Gaussian of ``E``'s shape and total
     variance (``gaussian_like(E, seed + 1 + 10k)``: seed 0 is the notebook's ``E_gauss``),
@@ -253,7 +253,7 @@ def rows_text(content: Mapping[str, Any] | None, n_rows: int) -> str:
 def rotation_repeat(name: str, d_from: int, d_to: int, n_rows: int) -> str | None:
     """Why a PCA-projected table's pentachoron CV is the native one again, or None: a PCA to
     ``d_to >= d_from`` dimensions keeps every one, a rotation after centring, which changes no
-    distance (SmolLM2 576 -> 576 d, issue 37). The claims read a record carrying this as
+    distance (SmolLM2 576 -> 576 d). The claims read a record carrying this as
     ``repeats``: shown, not tested, never a second verdict."""
     if d_to < d_from:
         return None

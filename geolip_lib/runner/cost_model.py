@@ -71,7 +71,7 @@ MIN_FIT_PARAMS = 10_000_000  # a notebook's work rates are fitted only when it w
 
 def null_share(notebook: str, info) -> float:
     """The share of the model one random-init null build covers, averaged over the ``N_NULL_SEEDS`` seeds
-    (1: the whole model, every seed), as notebooks 01, 02 and 06 build their nulls since issue 31 §2
+    (1: the whole model, every seed), as notebooks 01, 02 and 06 build their nulls (a sample of each seed's layers)
     (commit d06a56f): 01: seed 0 is the whole twin, seeds 1... draw the input-embedding table alone
     (a vision model's table is not one stored tensor: the whole twin); 02: every seed measures a sample of
     each group's layers, ``m = max(2, ceil(L / 5))`` of ``L`` (``weights.nulls.battery_null``), seed 0 also
@@ -165,7 +165,7 @@ def _good_seconds(x) -> bool:
 def load_timings(directory: Path = TIMINGS_DIR) -> list[dict]:
     """The measured jobs of ``timings/*.json`` (rows with notebook, model, profile, drivers, seconds, clock).
     A file that is not JSON, or a row without a notebook, drivers or finite seconds in (0, 30 days], is left out
-    with one line on stderr naming it (issue 39: NaN or negative seconds ended every plan in a traceback)."""
+    with one line on stderr naming it (NaN or negative seconds ended every plan in a traceback)."""
     rows = []
     for f in sorted(Path(directory).glob("*.json")):
         try:

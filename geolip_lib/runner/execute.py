@@ -247,7 +247,7 @@ class JobTimeLimit(RuntimeError):
 class _JobLimit:
     """The job's time limit (``Job.timeout_s``: the whole notebook, from the job's start): a timer that
     stops the kernel when it runs out. papermill's ``execution_timeout`` is a per-cell limit, which a
-    user does not mean by "timeout" (issue 38: 01 on Gemma failed at 975 s 'after 600 seconds')."""
+    user does not mean by "timeout" (01 on Gemma failed at 975 s 'after 600 seconds')."""
 
     def __init__(self, limit: Optional[int], started: float, km, executed: Optional[Path] = None):
         self.limit, self.fired, self.km, self.executed, self.where = limit, threading.Event(), km, executed, None

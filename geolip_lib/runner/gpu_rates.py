@@ -1,4 +1,4 @@
-"""A job's time on a GPU from measured per-step GPU rates (the plan's GPU rows; issue 35 §4-5).
+"""A job's time on a GPU from measured per-step GPU rates (the plan's GPU rows).
 
 Data: ``timings/*.jsonl`` beside this module, a JSON line per (model, step, device) as ``benchmarks/gpu_rates.py
 --out`` writes them (a ``{"note": ...}`` line says where a file comes from). ``gpu-h200-2026-11-27.jsonl``: one

@@ -118,7 +118,7 @@ def claims_left_out(profile: str, notebooks: list[str] | None) -> list[str]:
     """The notebooks of ``profile`` that only read the other jobs' results (15's claims:
     :func:`.notebooks.adds_no_models`) and that ``--notebooks`` left out though a selected notebook
     feeds them (comes before them in the profile): their verdicts do not read this run's results, which
-    the run says in one line (issue 38 §1: the claims are never dropped silently). None: the whole profile."""
+    the run says in one line (the claims are never dropped silently). None: the whole profile."""
     if not notebooks:
         return []
     order = list(load_profile(profile, notebooks_dir=notebooks_dir()).notebooks)

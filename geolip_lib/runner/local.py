@@ -242,7 +242,7 @@ def _run_locked(jobs, out_root, resume, console, jobs_at_once, executor, warm, c
             if check_plan:  # is then what the launcher reads each job's memory peak from
                 pending = [j for j in jobs if not resume or stale_reasons(j, out_root)]
                 plan = plan_for(_obtainable(pending), out_root, at_once)
-                if skip_unfit:  # --skip-unfit: the jobs that cannot fit are left out, named (H5, issue 31)
+                if skip_unfit:  # --skip-unfit: the jobs that cannot fit are left out, named (H5)
                     unfit = plan.unfit()
                     for label, lines in unfit.items():
                         print(f"left out (--skip-unfit): {lines[0]}", file=console)

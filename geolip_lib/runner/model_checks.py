@@ -35,7 +35,7 @@ def model_problems(name: str) -> list[str]:
     f = f"params/models/{mp.name}.yaml" if own == _params.MODELS_DIR / f"{mp.name}.yaml" else _params._rel(own)
     if self_contained(mp):  # params that are not plain data (a YAML date) are checked every time
         return remembered("model-problems", [mp.model_dump(), f], lambda: _problems(mp, own, f), check=lines_ok)
-    # a model with files of its own: remembered while the files found are as they were (issue 38 §2: a refusal of
+    # a model with files of its own: remembered while the files found are as they were (a refusal of
     # the demo profile, whose models are PyPI packages, then imports neither torch nor transformers)
     return remembered_reading("model-problems", [mp.model_dump(), f, where_found()], lambda: _problems(mp, own, f),
                               lambda: model_reads(mp), check=lines_ok)
@@ -97,7 +97,7 @@ def _problems(mp: ModelParams, own: Path, f: str) -> list[str]:
         models.preflight.check_config(mp.family, mp.config, f)
     except ParamsError as exc:
         return exc.lines
-    if mp.checkpoints:  # a trajectory's folders (issue 24 §4), each checked like a local_dir (issue 30)
+    if mp.checkpoints:  # a trajectory's folders, each checked like a local_dir
         lines = _params.checkpoint_problems(mp, own)
         if lines:
             return lines

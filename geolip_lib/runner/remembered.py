@@ -1,5 +1,5 @@
 """Answers of the pre-kernel checks and of the plan remembered on disk, keyed by a digest of what they
-read (issue 38 §2), so that a refusal or ``--plan`` of a profile seen before imports neither torch nor
+read, so that a refusal or ``--plan`` of a profile seen before imports neither torch nor
 transformers.
 
 Some answers need those packages only to be computed: the fields of a transformers config class (the

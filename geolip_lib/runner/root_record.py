@@ -40,7 +40,7 @@ _OWN_ENTRIES = (".run.lock", ".runner.log", ".write-test-")
 
 def check_ours(out_root: Path) -> None:
     """Before a run writes into ``out_root``: a folder that exists, holds anything and is not a geolip
-    output root (no :data:`ROOT_PROFILE`) is refused with one line (issue 39: ``--out`` an existing
+    output root (no :data:`ROOT_PROFILE`) is refused with one line (``--out`` an existing
     folder of one's own files overwrote its index.html and report.pdf and deleted a same-named
     ``<notebook>/<job>/``). A new or empty folder, or the root of an earlier run, is ours."""
     out_root = Path(out_root)
@@ -83,8 +83,7 @@ def _adds_no_models(notebook: str) -> bool:
 
 
 def merged_selection(old: dict | None, new: dict) -> dict:
-    """The selection of an output root after a run of ``new`` on a root that held ``old`` (issue 38
-    §1: the header describes the root, not its last run): models and notebooks each the union of the
+    """The selection of an output root after a run of ``new`` on a root that held ``old`` (the header describes the root, not its last run): models and notebooks each the union of the
     two, None (every one) absorbing; a run of notebooks that only read the other jobs' results (15's
     claims: :func:`.notebooks.adds_no_models`) adds its notebooks and no models. No ``old`` (a new
     root, or one from before selections were kept): the run's own."""

@@ -1,4 +1,4 @@
-"""Notebook 02's random-init null at the cost of about one model (issue 31 §2).
+"""Notebook 02's random-init null at the cost of about one model.
 
 The full null (:func:`battery_null_full`, kept as the reference) runs the whole battery on 5
 random-init twins: 5 models' worth of generation, SVDs and QK problems. At initialisation the
@@ -93,7 +93,7 @@ def twin(lm: Any, init_seed: int, max_params: Optional[int] = None, *, generated
     reads the model's own tensor names; else, and for families whose checkpoints are stored in
     a canonical layout the model does not use (GPT-2's Conv1D, fused experts:
     ``models.loading.checkpoint_state``), the twin of ``lm.random_init_weights`` (whole in memory
-    up to ``max_params`` parameters, as notebook 02 and 06 built it before issue 31).
+    up to ``max_params`` parameters, as notebook 02 and 06 built it before the null was sampled).
 
     ``device`` (default "auto": CUDA when available): where a generated twin's tensors are drawn
     (:class:`geolip_lib.models.twin.RandomInitStore`), so that on a GPU they are made there,
@@ -195,7 +195,7 @@ def _key(lm, picks, thresholds, device, seed, k) -> dict:
 def battery_null_full(lm: Any, n_seeds: int = N_NULL_SEEDS, *, seed: int = 0, max_params: Optional[int] = None,
                       device: Any = None, thresholds: Sequence[float] = THRESHOLDS) -> BatteryNull:
     """The reference: the whole battery on ``n_seeds`` whole random-init twins (init seeds
-    ``seed + 1000 + k``), as notebook 02 computed its null before issue 31. Slow (``n_seeds``
+    ``seed + 1000 + k``), as notebook 02 computed its null before it was sampled. Slow (``n_seeds``
     models); kept for the equivalence test and ``benchmarks/nulls.py``."""
     kw = {} if max_params is None else {"max_params": max_params}
     seeds, stacks, first = [], [], None

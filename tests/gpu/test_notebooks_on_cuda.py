@@ -1,5 +1,5 @@
 """Every notebook through papermill on its default tiny model on a real CUDA device, and the
-random-init nulls on CUDA against the CPU (issue 35 §3). The CPU guard of the same paths is
+random-init nulls on CUDA against the CPU. The CPU guard of the same paths is
 tests/notebooks/test_notebooks_on_fake_cuda.py (``make test-fake-cuda``); this is what only a GPU
 can check: CUDA kernels, their numerics and memory. Run on a GPU box with ``make test-gpu``.
 """

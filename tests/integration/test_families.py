@@ -1,5 +1,4 @@
-"""Every model_type of the family registry on a tiny random model built from its transformers config
-(issue 24): the library calls notebooks 01 and 06 make (load, embeddings, hidden states of every
+"""Every model_type of the family registry on a tiny random model built from its transformers config: the library calls notebooks 01 and 06 make (load, embeddings, hidden states of every
 stack, catalog, random-init twin, QK operators), and the attention reconstruction that proves
 each adapter against the model itself (§2).
 
@@ -44,7 +43,7 @@ pytestmark = pytest.mark.integration
 #: (family, model_type, tiny config) of every model_type of the registry (open_clip: its one config)
 CASES = [(fam, mt, cfg) for fam, s in families.REGISTRY.items() for mt, cfg in s.tiny_configs().items()]
 IDS = [f"{fam}-{mt}" for fam, mt, _ in CASES]
-#: every model_type's catalog, digested (issue 31 §3 moved the name rules into the family files with every
+#: every model_type's catalog, digested (the name rules moved into the family files with every
 #: catalog unchanged): rewrite with ``.venv/bin/python tests/integration/test_families.py --write-catalog-digests``
 #: after a deliberate change to a family's rules, and say why in the commit
 DIGESTS = Path(__file__).with_name("catalog_digests.json")
@@ -449,7 +448,7 @@ def test_the_battery_runs_per_expert_and_pools_over_experts(name):
 
 
 def test_a_model_without_attention_under_any_says_what_is_not_analysed():
-    """Family any on a tiny Mamba (issue 30): 01's embeddings and hidden states run; the catalog has no
+    """Family any on a tiny Mamba: 01's embeddings and hidden states run; the catalog has no
     attention (Mamba's ``mixer.out_proj`` is not an ``o``), every mixer tensor is catalogued with its layer;
     02's battery leaves the mixer out of the spectra by role and the cross-layer correlation and counts it in
     sparsity; the attention sections' line says the model has no attention."""

@@ -1,5 +1,5 @@
 """Notebooks 01, 02 and 06 end to end (papermill, warm kernels, two at a time) on a tiny random model
-of every model_type of the family registry (issue 24 §1).
+of every model_type of the family registry.
 
 Marker ``families``: ``make test`` deselects it, ``make test-families`` (the second step of
 ``.ci/run``) runs it. ``-k gpt2`` runs the jobs of the selected model_types only: the jobs of every

@@ -1,4 +1,4 @@
-"""``make lab`` as a user meets it (issue 23, items 1-6), on a fresh clone of this checkout that
+"""``make lab`` as a user meets it (items 1-6), on a fresh clone of this checkout that
 shares its venv: Lab starts (as root here, the normal user on rented GPU boxes), serves on
 127.0.0.1 with a token, its kernel is the venv's ``python3`` (what every notebook names) and
 imports the clone's own library; notebook 01 runs through the server's kernel over the
@@ -143,7 +143,7 @@ def test_make_lab_on_a_busy_port_says_so_in_one_line_and_serves_nowhere_else():
 
 @pytest.mark.parametrize("port", ["abc", "80", "70000", "8888;id"])
 def test_make_lab_with_a_port_that_is_no_number_says_so(port):
-    """Issue 39: LAB_PORT=abc said 'port abc is in use'."""
+    """LAB_PORT=abc said 'port abc is in use'."""
     p = subprocess.run(["make", "-s", "lab", f"LAB_PORT={port}"], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)
     lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("[lab]")]

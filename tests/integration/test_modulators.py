@@ -222,7 +222,7 @@ def test_bad_inputs_are_one_line_errors(t5):
     assert _no_hooks(t5.model)
 
 
-# ------------------------------------------------------------------ issue 12: §7 quick test and the phase sweep
+# ------------------------------------------------------------------ §7 quick test and the phase sweep
 def test_modulator_impact_quick_test_on_t5(t5):
     from geolip_lib.modulators import SEED_QUICK_TEST_SENTENCES, modulator_impact
 

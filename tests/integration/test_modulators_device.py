@@ -1,4 +1,4 @@
-"""Issue 35: the modulators of notebooks 08-11 run where the model runs. On the H200 they crashed
+"""The modulators of notebooks 08-11 run where the model runs. On the H200 they crashed
 because a modulator built in a notebook stayed on the CPU while the model was on ``cuda:0``
 (``residual.py`` ``geometric_target``'s embedding lookup, ``field.py``'s ``index_select``). Here the
 model is on the fake ``cuda:0`` of tests/fake_cuda.py, the modulators are built on the CPU as the

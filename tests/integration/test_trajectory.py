@@ -1,4 +1,4 @@
-"""Geometry over training (issue 24 §4): a params file's checkpoints, the trajectory of notebook
+"""Geometry over training: a params file's checkpoints, the trajectory of notebook
 01's and 02's headlines over them, streamed one model at a time, and its figure in the report.
 
 The checkpoints are real: ``scripts/make_tiny_checkpoints.py`` trains tiny-gpt2's random-init

@@ -47,7 +47,7 @@ def _check_common(m: dict, model: str) -> dict:
     job = Path(m["_job_dir"])
     assert (job / "terrain_map.png").stat().st_size > 1000 and (job / "layers.png").exists()
     # every headline with a value says its kind: exact (no interval: [v, v]) or a 95 % interval holding it;
-    # every null is a distribution over its own 5 seeds (issue 22 §1)
+    # every null is a distribution over its own 5 seeds
     for key, h in head.items():
         if h["value"] is not None:
             assert h["interval"] and h["kind"] in ("exact", "sampled"), key
@@ -112,7 +112,7 @@ def test_tiny_t5_values_match_an_independent_computation(run_notebook):
     idx = M.sample_distinct_rows(E.shape[0], p["N_SIMPLICES"], 5, seed=p["SEED"])
     vols = np.sqrt([M.cayley_menger_volume_sq_reference(E[i]) for i in idx])
     assert m["headline"]["pentachoron_cv"]["value"] == pytest.approx(vols.std() / vols.mean(), rel=1e-8)
-    # its interval: fresh draws of as many simplices from the table itself (issue 37 §3)
+    # its interval: fresh draws of as many simplices from the table itself
     from geolip_lib.probes.uncertainty import pentachoron_cv_interval
     Et = lm.input_embeddings()
     iv, drawn = pentachoron_cv_interval(Et, M.pentachoron_cv(Et, p["N_SIMPLICES"], seed=p["SEED"]), seed=p["SEED"])
@@ -123,7 +123,7 @@ def test_tiny_t5_values_match_an_independent_computation(run_notebook):
     assert m["headline"]["pr"]["interval"]["method"] == f"exact (all {E.shape[0]} rows)"
     assert m["headline"]["pr_over_dim"]["value"] == pytest.approx(m["headline"]["pr"]["value"] / E.shape[1], rel=1e-12)
     # the random-init null over 5 init seeds: seed k >= 1 is the input table of init seed params.seed + 1 + k,
-    # drawn alone by the model's own initialisation (issue 31 §2; seed 0 is the notebook's whole twin)
+    # drawn alone by the model's own initialisation (seed 0 is the notebook's whole twin)
     from geolip_lib.probes.uncertainty import random_init_table
     E4 = random_init_table(lm, lm.params.seed + 5).double().numpy()
     assert E4.shape == E.shape
@@ -201,7 +201,7 @@ def _check_restored(m: dict, lm, E: np.ndarray) -> None:
     assert "5-row subsets" in c["note"] and p["N_SIMPLICES"] == met["pentachoron"]["embedding"]["n_sampled"]
     V = E.shape[0]
     assert c["rows"] == {"n": V, "of": V, "text": f"all {V} rows"} and f"measured on all {V} rows" in c["note"]
-    # the second reading (issue 37 §1): the rows less the tokenizer's special tokens, the same draws where they avoid them
+    # the second reading: the rows less the tokenizer's special tokens, the same draws where they avoid them
     special = {i for i in lm.tokenizer.all_special_ids if 0 <= i < min(V, len(lm.tokenizer))}
     cc, pc = met["claims"]["pentachoron_cv"]["embedding_content"], met["pentachoron_content"]
     assert cc["rows"]["n"] == pc["n_rows"] == min(V, len(lm.tokenizer)) - len(special) and cc["rows"]["of"] == V
@@ -238,7 +238,7 @@ def test_tiny_dinov2_vision_paths(run_notebook):
     nb = nbformat.read(str(Path(m["_job_dir"]) / "executed.ipynb"), as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "Encoder vs decoder hidden states: not applicable — not an encoder–decoder model (dinov2)" in text
-    # each section that cannot run records why, once, in metrics.json (issue 30's not_run)
+    # each section that cannot run records why, once, in metrics.json
     nr = m["not_run"]
     assert nr["Encoder vs decoder hidden states"] == ("not applicable — not an encoder–decoder model (dinov2): no "
                                                       "decoder reads an encoder.")

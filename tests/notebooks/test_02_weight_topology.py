@@ -85,7 +85,7 @@ def test_02_tiny_qwen_gqa(run_notebook):
     assert all(e["interval"] is not None for e in h.values() if e["value"] is not None)
     assert h["q_stable_rank"]["interval"]["method"] == "exact (all 2 Q matrices)"
     # grouped-query attention: tiny-qwen's 2·n_kv_heads·head_dim = 2·2·8 = 32 <= d = 32 forces the layer's
-    # balance (issue 22 §3): equal counts in every layer, marked in the summary, the headline and the claims
+    # balance: equal counts in every layer, marked in the summary, the headline and the claims
     assert q["d_model"] == 32 and "2·2·8 = 32 ≤ d = 32" in q["forced_by_shape"]
     assert all(p == ng for p, ng in zip(q["n_pos"], q["n_neg"]))
     assert h["qk_pos_frac_first"]["forced_by_shape"] == q["forced_by_shape"]
@@ -162,7 +162,7 @@ def test_02_claims_read_back_against_an_independent_computation(run_notebook, mo
     from geolip_lib.claims import NOT_TESTED
 
     root = Path(m["_job_dir"]).parents[1]
-    # a tiny random model is a pipeline check, never a stand-in (issue 27 §5) ...
+    # a tiny random model is a pipeline check, never a stand-in ...
     assert "tiny-t5" in claims.pipeline_checks(root)
     assert not [r for r in claims.evaluate(root) if r["model"] == "tiny-t5"]
     # ... but what claims.evaluate reads from its job is the recorded value: read it as if it were trained

@@ -49,7 +49,7 @@ def test_headline_intervals_over_seeds(m05):
     iv = h["seeds_enc_pearson"]["interval"]
     assert iv["lo"] == pytest.approx(v.mean() - half) and iv["hi"] == pytest.approx(v.mean() + half)
     assert "over 4 seeds" in iv["method"] and "stability spread, not the value's uncertainty" in iv["method"]
-    assert "stability spread" in h["seeds_enc_pearson"]["label"]  # overlapping draws of one entry set (issue 28 §5)
+    assert "stability spread" in h["seeds_enc_pearson"]["label"]  # overlapping draws of one entry set
     null = h["seeds_enc_pearson"]["nulls"]["shuffled"]
     assert null["value"] == pytest.approx(met["summary_null"]["enc_pearson"]["mean"])
     assert null["interval"]["lo"] < null["value"] < null["interval"]["hi"]

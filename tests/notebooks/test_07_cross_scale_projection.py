@@ -159,12 +159,12 @@ def test_pca_projected_pentachoron_cv_is_the_claims_record(run, monkeypatch):
     assert h["interval"]["lo"] <= h["value"] <= h["interval"]["hi"] and h["kind"] == "sampled"
     assert set(h["nulls"]) == {"gaussian", "unit sphere"}
     assert all(len(nl["per_seed"]) == 5 for nl in h["nulls"].values())
-    assert "fresh draws" in h["interval"]["method"] and h["redrawn"]["draws"] > 0  # drawn from the table (issue 37)
+    assert "fresh draws" in h["interval"]["method"] and h["redrawn"]["draws"] > 0  # drawn from the table
     t = m["tables"]  # a real projection (wider -> narrower): no rotation, a verdict of its own
     assert (h["rotation"], h["d_from"], h["d_to"]) == (False, t["d_large"], t["d_small"]) and "repeats" not in h
     assert m["pca"]["rotation"] is False
     root = Path(run["_job_dir"]).parents[1]
-    # tiny random models are pipeline checks (no claims row, issue 27 §5); what evaluate reads is checked as if trained
+    # tiny random models are pipeline checks (no claims row); what evaluate reads is checked as if trained
     assert not [r for r in claims.evaluate(root) if r["model"] == run["model"]]
     monkeypatch.setattr(claims.evaluation, "trained", lambda model, data: True)
     rows = [r for r in claims.evaluate(root)
@@ -174,7 +174,7 @@ def test_pca_projected_pentachoron_cv_is_the_claims_record(run, monkeypatch):
 
 
 def test_a_pca_to_the_tables_own_width_is_recorded_as_the_native_cv_again(run_notebook, monkeypatch):
-    """Issue 37: a model against its random-init twin (one width, as SmolLM2 576 -> 576 d): the PCA keeps
+    """A model against its random-init twin (one width, as SmolLM2 576 -> 576 d): the PCA keeps
     every dimension, a rotation; the CV is the native one on the same draws, recorded as a repeat, and
     the claims show it as not tested (no second verdict)."""
     from geolip_lib import claims
@@ -197,7 +197,7 @@ def test_a_pca_to_the_tables_own_width_is_recorded_as_the_native_cv_again(run_no
 
 
 def test_the_digit_correlation_is_exact_as_in_notebook_01(run):
-    """One quantity, one kind (issue 28 §5): computed on all ten digits, like 01's digit_corr."""
+    """One quantity, one kind: computed on all ten digits, like 01's digit_corr."""
     h, digits = run["headline"], run["metrics"]["digits"]
     assert ("digit_r" in h) == (digits is not None)
     if digits is not None:

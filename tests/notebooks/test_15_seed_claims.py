@@ -33,7 +33,7 @@ def claims_root(run_notebook, tmp_path_factory):
 
 
 def test_every_recorded_claim_gets_a_verdict(claims_root, monkeypatch):
-    """tiny-t5 is a pipeline check (issue 27 §5): notebook 15 gives it no row and says the
+    """tiny-t5 is a pipeline check: notebook 15 gives it no row and says the
     pipeline ran on it. The verdict path is exercised on its records by the library with the
     trained-weights check lifted."""
     root, job_dir = claims_root

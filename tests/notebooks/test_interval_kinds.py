@@ -1,6 +1,6 @@
 """Every metrics.json of the tiny profile (the first job of each notebook, shared with
 test_outputs through the session cache): each recorded value lies inside its interval or is
-exact and has none, and every headline says what kind of number it is (issue 22 §1)."""
+exact and has none, and every headline says what kind of number it is."""
 from __future__ import annotations
 
 from pathlib import Path

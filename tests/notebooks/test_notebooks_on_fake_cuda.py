@@ -1,4 +1,4 @@
-"""Issue 35: every notebook runs on CUDA. Each notebook's script (its jupytext ``.py``) runs on its
+"""Every notebook runs on CUDA. Each notebook's script (its jupytext ``.py``) runs on its
 default tiny model with ``DEVICE="auto"``, under tests/fake_cuda.py: torch sees one CUDA device,
 models load onto ``cuda:0`` and every device mix-up CUDA would raise on raises here. At 86af2d6 this
 failed for 02, 03, 06, 08, 09, 10 and 11 with the errors the H200 gave (and 11 again after its first

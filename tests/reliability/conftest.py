@@ -59,7 +59,7 @@ class Sandbox:
     def main(self, *args: str, capsys=None, ours: bool = True) -> tuple[int, list[str]]:
         """``run_all.main`` in-process: (exit code, non-empty stderr lines). ``ours``: an output root the
         probe filled beforehand is a geolip root of profile p (its ``.profile.json`` is written when
-        missing), so that the probe meets what it plants, not the refusal of a foreign folder (issue 39)."""
+        missing), so that the probe meets what it plants, not the refusal of a foreign folder."""
         marker = self.out / ".profile.json"
         if ours and self.out.is_dir() and not self.out.is_symlink() and not os.path.lexists(marker) \
                 and any(True for _ in self.out.iterdir()):

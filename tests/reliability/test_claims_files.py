@@ -1,4 +1,4 @@
-"""Probes of a hostile or careless claims file (issue 30): a claims file is data. Every name
+"""Probes of a hostile or careless claims file: a claims file is data. Every name
 that becomes a path is a safe name, ``null_sentence`` is a checked template, numbers are
 finite, ``record:`` names a quantity a notebook records, and notebook 15's ``CLAIMS`` typo is
 one line, exit 2, before any kernel. Each bad file is one line naming the file and the key."""

@@ -1,4 +1,4 @@
-"""Round two of the runner's lifecycle probes (issue 21): publishing never leaves the output root
+"""Round two of the runner's lifecycle probes: publishing never leaves the output root
 nor follows a link, a root or lock removed mid-run stops the run, SIGTERM is Ctrl-C, a lock
 that is a directory is one line, a dead kernel says how it died, and int8 / misshapen weights
 are refused before any kernel. Each probe asserts the exact line, the exit code, and that a
@@ -167,7 +167,7 @@ def test_linked_failed_partial_and_old_entries_do_not_abort_the_run(sandbox, sen
     code, lines = sandbox.main("--cold", "--jobs", "1", capsys=capsys)
     assert code == 0, lines
     assert lines[0] == f"removed {d}/.a.old: a symbolic link where a moved-aside result belongs (not followed)"
-    assert lines[1] == "[1/1] start ok / a  (limit 1800 s)", lines  # a start line with --jobs 1 too (issue 38)
+    assert lines[1] == "[1/1] start ok / a  (limit 1800 s)", lines  # a start line with --jobs 1 too
     assert re.fullmatch(r"\[1/1\] ok    ok / a +[\d.]+s", lines[2]), lines
     assert results.read(d / "a")["metrics"]["value"] == 2.0
     assert sorted(p.name for p in d.iterdir()) == ["a"] and intact(sentinel)

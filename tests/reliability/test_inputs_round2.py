@@ -1,4 +1,4 @@
-"""Round two of what a user types (issue 21 items 1, 5, 6, 8, 9, 13; issue 23 items 7-10).
+"""Round two of what a user types.
 
 Every probe runs ``run_all.main`` in-process and fails in preflight, before any kernel:
 it asserts the exact line(s), exit code 2, that the output root was not created (or not
@@ -50,7 +50,7 @@ def rng_job(param: str) -> str:
     return f"  rng:\n    per_model: false\n    jobs:\n      - {{id: a, parameters: {{{param}}}}}\n"
 
 
-# ------------------------------------------------------------------ issue 21 item 1: one safe path component
+# ------------------------------------------------------------------ one safe path component
 @pytest.mark.parametrize("bad", ["../../../x", "/tmp/abs", ".", "..", "a/b", ".hidden", "x.failed", "x.partial"])
 def test_unsafe_job_id_is_refused(box, capsys, bad):
     box.write(f"  ok:\n    per_model: false\n    jobs:\n      - {{id: '{bad}'}}\n")
@@ -245,7 +245,7 @@ def test_a_kernel_that_is_not_installed_is_refused(box, capsys):
     assert "python3" in line and line.endswith("set kernel: python3, or install it (jupyter kernelspec list)")
 
 
-# ------------------------------------------------------------------ issue 23 items 7, 8, 10: your own model
+# ------------------------------------------------------------------ your own model
 @pytest.fixture
 def models_dir(tmp_path, monkeypatch):
     d = tmp_path / "models"

@@ -1,4 +1,4 @@
-"""Issue 38 §1 and issue 39's flags: jobs that finish or say why. A job's time limit is the whole
+"""Jobs that finish or say why. A job's time limit is the whole
 notebook's (not one cell's: 01 on Gemma failed 'after 600 seconds' at 975 s), settable per run
 (--timeout) and per params file; the plan compares each estimate with its limit; a run prints a
 start line for every job (also with --jobs 1) and a heartbeat for long jobs; 15's claims run with
@@ -110,7 +110,7 @@ def test_the_heartbeat_names_the_cell_of_a_single_running_job(tmp_path):
     assert out.getvalue().startswith("running 1: 01_x / m 125s, cell 2 of 3")
 
 
-# ------------------------------------------------------------------ issue 39: an output root that is ours
+# ------------------------------------------------------------------ an output root that is ours
 def test_out_a_folder_of_ones_own_files_is_refused_before_anything(sandbox, capsys):
     mine = sandbox.out
     (mine / "ok" / "a").mkdir(parents=True)
@@ -148,7 +148,7 @@ def test_job_ids_that_differ_only_in_case_are_one_line(sandbox, capsys):
     assert not sandbox.out.exists()
 
 
-# ------------------------------------------------------------------ issue 39: timings data that lie
+# ------------------------------------------------------------------ timings data that lie
 def test_timings_rows_with_nan_or_negative_seconds_are_left_out_with_one_line(tmp_path, capsys):
     from geolip_lib.runner import estimate
 

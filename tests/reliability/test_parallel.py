@@ -218,7 +218,7 @@ def test_each_parallel_job_gets_its_own_gpu(tmp_path):
 
 def test_jobs_whose_memory_peaks_do_not_fit_together_run_one_after_the_other(tmp_path):
     """--jobs 2 with a plan: two jobs whose estimated host peaks exceed the usable memory together never run at
-    once (issue 36: Qwen2.5-Coder's 12-19 GB jobs beside others on a 24 GB box); small ones still pair up."""
+    once (Qwen2.5-Coder's 12-19 GB jobs beside others on a 24 GB box); small ones still pair up."""
     import dataclasses
     import threading
 

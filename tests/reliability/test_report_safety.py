@@ -106,7 +106,7 @@ def built(tmp_path_factory):
     return root, paths, time.perf_counter() - t0
 
 
-# ------------------------------------------------------------------------------ stored XSS (issue 21, item 2)
+# ------------------------------------------------------------------------------ stored XSS
 def test_hostile_job_ids_and_notebook_names_are_text_not_markup(built):
     root, _, _ = built
     index = (root / "index.html").read_text(encoding="utf-8")
@@ -249,7 +249,7 @@ def test_a_figure_without_a_title_is_captioned_with_its_file_name(built):
     assert "alt='plot.png'" in index and (root / "report.pdf").is_file()
 
 
-# ------------------------------------------------------------------------------ offline, links (issue 23, 15-16)
+# ------------------------------------------------------------------------------ offline, links (15-16)
 def test_no_page_loads_anything_from_the_network(built):
     root, _, _ = built
     assert checks.remote_loads(root) == []
@@ -287,7 +287,7 @@ def test_tex_in_a_question_reaches_mathjax_intact(built):
 def test_a_column_empty_in_every_row_is_dropped(built):
     root, _, _ = built
     index = (root / "index.html").read_text(encoding="utf-8")
-    assert "never measured" not in index and re.search(r"<th( title='[^']*')?>CV</th>", index)  # tooltip: issue 29
+    assert "never measured" not in index and re.search(r"<th( title='[^']*')?>CV</th>", index)  # the column's meaning as a tooltip
     rows = [{"a": 1, "b": None, "c": "–", "d": ""}, {"a": 2, "b": "", "c": None, "d": "x"}]
     assert report.sections.nonempty_columns(rows, ["a", "b", "c", "d"]) == ["a", "d"]
 
@@ -363,7 +363,7 @@ def test_report_only_on_a_half_written_root_says_so_on_the_console(tmp_path, cap
                    "not finish); rerun with --resume"]
 
 
-# ------------------------------------------------------------------------------ round four (issue 30): executed.ipynb
+# ------------------------------------------------------------------------------ round four: executed.ipynb
 def test_an_oversized_or_linked_executed_notebook_is_a_problem_line_and_the_rest_built(tmp_path, monkeypatch):
     """A 1.2 GB executed.ipynb reached nbconvert whole: now each job's notebook is read bounded
     (64 MB, no link, 64 levels); the one over the limit, and one that is a link, get no page and a

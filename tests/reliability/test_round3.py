@@ -1,4 +1,4 @@
-"""Round three (issue 30): output-root reading, the report's reading of ``metrics.json``,
+"""Round three: output-root reading, the report's reading of ``metrics.json``,
 checkpoints held to the ``local_dir`` rules, bounded work for every input, notebooks in git.
 
 Every probe that the runner can refuse before a kernel runs ``run_all.main`` in-process and

@@ -1,4 +1,4 @@
-"""Round four (issue 39): figures that could run script or fill memory, caches that lie, a claims
+"""Round four: figures that could run script or fill memory, caches that lie, a claims
 bound past a float's range, a cache folder that cannot be written.
 
 Probes of the readers call the reader (the report's figure check, ``report.checks``, the sha256

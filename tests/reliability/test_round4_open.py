@@ -1,4 +1,4 @@
-"""Round four (issue 39), the items left open after its first commits: derived copies and
+"""Round four, the items left open after its first commits: derived copies and
 ``--resume`` keyed by the weights they hold, a ``config:`` that drops layers, named pipes among
 the YAML inputs, a zip bomb and colliding destinations in a package, the lock of a live run and
 ``--report-only``, the words of a few refusals, an interrupted ``fetch_packaged.py``, the

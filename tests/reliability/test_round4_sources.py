@@ -1,6 +1,6 @@
-"""Round four (issue 39), the last items: the GGUF refusals whose words misled or that were a traceback
+"""Round four, the last items: the GGUF refusals whose words misled or that were a traceback
 from ``--plan``, a damaged derived copy never rebuilt, and the same rules carried to the new sources of
-issue 36 (K-quant GGUF, ``source: onnx``, ``source: ctranslate2``) through ``run_all`` itself: a file
+the new sources (K-quant GGUF, ``source: onnx``, ``source: ctranslate2``) through ``run_all`` itself: a file
 named by the params file that is missing, a folder, a pipe, a link to a pipe, outside its folder,
 truncated or declaring a huge size is one line, exit 2, before any kernel, in a run and in ``--plan``.
 Also mirrored here: the ``join:`` (concat) refusal naming the parts (``make lab LAB_PORT=abc`` is

@@ -95,7 +95,7 @@ def test_the_report_section_says_an_exact_value_moved_in_words_not_inf(root):
 
 
 def test_the_threshold_bound_from_the_dequantized_weights_holds_the_unquantized_fraction():
-    """Issue 37: Q4_1 moves each weight at most half its block's step, so the fraction |w| < 0.1 of the
+    """Q4_1 moves each weight at most half its block's step, so the fraction |w| < 0.1 of the
     fp32 weights lies within the bound computed from the dequantized weights alone."""
     import numpy as np
     from geolip_lib.models.quantize import round_trip
@@ -111,7 +111,7 @@ def test_the_threshold_bound_from_the_dequantized_weights_holds_the_unquantized_
 
 
 def test_q_sparsity_bounds_of_a_q4_1_copy_hold_the_fp32_fraction():
-    """Issue 37: a simulated Q4_1 copy's bound, read from the dequantized blocks alone, holds the fp32 model's Q
+    """A simulated Q4_1 copy's bound, read from the dequantized blocks alone, holds the fp32 model's Q
     sparsity in every scope; an unquantized model has no bound (nothing is claimed for it)."""
     from geolip_lib import models
     from geolip_lib.families import catalog

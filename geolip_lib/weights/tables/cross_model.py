@@ -183,7 +183,7 @@ def cross_stack_headline(stacks: pd.DataFrame, column: str, *, label: str, batte
     from ``batteries``); other columns resample the rows only.
 
     A QK column leaves out the rows whose balance the shapes force (``QK seed forced`` /
-    ``QK project forced``: grouped-query attention, issue 22 §3); the headline lists them as
+    ``QK project forced``: grouped-query attention); the headline lists them as
     ``excluded_forced_by_shape`` and its note says so.
     """
     per_key = {"QK seed (mean)": "seed_pos_frac", "QK project (mean)": "balance"}.get(column)

@@ -130,7 +130,7 @@ def battery_headline(summary: Mapping, items: Mapping, null=None, null_items: Op
     """The headline numbers of notebook 02, each exact, beside the random-init null.
 
     Every number is computed on all of the model's weights — every Q (K) matrix, every MLP
-    layer, every adjacent layer pair, the whole layer-0 form — so it is exact (issue 22 §1:
+    layer, every adjacent layer pair, the whole layer-0 form — so it is exact (
     ``interval="exact"``, "exact (all N Q matrices)"); ``items`` (:func:`headline_items`)
     says how many. ``null``: the random-init copies, a list of summaries (one per init
     seed: the null is a distribution, its interval over those seeds); a single summary is

@@ -94,14 +94,14 @@ def test_both_readings_are_tested_and_labelled(tmp_path, write_job, h):
 
 def _cancelling_battery(signs=(1, -1, 1, -1), m=0.0006):
     """A battery summary whose four attention roles each lie beyond |x| = 0.0005 with alternating
-    signs, so that their signed mean is 0 (MiniLM's case in issue 37: four roles pooled to 0.00018)."""
+    signs, so that their signed mean is 0 (MiniLM's case: four roles pooled to 0.00018)."""
     cl = {f"encoder/self/{r}": {"adj_mean": s * m, "layers": list(range(6))} for r, s in zip("qkvo", signs)}
     cl["encoder/-/mlp_in"] = {"adj_mean": -m, "layers": list(range(6))}
     return {"cross_layer": cl, "cross_layer_attn_adj_mean": sum(d["adj_mean"] for k, d in cl.items() if "mlp" not in k) / 4}
 
 
 def test_cancelling_roles_are_not_held_under_the_magnitude_pooling(tmp_path, write_job):
-    """Issue 37: roles of ±0.0006 that cancel in a signed mean are 'not held' in the project's pooling
+    """Roles of ±0.0006 that cancel in a signed mean are 'not held' in the project's pooling
     of magnitudes and in the seed's attention types tested each; the seed's signed pooling (with
     mlp_up, and its label says so) is kept computable beside them, so the claim over its readings is
     'undecided (reading)' and MiniLM's cell is not 'held'."""
@@ -131,7 +131,7 @@ def test_cancelling_roles_are_not_held_under_the_magnitude_pooling(tmp_path, wri
 
 
 def test_coherence_is_not_held_when_the_generations_are_empty_or_loop(tmp_path, write_job):
-    """Issue 37: SmolLM2's coherence was 'held' from a pooled cosine of 0.991 while its generations were
+    """SmolLM2's coherence was 'held' from a pooled cosine of 0.991 while its generations were
     empty or looping; the text is a scope of the same reading, so the cell is 'not held' (seed model
     and stand-in alike); unchanged generations leave it 'held, but the null gives it too'."""
     from geolip_lib.claims import tables
@@ -217,7 +217,7 @@ def test_forest_figure(tmp_path, write_job, h):
 
 
 def test_tiny_random_models_are_pipeline_checks_never_stand_ins(tmp_path, write_job, h):
-    """Issue 27 §5: a tiny random model gets no verdict and no row beside the claims; the page
+    """A tiny random model gets no verdict and no row beside the claims; the page
     may say the pipeline also ran on it (claims.pipeline_checks)."""
     rec = {"pentachoron_cv": {"embedding": h(0.215, 0.21, 0.22, nulls={"gaussian": {"value": 0.4}})}}
     write_job(tmp_path, "01_embedding_terrain", "tiny-bert", rec)
@@ -230,7 +230,7 @@ def test_tiny_random_models_are_pipeline_checks_never_stand_ins(tmp_path, write_
 
 
 def test_dequantized_values_are_kept_out_of_verdicts_the_quantization_step_could_decide(tmp_path, write_job, h):
-    """Issue 27 §1: Q sparsity at |w| < 0.1 from dequantized Q4_1 weights gives no verdict; a CV
+    """Q sparsity at |w| < 0.1 from dequantized Q4_1 weights gives no verdict; a CV
     (no quantization note in the claims file) keeps its verdict."""
     prov = {"model": {"name": "all-minilm-l6-v2", "dequantized": True,
                       "weights": {"dequantized": True, "quantization": {"q.weight": "Q4_1"}}}}
@@ -253,7 +253,7 @@ def test_dequantized_values_are_kept_out_of_verdicts_the_quantization_step_could
     (0.937, (0.93, 0.94), UNDECIDED),   # held as measured, but the bound leaves the band
 ])
 def test_a_quantization_bound_keeps_the_verdict_it_cannot_flip(tmp_path, write_job, h, value, bound, want):
-    """Issue 37: Q4_1 moves each weight at most half a step, so the Q-sparsity fraction moves at most by
+    """Q4_1 moves each weight at most half a step, so the Q-sparsity fraction moves at most by
     the fraction of weights within half a step of 0.1; the verdict stands when that bound cannot flip it."""
     prov = {"model": {"name": "t5-small", "dequantized": True,
                       "weights": {"dequantized": True, "quantization": {"q.weight": "Q4_1"}}}}
@@ -273,7 +273,7 @@ def test_a_quantization_bound_keeps_the_verdict_it_cannot_flip(tmp_path, write_j
 
 
 def test_the_forest_says_how_many_rows_a_panel_leaves_out(tmp_path, write_job, h):
-    """Issue 37: seed_claims.png cut each panel at 10 rows silently."""
+    """Seed_claims.png cut each panel at 10 rows silently."""
     import matplotlib
     matplotlib.use("Agg")
     from geolip_lib.claims.plots import claims_forest
@@ -288,7 +288,7 @@ def test_the_forest_says_how_many_rows_a_panel_leaves_out(tmp_path, write_job, h
 
 
 def test_the_pentachoron_cv_is_read_on_every_row_and_without_special_tokens(tmp_path, write_job, h):
-    """Issue 37: AntiBERTy's 25-row table is 'not held' on every row (its [PAD] row far out) and in the
+    """AntiBERTy's 25-row table is 'not held' on every row (its [PAD] row far out) and in the
     band without its special tokens: each reading names its rows, and the stand-in's verdict turns on
     the reading ('undecided (reading)')."""
     nulls = {"gaussian": {"value": 0.40, "interval": {"lo": 0.38, "hi": 0.42}},
@@ -309,7 +309,7 @@ def test_the_pentachoron_cv_is_read_on_every_row_and_without_special_tokens(tmp_
 
 
 def test_a_pca_to_the_tables_own_width_is_a_rotation_not_a_second_verdict(tmp_path, write_job, h):
-    """Issue 37: SmolLM2's 'PCA-projected' CV went 576 -> 576 d, a rotation, and repeated the native CV
+    """SmolLM2's 'PCA-projected' CV went 576 -> 576 d, a rotation, and repeated the native CV
     as a second verdict; a record marked ``repeats`` is shown, not tested."""
     rec = h(0.2150, 0.2100, 0.2200, nulls={"gaussian": {"value": 0.40}, "unit sphere": {"value": 0.40}},
             rotation=True, d_from=576, d_to=576,

@@ -37,7 +37,7 @@ def test_seed_001_transcribes_the_table_and_the_cells():
     assert cs.claims == claims.CLAIMS
     cv = claims.claim("pentachoron_cv")
     assert [f.reading for f in cv.forms] == ["table", "seed", "project"] and "PCA-projected" in cv.forms[1].representation
-    assert cv.forms[2].scopes == ("embedding_content",) and cv.forms[2].by == "project"  # issue 37: no special tokens
+    assert cv.forms[2].scopes == ("embedding_content",) and cv.forms[2].by == "project"  # no special tokens
     corr = claims.claim("cross_layer_corr")
     assert len(corr.forms[0].models) == 9 and len(corr.forms[1].models) == 7
     assert "Q, K, V, O" in corr.forms[0].name and "fused QKV, mlp_up" in corr.forms[1].name
@@ -67,7 +67,7 @@ def test_seed_001_transcribes_the_table_and_the_cells():
     (lambda d: d["claims"][0].pop("forms"), "claims.0.forms", "required key is missing"),
     (lambda d: d["claims"].append(dict(d["claims"][0])), "<root>", "unique"),
     (lambda d: d.update(name="paper-y"), "name", "must equal the file name"),
-    # issue 30: a claims file is data
+    # a claims file is data
     (lambda d: d["claims"][0]["forms"][0].update(notebook="../../../../tmp/x/evil/nb"), "claims.0.forms.0.notebook",
      "not a safe name"),
     (lambda d: d["claims"][0]["forms"][0].update(notebook="01_EMBEDDING_TERRAIN"), "claims.0.forms.0.notebook",

@@ -1,4 +1,4 @@
-"""Issue 37 (referee): a stand-in whose QK balance the weight shapes force (SmolLM2-135M: grouped-
+"""A stand-in whose QK balance the weight shapes force (SmolLM2-135M: grouped-
 query attention, 192 positive, 192 negative and 192 zero eigenvalues per layer) showed ○ "not tested"
 in the matrix and was left out of the bottom line's count, because ``fold_verdicts`` read its
 generator twice. The cell must show ✚ "forced by shape", and the bottom line count it and name it."""
@@ -109,7 +109,7 @@ def test_the_battery_claim_carries_the_eigenvalue_counts_the_cell_prints():
 
 
 def test_a_stand_in_reading_of_self_attention_says_so_and_real_cross_attention_is_read(forced_root):
-    # the claim is on cross-attention; an encoder's self-attention is a different attention (issue 37)
+    # the claim is on cross-attention; an encoder's self-attention is a different attention
     _write_job(forced_root, "02_weight_topology", "whisper-tiny", {
         "qk_cross_balance": {"decoder/cross": _h(0.5, exact=True, per_layer=[0.5] * 4, nulls=RI)},
         "qk_self_balance": {"decoder/self": _h(0.4, exact=True, per_layer=[0.4] * 4, nulls=RI)}})

@@ -1,5 +1,4 @@
-"""The power of the change-point test (geolip_lib.claims.power), from the observed curves
-(issue 28 §1): the reported power matches the detection rate of the same test on fresh curves
+"""The power of the change-point test (geolip_lib.claims.power), from the observed curves: the reported power matches the detection rate of the same test on fresh curves
 with a known injected kink, within sampling error; the numbers the page prints (the share of a
 hinge's energy the no-change model absorbs on the demo grid) are computed, not written."""
 from __future__ import annotations
@@ -76,7 +75,7 @@ def test_injection_into_the_observed_curves_and_what_would_decide():
     assert observed_curves({"alphas": list(X), "pearson": [[None] * len(X)]}, "pearson") is None
 
 
-# ------------------------------------------------------------------ issue 37: two seeds and a quiet grid point
+# ------------------------------------------------------------------ two seeds and a quiet grid point
 DEMO = np.array([0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5])
 SEED_AT = 0.29154
 
@@ -101,7 +100,7 @@ def _true_rate(sd, m, c, reps=40):
 
 
 def test_a_quiet_grid_point_of_two_seeds_does_not_make_the_test_look_powerful():
-    # before (issue 37): the two seeds' covariance had rank 1 and the quiet point none of it, so the
+    # before: the two seeds' covariance had rank 1 and the quiet point none of it, so the
     # simulation said "about 4 seeds would decide it" where 4 fresh seeds find the kink 5 % of the time
     observed, sd = _quiet_pair(np.random.default_rng(1), 5, 0.01)
     pw = kink_power(DEMO, observed, at=SEED_AT, slope_change=0.1, reps=40, n_boot=49, target=0.8)

@@ -1,4 +1,4 @@
-"""One constructed case per verdict (issue 22 §2), through the whole path: metrics.json files
+"""One constructed case per verdict, through the whole path: metrics.json files
 under a report root -> claims.evaluate with seed 001's claims file -> the verdict and its reason.
 
 - an exact value equal to the seed's at its printed precision -> held (separated from its null);
@@ -154,9 +154,9 @@ def test_the_four_verdicts_roll_up_per_reading(tmp_path, write_job, h):
 
 
 def test_power_comes_from_the_jobs_own_curves_not_from_their_level_spread(tmp_path, write_job, h):
-    """Issue 28 §1, the tiny-t5 case: seeds that differ mostly in level (sd 0.06) and little
+    """The tiny-t5 case: seeds that differ mostly in level (sd 0.06) and little
     beyond the quadratic. The level spread is not noise to the test; the seed's kink (0.31 at
-    0.29154) added to these curves is found. Issue 37: the reported power is not above what the
+    0.29154) added to these curves is found. The reported power is not above what the
     test achieves on fresh 3-seed experiments of the same noise (it was 83 % against a true 37 %:
     three seeds' covariance along the grid, rank 2, made the simulation too quiet), and the
     verdict follows the power."""
@@ -191,7 +191,7 @@ def _inside(rule):
 
 
 def test_no_held_row_lists_a_null_that_satisfies_its_rule_for_every_claim_of_seed_001(tmp_path, write_job, h):
-    """Issue 28 §2 over every claim and reading of params/claims/seed-001.yaml: each reading's
+    """Over every claim and reading of params/claims/seed-001.yaml: each reading's
     first model records a value inside its rule, the claim's bearing nulls far outside, and one
     more null listed beside the value that satisfies the rule (like 09's unmodulated identity
     beside coherence). No row may say "held" then."""

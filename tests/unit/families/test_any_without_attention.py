@@ -1,4 +1,4 @@
-"""Family ``any`` on a model without attention (issue 30, "Silent"): a tiny Mamba's catalog.
+"""Family ``any`` on a model without attention ("Silent"): a tiny Mamba's catalog.
 
 Nothing is attention unless its module path says so: Mamba's ``mixer.out_proj`` is not an
 attention ``o``; the mixer's tensors are catalogued (role ``other`` / ``bias``, note

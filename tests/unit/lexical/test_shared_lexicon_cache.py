@@ -1,4 +1,4 @@
-"""The WordNet lexicon arrays are shared between checkouts (issue 30: a fresh clone's first
+"""The WordNet lexicon arrays are shared between checkouts (a fresh clone's first
 `make lab` rebuilt them, ~50 s, though the checkout it was cloned from had them): a checkout
 without them copies the file of the same key from the user-level cache; a corrupt or oversized
 shared file is not used; the shared cache can be turned off."""

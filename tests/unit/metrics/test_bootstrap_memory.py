@@ -1,4 +1,4 @@
-"""A bootstrap's memory is bounded whatever the number of items (issue 36 run: notebook 01 on AntiBERTy, whose
+"""A bootstrap's memory is bounded whatever the number of items (a real-profile run: notebook 01 on AntiBERTy, whose
 25-row table is enumerated whole, 53 130 simplices, was killed by the OOM killer in the paired BCa bootstrap of
 the volume ratio: scipy's jackknife without a batch holds n x n items, 45 GB). The batch changes the memory, never
 the interval."""

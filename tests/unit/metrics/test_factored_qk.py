@@ -167,7 +167,7 @@ def test_inertia_follows_sylvester():
     assert int(sc["n_pos"]) == 16
 
 
-# ------------------------------------------------------------------ forced by shape (issue 28 §3)
+# ------------------------------------------------------------------ forced by shape
 from geolip_lib.metrics.factored_qk import qk_balance_forced, qk_rank_bound  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """Coverage of every interval helper of the one home (``geolip_lib.metrics.intervals``), on known
-distributions over several seeds (issue 22 §6). The older coverage tests (BCa bootstrap, t
+distributions over several seeds. The older coverage tests (BCa bootstrap, t
 interval over seeds, covariance group bootstrap) are in ``test_intervals.py``.
 
 Each test draws a fresh sample per repetition, forms the 95 % interval and counts how often it
@@ -110,7 +110,7 @@ def test_every_interval_helper_says_its_kind():
 
 
 def test_a_proportions_null_interval_stays_in_0_1_and_covers_the_next_draw():
-    """Issue 28 §5: random-init Q sparsity over its seeds printed [0.9999977, 1.0000014]. With
+    """Random-init Q sparsity over its seeds printed [0.9999977, 1.0000014]. With
     ``proportion=True`` the prediction interval is taken on the logit scale: inside [0, 1], and
     it covers the null's next draw at the nominal rate (logit-normal draws near 1)."""
     seen = [0.999998, 1.0, 0.9999995, 1.0, 0.999999]
@@ -132,7 +132,7 @@ def test_a_proportions_null_interval_stays_in_0_1_and_covers_the_next_draw():
 
 def _heavy_tailed_table() -> "torch.Tensor":
     """60 Gaussian rows in 16 d, two of them at 4x the norm: the rare subsets holding both have
-    ~16x the volume (the heavy tail of a real table's few far-out rows; issue 37 §3)."""
+    ~16x the volume (the heavy tail of a real table's few far-out rows)."""
     import torch
 
     X = np.random.default_rng(5).standard_normal((60, 16))

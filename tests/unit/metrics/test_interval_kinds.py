@@ -1,5 +1,4 @@
-"""The interval record says what kind of number it qualifies, and a point lies inside its interval
-(issue 22 §1): ``results.headline`` and ``results.record`` refuse one outside."""
+"""The interval record says what kind of number it qualifies, and a point lies inside its interval: ``results.headline`` and ``results.record`` refuse one outside."""
 from __future__ import annotations
 
 import json

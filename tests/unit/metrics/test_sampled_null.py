@@ -1,4 +1,4 @@
-"""Nulls from sampled layers and closed forms (geolip_lib.metrics.sampled_null, issue 31 §2):
+"""Nulls from sampled layers and closed forms (geolip_lib.metrics.sampled_null):
 the closed form of |w| < t against simulation over several seeds, the sampled-layer prediction
 interval against the full computation's by simulation (coverage of one more whole model, and
 width), and fraction 1 equal to null_over_seeds."""
@@ -89,7 +89,7 @@ def test_sampled_null_reads_its_fractions():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_proportion_null_from_sampled_layers_stays_in_0_1(seed):
     """Random-init Q sparsity is ~0.9999995: a t interval on the raw scale pokes above 1; on the
-    logit scale it stays inside [0, 1] and still holds the mean (issue 28 §5)."""
+    logit scale it stays inside [0, 1] and still holds the mean."""
     rng = np.random.default_rng(seed)
     vals = 1 - rng.uniform(1e-7, 2e-6, size=5)
     raw = null_over_sampled_seeds(vals, 0.4)["interval"]

@@ -1,4 +1,4 @@
-"""Exact pentachoron CV of a small table (issue 37 §1): every 5-row subset once, and measuring
+"""Exact pentachoron CV of a small table: every 5-row subset once, and measuring
 given row sets (the draws of a larger table mapped onto its kept rows)."""
 from __future__ import annotations
 

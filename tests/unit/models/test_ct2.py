@@ -329,7 +329,7 @@ def test_a_fifo_is_refused_and_a_link_to_a_file_is_read(tmp_path):
 @pytest.mark.parametrize("quantization,tol", [("float32", 0.0), ("float16", 1e-3), ("bfloat16", 5e-3),
                                               ("int16", 5e-3), ("int8", 2e-2)])
 def test_files_written_by_ctranslate2_itself(tiny, tmp_path, quantization, tol):
-    """The ``ctranslate2`` package (pinned in the lock since issue 36): its own WhisperLoader
+    """The ``ctranslate2`` package (pinned in the lock): its own WhisperLoader
     and ``_serialize`` write the file; converted back, the logits match the float32 original (float32:
     exactly; the others within their rounding). Checked with ctranslate2 4.8.5."""
     import copy

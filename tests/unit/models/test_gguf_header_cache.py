@@ -1,4 +1,4 @@
-"""A GGUF header is read once per file content (issue 38 §2): ``gguf.header`` keeps each tensor's stored
+"""A GGUF header is read once per file content: ``gguf.header`` keeps each tensor's stored
 type and shape, the scalar metadata and the transformers config of each ``config:`` in
 ``<cache>/gguf-headers/<sha256>.json``. A cached read equals a fresh one; a file changed in place (same
 size, other bytes) is read afresh; an entry that does not describe its file is ignored and rewritten."""

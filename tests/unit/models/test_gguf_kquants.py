@@ -1,4 +1,4 @@
-"""GGUF K-quants as a source (issue 36 §1): a tiny qwen2 file written here with the ``gguf`` package's own
+"""GGUF K-quants as a source: a tiny qwen2 file written here with the ``gguf`` package's own
 writer, laid out like Qwen2.5-Coder-1.5B-Instruct's Q4_K_M (Q4_K / Q6_K matrices, F32 norms and q/k/v
 biases, an untied ``output.weight`` in Q6_K, a byte-level BPE vocabulary with qwen2's pre-tokenizer). The
 ``gguf`` package (0.19) cannot quantize to K-quants, so the blocks are built here: random quants with

@@ -210,7 +210,7 @@ def test_gguf_schema_and_missing_file_are_one_line(tiny_gguf, cache, tmp_path):
 @pytest.mark.parametrize("config, words", [({"num_hidden_layers": 1}, "num_hidden_layers 1, the file stores 2 layers"),
                                            ({"hidden_size": 48}, "hidden_size 48")])
 def test_a_config_the_tensor_infos_contradict_is_refused_before_a_kernel(tiny_gguf, cache, config, words):
-    """Issue 39: a config: that drops layers, or a width the stored tensors do not have, is one line from the
+    """A config: that drops layers, or a width the stored tensors do not have, is one line from the
     header alone (models.check and the runner's stored-weights check), naming the tensor or the layer count."""
     from geolip_lib.models import preflight
     from geolip_lib.models.common import ModelLoadError
@@ -226,7 +226,7 @@ def test_a_config_the_tensor_infos_contradict_is_refused_before_a_kernel(tiny_gg
 
 
 def test_prepare_builds_the_dequantized_folder_once_before_any_job(tiny_gguf, cache):
-    """Issue 36: set-up builds the dequantized folder (models.prepare) so that the first job does not pay for it
+    """Set-up builds the dequantized folder (models.prepare) so that the first job does not pay for it
     inside its time limit (Qwen2.5-Coder: 13-16 min); a second prepare, and the load, read the same folder."""
     d, _, expected = tiny_gguf
     out = models.prepare(params(d))

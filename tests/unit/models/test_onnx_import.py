@@ -1,4 +1,4 @@
-"""ONNX -> Dinov2Model import (issue 36, ``geolip_lib.models.onnx_import``).
+"""ONNX -> Dinov2Model import (``geolip_lib.models.onnx_import``).
 
 A tiny random ``Dinov2Model`` under the attribute ``backbone`` of a saliency-like module (plus a
 Linear head) is exported with torch's TorchScript exporter (``dynamo=False``, opset 14): as in

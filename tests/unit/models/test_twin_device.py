@@ -1,4 +1,4 @@
-"""Issue 35: a generated random-init twin is drawn where its model lives (LoadedModel.random_init_weights
+"""A generated random-init twin is drawn where its model lives (LoadedModel.random_init_weights
 passes the model's device), and what it hands the battery is on that device; on the CPU the stream is
 the one it always was."""
 from __future__ import annotations

@@ -411,7 +411,7 @@ def test_per_token_cosines_are_the_preservation_items():
     assert c.shape == (10,) and c.mean() == pytest.approx(per_token_preservation(a, b)["mean"], abs=1e-12)
 
 
-# ------------------------------------------------------------------ seed-comparable modes and the lift (issue 12)
+# ------------------------------------------------------------------ seed-comparable modes and the lift
 def _with_correlation(s: np.ndarray, r: float, rng) -> np.ndarray:
     """A vector whose Pearson r with ``s`` is exactly ``r`` (s plus a noise orthogonal to it)."""
     z = (s - s.mean()) / s.std()
@@ -499,7 +499,7 @@ def test_lift_cv_and_coherence_claims():
 
 
 def test_coherence_reads_the_text_an_empty_or_looping_generation_is_not_coherent():
-    """Issue 37: a pooled cosine of 0.991 is no preserved coherence when the modulated generations
+    """A pooled cosine of 0.991 is no preserved coherence when the modulated generations
     are empty or a repetition loop: <run>_generation_coherent reads the text (prompts whose
     unmodulated generation is itself degenerate test nothing and are left out)."""
     from geolip_lib.modulators import stats

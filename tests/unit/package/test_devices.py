@@ -1,5 +1,5 @@
 """devices.cuda_problem: a rented box whose NVIDIA driver cannot run torch's CUDA build is one line
-(issue 38 §3: driver 535-570 with CUDA 13 wheels left torch.cuda.is_available() False, and every job
+(driver 535-570 with CUDA 13 wheels left torch.cuda.is_available() False, and every job
 ran on the CPU without a word)."""
 from __future__ import annotations
 

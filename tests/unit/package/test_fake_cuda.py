@@ -1,6 +1,6 @@
 """The fake CUDA device of tests/fake_cuda.py is itself a claim: it raises where CUDA raises and
 nowhere else (a checker that raised on sound code would send people chasing ghosts; one that let a
-mix through would pass the crashes of issue 35). Each rule is checked here on plain torch code."""
+mix through would pass the crashes a first GPU run had). Each rule is checked here on plain torch code."""
 from __future__ import annotations
 
 import numpy as np

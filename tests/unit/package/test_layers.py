@@ -191,7 +191,7 @@ def test_no_import_cycles():
 
 
 def test_families_never_import_models():
-    """Issue 31 §3: one arrow between the two packages, models -> families (the family files hold their
+    """One arrow between the two packages, models -> families (the family files hold their
     weight-name rules; the catalog's data model and store are ``checkpoints/``, below both)."""
     bad = []
     for path in FILES:

@@ -1,4 +1,4 @@
-"""The pentachoron CV without the tokenizer's special tokens (issue 37 §1): which rows, and the
+"""The pentachoron CV without the tokenizer's special tokens: which rows, and the
 same draws as the whole table's where they avoid the left-out rows."""
 from __future__ import annotations
 

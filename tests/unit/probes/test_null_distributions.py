@@ -1,4 +1,4 @@
-"""Notebook 01's kinds of numbers and its nulls as distributions (issue 22 §1), on small tables."""
+"""Notebook 01's kinds of numbers and its nulls as distributions, on small tables."""
 from __future__ import annotations
 
 import numpy as np

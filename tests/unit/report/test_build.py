@@ -113,7 +113,7 @@ def test_what_a_reader_meets_links_resolve_nothing_from_the_network(built):
 
 
 def test_what_a_person_sees_fits_the_window_and_has_no_empty_section(built):
-    """Issue 29: the index laid out in a 1280 px window is no wider than it; no section is empty."""
+    """The index laid out in a 1280 px window is no wider than it; no section is empty."""
     root, _ = built
     assert report.checks.reader_view_problems(root) == []
     assert report.checks.page_width(root / "index.html")["width"] <= report.checks.WINDOW_PX

@@ -1,4 +1,4 @@
-"""Issue 38 §4: the first screen of ``index.html`` (a 1280 x 800 window) shows the verdicts — the
+"""The first screen of ``index.html`` (a 1280 x 800 window) shows the verdicts — the
 matrix started at y ~ 930 when the run's account, the long note and "What this report tests" stood
 above it — and a claim no model of the seed's tested says what would test it (the paper profile)."""
 from __future__ import annotations

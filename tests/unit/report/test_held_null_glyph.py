@@ -1,4 +1,4 @@
-"""Issue 37 (referee): "held, but the null gives it too" got the glyph ● and the tooltip of
+"""A referee found: "held, but the null gives it too" got the glyph ● and the tooltip of
 "held" ("separated from every null") in the legend and the details, because ``_verdict``
 matched the prefix "held". It has its own glyph ■ and meaning, wherever a person reads it."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 29: a findings report read at a glance — the claims matrix and its bottom lines, tables
+"""A findings report read at a glance — the claims matrix and its bottom lines, tables
 that fit a 1280 px window, no word split in the PDF, no empty section, a header that names the
 run, trajectories as tables, sections not run said where their figures would be."""
 from __future__ import annotations
@@ -236,7 +236,7 @@ def test_every_glossary_term_and_seed_has_one_line():
 
 
 def test_each_stand_in_says_what_it_is_beside_the_matrix(claims_root):
-    """Issue 36 §5: a verdict on a stand-in says what the stand-in is ("a Q4_K_M Coder model", "possibly
+    """A verdict on a stand-in says what the stand-in is ("a Q4_K_M Coder model", "possibly
     fine-tuned", "Whisper, not T5"): the description its job's provenance records (else its params file's),
     under the matrix and in the column's tooltip, escaped, cut at DESCRIPTION_CHARS; tiny models never."""
     f = claims_root / "02_weight_topology" / "my-model" / "metrics.json"

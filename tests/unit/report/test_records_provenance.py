@@ -1,4 +1,4 @@
-"""The report keeps the provenance of a model loaded from GGUF or rounded to Q4_1 (issue 27 §1):
+"""The report keeps the provenance of a model loaded from GGUF or rounded to Q4_1:
 its ``weights`` block carries flags and maps beside the file digests (provenance.model_info)."""
 from __future__ import annotations
 

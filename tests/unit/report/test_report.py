@@ -124,7 +124,7 @@ def test_index_leads_with_findings(built):
 
 def test_the_built_report_passes_the_reader_checks(built):
     """The report run_all built: links resolve, nothing from the network, no live markup; and what a
-    person sees (issue 29): no wider than a 1280 px window, no empty section, no word of the PDF split."""
+    person sees: no wider than a 1280 px window, no empty section, no word of the PDF split."""
     assert report.checks.problems(built["out"]) == []
     assert report.checks.reader_view_problems(built["out"]) == []
 
@@ -185,7 +185,7 @@ def test_stale_reasons_cover_model_params_and_library(built, monkeypatch):
 
 
 def test_a_cell_says_what_kind_of_number_it_shows():
-    """Issue 22: an exact value says over what (no brackets), a bias-corrected estimate names its
+    """An exact value says over what (no brackets), a bias-corrected estimate names its
     plug-in, and a value the weight shapes force is marked, in the index's and the PDF's tables."""
     from geolip_lib import results
     from geolip_lib.report.sections import _cell

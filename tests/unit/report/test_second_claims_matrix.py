@@ -1,4 +1,4 @@
-"""Issue 37 §2: a second claims file evaluated by a second notebook-15 job (CLAIMS: ethayarajh-2019)
+"""A second claims file evaluated by a second notebook-15 job (CLAIMS: ethayarajh-2019)
 is a second verdict matrix on the findings page, "Do Ethayarajh (2019)'s claims hold?", beside
 seed 001's, each with its own figure; a root with seed 001's job alone is unchanged."""
 from __future__ import annotations

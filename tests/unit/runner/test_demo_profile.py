@@ -1,4 +1,4 @@
-"""Issue 38 §4: the main job (``make report``, the demo profile) gives verdicts on at least three
+"""The main job (``make report``, the demo profile) gives verdicts on at least three
 trained stand-ins: each runs the notebooks seed 001's claims read most (01, 02, 06), no tiny random
 model is in it (they are left to the tests and never get a verdict), and the claims notebook runs last."""
 from __future__ import annotations

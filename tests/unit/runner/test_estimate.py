@@ -1,4 +1,4 @@
-"""The plan's cost model and what a researcher needs to trust it (issue 31 §1, issue 30's --plan items):
+"""The plan's cost model and what a researcher needs to trust it:
 estimates fitted to measured jobs (``geolip_lib/runner/timings/``) and tested on held-out ones, cost per
 checkpoint and per null seed, hand-edited ``job_timing.json`` ignored with one line, bounded target-box flags,
 headroom, the real checkpoints' stored format, advice for what does not fit and ``--skip-unfit``."""
@@ -72,7 +72,7 @@ def test_fit_recovers_known_rates_exactly():
 
 
 def test_cost_counts_checkpoints_and_null_seeds():
-    """The work terms are linear in the checkpoints of a trajectory and in the null builds (issue 30: 300
+    """The work terms are linear in the checkpoints of a trajectory and in the null builds (300
     checkpoints were priced at 2 s)."""
     base = {"params": 6e7, "width": 512, "runs": 1, "null_seeds": 0, "null_share": 1.0, "twin": 0, "vocab": 32128,
             "n_cos": 2000, "n_dist": 1000, "pca_rows": 32128, "image_tokens": 0, "n_images": 8}

@@ -1,4 +1,4 @@
-"""The plan's GPU column from measured per-step GPU rates (issue 35 §4-5; ``geolip_lib/runner/gpu_rates.py``):
+"""The plan's GPU column from measured per-step GPU rates (``geolip_lib/runner/gpu_rates.py``):
 the measured files parse, crashed steps are no rates, a GPU row of a measured notebook is the hand sum of
 the jsonl's steps, an unmeasured notebook stays ASSUMED, a bad row is one line naming it."""
 from __future__ import annotations

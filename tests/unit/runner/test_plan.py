@@ -119,7 +119,7 @@ def test_memory_parallel_and_gpu_shortfalls():
     tiny = _plan("tiny")
     peak = tiny.totals["host_peak"] / (1 - P.HEADROOM)  # the memory a job's peak needs, headroom kept free
     assert _with(tiny, free_mem=peak + 1).shortfalls() == []
-    # two jobs whose peaks do not fit together are no shortfall (issue 36: a real profile with one 1.5B model
+    # two jobs whose peaks do not fit together are no shortfall (a real profile with one 1.5B model
     # among small ones was refused at --jobs 2): the largest runs alone, the plan says so, the launcher admits it
     two = _with(tiny, free_mem=peak + 1, parallel=2)
     assert two.shortfalls() == []

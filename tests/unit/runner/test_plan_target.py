@@ -1,4 +1,4 @@
-"""``--plan`` for the box you will rent (issue 23, items 12-14): a target box through the plan's what-if
+"""``--plan`` for the box you will rent (items 12-14): a target box through the plan's what-if
 (``--gpus``, ``--gpu-memory``, ``--host-memory``, ``--disk``), the estimated time per job and in total
 from the rates kept as data (``geolip_lib/runner/rates.yaml``), the table's width and words, exit codes."""
 from __future__ import annotations

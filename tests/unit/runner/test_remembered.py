@@ -1,4 +1,4 @@
-"""Answers remembered by a digest of their inputs (``geolip_lib.runner.remembered``, issue 38 §2): read back
+"""Answers remembered by a digest of their inputs (``geolip_lib.runner.remembered``): read back
 equal and of the same types, computed again for another key, a broken record or ``GEOLIP_REMEMBER=0``, never
 for an exception; and the runner's answers read back are those it computes (a tiny model's problems and size,
 a claims file's problems, the cost fits)."""

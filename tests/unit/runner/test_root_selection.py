@@ -1,4 +1,4 @@
-"""Issue 38 §1: the report's header describes the output root as a whole, not its last run. A
+"""The report's header describes the output root as a whole, not its last run. A
 ``--models my-phi3`` run, then ``--notebooks 15_seed_claims`` (what the report used to tell the user
 to run) headed the report "narrowed by --notebooks 15_seed_claims"; a whole-profile run followed by a
 rerun of 15 said the root was narrowed though it holds every job. The root's ``.profile.json`` keeps
@@ -98,7 +98,7 @@ def test_a_run_of_notebooks_that_feed_the_claims_says_the_claims_did_not_run(tmp
 
 # ---------------------------------------------------------------- a refusal after a notebook is saved
 def test_the_claims_check_is_remembered_across_a_notebook_saved_with_outputs(tmp_path):
-    """Issue 38 §2: the claims check (torch, 4.3 CPU s) is remembered by what it reads of notebooks/: the
+    """The claims check (torch, 4.3 CPU s) is remembered by what it reads of notebooks/: the
     entries' names and the .py files, not the .ipynb bytes JupyterLab rewrites on each save."""
     from geolip_lib.runner.jobs import notebooks_code_digest
 

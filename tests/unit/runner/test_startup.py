@@ -1,4 +1,4 @@
-"""The command line starts without torch (issue 38 §2): what ``run_all.py`` imports to parse its flags, to
+"""The command line starts without torch: what ``run_all.py`` imports to parse its flags, to
 refuse a bad flag or an unknown profile and to set up a run imports neither torch nor transformers (nor
 papermill, pandas or scipy); they come when a model is sized or checked, or a job runs. A refusal of a bad
 parameter, an undeclared one, a missing params file or claims file, and ``--plan`` of the tiny profile, once

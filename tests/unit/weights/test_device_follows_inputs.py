@@ -1,4 +1,4 @@
-"""Issue 35: the weight battery, the QK operators and their random-init nulls run where their
+"""The weight battery, the QK operators and their random-init nulls run where their
 inputs are. On the H200 they crashed on device mix-ups (cross_layer's CPU Gram beside CUDA rows,
 layer_gram's ``.numpy()`` of CUDA factors); here they run under :mod:`tests.fake_cuda` (CPU compute,
 CUDA's placement rules), on a store whose tensors are on the fake ``cuda:0`` and on a CPU store

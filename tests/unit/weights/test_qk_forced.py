@@ -1,4 +1,4 @@
-"""Structure forces some QK balances (issue 22 §3): grouped-query attention with
+"""Structure forces some QK balances: grouped-query attention with
 2·n_kv_heads·head_dim ≤ d gives exactly as many positive as negative nonzero eigenvalues of the
 layer form whatever the weights hold; the battery marks such values "forced by shape", the
 headlines carry the mark, and the cross-model QK means leave them out."""

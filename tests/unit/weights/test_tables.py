@@ -95,7 +95,7 @@ def test_battery_claims_record_the_seed_definition_with_the_project_beside_it(to
     assert len(want) == 2 * 2 + 2 and sc["value"] == pytest.approx(np.mean(want))  # 2 stacks × (q, k) + 2 mlp_in
     assert sc["nulls"]["random init"]["value"] == pytest.approx(T.claims.seed_cross_layer(n)[0])
     assert "6 weight groups, 12 adjacent layer pairs" in sc["interval"]["method"]
-    # issue 37: the project's Q, K, V, O groups as magnitudes, and the seed's attention types each
+    # the project's Q, K, V, O groups as magnitudes, and the seed's attention types each
     att = [d["adj_mean"] for (_, a, r), d in res.cross.items() if r in ("q", "k", "v", "o")]
     assert c["cross_layer_corr"]["attention|abs"]["value"] == pytest.approx(np.mean(np.abs(att)))
     assert c["cross_layer_corr"]["attention"]["value"] == pytest.approx(np.mean(att))
@@ -122,14 +122,14 @@ def test_seed_cross_layer_pools_q_k_or_the_fused_qkv_and_mlp_up():
 
 
 def _cancelling_roles(signs=(1, -1, 1, -1), m=0.0006):
-    """MiniLM-like (issue 37): four attention roles, each beyond |x| = 0.0005, of alternating sign."""
+    """MiniLM-like: four attention roles, each beyond |x| = 0.0005, of alternating sign."""
     roles = ("q", "k", "v", "o")
     return {f"encoder/self/{r}": {"adj_mean": s * m, "layers": list(range(6))} for r, s in zip(roles, signs)} | \
         {"encoder/-/mlp_in": {"adj_mean": -0.0006, "layers": list(range(6))}}
 
 
 def test_cancelling_roles_pool_to_zero_signed_but_not_as_magnitudes_or_each():
-    """Issue 37: four roles of ±0.0006 pool to 0 in the signed means (the project's Q, K, V, O and the
+    """Four roles of ±0.0006 pool to 0 in the signed means (the project's Q, K, V, O and the
     seed's Q, K, mlp_up), which the rule '~0.000' reads as held; their magnitudes do not cancel, and
     the seed's attention types tested each have their largest |mean| 0.0006."""
     cl = _cancelling_roles()
