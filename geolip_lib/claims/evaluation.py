@@ -190,8 +190,9 @@ def _row(c: Claim, fi: int, form: Form, model: str, job: str, scope: str, h: Map
                    f"{_num(ref, c.scale, c.unit)}")
     row.update({
         "seed value": _num(ref, c.scale, c.unit) if ref is not None else c.seed_value,
-        "measured": _show(h, c.scale, c.unit), "value": value, "lo": lo, "hi": hi,
-        "kind": kind_of(h.get("interval")),
+        # a forced value shows what it is made of, not a number such as 0.5001 that reads like "locked at 0.500"
+        "measured": f"nonzero balance {forced['balance']:.4g}" if forced else _show(h, c.scale, c.unit),
+        "value": value, "lo": lo, "hi": hi, "kind": kind_of(h.get("interval")),
         "project definition": _show(h.get("project"), c.scale, c.unit) if form.definition == "seed" and
         isinstance(h.get("project"), Mapping) else "",
         "nulls": "; ".join(f"{k}: {_show(n, c.scale, c.unit)}" for k, n in nulls.items()),

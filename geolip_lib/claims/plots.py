@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from .registry import ClaimSet, load
 from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, NOT_TESTED, UNDECIDED
-from .tables import VERDICT_COLORS, owner_word
+from .tables import VERDICT_COLORS, for_owner, owner, owner_word
 
 __all__ = ["claims_forest", "claims_matrix", "VERDICT_COLORS", "VERDICT_MARKERS"]
 
@@ -75,7 +75,7 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
         _reference(ax, c)
         if not mine:
             status = [r for r in rows if r["claim"] == c.id]
-            msg = "\n".join(textwrap.fill(t, LABEL_CHARS, break_on_hyphens=False) for t in sorted(
+            msg = "\n".join(textwrap.fill(for_owner(t, owner(cs)), LABEL_CHARS, break_on_hyphens=False) for t in sorted(
                 {f"[{_short(r['reading'])}] {r['model']}: {r['verdict']}" for r in status if r["seed model"]})[:4]
             ) or "not measured on this profile"
             ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, color="0.3", fontsize=7,
@@ -102,7 +102,8 @@ def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, Claim
                     seen_nulls.add(k)
             star = "" if r["seed model"] else " (stand-in)"
             scope = f" {r['scope']}" if r["scope"] not in ("", "embedding") else ""
-            labels.append(textwrap.fill(f"[{_short(r['reading'])}] {r['model']}{scope}{star}", LABEL_CHARS,
+            labels.append(textwrap.fill(for_owner(f"[{_short(r['reading'])}] {r['model']}{scope}{star}", owner(cs)),
+                                        LABEL_CHARS,
                                         break_on_hyphens=False))
         ax.set_yticks(range(len(mine)), labels, fontsize=6.5)
         ax.set_ylim(-0.7, len(mine) - 0.3)

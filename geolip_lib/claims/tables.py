@@ -15,7 +15,7 @@ from .registry import Claim, load
 from .rules import FORCED, HELD, HELD_NULL, NOT_HELD, NOT_HELD_NULL, NOT_TESTED, STATUSES, UNDECIDED, VERDICTS, display_null
 
 __all__ = ["SUMMARY_COLUMNS", "DETAIL_COLUMNS", "READINGS_COLUMNS", "summary_frame", "detail_frame", "readings_frame",
-           "headline", "power_sentences", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_COLORS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line",
+           "headline", "power_sentences", "HEADLINE_KEYS", "VERDICT_GLYPHS", "VERDICT_COLORS", "VERDICT_MEANING", "fold_verdicts", "matrix", "bottom_line", "for_owner",
            "matrix_frame", "owner", "owner_word", "value_head", "value_range"]
 
 #: one row per (claim, reading): the report's lead table
@@ -190,7 +190,9 @@ def _cell(c: Claim, mine: list[dict]) -> dict:
     stand_in = next((r["stand-in reading"] for r in rows if r.get("stand-in reading")), "")
     if stand_in and text != "–":  # the cell says which attention it read
         text += f" · read on {stand_in.split(' (')[0].rsplit(' of ', 1)[-1]}"
-    deq = next((r.get("dequantized") for r in rows if r.get("dequantized")), None)
+    # the weights' rounding is named only where it bears on the claim (its claims file says how): a modulator's
+    # phase boundary measured on a dequantized model is no statement about its weights
+    deq = next((r.get("dequantized") for r in rows if r.get("dequantized")), None) if c.quantization else None
     reading = rows[0]["reading"] if rows else ""
     others = sorted({r["reading"] for r in mine if r["form"] in measured and r["form"] != fi})
     why = "; ".join(dict.fromkeys(f"{r['scope'] + ': ' if r['scope'] else ''}{r['reason']}" for r in rows
@@ -250,6 +252,21 @@ def owner(cs: Any) -> str:
 def owner_word(whose: str) -> str:
     """"seed" or "paper", for labels (``whose``: :func:`owner`'s words)."""
     return "seed" if whose == "the seed's" else "paper"
+
+
+#: the seed's words in the readings' names, and a paper's for them (a paper has no "seed" that measured)
+_OWNER_WORDS = (("as the seed measured", "as the paper measured"), ("[seed's]", "[paper's]"),
+                ("table = seed", "table = paper"), ("the seed's cells", "the paper's text"))
+
+
+def for_owner(text: str, whose: str) -> str:
+    """``text`` (a reading's name, a cell, a column head) in the words of the claims' owner: unchanged for a
+    seed's claims, "as the paper measured" for a paper's."""
+    if owner_word(whose) == "seed":
+        return text
+    for a, b in _OWNER_WORDS:
+        text = text.replace(a, b)
+    return text
 
 
 def value_head(whose: str) -> str:

@@ -31,11 +31,12 @@ def _claims_table(rows: list[dict], columns: list[str], whose: str = "the seed's
     models" where a seed's read "seed value", "seed models"."""
     columns = nonempty_columns(rows, columns)
     word = claims_tables.owner_word(whose)
-    label = {c: c.replace("seed ", f"{word}'s ", 1) if word != "seed" and c.startswith("seed ") else c
-             for c in columns}
+    label = {c: claims_tables.for_owner(c.replace("seed ", f"{word}'s ", 1) if word != "seed" and c.startswith("seed ")
+                                        else c, whose) for c in columns}
     head = "".join(_th(label[c], c.replace(' ', '-')) for c in columns)
-    body = "".join("<tr>" + "".join(f"<td class='{html.escape(c.replace(' ', '-'), quote=True)}'>"
-                                    f"{_verdict(str(r[c])) if c == 'verdict' else breakable(str(r.get(c) or ''))}</td>"
+    def cell(r: dict, c: str) -> str:
+        return _verdict(str(r[c])) if c == "verdict" else breakable(claims_tables.for_owner(str(r.get(c) or ""), whose))
+    body = "".join("<tr>" + "".join(f"<td class='{html.escape(c.replace(' ', '-'), quote=True)}'>{cell(r, c)}</td>"
                                     for c in columns) + "</tr>" for r in rows)
     return f"<div class='tablewrap'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 

@@ -93,3 +93,11 @@ def test_a_floor_beyond_the_rule_is_undecided_and_every_verdict_states_it(tmp_pa
     low = dict(floor, value=0.02)
     row = _verdict(tmp_path, write_job, h(0.93, 0.91, 0.95, floor=low), "{at_most: 0.05}")
     assert row["verdict"] == NOT_HELD and "the floor its design sets: 0.02" in row["reason"]
+
+
+def test_a_papers_page_says_the_paper_where_a_seeds_says_the_seed():
+    from geolip_lib.claims.tables import for_owner
+    name = "as the table says = as the seed measured (best layer pair)"
+    assert for_owner(name, "the seed's") == name
+    assert for_owner(name, "the paper's") == "as the table says = as the paper measured (best layer pair)"
+    assert for_owner("held ([seed's] 0.1)", "the paper's") == "held ([paper's] 0.1)"
