@@ -1,10 +1,11 @@
 """Figures of the claims findings (notebook 15 and the top of the report)."""
 from __future__ import annotations
 
+import functools
 import math
 import re
 import textwrap
-from typing import Union
+from typing import Callable, Union
 
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
@@ -36,6 +37,18 @@ def _short(reading: str) -> str:
     return reading
 
 
+def _plain_text(draw: Callable) -> Callable:
+    """Draw with every string taken literally: a claims file's title, a model's name or a seed value with a
+    "$" would otherwise be parsed by matplotlib as mathtext (an unmatched "$" raised and stopped notebook 15).
+    The setting is read when each text is created, so it holds when the figure is saved later."""
+    @functools.wraps(draw)
+    def wrapped(*args, **kwargs):
+        with plt.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+    return wrapped
+
+
+@_plain_text
 def claims_forest(rows: list[dict], max_rows: int = 10, claims: Union[str, ClaimSet, None] = None):
     """One panel per claim: every measured (reading, model, scope) as value ± 95 % interval (an
     exact value as a point, marked "exact"), coloured and shaped by its verdict (held, held but
@@ -168,6 +181,7 @@ def short_cell_text(text: str, width: int = FIGURE_CELL_CHARS) -> str:
     return text if len(text) <= width else text[:width - 1].rstrip() + "…"
 
 
+@_plain_text
 def claims_matrix(m: dict, title: str = ""):
     """The verdict matrix (:func:`geolip_lib.claims.tables.matrix`): claims down, models across
     (the seed's models, a dashed line, then the trained stand-ins); each cell a marker whose
