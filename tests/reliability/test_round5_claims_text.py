@@ -19,12 +19,12 @@ NB = "02_weight_topology"
 def test_dollar_signs_in_a_claims_file_are_drawn_literally(tmp_path):
     cf = tmp_path / "dollar-x.yaml"
     cf.write_text(f"""name: dollar-x
-title: "Paper $x^{{2 costs $5: a $\\\\frac{{ title"
+title: "Paper $x^{{2 costs$ 5"
 source: "Paper X"
 claims:
   - id: q
-    title: "the $q_{{sparsity}} claim, $$"
-    seed_value: "$0.9$ or $"
+    title: "the $q_{{sparsity claim$"
+    seed_value: "$0.9^{{$"
     seed_models_text: "X"
     forms:
       - reading: both
