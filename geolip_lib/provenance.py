@@ -13,8 +13,18 @@ runtime calls it in :func:`geolip_lib.runtime.Job.finish`):
 - ``device``/``dtype``, ``parameters`` and ``wall_time_s`` (added by the runtime).
 
 sha256 of a multi-GB weight file takes tens of seconds, so digests are cached in
-``.cache/sha256.json`` keyed by path, size and mtime: a file that changed is hashed again. A
-cache of another shape (a list, ``NaN``, a value that is no sha256) is ignored and rebuilt.
+``<cache>/sha256.json`` keyed by the file's path, size, mtime, ctime, inode and device
+(:func:`sha_cache_key`, the fields of ``runner.remembered.path_state``): a file replaced by one of the
+same size and mtime (``cp -p``, ``rsync -a``, ``touch -r``) has another inode or ctime, and neither can
+be set back by hand, so it is hashed again. The cache is read bounded (a regular file of at most
+:data:`SHA_CACHE_MAX_BYTES`; a larger, malformed or foreign one is read as empty and rebuilt), and kept
+small: each write drops the entries of files that are gone or changed since, and keeps at most
+:data:`SHA_CACHE_MAX_ENTRIES`, the newest. A value that is not 64 hex digits is ignored.
+
+What a derived folder holds (a dequantized GGUF, a converted ONNX / CTranslate2 file, a rounded or
+canonical-layout copy, an assembled package) is recorded when it is made (:func:`folder_record`: each
+file's size, sha256 and :func:`file_state`) and checked on every use (:func:`folder_problem`): a file
+replaced, added or removed since makes the copy rebuilt, never read as the source's.
 """
 from __future__ import annotations
 
@@ -23,6 +33,7 @@ import json
 import os
 import platform
 import re
+import stat
 import subprocess
 from functools import lru_cache
 from importlib import metadata
@@ -34,6 +45,7 @@ from safetensors import safe_open
 from .lazy import lazy
 from .paths import ROOT, cache_root
 from .results import atomic_write_text
+from .roots import RootReadError, read_json_file
 
 torch = lazy("torch")  # the device of a run (torch.cuda), read when a provenance is written
 
@@ -84,43 +96,127 @@ def library_hash() -> str:
 
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+#: the most ``sha256.json`` may weigh (an entry is about 250 bytes: :data:`SHA_CACHE_MAX_ENTRIES` fit well under it)
+SHA_CACHE_MAX_BYTES = 2 * 1024 * 1024
+#: the most entries ``sha256.json`` keeps (the newest): a checkout's weight files, converted and rounded copies
+SHA_CACHE_MAX_ENTRIES = 4096
+
+
+def file_state(st: os.stat_result) -> list[int]:
+    """What a file is on disk without reading it: ``[size, mtime_ns, ctime_ns, inode, device]``. A rewrite, a
+    replacement (``cp -p``, ``rsync -a``: another inode or ctime) or a touch changes it; ctime cannot be set by
+    hand, so a file given back its old size and mtime still differs."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def sha_cache_key(path: Path, st: os.stat_result) -> str:
+    """The key of ``path`` (absolute) in ``sha256.json``: the path and its :func:`file_state`. What the key binds
+    is what stands for the content: a planted entry must name the file's inode, ctime and device of the moment,
+    and goes stale at the next change of the file; the value must be 64 hex digits."""
+    return "|".join([str(path), *map(str, file_state(st))])
 
 
 def _read_sha_cache(cache: Path) -> dict:
-    """The digests of ``.cache/sha256.json`` that have their shape (a JSON object of string keys
-    to 64 lowercase hex digits); the rest is ignored and rebuilt: a file that is a list, a
-    number, ``NaN`` or damaged costs a re-hash, never a job (``[]`` failed every job before)."""
+    """The digests of ``sha256.json`` that have their shape (a JSON object of string keys to 64 lowercase hex
+    digits), read bounded (a regular file of at most :data:`SHA_CACHE_MAX_BYTES`, never a pipe); the rest is
+    ignored and rebuilt: a file that is a list, a number, ``NaN``, damaged or oversized costs a re-hash, never a
+    job (``[]`` failed every job before; a 254 MB file was read whole on every call)."""
     try:
-        known = json.loads(cache.read_text(encoding="utf-8"), parse_constant=lambda c: None)
-    except (OSError, ValueError, RecursionError):
+        known = read_json_file(cache, max_bytes=SHA_CACHE_MAX_BYTES, what="the sha256 cache")
+    except (OSError, RootReadError, RecursionError):
         return {}
     if not isinstance(known, dict):
         return {}
     return {k: v for k, v in known.items() if isinstance(v, str) and _HEX64.fullmatch(v)}
 
 
-def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
-    """sha256 of a file, cached by (absolute path, size, mtime) in ``.cache/sha256.json``."""
-    path = Path(path).resolve()
-    st = path.stat()
-    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
-    cache = cache or cache_root() / "sha256.json"
-    known = _read_sha_cache(cache)
-    if key in known:
-        return known[key]
+def _still_current(key: str) -> bool:
+    """An entry whose file is still there as it was when hashed (a gone or changed file's entry can never be
+    read again: it is dropped)."""
+    path = key.rsplit("|", 5)[0]
+    try:
+        return sha_cache_key(Path(path), os.stat(path)) == key
+    except OSError:
+        return False
+
+
+def _hash_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 22), b""):
             h.update(block)
-    digest = h.hexdigest()
+    return h.hexdigest()
+
+
+def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
+    """sha256 of a file, cached in ``<cache>/sha256.json`` by its path and :func:`file_state` (module docstring)."""
+    path = Path(path).resolve()
+    key = sha_cache_key(path, path.stat())
+    cache = cache or cache_root() / "sha256.json"
+    known = _read_sha_cache(cache)
+    if key in known:
+        return known[key]
+    digest = _hash_file(path)
+    if sha_cache_key(path, path.stat()) != key:  # changed while it was read: not remembered under either state
+        return digest
     known = _read_sha_cache(cache)  # re-read before writing: another job may have added entries meanwhile
-    known = {k: v for k, v in known.items() if not k.startswith(f"{path}|")}
-    known[key] = digest
+    kept = [(k, v) for k, v in known.items() if k != key and _still_current(k)]
+    kept = kept[-(SHA_CACHE_MAX_ENTRIES - 1):] + [(key, digest)]
     try:
-        atomic_write_text(cache, json.dumps(known, indent=0, sort_keys=True))
+        atomic_write_text(cache, json.dumps(dict(kept), indent=0))
     except OSError:  # a read-only cache only costs the next run a re-hash
         pass
     return digest
+
+
+def folder_record(folder: Path, skip: Iterable[str] = ()) -> dict:
+    """``{relative path: {"bytes", "sha256", "state"}}`` of every regular file under ``folder`` (but ``skip``):
+    what a derived folder holds when it is made, kept in its own record and checked by :func:`folder_problem`.
+    ``state`` is :func:`file_state` without the device: renaming the folder into place keeps it."""
+    folder = Path(folder)
+    out = {}
+    for f in sorted(folder.rglob("*")):
+        rel = f.relative_to(folder).as_posix()
+        if rel in skip or f.is_symlink() or not f.is_file():
+            continue
+        st = f.stat()
+        out[rel] = {"bytes": st.st_size, "sha256": _hash_file(f), "state": file_state(st)[:4]}
+    return out
+
+
+def folder_problem(folder: Path, record, skip: Iterable[str] = ()) -> str:
+    """Why ``folder`` no longer holds what :func:`folder_record` recorded, or ``""``: no record, a file added,
+    removed, replaced by a link, or whose bytes differ. A file as it was (its state unchanged) is not read; one
+    whose state changed (the folder copied, restored) is hashed (:func:`file_sha256`, cached by its new state)
+    and kept when its bytes are the recorded ones."""
+    folder = Path(folder)
+    if not isinstance(record, dict) or not record:
+        return "its record lists no files (made by an older version, or edited)"
+    skip = set(skip)
+    found = sorted(f.relative_to(folder).as_posix() for f in folder.rglob("*")
+                   if f.relative_to(folder).as_posix() not in skip and (f.is_symlink() or not f.is_dir()))
+    extra = sorted(set(found) - set(record))
+    if extra:
+        return f"{extra[0]} was added after the copy was made"
+    for rel, want in sorted(record.items()):
+        f = folder / rel
+        if not isinstance(want, dict) or not isinstance(want.get("sha256"), str):
+            return f"its record of {rel} is not a digest (edited)"
+        try:
+            st = os.lstat(f)
+        except OSError:
+            return f"{rel} is missing (the copy lists it)"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{rel} is not the regular file written when the copy was made"
+        if file_state(st)[:4] == want.get("state") and st.st_size == want.get("bytes"):
+            continue
+        if st.st_size != want.get("bytes"):
+            return f"{rel} has {st.st_size} bytes, {want.get('bytes')} when the copy was made (replaced)"
+        got = file_sha256(f)
+        if got != want["sha256"]:
+            return f"{rel} is not the file written when the copy was made (sha256 {got[:12]}..., recorded " \
+                   f"{str(want['sha256'])[:12]}...)"
+    return ""
 
 
 #: safetensors' dtype codes -> torch's names (what ``dtype`` in the provenance uses)
@@ -258,5 +354,6 @@ def collect(models: Iterable[Any] = ()) -> dict:
             "device": device_info(), "models": [model_provenance(lm) for lm in models]}
 
 
-__all__ = ["collect", "device_info", "dtype_name", "file_sha256", "git_info", "library_hash", "model_provenance",
-           "stored_dtype", "tensor_headers", "tree_hash", "versions"]
+__all__ = ["SHA_CACHE_MAX_BYTES", "SHA_CACHE_MAX_ENTRIES", "collect", "device_info", "dtype_name", "file_sha256",
+           "file_state", "folder_problem", "folder_record", "git_info", "library_hash", "model_provenance",
+           "sha_cache_key", "stored_dtype", "tensor_headers", "tree_hash", "versions"]

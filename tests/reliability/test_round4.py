@@ -112,7 +112,7 @@ def test_a_malformed_sha256_cache_is_ignored_and_rebuilt(tmp_path, text):
     f = tmp_path / "w.bin"
     f.write_bytes(b"weights")
     st = f.stat()
-    key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    key = provenance.sha_cache_key(f.resolve(), st)
     cache = tmp_path / "sha256.json"
     cache.write_text(text.replace("KEY", key))
     want = hashlib.sha256(b"weights").hexdigest()
