@@ -189,9 +189,16 @@ job.table(tables.principal_angle_table(analyses, null_an), caption=f"Top-{TOP_K}
 # %% [markdown]
 # ## 6. Verdict
 #
-# The seed's thresholds on the mean operator cosine to the anchor (the anchor itself
-# excluded — the seed averaged its self-cosine 1.0 in): above 0.9 STRONG, above 0.5
-# MEDIUM, above 0.1 WEAK, else REJECTED.
+# The seed's grades of the mean operator cosine to the anchor: above 0.9 STRONG, above 0.5
+# MEDIUM, above 0.1 WEAK, else REJECTED. The table gives that mean two ways. **The seed's
+# arithmetic**, as its verdict cell computes it: per layer the mean over heads of the signed
+# cosine to the anchor, then the mean over *every* layer, the anchor's cosine with itself (1)
+# included. **The project's**: the same with the anchor left out, since its self-cosine says
+# nothing about alignment and lifts the mean by $(1-\text{mean})/L$ — about $1/L$ where the
+# operators are orthogonal, so a 6-layer stack reads WEAK by the seed's arithmetic even at
+# random init. The two are tied exactly: seed $= ((L-1)\cdot$project$ + 1)/L$. Both are
+# recorded for the claims (`metrics.claims`: the seed's as the headline, the project's as
+# `project`).
 #
 # Each headline below is a mean over **every** layer pair and head of the group: an exact
 # function of the weights, with nothing sampled, so the headline shows it as exact ("exact
@@ -212,10 +219,10 @@ null_intervals = {g: {k: M.intervals.bootstrap(s["values"], seed=SEED, what=s["w
 null_samples_seeds = rnull.samples  # the random-init null over its init seeds (sampled layers)
 verdicts = tables.verdict_rows(analyses, null_an)
 shown = pd.DataFrame(verdicts)
-shown.insert(min(2, shown.shape[1]), "cos→anchor [95 % interval]", [M.intervals.format_value(v["mean cos to anchor"],
-             intervals[v["group"]].get("cos_to_anchor")) for v in verdicts])
-job.table(shown, caption="Verdict per attention group (mean operator cosine to the anchor, anchor excluded)",
-          index=False)
+shown.insert(min(4, shown.shape[1]), "project's cos→anchor [95 % interval]", [M.intervals.format_value(
+    v[tables.PROJECT_MEAN], intervals[v["group"]].get("cos_to_anchor")) for v in verdicts])
+job.table(shown, caption="Verdict per attention group: the mean operator cosine to the anchor by the seed's "
+          "arithmetic (anchor included) and by the project's (anchor excluded)", index=False)
 
 # %% [markdown]
 # ## 7. (e) The seed's question: operator cosine vs spectral cosine
@@ -233,11 +240,13 @@ job.table(shown, caption="Verdict per attention group (mean operator cosine to t
 # random-init column is the baseline to beat. The same records are this job's
 # `metrics.claims` (`operators.tables.operator_claims`): seed 004's question as data,
 # `params/claims/seed-004.yaml`, given verdicts by notebook 15 beside the random-init null.
+# The means here are the project's (anchor excluded); each claims record also holds the
+# seed's arithmetic (every layer, anchor included) as its headline.
 
 # %%
 spectral = tables.spectral_records(analyses, null_an, intervals, null_intervals, samples, null_samples_seeds)
 metrics["spectral_vs_operator"] = spectral
-metrics["claims"] = tables.operator_claims(spectral)  # seed 004's claims: params/claims/seed-004.yaml, notebook 15
+metrics["claims"] = tables.operator_claims(spectral, analyses, null_an)  # params/claims/seed-004.yaml, notebook 15
 if ops:  # no attention group: no figure (the reason is in not_run)
     job.figure(plots.spectral_vs_operator(analyses, null_an), "spectral_vs_operator", key=True)
 job.table(tables.spectral_table(spectral), caption="Operator vs spectral cosine between layers (means over "

@@ -7,16 +7,17 @@
 * :mod:`.measure` — :func:`measure_layers` (plain tensors), :class:`QKOperators`,
   :func:`save` / :func:`load` (JSON + safetensors);
 * :mod:`.analyse` — seed 004's analyses (operator cosine, spectral cosine, rescale,
-  curvature sign, principal angles, verdict) and :func:`headline_samples` (the items each headline averages,
-  for its bootstrap interval);
+  curvature sign, principal angles, the verdict's mean by the seed's arithmetic and by the
+  project's) and :func:`headline_samples` (the items each headline averages, for its bootstrap
+  interval);
 * :mod:`.model` — :func:`measure_model` over a model's weight catalog (every attention
   group: self / cross, encoder / decoder / vision / text);
 * :mod:`.tables` — the notebook's tables (one row per group / layer) from the analyses;
 * :mod:`.plots` — the figures of notebooks 06 (QK operators) and 07 (cross-scale projection).
 """
 from .analyse import (analyse, depth_bands, fraction_positive, headline_samples, operator_cosine,
-                      principal_angles, rescale_residual, sign_agreement, spectral_cosine, top1_overlap,
-                      verdict)
+                      principal_angles, rescale_residual, seed_cos_to_anchor, sign_agreement, spectral_cosine,
+                      top1_overlap, verdict)
 from .factored import (dense_layer_gram, dense_operators, dense_sym_eigvals, kv_head_index,
                        layer_gram, operator_fro_sq, split_heads, stack_layers, sym_eig)
 from .measure import QKOperators, load, measure_layers, save

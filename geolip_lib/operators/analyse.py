@@ -11,10 +11,18 @@
     operator cosine of (a) is then below 1;
 and the verdict line.
 
-Fixes relative to the seed: normalisation uses the gram diagonal (the seed's own note);
-the verdict's mean cosine to the anchor excludes the anchor itself (the seed averaged its
-self-cosine 1.0 in, biasing every verdict upward by (1 − mean)/n_layers); the early / mid /
-late depth bands are thirds of the stack instead of the hard-coded 12/24 of Qwen3-4B.
+Two readings of the verdict's mean cosine to the anchor are kept side by side:
+
+* the seed's (:func:`seed_cos_to_anchor`, ``analyse(...)["seed"]``): its verdict cell as its code
+  computes it — per layer the mean over heads of the signed cosine to the anchor, then the mean
+  over **every** layer, the anchor's cosine with itself (1) included;
+* the project's (``analyse(...)["mean_cos_to_anchor"]``): the same mean with the anchor left
+  out, since its self-cosine says nothing about alignment and lifts the mean by
+  ``(1 − mean)/n_layers``. With equal heads per layer the two are tied exactly:
+  ``seed = ((n_layers − 1)·project + anchor's self-cosine) / n_layers``.
+
+Other differences from the seed: normalisation uses the gram diagonal (the seed's own note); the
+early / mid / late depth bands are thirds of the stack instead of the hard-coded 12/24 of Qwen3-4B.
 """
 from __future__ import annotations
 
@@ -25,11 +33,15 @@ from ..validation import as_tensor, check_positive_int, fail
 from .measure import QKOperators
 
 __all__ = ["operator_cosine", "spectral_cosine", "rescale_residual", "sign_agreement", "fraction_positive",
-           "principal_angles", "top1_overlap", "depth_bands", "verdict", "analyse", "headline_samples"]
+           "principal_angles", "top1_overlap", "depth_bands", "verdict", "seed_cos_to_anchor", "analyse",
+           "headline_samples"]
 
 #: a headline is bootstrapped over its layer pairs (each pair's mean over heads) when it
 #: averages at least this many; below that (2- or 3-layer stacks) over (layer pair, head) cells
 MIN_PAIRS = 4
+
+#: the seed's floor (its ``np.maximum(…, 1e-20)``) on each ‖g‖² and on the cosine's denominator
+SEED_FLOOR = 1e-20
 
 VERDICTS = ((0.9, "STRONG", "same operator up to scalar across all layers"),
             (0.5, "MEDIUM", "substantial shared operator, but layer-specific drift"),
@@ -190,6 +202,34 @@ def verdict(mean_cos_to_anchor: float) -> str:
     return f"{VERDICTS[-1][1]}: {VERDICTS[-1][2]}."  # NaN
 
 
+def seed_cos_to_anchor(gram, anchor: int) -> torch.Tensor:
+    """Per layer and head, the operator cosine to the anchor exactly as seed 004's verdict cell
+    computes it.
+
+    The seed's lines: ``diag = np.sqrt(np.maximum(diag_sq, 1e-20))`` with ``diag_sq`` the gram
+    diagonal, then per layer ``(gram[L, anchor] / np.maximum(diag[L] * diag[anchor], 1e-20)).mean()``
+    over its heads, and ``mean_cos_to_anchor = to_anchor_per_head.mean()`` over every layer. The
+    cosine is signed (no absolute value), head ``h`` of every layer is the same query head (under
+    grouped-query attention with the key head it reads, as the gram is measured), and the anchor's
+    row is its cosine with itself (1 for a nonzero operator).
+
+    Parameters
+    ----------
+    gram : array, shape (n_layers, n_layers, n_heads)
+    anchor : int
+        Anchor layer position (``-1`` = last, the seed's default).
+
+    Returns
+    -------
+    torch.Tensor, shape (n_layers, n_heads), float64: average over heads, then over **every**
+    layer, for the seed's verdict value.
+    """
+    gram = as_tensor(gram, "gram", ndim=3, dtype=torch.float64)
+    a = _anchor(anchor, gram.shape[0])
+    diag = gram.diagonal(dim1=0, dim2=1).T.clamp_min(SEED_FLOOR).sqrt()      # (L, H): ‖g_L^h‖_F
+    return gram[:, a, :] / (diag * diag[a][None, :]).clamp_min(SEED_FLOOR)
+
+
 def _anchor(anchor: int, n_layers: int) -> int:
     a = int(anchor)
     if not -n_layers <= a < n_layers:
@@ -215,7 +255,11 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
     mean T, mean resid_frac), ``sign_agreement`` {k: {"per_layer", "mean", "bands"}},
     ``frac_positive`` (L,), ``frac_positive_topk`` (L,), ``principal_angles``
     (per layer: mean cos PA, min cos PA, mean angle in degrees, top-1 overlap),
-    ``mean_cos_to_anchor`` (anchor excluded), ``adjacent_mean``, ``verdict``, and
+    ``mean_cos_to_anchor`` (the project's: anchor excluded), ``adjacent_mean``, ``verdict`` (the
+    seed's grades on the project's mean), ``seed`` (the seed's verdict cell, anchor included:
+    ``cos_to_anchor`` (L,) from :func:`seed_cos_to_anchor` averaged over heads,
+    ``mean_cos_to_anchor`` their mean over every layer, ``verdict``, and the spectral cosine's
+    ``spectral_cos_to_anchor`` (L,) and ``spectral_mean_cos_to_anchor`` by the same arithmetic), and
     ``spectral`` (:func:`spectral_cosine`, means over heads): ``cos_matrix`` (L, L),
     ``adjacent_cos`` (L−1,), ``adjacent_mean``, ``cos_to_anchor`` (L,),
     ``mean_cos_to_anchor`` (anchor excluded), ``all_pairs_mean`` and, for the operator
@@ -252,6 +296,10 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
                 "mean_cos_to_anchor": float(spec_h[others, a].mean()) if others else nan,
                 "all_pairs_mean": float(spec_mat[iu[0], iu[1]].mean()) if L > 1 else nan,
                 "operator_all_pairs_mean": float(cos_mat[iu[0], iu[1]].mean()) if L > 1 else nan}
+    seed_cta = seed_cos_to_anchor(ops.gram, a).mean(-1)                      # (L,), anchor included
+    seed = {"cos_to_anchor": seed_cta, "mean_cos_to_anchor": float(seed_cta.mean()),
+            "verdict": verdict(float(seed_cta.mean())), "spectral_cos_to_anchor": spec_mat[:, a],
+            "spectral_mean_cos_to_anchor": float(spec_mat[:, a].mean()), "n_heads": ops.n_heads}
     return {
         "anchor_position": a, "anchor_layer": ops.layers[a], "layers": list(ops.layers),
         "cos_matrix": cos_mat, "diag_cos_mean": float(cos_mat.diagonal().mean()),
@@ -267,6 +315,7 @@ def analyse(ops: QKOperators, anchor: int = -1, ks=(2, 4, 8, 16, 32, 64, 128, 25
         "mean_cos_to_anchor": mean_to_anchor,
         "verdict": verdict(mean_to_anchor),
         "spectral": spectral,
+        "seed": seed,
     }
 
 

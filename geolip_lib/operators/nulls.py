@@ -1,4 +1,4 @@
-"""Notebook 06's random-init null at the cost of about two models, not five (issue 31 §2).
+"""Notebook 06's random-init null at the cost of about two models, not five.
 
 The full null (:func:`~geolip_lib.operators.model.measure_null_over_seeds`, kept as the
 reference) measures every layer of 5 random-init twins. Every headline of notebook 06 is a
@@ -77,7 +77,7 @@ def operator_null(lm: Any, n_seeds: int, *, k: Optional[int] = None, top_k: int 
     name = model if model is not None else lm.name
     seeds = [lm.params.seed + 1 + j for j in range(n_seeds)]
     meta0 = {"model": name, "variant": "random_init", "init_seed": 0}
-    store0, _ = twin(lm, seeds[0], max_params, generated=False, device=device)  # measured whole: as before issue 31
+    store0, _ = twin(lm, seeds[0], max_params, generated=False, device=device)  # measured whole: what the tables show
     first = measure_model(store0, config=lm.config, family=lm.family, top_k=top_k, groups=groups, meta=meta0,
                           device=device)
     del store0

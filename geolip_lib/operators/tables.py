@@ -21,8 +21,9 @@ from .measure import QKOperators
 from .nulls import ITEM_KIND
 
 __all__ = ["group_rows", "cosine_table", "rescale_table", "sign_table", "principal_angle_table", "verdict_rows",
-           "SPECTRAL_KEYS", "spectral_records", "spectral_table", "FIRST_GROUP", "first_group_headline",
-           "null_over_init_seeds", "OPERATOR_CLAIMS", "operator_claims"]
+           "SEED_MEAN", "PROJECT_MEAN", "SPECTRAL_KEYS", "spectral_records", "spectral_table", "FIRST_GROUP",
+           "first_group_headline", "null_over_init_seeds", "OPERATOR_CLAIMS", "SEED_PER_LAYER", "seed_definition",
+           "operator_claims"]
 
 NAN = float("nan")
 
@@ -92,16 +93,23 @@ def principal_angle_table(analyses: Mapping[str, dict], null: Mapping[str, dict]
     return pd.DataFrame(rows)
 
 
+#: the verdict table's two readings of the mean operator cosine to the anchor
+SEED_MEAN, PROJECT_MEAN = "seed's mean cos to anchor (anchor included)", "project's mean cos to anchor (anchor excluded)"
+
+
 def verdict_rows(analyses: Mapping[str, dict], null: Mapping[str, dict]) -> list[dict]:
-    """Per group: mean operator cosine to the anchor (anchor excluded), adjacent mean and the
-    seed's verdict, beside the same at random init."""
+    """Per group: the mean operator cosine to the anchor and the seed's grade of it, by the seed's
+    arithmetic (every layer, the anchor's self-cosine included: ``analysis["seed"]``) and by the
+    project's (anchor excluded), the adjacent mean, and the same at random init."""
     rows = []
     for g, a in analyses.items():
         b = null.get(g)
-        rows.append({"group": g, "mean cos to anchor": a["mean_cos_to_anchor"], "adjacent": a["adjacent_mean"],
-                     "verdict": a["verdict"],
-                     "mean cos to anchor (random init)": b["mean_cos_to_anchor"] if b else NAN,
-                     "verdict (random init)": b["verdict"] if b else ""})
+        rows.append({"group": g, SEED_MEAN: a["seed"]["mean_cos_to_anchor"], "seed's verdict": a["seed"]["verdict"],
+                     PROJECT_MEAN: a["mean_cos_to_anchor"], "project's verdict": a["verdict"],
+                     "adjacent": a["adjacent_mean"],
+                     f"{SEED_MEAN} (random init)": b["seed"]["mean_cos_to_anchor"] if b else NAN,
+                     f"{PROJECT_MEAN} (random init)": b["mean_cos_to_anchor"] if b else NAN,
+                     "project's verdict (random init)": b["verdict"] if b else ""})
     return rows
 
 
@@ -192,24 +200,75 @@ def spectral_records(analyses: Mapping[str, dict], null: Mapping[str, dict], int
 OPERATOR_CLAIMS = {"qk_operator_cos": "operator_cos_to_anchor", "qk_spectral_cos": "spectral_cos_to_anchor",
                    "qk_spectral_minus_operator": "spectral_minus_operator"}
 
+#: the seed's arithmetic of each record: its per-layer values to the anchor, the anchor's own layer
+#: included, from an analysis's ``"seed"`` dict (:func:`~geolip_lib.operators.analyse`); the seed's
+#: value is their mean over every layer
+SEED_PER_LAYER = {"operator_cos_to_anchor": lambda s: _arr(s["cos_to_anchor"]),
+                  "spectral_cos_to_anchor": lambda s: _arr(s["spectral_cos_to_anchor"]),
+                  "spectral_minus_operator": lambda s: _arr(s["spectral_cos_to_anchor"]) - _arr(s["cos_to_anchor"])}
 
-def operator_claims(spectral: Mapping[str, Mapping[str, dict]]) -> dict:
-    """``metrics["claims"]`` records of notebook 06 for seed 004's claims (issue 36 §6): per record of
-    :data:`OPERATOR_CLAIMS`, ``{group: headline}`` from :func:`spectral_records` (exact means over
-    every layer pair and head, the random-init null over its init seeds). A group without layer
-    pairs (one layer) records nothing."""
+SEED_NOTE = ("The seed's arithmetic (its verdict cell): per layer the mean over heads of the signed cosine to the "
+             "anchor, then the mean over every layer, the anchor's cosine with itself included. The project's "
+             "definition, the anchor left out, is 'project'.")
+
+
+def _seed_null(project_null: Mapping, n_layers: int, anchor_self: float) -> dict:
+    """The random-init null of the project's mean (anchor excluded) carried to the seed's arithmetic.
+
+    A whole model's seed value is ``((n_layers − 1)·project + anchor_self)/n_layers``, with
+    ``anchor_self`` (the anchor's cosine with itself) fixed at random init, so the null's value,
+    per-seed values and prediction interval map through that increasing line exactly."""
+    def f(x):
+        return None if x is None else ((n_layers - 1) * float(x) + anchor_self) / n_layers
+    iv = dict(project_null.get("interval") or {})
+    if iv:
+        iv.update(lo=f(iv.get("lo")), hi=f(iv.get("hi")), method=f"{iv.get('method', '')}; carried to the seed's "
+                  f"arithmetic, ((n − 1)·x + {anchor_self:.6g})/n over the n = {n_layers} layers")
+    out = {k: v for k, v in project_null.items() if k not in ("separated", "interval", "value", "per_seed")}
+    return {**out, "value": f(project_null.get("value")), "interval": iv or None,
+            "per_seed": [f(x) for x in project_null.get("per_seed") or []]}
+
+
+def seed_definition(key: str, project: Mapping, analysis: Mapping, null_analysis: Mapping | None) -> dict:
+    """One claims record of seed 004: the seed's arithmetic as the headline (exact, over every
+    layer and head, anchor included; :data:`SEED_PER_LAYER`) and the project's definition
+    ``project`` (the :func:`spectral_records` headline, anchor excluded), each with its
+    random-init null."""
+    per_layer = SEED_PER_LAYER[key](analysis["seed"])
+    L, H = len(per_layer), analysis["seed"]["n_heads"]
+    nulls = {}
+    n = (project.get("nulls") or {}).get("random_init")
+    if n and null_analysis is not None:
+        anchor_self = float(SEED_PER_LAYER[key](null_analysis["seed"])[null_analysis["anchor_position"]])
+        nulls["random_init"] = _seed_null(n, L, anchor_self)
+    label = f"{project.get('label') or key} (seed's arithmetic: anchor included)"
+    out = headline(float(per_layer.mean()), interval="exact", over=f"{L} layers × {H} heads, the anchor's own "
+                   "layer included", nulls=nulls, label=label, fmt=project.get("fmt") or "+.4f", note=SEED_NOTE)
+    out["project"] = dict(project)
+    return out
+
+
+def operator_claims(spectral: Mapping[str, Mapping[str, dict]], analyses: Mapping[str, dict],
+                    null: Mapping[str, dict]) -> dict:
+    """``metrics["claims"]`` records of notebook 06 for seed 004's claims: per record of
+    :data:`OPERATOR_CLAIMS` and group, the seed's arithmetic as the headline with the project's
+    definition under ``project`` (:func:`seed_definition`; the project's from
+    :func:`spectral_records`: exact means over every layer other than the anchor and every head,
+    the random-init null over its init seeds). ``analyses`` and ``null``: ``{group: analysis}``
+    (trained, random init). A group without layer pairs (one layer) records nothing."""
     claims = {"qk_operator_cos": {}, "qk_spectral_cos": {}, "qk_spectral_minus_operator": {}}
     for g, recs in spectral.items():
         for record, key in OPERATOR_CLAIMS.items():
             if key in recs:
-                claims[record][g] = recs[key]
+                claims[record][g] = seed_definition(key, recs[key], analyses[g], null.get(g))
     return claims
 
 
 #: notebook 06's headlines of the first group -> (label, fmt, note)
 FIRST_GROUP = {
-    "cos_to_anchor": ("cos→anchor (first group)", "+.4f", "First attention group ({g}); independent random operators "
-                                                          "have cosine ≈ 0."),
+    "cos_to_anchor": ("cos→anchor (first group)", "+.4f", "First attention group ({g}), the anchor left out (the "
+                      "project's mean; the seed's, anchor included, is metrics.claims.qk_operator_cos); independent "
+                      "random operators have cosine ≈ 0."),
     "cos_adjacent": ("cos adjacent", "+.4f", None),
     "pa_deg": ("top-{top_k} PA (deg)", ".1f", "Random subspaces of a wide space are nearly orthogonal (≈ 90°)."),
     "sign_agree": ("sign agree top-{k0}", ".3f", "The anchor layer agrees with itself (1.0) and is included, as in the "

@@ -116,7 +116,12 @@ def test_tables_and_headline_samples(analyses):
     assert np.isnan(cos.loc[1, "adjacent mean (random init)"]) and cos.loc[0, "diag (should be 1)"] == pytest.approx(1)
     assert len(tables.rescale_table(trained, null)) == len(tables.principal_angle_table(trained, null)) == 7
     assert set(tables.sign_table(trained, null)["k"]) == {2, 4, 8}
-    assert [v["verdict (random init)"] == "" for v in tables.verdict_rows(trained, null)] == [False, True]
+    rows = tables.verdict_rows(trained, null)
+    assert [v["project's verdict (random init)"] == "" for v in rows] == [False, True]
+    # the seed's arithmetic (every layer, anchor included) beside the project's (anchor excluded)
+    a5 = trained["decoder.self"]
+    assert rows[0][tables.SEED_MEAN] == pytest.approx(np.asarray(a5["cos_to_anchor"]).mean(), abs=1e-12)
+    assert rows[0][tables.SEED_MEAN] == pytest.approx((4 * rows[0][tables.PROJECT_MEAN] + 1) / 5, abs=1e-12)
     # headline items: layer pairs for the 5-layer stack, (pair, head) cells for the 2-layer one
     s5 = op.headline_samples(ops["decoder.self"], k=4)
     s2 = op.headline_samples(ops["decoder.cross"], k=4)
