@@ -1,5 +1,7 @@
-"""How far quantization moves the headlines (issue 27 §1): a model's fp32 jobs beside the jobs of
-its simulated-quantized twin (``quantize: q4_1`` in a params file, :mod:`geolip_lib.models.quantize`).
+"""How far quantization moves the headlines: a model's fp32 jobs beside the jobs of its simulated-quantized
+twin (``quantize: q4_1`` in a params file, :mod:`geolip_lib.models.quantize`); and, for a model measured on
+dequantized weights, the range a claims record's unquantized value can lie in (:func:`q_sparsity_bounds`,
+:func:`cross_layer_bounds`, from each weight's rounding: :mod:`geolip_lib.weights.quant_bounds`).
 
 The pairs are found in the output root from the jobs' own provenance, not from names: a job whose
 model provenance says ``weights.simulated`` was rounded from the weight files in
@@ -27,6 +29,10 @@ from .metrics.intervals import format_value
 
 #: the block schemes (torch): only when a bound is computed
 quantize = lazy("geolip_lib.models.quantize")
+#: each weight's rounding, and the weight battery's pooling of the cross-layer claims: only when a bound is computed
+quant_bounds = lazy("geolip_lib.weights.quant_bounds")
+cross_layer_mod = lazy("geolip_lib.weights.battery.cross_layer")
+claims_tables = lazy("geolip_lib.weights.tables.claims")
 
 #: the notebooks whose headlines the issue asks about (01 embedding terrain, 02 weight battery, 06 QK operators)
 NOTEBOOKS = ("01_embedding_terrain", "02_weight_topology", "06_qk_operators")
@@ -136,40 +142,32 @@ def table(root, notebooks: Sequence[str] = NOTEBOOKS) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-__all__ = ["COLUMNS", "NOTEBOOKS", "pairs", "table"]
+__all__ = ["BOUND_COLUMNS", "COLUMNS", "NOTEBOOKS", "attach_bounds", "cross_layer_bounds", "pairs", "q4_1_rounded", "q_sparsity_bounds", "table",
+           "threshold_bound"]
 
 
 def threshold_bound(w, threshold: float = 0.1, scheme: str = "q4_1") -> dict:
-    """How far the rounding can have moved the fraction of weights with ``|w| < threshold``, from a
-    dequantized matrix alone (issue 37).
+    """How far the rounding can have moved the fraction of weights with ``|w| < threshold``, from a matrix
+    rounded to ``scheme`` (a key of ``quantize.SCHEMES``) read back alone (:func:`..weights.quant_bounds.
+    readback_rounding`: each weight lay within half its block's step, plus the fp16 scale's rounding).
 
-    Q4_1 stores each block of 32 weights as ``d·q + m`` with ``d = (max - min) / 15`` and codes 0
-    and 15 at the block's minimum and maximum, so the block's step is read back from the
-    dequantized block itself, and the original weight lay within ``d / 2`` of the stored one. Only
-    weights within half a step of ±threshold can have crossed it: the unquantized fraction lies in
-    ``[fraction - near / n, fraction + near / n]``.
-
-    Returns ``{"fraction", "near", "n", "lo", "hi"}`` (``lo``/``hi``: the bound, clipped to [0, 1]);
-    ``quantization_bound`` of a claims record takes ``lo`` and ``hi``.
+    Returns ``{"fraction", "near", "n", "lo", "hi"}``: ``lo`` / ``hi`` the fractions of originals surely and
+    possibly below the threshold, ``near`` their difference in weights; ``quantization_bound`` of a claims record
+    takes ``lo`` and ``hi``.
     """
-    a = np.asarray(w, dtype=np.float64)
-    k = quantize.block_size(scheme)
-    if a.ndim != 2 or a.shape[-1] % k:
-        raise ValueError(f"w: expected a 2-D matrix whose rows divide into blocks of {k} ({scheme}), got shape "
-                         f"{a.shape}")
-    b = a.reshape(-1, k)
-    half = ((b.max(1) - b.min(1)) / 15 / 2)[:, None]
-    n = b.size
-    below = int((np.abs(b) < threshold).sum())
-    near = int((np.abs(np.abs(b) - threshold) <= half).sum())
-    f = below / n
-    return {"fraction": f, "near": near, "n": n, "lo": max(0.0, f - near / n), "hi": min(1.0, f + near / n)}
+    qtype = quantize.SCHEMES[scheme].name if scheme in quantize.SCHEMES else str(scheme).upper()
+    r = quant_bounds.readback_rounding(np.asarray(w), qtype)
+    if r is None:
+        raise ValueError(f"w: its blocks do not lie on a {qtype} grid (not rounded to {scheme})")
+    c = quant_bounds.threshold_counts(r, threshold)
+    return {"fraction": c["below"] / c["n"], "near": c["possible"] - c["certain"], "n": c["n"],
+            "lo": c["certain"] / c["n"], "hi": c["possible"] / c["n"]}
 
 
 def q4_1_rounded(lm) -> bool:
     """Whether every Q weight of ``lm`` was stored as Q4_1 (a GGUF whose ``attn_q`` tensors are all Q4_1, or the
-    simulated ``quantize: q4_1`` copy): only then does :func:`threshold_bound` read each block's step back from the
-    dequantized values (K-quants scale their sub-blocks differently: no bound is claimed for them)."""
+    simulated ``quantize: q4_1`` copy). The bounds no longer need it (:func:`q_sparsity_bounds` bounds every type
+    :mod:`..weights.quant_bounds` has a rule for); kept for callers that ask about Q4_1 itself."""
     q = getattr(lm, "quantization", None) or {}
     if q.get("simulated"):
         return str(q.get("scheme", "")).lower() == "q4_1"
@@ -177,21 +175,91 @@ def q4_1_rounded(lm) -> bool:
     return bool(types) and set(types) == {"Q4_1"}
 
 
+def _words(kinds: set) -> dict:
+    """The ``types``, ``text``, ``assumes`` and ``source`` of a bound record over matrices of ``kinds``
+    (``{(stored type, importance matrix, where the step came from)}``)."""
+    rules = sorted({(q, i) for q, i, _ in kinds})
+    assumes = sorted({a for a in (quant_bounds.assumption(q, i) for q, i in rules) if a})
+    return {"types": sorted({q for q, _ in rules}), "scheme": ", ".join(sorted({q for q, _ in rules})).lower(),
+            "text": "; ".join(f"{q}: {quant_bounds.rule_text(q, i)}" for q, i in rules),
+            "assumes": "; ".join(assumes) or None, "source": ", ".join(sorted({s for _, _, s in kinds}))}
+
+
 def q_sparsity_bounds(lm, store, cat, threshold: float = 0.1) -> dict:
     """Per ``<stack>/<attn>`` scope, the range the unquantized Q sparsity (``|w| < threshold`` over every Q weight)
-    lies in, from :func:`threshold_bound` of each Q matrix summed over the scope (issue 37: a verdict the rounding
-    cannot flip is kept). ``{}`` unless :func:`q4_1_rounded`. Each value: ``{"lo", "hi", "near", "n", "scheme"}``."""
-    if not q4_1_rounded(lm):
+    lies in, from each Q weight's rounding (:func:`..weights.quant_bounds.rounding_of`: the GGUF file's stored
+    scales, or read back from a simulated copy or a CTranslate2 int8 / int16 file): ``lo`` the weights whose
+    original was surely below, ``hi`` those whose original may have been. ``{}`` for a model that was not
+    quantized; a scope with a Q matrix of unknown rounding has no bound. Each value: ``{"lo", "hi", "near", "n",
+    "below", "types", "scheme", "text", "assumes", "source", "if_end_codes_unbounded"}`` (``near``: weights whose
+    side of the threshold the rounding leaves open; ``if_end_codes_unbounded``: ``{"lo", "hi"}`` were a clamped
+    end code's weight anywhere beyond it, not within the assumed range)."""
+    if not quant_bounds.quantized(lm):
         return {}
     acc: dict = {}
     for b in cat.attention_blocks():
         if b.q is None:
             continue
-        w = store.get(b.q).reshape(-1, b.q.shape[-1] if b.q.shape else 32)
-        r = threshold_bound(w.numpy(), threshold)
-        a = acc.setdefault(f"{b.stack}/{b.attn}", {"below": 0, "near": 0, "n": 0})
-        a["below"] += round(r["fraction"] * r["n"])
-        a["near"] += r["near"]
-        a["n"] += r["n"]
-    return {scope: {"lo": max(0.0, (a["below"] - a["near"]) / a["n"]), "hi": min(1.0, (a["below"] + a["near"]) / a["n"]),
-                    "near": a["near"], "n": a["n"], "scheme": "q4_1"} for scope, a in acc.items() if a["n"]}
+        a = acc.setdefault(f"{b.stack}/{b.attn}", {"below": 0, "certain": 0, "possible": 0, "n": 0, "open": [0, 0],
+                                                   "kinds": set()})
+        r = None if a["kinds"] is None else quant_bounds.rounding_of(lm, store, b.q)
+        if r is None:  # one Q matrix of unknown rounding: no bound for its scope
+            a["kinds"] = None
+            continue
+        c, u = quant_bounds.threshold_counts(r, threshold), quant_bounds.threshold_counts(r, threshold, True)
+        for k in ("below", "certain", "possible", "n"):
+            a[k] += c[k]
+        a["open"][0] += u["certain"]
+        a["open"][1] += u["possible"]
+        a["kinds"].add((r.qtype, r.imatrix, r.source))
+    acc = {k: a for k, a in acc.items() if a["kinds"] and a["n"]}
+    if "encoder/self" in acc and "decoder/self" in acc:  # seed §4's pooling of both stacks' self-attention Q
+        e, d = acc["encoder/self"], acc["decoder/self"]
+        acc["encoder+decoder/self"] = {k: e[k] + d[k] for k in ("below", "certain", "possible", "n")} | {
+            "open": [e["open"][0] + d["open"][0], e["open"][1] + d["open"][1]], "kinds": e["kinds"] | d["kinds"]}
+    return {scope: {"lo": a["certain"] / a["n"], "hi": a["possible"] / a["n"], "near": a["possible"] - a["certain"],
+                    "n": a["n"], "below": a["below"], **_words(a["kinds"]),
+                    "if_end_codes_unbounded": {"lo": a["open"][0] / a["n"], "hi": a["open"][1] / a["n"]}}
+            for scope, a in acc.items()}
+
+
+def cross_layer_bounds(lm, store, cat, summary) -> dict:
+    """Per scope of the ``cross_layer_corr`` claims record, the range its unquantized value can lie in
+    (:func:`..weights.tables.claims.cross_layer_quantization_bounds` of every layer's worst-case turn,
+    :func:`..weights.battery.cross_layer.cross_layer_turns`), with the typical move beside it. ``{}`` for a
+    model that was not quantized."""
+    turns = cross_layer_mod.cross_layer_turns(lm, store, cat, claims_tables.CLAIM_CROSS_LAYER_ROLES)
+    return claims_tables.cross_layer_quantization_bounds(summary, turns) if turns else {}
+
+
+#: the columns of :func:`attach_bounds`' table
+BOUND_COLUMNS = ["claim", "scope", "measured", "unquantized lo", "unquantized hi", "recorded", "weights open",
+                 "if end codes unbounded", "typical sd", "rule"]
+
+
+def attach_bounds(claims: dict, lm, store, cat, summary) -> pd.DataFrame:
+    """Write ``quantization_bound`` into the ``q_sparsity`` and ``cross_layer_corr`` records of ``claims``
+    (:func:`..weights.tables.claims.battery_claims` of a model measured on dequantized weights:
+    :func:`q_sparsity_bounds`, :func:`cross_layer_bounds`); a bound that does not hold the record's own value (its
+    weights were not those bounded) is not recorded (``recorded`` False). Returns one row per scope
+    (:data:`BOUND_COLUMNS`; ``weights open``: Q weights whose side of 0.1 the rounding leaves open; ``if end codes
+    unbounded``: the Q sparsity range were a clamped end code's weight anywhere beyond it; ``typical sd``: the
+    cross-layer value's typical move), empty for a model that was not quantized."""
+    rows = []
+    for cid, bounds in (("q_sparsity", q_sparsity_bounds(lm, store, cat) if claims.get("q_sparsity") else {}),
+                        ("cross_layer_corr", cross_layer_bounds(lm, store, cat, summary)
+                         if claims.get("cross_layer_corr") else {})):
+        for scope, b in bounds.items():
+            h = (claims.get(cid) or {}).get(scope)
+            if not isinstance(h, dict):
+                continue
+            v = h.get("value")
+            ok = isinstance(v, (int, float)) and b["lo"] - 1e-12 <= v <= b["hi"] + 1e-12
+            if ok:
+                h["quantization_bound"] = b
+            ends = b.get("if_end_codes_unbounded")
+            rows.append({"claim": cid, "scope": scope, "measured": v, "unquantized lo": b["lo"],
+                         "unquantized hi": b["hi"], "recorded": ok, "weights open": b.get("near"),
+                         "if end codes unbounded": None if ends is None else f"[{ends['lo']:.4f}, {ends['hi']:.4f}]",
+                         "typical sd": (b.get("typical") or {}).get("sd"), "rule": b["text"]})
+    return pd.DataFrame(rows, columns=BOUND_COLUMNS)

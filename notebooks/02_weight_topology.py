@@ -282,7 +282,13 @@ job.figure(plots.random_init_comparison(res, null_res, title=MODEL), "random_ini
 # seed's attention types each (scope `seed:q,k,qkv|each`: the largest |group mean|); each
 # with every group's own mean (`groups`, the table of section 6); the
 # number of mixed relative-position heads per stack (seed's raw-bucket rule; the project's
-# distance-class rule beside it). Each beside the random-init copy.
+# distance-class rule beside it). Each beside the random-init copy. Measured on dequantized
+# weights (a GGUF file, a simulated twin), the Q sparsity and cross-layer records also carry
+# the range their unquantized value lies in (`quantization_bound`), from where each weight
+# lay before rounding (`geolip_lib.weights.quant_bounds`: half a step of its block for
+# round-to-nearest types, one step of its sub-block for K-quants, the end codes' clamped
+# weights within one more range); the cross-layer range is the worst case, and its typical
+# move (independent rounding errors) is recorded beside it.
 
 # %%
 items = T.headline_items(res)  # what each pooled headline averages (03_cross_model resamples them too)
@@ -290,14 +296,11 @@ null_items = T.headline_items(null_res) if null_res is not None else None
 metrics["headline_items"] = {"trained": items, "random_init": null_items}
 metrics["claims"] = T.battery_claims(summary, items, stack_items, null_seeds or None, null_items,
                                      null_stack_seeds or None, seed=SEED, n_boot=N_BOOT)
-# dequantized Q4_1 weights (SmolLM2's GGUF, the simulated twin): the range the unquantized Q sparsity lies in, from
-# each block's step (quantization_effect.q_sparsity_bounds); a verdict the rounding cannot flip is kept (issue 37)
-for scope, bound in quantization_effect.q_sparsity_bounds(lm, store, cat).items():
-    if scope in metrics["claims"]["q_sparsity"]:
-        metrics["claims"]["q_sparsity"][scope]["quantization_bound"] = bound
-        print(f"Q sparsity {scope}: the rounding can have moved it by at most {bound['near'] / bound['n']:.2%} "
-              f"({bound['near']:,} of {bound['n']:,} weights within half a step of 0.1): [{bound['lo']:.4f}, "
-              f"{bound['hi']:.4f}]")
+# dequantized weights (a GGUF file, a simulated twin, a CTranslate2 int8 file): the range each unquantized claim value
+# lies in, from every weight's rounding (quantization_effect.attach_bounds); a verdict it cannot flip is kept
+bounds = quantization_effect.attach_bounds(metrics["claims"], lm, store, cat, summary)
+if not bounds.empty:
+    job.table(bounds, caption="Where the unquantized claim values lie (quantization_bound of each record)", index=False)
 job.table(T.claims_table(metrics["claims"]), caption="Seed claims: the seed's definition (exact: computed on every "
           "weight of the scope) beside the random-init copy (mean over its 5 init seeds) and the project's definition",
           index=False)

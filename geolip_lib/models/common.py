@@ -26,7 +26,8 @@ from transformers.utils import logging as tlog
 
 from ..families import spec
 from ..params import model_file_label
-from ..provenance import file_sha256
+from ..paths import cache_root
+from ..provenance import file_sha256, folder_problem, folder_record
 from ..roots import RootReadError
 from ..validation import FINITE_CHUNK, all_finite as _all_finite  # noqa: F401 - FINITE_CHUNK: check_finite's step
 
@@ -164,10 +165,36 @@ def checkpoint_state(model, family: str) -> dict:
     return sd
 
 
+#: the record a weights copy written by :func:`saver` carries (each file's size, sha256 and state), written last
+COPY_RECORD = "geolip_copy.json"
+
+
+def copies_root() -> Path:
+    """``<cache>/safetensors``: the weight battery's copies of a model's weights (the rounded weights of
+    ``quantize:``, the canonical layout, a ``.bin`` checkpoint's), each written by :func:`saver`."""
+    return cache_root() / "safetensors"
+
+
+def copy_problem(directory: Path) -> str:
+    """Why a copy written by :func:`saver` no longer holds what it wrote (its :data:`COPY_RECORD` missing or
+    unreadable, a file replaced, added or removed: :func:`geolip_lib.provenance.folder_problem`), or ``""``."""
+    try:
+        rec = json.loads((Path(directory) / COPY_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return short_error(exc) or type(exc).__name__
+    return folder_problem(directory, rec.get("files") if isinstance(rec, dict) else None, skip=[COPY_RECORD])
+
+
 def saver(model, family: str) -> Callable[[Path], None]:
     """A function writing ``model``'s weights to a directory (HF: ``save_pretrained``, or the canonical layout
-    of :func:`checkpoint_state` with ``config.json`` when the family has one; open_clip: one safetensors)."""
+    of :func:`checkpoint_state` with ``config.json`` when the family has one; open_clip: one safetensors), and
+    last its :data:`COPY_RECORD` (what :func:`safetensors_problems` checks before the copy is read again)."""
     def save(out: Path) -> None:
+        _save(out)
+        (out / COPY_RECORD).write_text(json.dumps({"files": folder_record(out, skip=[COPY_RECORD])}, indent=1),
+                                       encoding="utf-8")
+
+    def _save(out: Path) -> None:
         if not spec(family).hf:
             save_model(model, str(out / OPEN_CLIP_WEIGHTS))
         elif spec(family).canonical_tensor is not None:
@@ -186,7 +213,13 @@ def saver(model, family: str) -> Callable[[Path], None]:
 
 
 def safetensors_problems(directory: Path) -> list[tuple[Path, str]]:
-    """``(file, reason)`` for every unreadable ``*.safetensors`` file in ``directory``."""
+    """``(file, reason)`` for every unreadable ``*.safetensors`` file in ``directory``; for a copy of
+    :func:`copies_root`, first whether it still holds what :func:`saver` wrote (:func:`copy_problem`: a copy
+    replaced by valid weights of other values was read as the model's)."""
+    if Path(directory).parent == copies_root():
+        why = copy_problem(Path(directory))
+        if why:
+            return [(Path(directory) / COPY_RECORD, why)]
     bad = []
     for f in sorted(Path(directory).glob("*.safetensors")):
         try:
@@ -201,7 +234,9 @@ def safetensors_problems(directory: Path) -> list[tuple[Path, str]]:
 
 def derived_problem(directory: Path, sha: str, info: str) -> str:
     """Why a derived folder (a dequantized GGUF, a converted ONNX / CTranslate2 file) cannot be used as it is, or
-    ``""``: its record ``info`` unreadable or naming another source file, no ``config.json``, a weight file missing
+    ``""``: its record ``info`` unreadable or naming another source file, a file of it replaced, added or removed
+    since it was made (the record's ``files``: :func:`geolip_lib.provenance.folder_problem`; weights replaced by
+    valid ones of other values were loaded under the source's sha256), no ``config.json``, a weight file missing
     or unreadable (truncated, emptied). A damaged ``.cache/gguf/<dir>`` was once never rebuilt."""
     try:
         rec = json.loads((directory / info).read_text(encoding="utf-8"))
@@ -216,7 +251,7 @@ def derived_problem(directory: Path, sha: str, info: str) -> str:
         return f"{bad[0][0].name}: {bad[0][1]}"
     if not any(directory.glob("*.safetensors")):
         return "no weight file"
-    return ""
+    return folder_problem(directory, rec.get("files"), skip=[info])
 
 
 def intact_derived(directory: Path, sha: str, info: str, label: str) -> bool:

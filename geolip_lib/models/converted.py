@@ -34,7 +34,7 @@ import transformers
 from ..families import spec
 from ..params import model_file_label, ModelParams
 from ..paths import cache_root, resolve
-from ..provenance import file_sha256
+from ..provenance import file_sha256, folder_record
 from ..lazy import lazy
 from . import packaged
 from .common import ModelFileError, ModelLoadError, derived_problem, intact_derived, short_error, source_file, weights_hash
@@ -232,7 +232,8 @@ def converted_dir(p: ModelParams, path: Path) -> Path:
             raise ModelLoadError(f"model '{p.name}': cannot convert {conv.fmt} file {path} "
                                  f"({short_error(exc) or type(exc).__name__}); nothing was kept") from None
         record = {**record, "format": conv.fmt, "source": p.source, "file": path.name, "sha256": sha,
-                  "bytes": path.stat().st_size, "transformers": transformers.__version__}
+                  "bytes": path.stat().st_size, "transformers": transformers.__version__,
+                  "files": folder_record(out)}  # what the copy holds, checked on every use (.common.derived_problem)
         (out / SOURCE_INFO).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")  # last: complete
 
     return _atomic_dir(target, write)

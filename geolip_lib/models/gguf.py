@@ -45,7 +45,7 @@ from transformers import AutoConfig, AutoTokenizer, GgufConfig
 
 from ..params import model_file_label, ModelParams, family_problem
 from ..paths import cache_root, resolve
-from ..provenance import file_sha256
+from ..provenance import file_sha256, folder_record
 from ..results import atomic_write_text
 from . import packaged
 from .common import (ModelFileError, ModelLoadError, intact_derived, model_class, quiet_transformers,
@@ -267,7 +267,8 @@ def dequantized_dir(p: ModelParams, path: Path) -> Path:
             model.save_pretrained(out)
             tok.save_pretrained(out)
         info = {"gguf_file": path.name, "sha256": sha, "bytes": path.stat().st_size,
-                "transformers": transformers.__version__, "quantization": types}
+                "transformers": transformers.__version__, "quantization": types,
+                "files": folder_record(out)}  # what the copy holds, checked on every use (.common.derived_problem)
         (out / SOURCE_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")  # last: marks it complete
 
     return _atomic_dir(target, write)

