@@ -9,12 +9,10 @@ representation per layer (the mean of the hidden states of the word's tokens). P
   contexts (1: the same vector in every context, a static embedding);
 - **anisotropy-adjusted self-similarity**: self-similarity minus the layer's anisotropy (what
   two contexts of ``w`` share beyond what any two words share);
-- **maximum explainable variance** (MEV) of ``w``: ``σ₁² / Σ σᵢ²`` of the matrix of its
-  representations (rows: contexts; the paper's uncentred SVD), the fraction of their variance
-  that the best single vector, a static embedding, could explain. With ``n`` contexts MEV is at
-  least ``1/n`` whatever the model (``n`` orthogonal rows), so the project also gives the
-  **adjusted MEV**: MEV minus the MEV of ``n`` random occurrences of other words, a floor
-  measured the same way.
+- **maximum explainable variance** (MEV) of ``w``: the fraction of the variance of its
+  representations that the best single vector, a static embedding, could explain, raw and
+  adjusted for anisotropy (minus the MEV of as many random occurrences of other words), with the
+  floor that ``n`` contexts set (at least ``1/n``): :mod:`geolip_lib.probes.contextual_mev`.
 
 Every number is a mean over words, with a percentile bootstrap interval over words
 (:func:`geolip_lib.metrics.intervals.bootstrap_weighted`: a resample gives each word a
@@ -22,8 +20,8 @@ count; a pair of occurrences weighs the product of its two words' counts), one s
 resamples shared by all layers and statistics so that differences between layers are
 resampled jointly.
 
-Contexts come offline from WordNet's example sentences (:func:`wordnet_contexts`, through
-:func:`geolip_lib.lexical.wordnet.get_wordnet`); hidden states from
+Contexts come offline from WordNet's example sentences
+(:mod:`geolip_lib.probes.contextual_words`, re-exported here); hidden states from
 :meth:`geolip_lib.models.LoadedModel.hidden_states` (:func:`occurrence_states`).
 
 Reference: K. Ethayarajh, "How Contextual are Contextualized Word Representations? Comparing
@@ -31,8 +29,6 @@ the Geometry of BERT, ELMo, and GPT-2 Embeddings", EMNLP 2019.
 """
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -40,112 +36,18 @@ import numpy as np
 import pandas as pd
 
 from .. import validation as V
-from ..lexical import wordnet as lexwn
 from ..models import layered
 from ..metrics.intervals import N_BOOT, bootstrap_weighted, format_value, holding, null_over_seeds
-from ..results import Interval, atomic_write_bytes, headline
+from ..results import Interval, headline
+from .contextual_mev import (PAPER_MEV_EDGE, check_occurrences, contexts_for_floor, floor_records,
+                             max_explainable_variance, mev_baseline, mev_floor)
+from .contextual_words import MIN_CONTEXTS, Contexts, wordnet_contexts, wordnet_examples
 
 __all__ = ["Contexts", "wordnet_examples", "wordnet_contexts", "token_positions", "occurrence_states",
-           "sample_pairs", "self_similarity", "max_explainable_variance", "mev_floor", "anisotropy",
+           "sample_pairs", "self_similarity", "max_explainable_variance", "mev_baseline", "mev_floor",
+           "contexts_for_floor", "PAPER_MEV_EDGE", "anisotropy",
            "ContextualGeometry", "analyse", "gaussian_layers", "null_measurements", "CLAIM_STATS", "claim_values",
            "contextual_claims", "layer_frame", "MIN_CONTEXTS"]
-
-#: the paper's threshold: only words with at least this many contexts
-MIN_CONTEXTS = 5
-#: bump when the cached example table changes meaning
-CONTEXTS_SCHEMA = 1
-_WORD = re.compile(r"^[a-z]+$")
-
-
-# ----------------------------------------------------------------------------------- contexts
-@dataclass(frozen=True)
-class Contexts:
-    """Occurrences of ``words`` in ``sentences``: occurrence ``i`` is ``words[word_of[i]]`` at
-    characters ``spans[i]`` of ``sentences[i]``."""
-
-    words: list
-    sentences: list
-    word_of: np.ndarray
-    spans: list
-
-    def __len__(self) -> int:
-        return len(self.sentences)
-
-    def counts(self) -> np.ndarray:
-        """Contexts per word, ``(W,)``."""
-        return np.bincount(self.word_of, minlength=len(self.words))
-
-
-def _pattern(word: str) -> re.Pattern:
-    return re.compile(r"(?<![A-Za-z])" + re.escape(word) + r"(?![A-Za-z])", re.IGNORECASE)
-
-
-def _build_examples(wn) -> dict[str, list[str]]:
-    found: dict[str, set] = {}
-    for s in wn.all_synsets():
-        ex = s.examples()
-        if not ex:
-            continue
-        for lemma in s.lemma_names():
-            w = lemma.lower()
-            if not _WORD.match(w):
-                continue
-            pat = _pattern(w)
-            for e in ex:
-                if pat.search(e):
-                    found.setdefault(w, set()).add(e)
-    return {w: sorted(v) for w, v in sorted(found.items())}
-
-
-def wordnet_examples() -> dict[str, list[str]]:
-    """word -> the distinct WordNet 3.0 example sentences that contain the word form, taken from
-    the examples of the word's own synsets (every single-word alphabetic lemma, lower-cased;
-    the form matched whole and case-insensitively).
-
-    Built once per machine from NLTK (≈1 min: every synset's examples) and cached as
-    ``<cache>/wordnet/contexts-<key>.json`` with the key of the lexicon cache
-    (:mod:`geolip_lib.lexical.wordnet`), so new WordNet files or a new NLTK rebuild it."""
-    path = lexwn.cache_dir() / f"contexts-{lexwn._cache_key()}-s{CONTEXTS_SCHEMA}.json"
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and all(isinstance(v, list) for v in data.values()):
-                return data
-        except (OSError, ValueError):
-            pass  # a corrupt cache is rebuilt
-    data = _build_examples(lexwn.get_wordnet())
-    atomic_write_bytes(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
-    return data
-
-
-def wordnet_contexts(n_words: int, max_contexts: int = 10, *, min_contexts: int = MIN_CONTEXTS, seed: int = 0,
-                     examples: Optional[Mapping[str, Sequence[str]]] = None) -> Contexts:
-    """``n_words`` random words with at least ``min_contexts`` example sentences each
-    (:func:`wordnet_examples`, or ``examples``), each read in up to ``max_contexts`` of them
-    (a random subset); the span is the word form's first whole-word match."""
-    V.check_positive_int(n_words, "n_words", minimum=2)
-    V.check_positive_int(min_contexts, "min_contexts", minimum=2)
-    V.check_positive_int(max_contexts, "max_contexts", minimum=min_contexts)
-    table = wordnet_examples() if examples is None else examples
-    eligible = sorted(w for w, s in table.items() if len(set(s)) >= min_contexts)
-    if len(eligible) < n_words:
-        V.fail("n_words", f"{n_words} words asked for, but only {len(eligible)} have at least {min_contexts} "
-                          "example sentences; ask for fewer words or a lower min_contexts")
-    rng = np.random.default_rng(seed)
-    words = sorted(rng.choice(eligible, size=n_words, replace=False).tolist())
-    sentences, word_of, spans = [], [], []
-    for k, w in enumerate(words):
-        sents = sorted(set(table[w]))
-        pick = sorted(rng.choice(len(sents), size=min(max_contexts, len(sents)), replace=False).tolist())
-        pat = _pattern(w)
-        for i in pick:
-            m = pat.search(sents[i])
-            if m is None:
-                V.fail("examples", f"sentence {sents[i]!r} listed for {w!r} does not contain it")
-            sentences.append(sents[i])
-            word_of.append(k)
-            spans.append((m.start(), m.end()))
-    return Contexts(words, sentences, np.asarray(word_of, dtype=np.int64), spans)
 
 
 # ----------------------------------------------------------------------------------- hidden states
@@ -204,19 +106,6 @@ def occurrence_states(lm: Any, contexts: Contexts, *, max_length: int = 64, batc
 
 
 # ----------------------------------------------------------------------------------- measurements
-def _check(X: Any, word_of: Any, name: str = "X") -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=np.float64)
-    w = np.asarray(word_of)
-    if X.ndim != 2:
-        V.fail(name, f"expected a 2-D array (occurrences, dim), got shape {X.shape}")
-    if w.ndim != 1 or len(w) != len(X) or (len(w) and (not np.issubdtype(w.dtype, np.integer) or w.min() < 0)):
-        V.fail("word_of", f"expected one non-negative integer word index per row of {name} ({len(X)}), "
-                          f"got shape {w.shape} of {w.dtype}")
-    if not np.isfinite(X).all():
-        V.fail(name, "contains NaN or infinity")
-    return X, w.astype(np.int64)
-
-
 def _unit(X: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(X, axis=1, keepdims=True)
     if (n == 0).any():
@@ -227,7 +116,7 @@ def _unit(X: np.ndarray) -> np.ndarray:
 def self_similarity(X: Any, word_of: Any, n_words: Optional[int] = None) -> np.ndarray:
     """Per word: the mean cosine over pairs of its occurrences, ``(‖Σ uᵢ‖² − n) / (n(n − 1))``
     for unit rows ``uᵢ``; NaN for a word with fewer than 2 occurrences. ``(W,)``."""
-    X, w = _check(X, word_of)
+    X, w = check_occurrences(X, word_of)
     W = int(w.max()) + 1 if n_words is None else n_words
     U = _unit(X)
     S = np.zeros((W, X.shape[1]))
@@ -237,50 +126,6 @@ def self_similarity(X: Any, word_of: Any, n_words: Optional[int] = None) -> np.n
         out = ((S ** 2).sum(1) - n) / (n * (n - 1))
     out[n < 2] = np.nan
     return np.clip(out, -1.0, 1.0)
-
-
-def _mev_rows(X: np.ndarray) -> float:
-    G = X @ X.T
-    ev = np.linalg.eigvalsh(G)
-    tr = float(np.trace(G))
-    return float(ev[-1] / tr) if tr > 0 else float("nan")
-
-
-def max_explainable_variance(X: Any, word_of: Any, n_words: Optional[int] = None) -> np.ndarray:
-    """Per word: ``σ₁² / Σ σᵢ²`` of the (uncentred) matrix of its occurrences' representations
-    (Ethayarajh 2019, §4.3); 1 when they are all multiples of one vector. ``(W,)``."""
-    X, w = _check(X, word_of)
-    W = int(w.max()) + 1 if n_words is None else n_words
-    out = np.full(W, np.nan)
-    for k in range(W):
-        rows = X[w == k]
-        if len(rows):
-            out[k] = _mev_rows(rows)
-    return out
-
-
-def mev_floor(X: Any, word_of: Any, n_words: Optional[int] = None, *, draws: int = 3, seed: int = 0) -> np.ndarray:
-    """Per word with ``n`` occurrences: the mean MEV of ``n`` random occurrences of ``n``
-    different other words (``draws`` draws), the value a word with no shared direction beyond
-    the layer's anisotropy would get. ``(W,)``."""
-    X, w = _check(X, word_of)
-    W = int(w.max()) + 1 if n_words is None else n_words
-    V.check_positive_int(draws, "draws")
-    rng = np.random.default_rng(seed)
-    counts = np.bincount(w, minlength=W)
-    by_word = [np.flatnonzero(w == k) for k in range(W)]
-    out = np.full(W, np.nan)
-    for k in range(W):
-        n = counts[k]
-        others = [j for j in range(W) if j != k and counts[j]]
-        if n == 0 or len(others) < n:
-            continue
-        vals = []
-        for _ in range(draws):
-            pick = rng.choice(others, size=n, replace=False)
-            vals.append(_mev_rows(X[[int(rng.choice(by_word[j])) for j in pick]]))
-        out[k] = float(np.mean(vals))
-    return out
 
 
 def sample_pairs(word_of: Any, n_pairs: int, seed: int = 0) -> np.ndarray:
@@ -322,9 +167,10 @@ class ContextualGeometry:
     cos: np.ndarray  # (L, P)
     self_sim: np.ndarray  # (L, W)
     mev: np.ndarray  # (L, W)
-    mev_floor: np.ndarray  # (L, W)
+    mev_baseline: np.ndarray  # (L, W) what the anisotropy adjustment subtracts from the MEV
     n_boot: int = N_BOOT
     seed: int = 0
+    dim: Optional[int] = None  # the representations' width (the MEV floor is 1/min(n, dim))
 
     @property
     def n_layers(self) -> int:
@@ -342,9 +188,9 @@ class ContextualGeometry:
             den = Wt @ ok.T.astype(np.float64)
             with np.errstate(invalid="ignore", divide="ignore"):
                 return num / den
-        ss, mev, floor = mean(self.self_sim), mean(self.mev), mean(self.mev_floor)
+        ss, mev, base = mean(self.self_sim), mean(self.mev), mean(self.mev_baseline)
         return {"anisotropy": aniso, "self_similarity": ss, "adjusted_self_similarity": ss - aniso,
-                "mev": mev, "adjusted_mev": mev - floor}
+                "mev": mev, "adjusted_mev": mev - base}
 
     def _point(self) -> dict:
         return {k: v[0] for k, v in self._w(np.ones((1, self.n_words))).items()}
@@ -374,13 +220,13 @@ class ContextualGeometry:
 
 
 def analyse(layers: Sequence[Any], word_of: Any, *, n_pairs: int = 2000, seed: int = 0, n_boot: int = N_BOOT,
-            floor_draws: int = 3) -> ContextualGeometry:
+            baseline_draws: int = 3) -> ContextualGeometry:
     """Every measurement of every layer of ``layers`` (``(N, D)`` per layer, one row per
     occurrence, rows in the order of ``word_of``). The same anisotropy pairs in every layer."""
     if len(layers) == 0:
         V.fail("layers", "expected at least one layer")
     w = np.asarray(word_of)
-    _check(layers[0], w, "layers[0]")
+    check_occurrences(layers[0], w, "layers[0]")
     uniq, w = np.unique(w, return_inverse=True)
     W = len(uniq)
     counts = np.bincount(w, minlength=W)
@@ -389,15 +235,16 @@ def analyse(layers: Sequence[Any], word_of: Any, *, n_pairs: int = 2000, seed: i
     if (counts < 2).any():
         V.fail("word_of", f"{int((counts < 2).sum())} word(s) with fewer than 2 contexts: self-similarity needs 2")
     pairs = sample_pairs(w, n_pairs, seed)
-    cos, ss, mev, floor = [], [], [], []
+    cos, ss, mev, base = [], [], [], []
     for li, X in enumerate(layers):
-        X, _ = _check(X, w, f"layers[{li}]")
+        X, _ = check_occurrences(X, w, f"layers[{li}]")
         cos.append(anisotropy(X, pairs))
         ss.append(self_similarity(X, w, W))
         mev.append(max_explainable_variance(X, w, W))
-        floor.append(mev_floor(X, w, W, draws=floor_draws, seed=seed + 1 + li))
+        base.append(mev_baseline(X, w, W, draws=baseline_draws, seed=seed + 1 + li))
     return ContextualGeometry(word_of=w, n_words=W, pair_words=w[pairs], cos=np.stack(cos), self_sim=np.stack(ss),
-                              mev=np.stack(mev), mev_floor=np.stack(floor), n_boot=n_boot, seed=seed)
+                              mev=np.stack(mev), mev_baseline=np.stack(base), n_boot=n_boot, seed=seed,
+                              dim=min(int(np.shape(X)[1]) for X in layers))
 
 
 def gaussian_layers(layers: Sequence[Any], seed: int = 0) -> list[np.ndarray]:
@@ -485,14 +332,20 @@ def claim_values(g: ContextualGeometry) -> dict:
     return {k: float(fns[k][0](batch)[0]) if k in fns else None for k in CLAIM_STATS}
 
 
-def contextual_claims(g: ContextualGeometry, nulls: Optional[Mapping[str, Sequence[dict]]] = None) -> dict:
+def contextual_claims(g: ContextualGeometry, nulls: Optional[Mapping[str, Sequence[dict]]] = None, *,
+                      mev_edge: float = PAPER_MEV_EDGE) -> dict:
     """``metrics["claims"]`` records for ``params/claims/ethayarajh-2019.yaml``: one headline per
     claim statistic (scope ``"block outputs"``), with the word-bootstrap interval and each null
     (``{"gaussian": [claim_values of each seed], "random_init": [...]}``) over its seeds.
-    Each record carries ``per_layer`` (the per-layer means) and the layer it is read at."""
+    Each record carries ``per_layer`` (the per-layer means) and the layer it is read at; the two
+    MEV records also their ``floor``, the least the contexts read allow
+    (:func:`geolip_lib.probes.contextual_mev.floor_records`; ``decide``: the contexts per word
+    that put it below ``mev_edge``)."""
     point = g._point()
     fns = _claim_fns(g.n_layers, point)
     lo, hi = _halves(g.n_layers)
+    floors = floor_records(np.bincount(g.word_of, minlength=g.n_words), g.dim,
+                           (point["mev"] - point["adjusted_mev"])[1:], edge=mev_edge)
     per_layer = {"anisotropy": point["anisotropy"], "self_similarity_drop": point["adjusted_self_similarity"],
                  "mev": point["mev"], "adjusted_mev": point["adjusted_mev"]}
     out: dict = {}
@@ -515,6 +368,8 @@ def contextual_claims(g: ContextualGeometry, nulls: Optional[Mapping[str, Sequen
                        note=f"{what}; {where}; over {g.n_words} words")
         rec["per_layer"] = [float(x) for x in per_layer[key][1:]]
         rec["layer"] = layer
+        if key in floors:
+            rec["floor"] = floors[key]
         out[key] = {"block outputs": rec}
     # the record names spelt out: geolip_lib.claims.recorded reads them from this literal
     return {"anisotropy": out["anisotropy"], "self_similarity_drop": out["self_similarity_drop"], "mev": out["mev"],

@@ -46,6 +46,11 @@ def test_claims_records_carry_both_nulls(m16):
         assert len(h["per_layer"]) == 2  # the block outputs only
     a = rec["anisotropy"]["block outputs"]
     assert a["value"] == pytest.approx(min(a["per_layer"]))
+    counts = m16["metrics"]["contexts"]["contexts_per_word"]  # no occurrence is cut off at 64 tokens here
+    mev, adj = rec["mev"]["block outputs"], rec["adjusted_mev"]["block outputs"]
+    assert mev["floor"]["value"] == pytest.approx(sum(1 / c for c in counts) / len(counts))
+    assert mev["floor"]["value"] <= mev["value"]
+    assert adj["floor"]["value"] <= min(0.0, adj["value"]) and "at least 21 contexts" in mev["floor"]["decide"]
     assert (Path(m16["_job_dir"]) / "contextual_layers.png").stat().st_size > 1000
 
 
