@@ -126,8 +126,9 @@ def forced_balance(h: Mapping) -> Optional[dict]:
 
 
 def quantization_verdict(rule: Rule, verdict: str, reason: str, h: Mapping, deq: str, c: Claim) -> tuple[str, str]:
-    """The verdict of a value measured on dequantized weights: Q4_1 moves each weight by at
-    most half its block's step, so a record may carry ``quantization_bound`` ``{"lo", "hi"}``: the
+    """The verdict of a value measured on dequantized weights: each stored type moves a weight by at most
+    what its rule allows (half a step of a round-to-nearest block, one step of a K-quant sub-block: the
+    record's ``text`` and ``assumes``), so a record may carry ``quantization_bound`` ``{"lo", "hi"}``: the
     range the unquantized value can lie in, from the stored scales (e.g. for the fraction |w| < 0.1:
     the value ± the fraction of weights within half a step of 0.1). When the rule says the same at
     both ends of that range, the bound cannot flip the verdict and it is kept; otherwise, or with no
@@ -140,11 +141,16 @@ def quantization_verdict(rule: Rule, verdict: str, reason: str, h: Mapping, deq:
             and not (rule.hi is not None and lo < rule.hi < hi)
         rng = f"[{show_num(lo, c.scale, c.unit)}, {show_num(hi, c.scale, c.unit)}]"
         if len(ends) == 1 and inside and (verdict == NOT_HELD) == (ends == {NOT_HELD}):
+            how = b["text"] if isinstance(b.get("text"), str) and b["text"] else "each weight moved at most half a step"
+            if isinstance(b.get("assumes"), str) and b["assumes"]:
+                how += f"; assumes {b['assumes']}"
             return verdict, (f"{reason}; measured on dequantized weights ({deq}), but the unquantized value lies in "
-                             f"{rng} (each weight moved at most half a step), where the rule says the same: the "
-                             "quantization cannot flip it")
+                             f"{rng} ({how}), where the rule says the same: the quantization cannot flip it")
+        typical = b.get("typical") if isinstance(b.get("typical"), Mapping) else {}
+        sd = (f"; the typical move from independent rounding errors is ±{show_num(typical['sd'], c.scale, c.unit)} "
+              "(not a bound)") if is_num(typical.get("sd")) else ""
         return UNDECIDED, (f"undecided (quantization): measured on dequantized weights ({deq}), and the unquantized "
-                           f"value can lie anywhere in {rng}, across an edge of the rule; the rule alone would say "
+                           f"value can lie anywhere in {rng}, across an edge of the rule{sd}; the rule alone would say "
                            f"'{verdict}': {reason}. What would decide it: the unquantized weights")
     return UNDECIDED, (f"undecided (quantization): measured on dequantized weights ({deq}), and the quantization step "
                        f"could decide this rule ({c.quantization}); no bound of its effect was recorded "
