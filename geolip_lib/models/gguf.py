@@ -26,7 +26,9 @@ the preflight need (each tensor's stored type and shape, the scalar metadata key
 config of each ``config:``) in ``<cache>/gguf-headers/<sha256>.json``, written atomically. The key is
 the file's sha256 (``provenance.file_sha256``, itself cached by path, size and mtime), so a file changed
 in place is read afresh, never served a stale entry; an entry that does not parse or does not describe
-its file (another sha256 or size, another layout) is ignored and rewritten.
+its file (another sha256 or size, another layout) is ignored and rewritten. The record serves the plan and
+the preflight only: the dequantized folder is made from what the file itself says (its config, its stored
+types), whatever a record holds.
 """
 from __future__ import annotations
 
@@ -244,8 +246,10 @@ def dequantized_dir(p: ModelParams, path: Path) -> Path:
     target = cache_root() / "gguf" / f"{path.stem}-{key}"
     if intact_derived(target, sha, SOURCE_INFO, "gguf"):
         return target
-    types = quantization(path)  # the header first: a broken file is one line before transformers reads it
-    cfg = hf_config(p, path)
+    # what the model is made of is read from the file itself, never from its cached header record (which the plan
+    # and the preflight read): the stored types (a broken file is one line before transformers reads it) and the config
+    types = {t.name: t.tensor_type.name for t in _reader(path).tensors}
+    cfg = _read_hf_config(p, path)
     _check_family(p, path, cfg)
 
     def write(out: Path) -> None:

@@ -294,3 +294,31 @@ def test_a_file_of_an_assembled_package_replaced_in_the_cache_is_assembled_again
         f"[package] fake-packaged: assembling {d} again (model.bin is not the file written when the copy was made "
         f"(sha256 {_sha(bytes(reversed(good)))[:12]}..., recorded {_sha(good)[:12]}...))"]
     assert packaged.is_assembled(p)
+
+
+# ------------------------------------------------------------------ 4. the GGUF header record builds the model
+def test_the_dequantized_model_is_built_from_the_gguf_file_not_from_its_header_record(tmp_path, cache, gguf_bytes):
+    """``<cache>/gguf-headers/<sha256>.json`` (what the plan and the preflight read, to spare a multi-GB header
+    read) also built the model: edited, it changed ``hidden_act`` and ``rms_norm_eps`` of the model dequantized,
+    and the stored types in the provenance. The dequantizing load reads the config and the stored types from the
+    GGUF file itself; the record, whatever it says (here written by the module's own writer, as a record that
+    verifies would be), is never what the model is made of."""
+    from geolip_lib import models, params
+    from geolip_lib.models import gguf
+
+    y = _gguf_model(tmp_path, gguf_bytes, config="config: {max_position_embeddings: 128}\n")
+    p = params.load_model_params(y)
+    path = gguf.gguf_path(p)
+    cfg = gguf.hf_config(p, path)  # what --plan does: the record now holds the config and the types
+    rec = gguf.header(path)
+    (key,) = rec["configs"]
+    rec["configs"][key] = {**rec["configs"][key], "hidden_act": "relu", "rms_norm_eps": 0.5}
+    rec["tensors"]["blk.0.attn_q.weight"] = {**rec["tensors"]["blk.0.attn_q.weight"], "type": "F32"}
+    gguf._store_header(rec)
+    lm = models.load(y)
+    assert (lm.model.config.hidden_act, lm.model.config.rms_norm_eps) == (cfg.hidden_act, cfg.rms_norm_eps)
+    assert cfg.hidden_act == "silu"
+    weights = provenance.model_provenance(lm)["weights"]
+    assert weights["quantization"]["blk.0.attn_q.weight"] == "Q8_0"
+    assert weights["gguf_file"]["sha256"] == _sha(gguf_bytes)
+
