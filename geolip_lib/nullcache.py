@@ -12,11 +12,14 @@ Results are identical whether or not the cache was hit: on a miss the computed v
 passed through the same JSON round trip as a hit (``to_jsonable`` then ``json.loads``), so
 the caller always sees the stored form. Writes are atomic (temporary file + ``os.replace``,
 :func:`geolip_lib.results.atomic_write_text`): two jobs computing the same null at once both
-write the same bytes and a reader sees either nothing or a whole record. A record that cannot
-be read, or whose stored key differs (a hash collision, a hand edit), is recomputed and
-replaced; so is one whose value does not match the sha256 stored beside it (numbers edited
-with the key intact) or is not the shape its caller expects (``expect_len``: five seeds'
-records, not ``[]``), with one ``warning:`` line. A caller's drivers can say whether the value
+write the same bytes and a reader sees either nothing or a whole record. Each record is
+signed with an HMAC under this user's key, kept outside the cache (:mod:`geolip_lib.cache_auth`):
+the sha256 of its value stored beside it detects damage, the signature forgery too (numbers edited
+and the digest recomputed). A record that cannot be read as data (a pipe, a device, a link, an
+oversized file: never waited on), whose signature does not verify, whose stored key differs (a
+hash collision), whose value does not match its sha256 or is not the shape its caller expects
+(``expect_len``: five seeds' records, not ``[]``) is recomputed and replaced, with one
+``warning:`` line (none for a key that differs). A caller's drivers can say whether the value
 came from the cache (``note``: ``from_cache``). Location: ``<project cache>/nulls/<what>/<sha256>.json`` (``$GEOLIP_CACHE``, else
 ``<checkout>/.cache``); ``GEOLIP_NULL_CACHE=off`` switches the cache off (benchmarks time the
 computation itself).
@@ -31,9 +34,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
+from .cache_auth import read_or_none, write_record
 from .paths import cache_root
 from .provenance import library_hash
-from .results import atomic_write_text, to_jsonable
+from .results import to_jsonable
 
 __all__ = ["cached", "cache_key", "cache_path", "enabled", "value_digest", "ENV"]
 
@@ -70,10 +74,6 @@ def value_digest(value: Any, allow_nan: bool = False) -> str:
                                      allow_nan=allow_nan).encode()).hexdigest()
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} in a null record")
-
-
 def _record_problem(rec: dict, expect_len: Optional[int]) -> Optional[str]:
     """Why a record whose key is this one is not used: its value edited or damaged (its sha256
     differs), or not the shape the caller expects (``expect_len``: a list of that many)."""
@@ -97,33 +97,30 @@ def cached(what: str, key: Mapping[str, Any], compute: Callable[[], Any], *, exp
 
     The value is returned in its JSON form either way (NaN -> None, tuples -> lists, numpy
     -> Python), so a hit and a miss give the same object. Each record stores the sha256 of its
-    value (:func:`value_digest`); a record whose value does not match it, or that is not a list
-    of ``expect_len`` items where the caller says so, is recomputed and replaced, with one
-    ``warning:`` line on stderr. ``note``: a dict (the caller's drivers) that gets
+    value (:func:`value_digest`) and is signed under this user's key; a record that is not read
+    as data, whose signature does not verify, whose value does not match its sha256, or that is
+    not a list of ``expect_len`` items where the caller says so, is recomputed and replaced, with
+    one ``warning:`` line on stderr. ``note``: a dict (the caller's drivers) that gets
     ``from_cache``: whether the value was read from the cache.
     """
     full = cache_key(what, key)
     hit, value = False, None
     if enabled():
         path = cache_path(full)
-        try:
-            if path.is_file() and not path.is_symlink():
-                rec = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
-                if isinstance(rec, dict) and rec.get("key") == full and "value" in rec:
-                    why = _record_problem(rec, expect_len)
-                    if why is None:
-                        hit, value = True, rec["value"]
-                    else:
-                        print(f"warning: null cache record {path}: {why}; recomputing it", file=sys.stderr,
-                              flush=True)
-        except (OSError, ValueError, RecursionError):
-            pass  # unreadable or half-foreign record: recompute and replace it
+        # read as data (a pipe, a device, a link or an oversized file is a miss, never a hang) and
+        # authenticated (signed under this user's key, not the cache's): a miss otherwise, said in one line
+        rec = read_or_none(path, "null cache record", "recomputing it")
+        if rec is not None and rec.get("key") == full and "value" in rec:  # another key: a collision, recomputed
+            why = _record_problem(rec, expect_len)
+            if why is None:
+                hit, value = True, rec["value"]
+            else:
+                print(f"warning: null cache record {path}: {why}; recomputing it", file=sys.stderr, flush=True)
         if not hit:
             value = json.loads(json.dumps(to_jsonable(compute()), allow_nan=False))
             try:
-                atomic_write_text(path, json.dumps({"key": full, "value": value, "sha256": value_digest(value)},
-                                                   allow_nan=False))
-            except OSError:
+                write_record(path, {"key": full, "value": value, "sha256": value_digest(value)})
+            except (OSError, ValueError):
                 pass  # a read-only or full cache costs time, never the result
     else:
         value = json.loads(json.dumps(to_jsonable(compute()), allow_nan=False))

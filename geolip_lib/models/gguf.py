@@ -45,6 +45,7 @@ import transformers
 from gguf import GGUFReader, GGUFValueType
 from transformers import AutoConfig, AutoTokenizer, GgufConfig
 
+from ..cache_auth import read_or_none, write_record
 from ..params import model_file_label, ModelParams, family_problem
 from ..paths import cache_root, resolve
 from ..provenance import file_sha256, folder_record
@@ -139,9 +140,8 @@ def _header_file(sha: str) -> Path:
 def _cached_header(path: Path, sha: str) -> Optional[dict]:
     """The cached record of ``path`` (content ``sha``), or None when there is none or it does not describe the
     file: not JSON, another layout, sha256 or size, or tensors / configs of the wrong shape (rewritten then)."""
-    try:
-        rec = json.loads(_header_file(sha).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    rec = read_or_none(_header_file(sha), "GGUF header record", "reading the header again")  # as data, signed
+    if rec is None:
         return None
     ok = (isinstance(rec, dict) and rec.get("layout") == HEADER_LAYOUT and rec.get("sha256") == sha
           and rec.get("bytes") == path.stat().st_size and isinstance(rec.get("metadata"), dict)
@@ -153,8 +153,8 @@ def _cached_header(path: Path, sha: str) -> Optional[dict]:
 
 def _store_header(rec: dict) -> None:
     try:  # atomically (another job may read it meanwhile); a read-only cache only costs the next read
-        atomic_write_text(_header_file(rec["sha256"]), json.dumps(rec, indent=0))
-    except OSError:
+        write_record(_header_file(rec["sha256"]), rec)  # signed under this user's key (cache_auth)
+    except (OSError, ValueError):
         pass
 
 

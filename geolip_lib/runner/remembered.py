@@ -13,9 +13,13 @@ mtime). :func:`remembered` looks the answer up under ``<cache>/remembered/<kind>
 key>.json``; the first time, it computes it and writes it (atomically; a read-only cache only costs the
 next computation). An exception is never remembered: the computation runs again and raises it.
 
-A record holds its whole key (compared on reading), the sha256 of its value (a record whose value was edited
-or damaged is computed again, with one warning line, as for :mod:`geolip_lib.nullcache`'s records) and the
-value in an exact encoding (:func:`encode`:
+A record holds its whole key (compared on reading), the sha256 of its value (a record whose value was
+damaged is computed again, with one warning line, as for :mod:`geolip_lib.nullcache`'s records), the
+value in an exact encoding, and a signature under this user's key, kept outside the cache
+(:mod:`geolip_lib.cache_auth`): a record edited with its sha256 recomputed (a refusal turned into
+``[]``) does not verify and is computed again, with one line. A record is read as data: a named pipe,
+a device, a link or a file over :data:`MAX_RECORD_BYTES` is a miss, never a hang. Values are kept in
+the exact encoding (:func:`encode`:
 tuples, dicts with non-string keys, ints and floats kept apart); a value or key that is not plain data
 (a date, a path, an object) is not remembered. ``GEOLIP_REMEMBER=0`` turns the cache off (every answer
 is computed, as before). The callers: :mod:`.model_checks` (a tiny model's problems), :mod:`.model_sizes`
@@ -38,15 +42,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
+from ..cache_auth import read_or_none, write_record
 from ..nullcache import value_digest
 from ..paths import cache_root
 from ..provenance import library_hash
-from ..results import atomic_write_text
 
 T = TypeVar("T")
 
 #: bump when what a record holds, or how a key is written, changes: every answer is computed afresh
-FORMAT = 2
+FORMAT = 3
+#: what one remembered answer may weigh (the largest, the fitted costs, are a few kB)
+MAX_RECORD_BYTES = 16 * 1024 * 1024
 #: the packages whose answers are remembered (a version change is a new key)
 PACKAGES = ("torch", "transformers", "tokenizers", "safetensors", "huggingface_hub", "open_clip_torch", "pydantic",
             "PyYAML")
@@ -149,19 +155,21 @@ def _remember(kind: str, key: Any, compute: Callable[[], T], check: Callable[[An
     except (Unrememberable, ValueError):
         return compute()
     path = record_path(kind, key_text)
+    # read as data (a pipe, a device, a link or an oversized file is a miss, never a hang) and authenticated
+    # (signed under this user's key, kept outside the cache): a miss otherwise, said in one line
+    rec = read_or_none(path, "remembered answer", "computing it again", MAX_RECORD_BYTES)
     try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(rec, dict) and rec.get("key") == key_text and "value" in rec and (
+        if rec is not None and rec.get("key") == key_text and "value" in rec and (
                 reads is None or _as_they_were(rec.get("reads"))):
-            if rec.get("sha256") != value_digest(rec["value"], allow_nan=True):  # edited or damaged: said once
+            if rec.get("sha256") != value_digest(rec["value"], allow_nan=True):  # damaged: said once
                 print(f"warning: remembered answer {path}: its value does not match its sha256 (edited or damaged); "
                       "computing it again", file=sys.stderr)
             else:
                 value = decode(rec["value"])
                 if check(value):
                     return value
-    except (OSError, ValueError, RecursionError, TypeError, KeyError):
-        pass  # none yet, or broken: computed and written again
+    except (ValueError, RecursionError, TypeError, KeyError):
+        pass  # broken: computed and written again
     value = compute()
     rec = {"key": key_text}
     if reads is not None:
@@ -176,8 +184,7 @@ def _remember(kind: str, key: Any, compute: Callable[[], T], check: Callable[[An
             return value
     try:
         plain = encode(value)
-        atomic_write_text(path, json.dumps({**rec, "value": plain, "sha256": value_digest(plain, allow_nan=True)},
-                                           allow_nan=True))
+        write_record(path, {**rec, "value": plain, "sha256": value_digest(plain, allow_nan=True)}, allow_nan=True)
     except (OSError, Unrememberable, ValueError):
         pass
     return value

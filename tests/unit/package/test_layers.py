@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parents[3] / "geolip_lib"
 #: (layer, module prefixes) bottom to top; the longest matching prefix decides
 LAYERS = [
     (0, ["paths", "lazy", "devices", "validation", "results", "provenance", "progress", "plotting", "roots", "caption_sets",
-         "nullcache"]),
+         "nullcache", "cache_auth"]),
     (1, ["checkpoints"]),
     (2, ["families"]),
     (3, ["metrics", "params", "models"]),

@@ -236,7 +236,7 @@ def test_a_model_folders_problems_and_size_read_back_are_those_computed_and_foll
 
 def test_an_edited_record_is_computed_again_with_one_warning(cache, tmp_path, capsys):
     """A record whose value was edited (a refusal turned into 'no problem', key intact) is not trusted: its
-    sha256 no longer matches, so the answer is computed again and one line says so (as for the null cache)."""
+    signature no longer verifies, so the answer is computed again and one line says so (as for the null cache)."""
     d = tmp_path / "m"
     d.mkdir()
     f = Counter(["model 'm': a problem"])
@@ -247,9 +247,9 @@ def test_an_edited_record_is_computed_again_with_one_warning(cache, tmp_path, ca
     path.write_text(json.dumps(rec), encoding="utf-8")
     capsys.readouterr()
     assert R.remembered_reading("r", ["k"], f, lambda: [str(d)]) == f.value and f.calls == 2
-    assert capsys.readouterr().err.splitlines() == [
-        f"warning: remembered answer {path}: its value does not match its sha256 (edited or damaged); computing it "
-        "again"]
+    assert capsys.readouterr().err.splitlines() == [  # its signature (geolip_lib.cache_auth) is checked first
+        f"warning: remembered answer {path}: its signature does not verify under your cache key (edited, forged, or "
+        "written by another user or an older version); computing it again"]
     assert R.remembered_reading("r", ["k"], f, lambda: [str(d)]) == f.value and f.calls == 2  # rewritten whole
     g = Counter((1, 2.5))
     R.remembered("plain", ["k"], g)
@@ -258,4 +258,4 @@ def test_an_edited_record_is_computed_again_with_one_warning(cache, tmp_path, ca
     rec["value"]["t"][0] = 2
     path.write_text(json.dumps(rec), encoding="utf-8")
     assert R.remembered("plain", ["k"], g) == (1, 2.5) and g.calls == 2
-    assert "does not match its sha256" in capsys.readouterr().err
+    assert "its signature does not verify" in capsys.readouterr().err
