@@ -7,8 +7,13 @@ machine, an array form of everything the lexical notebooks and the similarity en
 names, hypernym / instance-hypernym links, NLTK's ``min_depth`` / ``max_depth``, and each
 synset's table of ancestors with their shortest hypernym distances), saves it as
 ``<cache>/wordnet/lexicon-<key>.npz`` and loads it in a fraction of a second afterwards.
-The key changes with the WordNet files and the NLTK version, so a stale cache is never
-used. ``<cache>`` is ``$GEOLIP_CACHE`` or ``<repo>/.cache``.
+The key changes with the WordNet files, the NLTK version and the code of this module
+(:data:`BUILDER`), so a stale cache, or one built by other code, is never used. ``<cache>`` is
+``$GEOLIP_CACHE`` or ``<repo>/.cache``; a second checkout copies the file from the user-level
+shared cache (:func:`geolip_lib.paths.shared_cache_root`). Each file is read as data (a regular file
+only, bounded, no pickle) and checked against the build's own invariants before use
+(:func:`lexicon_problem`: lengths, ids, orders, NLTK's depths, the ancestor tables of the hypernym
+links); one that fails is not used, with one ``warning:`` line, and is rebuilt.
 
 Build it ahead of time with ``python -m geolip_lib.lexical`` (part of ``make setup``).
 """
@@ -19,14 +24,17 @@ import hashlib
 import io
 import os
 import sys
+import zipfile
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from .. import progress as _progress
+from ..cache_auth import RecordRefused, read_bytes
 from ..paths import ROOT, cache_root, shared_cache_root
 from ..results import atomic_write_bytes
 
@@ -251,6 +259,140 @@ class Lexicon:
         return cls(**kw)
 
 
+#: what the build writes: ``name -> (dtype, length)``, a length in synsets (``"N"``, ``"N+1"``) or the name of
+#: the offsets whose last entry it is
+_ARRAYS = {"pos": (np.uint8, "N"), "lexname_id": (np.int16, "N"), "min_depth": (np.int16, "N"),
+           "max_depth": (np.int16, "N"), "ecc": (np.int16, "N"), "name_rank": (np.int32, "N+1"),
+           "lemma_indptr": (np.int64, "N+1"), "hyper_indptr": (np.int64, "N+1"), "inst_indptr": (np.int64, "N+1"),
+           "anc_indptr": (np.int64, "N+1"), "hyper_ids": (np.int32, "hyper_indptr"),
+           "inst_ids": (np.int32, "inst_indptr"), "anc_ids": (np.int32, "anc_indptr"),
+           "anc_dist": (np.int16, "anc_indptr")}
+#: the lexname prefix of each part of speech (``POS_CODES`` order; satellite adjectives are ``adj.*``)
+_LEXNAME_PREFIX = ("noun.", "verb.", "adj.", "adj.", "adv.")
+
+
+def _rows_of(indptr: np.ndarray) -> np.ndarray:
+    """The row of each entry of a CSR table."""
+    return np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+
+
+def _gather(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(which, entry)``: for each of ``rows`` (in turn, with repeats) every entry index of that row of a CSR
+    table, and the position in ``rows`` it came from."""
+    lengths = indptr[rows + 1] - indptr[rows]
+    which = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    return which, np.repeat(indptr[rows], lengths) + np.arange(int(lengths.sum()), dtype=np.int64) - \
+        np.repeat(starts, lengths)
+
+
+def lexicon_problem(lx: Lexicon) -> Optional[str]:
+    """Why a :class:`Lexicon` read from a cache is not what :func:`build_lexicon` writes (None: it is). Checked
+    against the build's own invariants, so that a file built by other code, damaged or poisoned (every
+    ``min_depth`` 0, arrays of the wrong length) is rebuilt rather than used: each array's dtype and length;
+    offsets that start at 0, never decrease and end at their table's length; every id in range; names unique,
+    each of its part of speech, ``name_rank`` their Python string order; lexnames sorted, each of its synset's
+    part of speech; hypernym rows sorted by name; ``min_depth`` / ``max_depth`` NLTK's (0 at a synset without
+    hypernyms, else one more than the least / greatest of its hypernyms'); each ancestor table exactly the
+    breadth-first one of the hypernym links (the synset itself at 0, each other ancestor one more than the
+    nearest of its hypernyms' distances to it, every ancestor of a hypernym present) and ``ecc`` its
+    largest distance. What no invariant ties (which synset a hypernym link names, the words of a definition
+    or a lemma) is the build's word alone: a shared cache is trusted that far (README, "Caches")."""
+    n = len(lx.names)
+    if n == 0:
+        return "it holds no synset"
+    for k, (dtype, length) in _ARRAYS.items():
+        a = getattr(lx, k)
+        want = n if length == "N" else n + 1 if length == "N+1" else None
+        if not isinstance(a, np.ndarray) or a.dtype != dtype or a.ndim != 1 or (want is not None and len(a) != want):
+            what = f"{a.dtype} of shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
+            return f"{k} is {what}, where the build writes {np.dtype(dtype)} of length {want or 'its offsets give'}"
+    if len(lx.definitions) != n:
+        return f"{len(lx.definitions)} definitions for {n} synsets"
+    for ptr, size, what in (("lemma_indptr", len(lx.lemma_names), "lemma_names"),
+                            ("hyper_indptr", len(lx.hyper_ids), "hyper_ids"),
+                            ("inst_indptr", len(lx.inst_ids), "inst_ids"), ("anc_indptr", len(lx.anc_ids), "anc_ids")):
+        p = getattr(lx, ptr)
+        if p[0] != 0 or p[-1] != size or np.any(np.diff(p) < 0):
+            return f"{ptr} are not offsets into the {size} entries of {what}"
+    if len(lx.anc_dist) != len(lx.anc_ids):
+        return f"{len(lx.anc_dist)} ancestor distances for {len(lx.anc_ids)} ancestors"
+    if np.any(np.diff(lx.lemma_indptr) < 1):
+        return "a synset without a lemma"
+    for k in ("hyper_ids", "inst_ids", "anc_ids"):
+        a = getattr(lx, k)
+        if a.size and (a.min() < 0 or a.max() >= n):
+            return f"{k}: an id outside [0, {n})"
+    if lx.pos.max() >= len(POS_CODES):
+        return f"pos: a code outside [0, {len(POS_CODES)})"
+    if lx.lexnames != sorted(set(lx.lexnames)):
+        return "lexnames are not sorted and distinct"
+    if lx.lexname_id.min() < 0 or lx.lexname_id.max() >= len(lx.lexnames):
+        return f"lexname_id: an index outside [0, {len(lx.lexnames)})"
+    if not all(lx.lexnames[j].startswith(_LEXNAME_PREFIX[p]) for j, p in zip(lx.lexname_id.tolist(), lx.pos.tolist())):
+        return "a synset whose lexname is not of its part of speech"
+    if len(set(lx.names)) != n:
+        return "a synset name twice"
+    if any(name.rpartition(".")[0].rpartition(".")[2] != POS_CODES[code]
+           for name, code in zip(lx.names, lx.pos.tolist())):
+        return "a synset name not of its part of speech"
+    all_names = [*lx.names, ROOT_NAME]
+    order = np.argsort(lx.name_rank, kind="stable")
+    if np.any(lx.name_rank[order] != np.arange(n + 1)) or any(
+            all_names[a] >= all_names[b] for a, b in zip(order[:-1].tolist(), order[1:].tolist())):
+        return "name_rank is not the names' string order"
+    for ptr, ids in (("hyper_indptr", "hyper_ids"), ("inst_indptr", "inst_ids")):
+        rows, rank = _rows_of(getattr(lx, ptr)), lx.name_rank[getattr(lx, ids)]
+        if np.any((np.diff(rank) <= 0) & (np.diff(rows) == 0)):
+            return f"{ids}: a row not sorted by name (or a link twice)"
+    # depths, from the hypernym links (hypernyms and instance hypernyms together, as NLTK's depths walk them)
+    child = np.concatenate([_rows_of(lx.hyper_indptr), _rows_of(lx.inst_indptr)])
+    parent = np.concatenate([lx.hyper_ids, lx.inst_ids]).astype(np.int64)
+    has_parent = np.zeros(n, dtype=bool)
+    has_parent[child] = True
+    low = np.full(n, np.iinfo(np.int32).max, dtype=np.int64)
+    high = np.full(n, -1, dtype=np.int64)
+    np.minimum.at(low, child, lx.min_depth[parent].astype(np.int64))
+    np.maximum.at(high, child, lx.max_depth[parent].astype(np.int64))
+    if np.any(np.where(has_parent, low + 1, 0) != lx.min_depth):
+        return "min_depth is not NLTK's: 0 without hypernyms, else one more than the least of its hypernyms'"
+    if np.any(np.where(has_parent, high + 1, 0) != lx.max_depth):
+        return "max_depth is not NLTK's: 0 without hypernyms, else one more than the greatest of its hypernyms'"
+    # the ancestor tables: rows sorted by id, the synset itself at 0 and nothing else at 0
+    rows = _rows_of(lx.anc_indptr)
+    keys = rows * n + lx.anc_ids
+    if len(keys) < n:
+        return f"{len(keys)} ancestors for {n} synsets, each its own"
+    dist = lx.anc_dist.astype(np.int64)
+    if np.any(np.diff(keys) <= 0):
+        return "anc_ids: a row not sorted by id (or an ancestor twice)"
+    at = np.searchsorted(keys, np.arange(n, dtype=np.int64) * (n + 1))
+    if np.any(at >= len(keys)) or np.any(keys[np.minimum(at, len(keys) - 1)] != np.arange(n) * (n + 1)) \
+            or np.any(dist[at] != 0) or np.count_nonzero(dist == 0) != n or np.any(dist < 0):
+        return "an ancestor table without its synset at distance 0, or another ancestor at distance 0"
+    if np.any(np.maximum.reduceat(dist, lx.anc_indptr[:-1]) != lx.ecc):
+        return "ecc is not the largest distance of each ancestor table"
+
+    def look(row: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q = row * n + anc
+        i = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+        return keys[i] == q, i
+
+    # every ancestor of a hypernym is an ancestor, at most one further away
+    edge, entry = _gather(lx.anc_indptr, parent)
+    found, i = look(child[edge], lx.anc_ids[entry])
+    if not np.all(found) or np.any(dist[i] > dist[entry] + 1):
+        return "an ancestor table missing an ancestor of a hypernym, or farther from it than the hypernym plus one"
+    # and every ancestor but the synset itself is one further than from some hypernym
+    edge, entry = _gather(lx.anc_indptr, child)
+    found, i = look(parent[edge], lx.anc_ids[entry])
+    reached = np.zeros(len(keys), dtype=bool)
+    reached[entry[found & (dist[i] == dist[entry] - 1)]] = True
+    if np.any(~reached & (dist > 0)):
+        return "an ancestor table with an ancestor its hypernyms do not reach at that distance"
+    return None
+
+
 def _ancestor_tables(parents: list[list[int]]):
     """Breadth-first shortest upward distances from every node (cycles are harmless)."""
     rows_ids, rows_dist, ecc = [], [], []
@@ -321,22 +463,21 @@ _MAX_LEXICON_BYTES = 512 * 1024 * 1024
 
 @functools.lru_cache(maxsize=1)
 def load_lexicon(progress: bool = True) -> Lexicon:
-    """The cached :class:`Lexicon` (built and saved on first use, ≈20 s; then ≈0.5 s)."""
+    """The cached :class:`Lexicon` (built and saved on first use, ≈20 s; then ≈0.5 s to read, ≈0.5 s to check)."""
     name = f"lexicon-{_cache_key()}.npz"
     path = cache_dir() / name
     shared = shared_cache_root()
     shared_path = shared / "wordnet" / name if shared is not None else None
     for src in (path, shared_path):  # this checkout's cache, then the one every checkout shares
-        if src is None or not src.is_file() or src.stat().st_size > _MAX_LEXICON_BYTES:
+        if src is None:
             continue
-        try:
-            lex = Lexicon.from_npz(src)  # allow_pickle=False: a planted file is data or refused
-        except Exception:  # noqa: BLE001 - a corrupt cache is rebuilt
+        lex, data = _read_cached(src)
+        if lex is None:
             continue
         if src != path:
-            atomic_write_bytes(path, src.read_bytes())
+            atomic_write_bytes(path, data)
         elif shared_path is not None and not shared_path.exists():
-            _publish(shared_path, src.read_bytes())  # a checkout built before the shared cache existed
+            _publish(shared_path, data)  # a checkout built before the shared cache existed
         return lex
     lex = build_lexicon(progress=progress)
     data = lex.to_npz_bytes()
@@ -344,6 +485,32 @@ def load_lexicon(progress: bool = True) -> Lexicon:
     if shared_path is not None:
         _publish(shared_path, data)
     return lex
+
+
+def _read_cached(src: Path) -> tuple[Optional[Lexicon], bytes]:
+    """``(lexicon, its file's bytes)`` of a cached lexicon file, or ``(None, b"")`` when there is none or it is
+    not used, which one ``warning:`` line says: not a regular file (a pipe, a device: never waited on) or over
+    :data:`_MAX_LEXICON_BYTES`, not the uncompressed npz the build writes (no pickle is ever loaded, no
+    member inflated), or arrays that break the build's invariants (:func:`lexicon_problem`)."""
+    try:
+        data = read_bytes(src, _MAX_LEXICON_BYTES, "the WordNet lexicon")
+    except FileNotFoundError:
+        return None, b""
+    except RecordRefused as exc:
+        print(f"warning: WordNet lexicon {exc}; not used", file=sys.stderr, flush=True)
+        return None, b""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            if any(m.compress_type != zipfile.ZIP_STORED for m in z.infolist()):
+                raise ValueError("a compressed member, where the build stores its arrays uncompressed")
+        lex = Lexicon.from_npz(io.BytesIO(data))  # allow_pickle=False: a planted file is data or refused
+        why = lexicon_problem(lex)
+    except Exception as exc:  # noqa: BLE001 - whatever a damaged file raises, it is rebuilt
+        why = f"not the arrays the build writes ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+    if why is not None:
+        print(f"warning: WordNet lexicon {src}: {why}; not used", file=sys.stderr, flush=True)
+        return None, b""
+    return lex, data
 
 
 def _publish(shared_path: Path, data: bytes) -> None:

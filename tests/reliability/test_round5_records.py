@@ -15,7 +15,9 @@ timeout (and a memory limit where it could fill memory), so that a regression fa
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
 import json
 import os
 import resource
@@ -25,9 +27,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from geolip_lib import cache_auth, nullcache
+from geolip_lib.lexical import wordnet as W
 from geolip_lib.runner import remembered as R
 
 pytestmark = pytest.mark.unit
@@ -304,3 +308,122 @@ def test_a_gguf_header_record_that_is_a_pipe_or_a_device_is_read_again(tmp_path,
     why = ("not a regular file (a pipe, a device or a folder); not read" if how == "fifo" else
            "cannot be read (Too many levels of symbolic links)")
     assert f"warning: GGUF header record {out['path']}: {why}; reading the header again" in r.stderr.splitlines()
+
+
+# ------------------------------------------------------------------ 3. a poisoned shared WordNet lexicon
+@pytest.fixture(scope="module")
+def lexicon():
+    """This checkout's lexicon (make setup built it; built here otherwise, ~50 s)."""
+    return W.load_lexicon()
+
+
+def _clone(monkeypatch, tmp_path):
+    """A fresh checkout's cache and a shared cache holding the file of the right name; the build is not run
+    (a rebuild raises ``RuntimeError('rebuilt')``)."""
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "clone-cache"))
+    monkeypatch.setenv("GEOLIP_SHARED_CACHE", str(tmp_path / "home-cache"))
+    calls = []
+
+    def fake_build(progress=True):
+        calls.append(1)
+        raise RuntimeError("rebuilt")
+
+    monkeypatch.setattr(W, "build_lexicon", fake_build)
+    shared = tmp_path / "home-cache" / "wordnet" / f"lexicon-{W._cache_key()}.npz"
+    shared.parent.mkdir(parents=True)
+    return shared, calls
+
+
+def _more(a: np.ndarray, at: int) -> np.ndarray:
+    b = a.copy()
+    b[at] += 1
+    return b
+
+
+def _step(lx, dist: int, by: int) -> np.ndarray:
+    """``anc_dist`` with one ancestor at ``dist`` moved by ``by``, in a table whose largest distance stays."""
+    rows = np.repeat(np.arange(len(lx)), np.diff(lx.anc_indptr))
+    out = lx.anc_dist.copy()
+    out[int(np.flatnonzero((lx.anc_dist == dist) & (lx.ecc[rows] >= 4))[100])] += by
+    return out
+
+
+N = 117659  # synsets of WordNet 3.0
+POISONS = {
+    "every min_depth 0": (lambda lx: dataclasses.replace(lx, min_depth=np.zeros_like(lx.min_depth)),
+                          "min_depth is not NLTK's: 0 without hypernyms, else one more than the least of its "
+                          "hypernyms'"),
+    "pos one short": (lambda lx: dataclasses.replace(lx, pos=lx.pos[:-1]),
+                      f"pos is uint8 of shape ({N - 1},), where the build writes uint8 of length {N}"),
+    "min_depth as int64": (lambda lx: dataclasses.replace(lx, min_depth=lx.min_depth.astype(np.int64)),
+                           f"min_depth is int64 of shape ({N},), where the build writes int16 of length {N}"),
+    "a hypernym out of range": (lambda lx: dataclasses.replace(lx, hyper_ids=np.where(
+        np.arange(len(lx.hyper_ids)) == 0, N, lx.hyper_ids).astype(np.int32)), f"hyper_ids: an id outside [0, {N})"),
+    "max_depth one more": (lambda lx: dataclasses.replace(lx, max_depth=_more(lx.max_depth, 5000)),
+                           "max_depth is not NLTK's: 0 without hypernyms, else one more than the greatest of its "
+                           "hypernyms'"),
+    "a hypernym farther than 1": (lambda lx: dataclasses.replace(lx, anc_dist=_step(lx, 1, +1)),
+                                  "an ancestor table missing an ancestor of a hypernym, or farther from it than the "
+                                  "hypernym plus one"),
+    "an ancestor nearer": (lambda lx: dataclasses.replace(lx, anc_dist=_step(lx, 2, -1)),
+                           "an ancestor table with an ancestor its hypernyms do not reach at that distance"),
+    "names in another order": (lambda lx: dataclasses.replace(lx, name_rank=lx.name_rank[::-1].copy()),
+                               "name_rank is not the names' string order"),
+    "a lemma offset past its end": (lambda lx: dataclasses.replace(lx, lemma_indptr=_more(lx.lemma_indptr, N)),
+                                    "lemma_indptr are not offsets into the 206978 entries of lemma_names"),
+}
+
+
+@pytest.mark.parametrize("poison", list(POISONS))
+def test_a_poisoned_shared_lexicon_is_rebuilt_not_copied(lexicon, tmp_path, monkeypatch, capsys, poison):
+    """A lexicon npz of the right name in the shared cache, valid as an npz but not what the build writes, was
+    copied into every fresh checkout and used (WordNet depths of 0 for every synset)."""
+    change, why = POISONS[poison]
+    shared, calls = _clone(monkeypatch, tmp_path)
+    shared.write_bytes(change(lexicon).to_npz_bytes())
+    capsys.readouterr()
+    with pytest.raises(RuntimeError, match="rebuilt"):
+        W.load_lexicon.__wrapped__()
+    assert calls == [1]
+    assert capsys.readouterr().err.splitlines() == [f"warning: WordNet lexicon {shared}: {why}; not used"]
+    assert not (tmp_path / "clone-cache" / "wordnet" / shared.name).exists()  # never copied
+
+
+@pytest.mark.parametrize("how", ["compressed", "pickled"])
+def test_a_compressed_or_pickled_lexicon_is_not_loaded(lexicon, tmp_path, monkeypatch, capsys, how):
+    """The build stores its arrays uncompressed, without pickles: a deflated member (a bomb could hide in one)
+    or an object array is not read."""
+    shared, calls = _clone(monkeypatch, tmp_path)
+    arrays = dict(np.load(io.BytesIO(lexicon.to_npz_bytes())))
+    if how == "compressed":
+        np.savez_compressed(shared.with_suffix(""), **arrays)
+        why = "ValueError: a compressed member, where the build stores its arrays uncompressed"
+    else:
+        np.savez(shared.with_suffix(""), **{**arrays, "lexnames": np.array(lexicon.lexnames, dtype=object)})
+        why = "ValueError: Object arrays cannot be loaded when allow_pickle=False"
+    capsys.readouterr()
+    with pytest.raises(RuntimeError, match="rebuilt"):
+        W.load_lexicon.__wrapped__()
+    assert calls == [1] and capsys.readouterr().err.splitlines() == [
+        f"warning: WordNet lexicon {shared}: not the arrays the build writes ({why}); not used"]
+
+
+@pytest.mark.parametrize("how", ["fifo", "link to /dev/zero"])
+def test_a_lexicon_that_is_a_pipe_or_a_device_is_a_miss(tmp_path, monkeypatch, capsys, how):
+    shared, calls = _clone(monkeypatch, tmp_path)
+    os.mkfifo(shared) if how == "fifo" else os.symlink("/dev/zero", shared)
+    capsys.readouterr()
+    with pytest.raises(RuntimeError, match="rebuilt"):
+        W.load_lexicon.__wrapped__()
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: WordNet lexicon {shared}: not a regular file (a pipe, a device or a folder); not read; not used"]
+
+
+def test_the_lexicon_the_build_writes_passes_its_own_checks_and_is_copied(lexicon, tmp_path, monkeypatch, capsys):
+    assert W.lexicon_problem(lexicon) is None
+    shared, calls = _clone(monkeypatch, tmp_path)
+    shared.write_bytes(lexicon.to_npz_bytes())
+    capsys.readouterr()
+    got = W.load_lexicon.__wrapped__()
+    assert calls == [] and len(got) == len(lexicon) and capsys.readouterr().err == ""
+    assert (tmp_path / "clone-cache" / "wordnet" / shared.name).read_bytes() == shared.read_bytes()
