@@ -12,9 +12,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
+import stat
 import sys
 from pathlib import Path
 from typing import Optional
+
+from huggingface_hub import constants as hf_constants
 
 from .. import params as _params
 from .. import roots
@@ -37,8 +41,34 @@ def model_problems(name: str) -> list[str]:
         return remembered("model-problems", [mp.model_dump(), f], lambda: _problems(mp, own, f), check=lines_ok)
     # a model with files of its own: remembered while the files found are as they were (a refusal of
     # the demo profile, whose models are PyPI packages, then imports neither torch nor transformers)
-    return remembered_reading("model-problems", [mp.model_dump(), f, where_found()], lambda: _problems(mp, own, f),
-                              lambda: model_reads(mp), check=lines_ok)
+    return remembered_reading("model-problems", [mp.model_dump(), f, where_found(), hub_revision(mp)],
+                              lambda: _problems(mp, own, f), lambda: model_reads(mp), check=lines_ok)
+
+
+#: the most a Hugging Face cache's ref file may weigh (it holds one commit hash)
+REF_MAX_BYTES = 256
+
+
+def hub_revision(mp: ModelParams) -> Optional[str]:
+    """The commit a hub model's files are read from now: the snapshot its ref (``revision:``, else ``main``) points
+    to in the Hugging Face cache (``models--org--name/refs/<ref>``), a commit hash as it is; None for a model not
+    read from the hub cache, or not in it. Part of the remembered checks' key: when the ref moves to a new snapshot
+    (a new hub revision downloaded), the checks are made again on the new files, whatever became of the old ones."""
+    if mp.source != "hub" or mp.local_dir or not mp.id:
+        return None
+    rev = mp.revision or "main"
+    if re.fullmatch(r"[0-9a-f]{40}", rev):
+        return rev
+    hub = Path(os.environ.get("HF_HUB_CACHE") or hf_constants.HF_HUB_CACHE)
+    ref = hub / f"models--{mp.id.replace('/', '--')}" / "refs" / rev
+    try:  # without blocking (a pipe there is no ref), bounded
+        fd = os.open(ref, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(REF_MAX_BYTES + 1) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else b""
+    except OSError:
+        return None
+    text = raw.decode("ascii", "replace").strip()
+    return text if len(raw) <= REF_MAX_BYTES and text else None
 
 
 def where_found() -> list:

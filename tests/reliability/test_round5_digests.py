@@ -23,6 +23,8 @@ import pytest
 
 from geolip_lib import provenance
 
+from .test_inputs_round2 import box, refused  # noqa: F401 - the fixture and helper of round two
+
 pytestmark = pytest.mark.unit
 
 
@@ -322,3 +324,42 @@ def test_the_dequantized_model_is_built_from_the_gguf_file_not_from_its_header_r
     assert weights["quantization"]["blk.0.attn_q.weight"] == "Q8_0"
     assert weights["gguf_file"]["sha256"] == _sha(gguf_bytes)
 
+
+# ------------------------------------------------------------------ 5. a remembered check and a new hub revision
+def _hub_snapshot(hub: Path, repo: str, rev: str, source: Path) -> Path:
+    """``source``'s files as snapshot ``rev`` of ``repo`` in a Hugging Face cache laid out as the hub writes it."""
+    top = hub / f"models--{repo.replace('/', '--')}"
+    snap = top / "snapshots" / rev
+    shutil.copytree(source, snap)
+    (top / "refs").mkdir(parents=True, exist_ok=True)
+    (top / "refs" / "main").write_text(rev)
+    return snap
+
+
+def test_a_remembered_check_does_not_outlive_a_new_hub_revision(box, capsys, tmp_path, cache, monkeypatch):
+    """The model checks are remembered while the files they read are as they were; for a hub model those are its
+    snapshot's, so when ``refs/main`` moved to a new snapshot whose ``model.safetensors`` is truncated, ``--plan``
+    still said it fits (the old snapshot was untouched). The commit the ref points to is in the key: the new
+    snapshot is checked, one line, exit 2."""
+    from geolip_lib import models, params
+
+    lm = models.load("tiny-bert")
+    src = tmp_path / "saved"
+    lm.model.save_pretrained(src)
+    lm.tokenizer.save_pretrained(src)
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("GEOLIP_REMEMBER", raising=False)
+    _hub_snapshot(hub, "org/tiny", "a" * 40, src)
+    y = tmp_path / "hubm.yaml"
+    y.write_text("name: hubm\nfamily: bert\nsource: hub\nid: org/tiny\n")
+    box.write("  rng:\n    per_model: true\n    models: []\n")
+    code, lines = box.main("--plan", "--models", str(y), capsys=capsys)
+    assert code == 0, lines
+    assert any((cache / "remembered" / "model-problems").iterdir())
+    snap = _hub_snapshot(hub, "org/tiny", "b" * 40, src)  # the ref moves to a new snapshot
+    f = snap / "model.safetensors"
+    f.write_bytes(f.read_bytes()[:1000])
+    (line,) = refused(box, capsys, "--plan", "--models", str(y))
+    assert line.startswith(f"error: {params._rel(y)}: model 'hubm': corrupt weight file {f}: "), line
