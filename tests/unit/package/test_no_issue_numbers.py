@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[3]
-#: "issue 37", "Issue 38 §2", "issues 21": a tracker's number (the "#" of a heading or a list is no issue)
+#: the word "issue" (or "issues") followed by a number, as a tracker names its items (a heading's "#" is no issue)
 PATTERN = re.compile(r"\b[Ii]ssues? +#?\d+")
 
 
