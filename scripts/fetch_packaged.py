@@ -13,7 +13,10 @@ nothing half-written. ``scripts/setup.sh`` runs it for ``make report PROFILE=<pr
 After the fetch, a model whose params file reads a ``gguf``, ``onnx`` or ``ctranslate2`` file is prepared: its
 dequantized (or converted and checked) folder is built once (``geolip_lib.models.prepare``), so that no job pays
 for it inside its time limit (Qwen2.5-Coder-1.5B's dequantization: 13-16 min on 2 cores). A stamp
-``<cache>/prepared/<name>.json`` (the params file's sha256 and the folder) lets the next set-up skip it.
+``<cache>/prepared/<name>.json`` (the params file's sha256 and the folder, relative to the cache root) lets the
+next set-up skip it, while that folder is a derived copy in ``<cache>/gguf`` or ``<cache>/converted`` holding
+what its record lists (each file's size and state: ``geolip_lib.provenance.folder_problem``). An assembled
+package is taken as ready on the same terms: its stamp records this ``package:`` and its files are as listed.
 
 A first pass reads the YAML files only (no geolip import, well under a second): when nothing is
 to fetch, it ends there, so that set-up stays quick for profiles without packaged models.
@@ -32,6 +35,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from geolip_lib.paths import PARAMS, cache_root  # noqa: E402 - light (no torch); the full check imports the rest
+from geolip_lib.provenance import folder_problem  # noqa: E402 - light too (no torch): a folder's files by their state
 
 YAML_MAX_BYTES = 1024 * 1024  # geolip_lib.params.YAML_MAX_BYTES (not imported: torch)
 STAMP = ".geolip-package.json"  # geolip_lib.params.PACKAGE_STAMP (not imported: that module imports torch)
@@ -106,6 +110,8 @@ def _ready_by_yaml(name: str) -> bool:
         return False
     want = [(d.get("file"), d.get("sha256")) for d in pkg.get("dists") or [] if isinstance(d, dict)]
     have = [(d.get("file"), d.get("sha256")) for d in stamp.get("dists") or [] if isinstance(d, dict)]
+    if folder_problem(cache_root() / "models" / name, stamp.get("files"), skip=[STAMP]):
+        return False  # a file replaced, added or removed since it was assembled: the full check assembles it again
     return want == have and (stamp.get("package") or {}).get("files") == (pkg.get("files") or {}) \
         and stamp.get("join") == pkg.get("join") and (stamp.get("package") or {}).get("path", "") == pkg.get("path", "") \
         and (stamp.get("package") or {}).get("concat", []) == [{"count": None, **c} if isinstance(c, dict) else c
@@ -114,6 +120,9 @@ def _ready_by_yaml(name: str) -> bool:
 
 #: the sources whose model is a folder derived from the file (geolip_lib.models.prepare)
 PREPARED_SOURCES = ("gguf", "onnx", "ctranslate2")
+#: where those folders live in the cache, and the record each writes last (geolip_lib.models.gguf.SOURCE_INFO,
+#: geolip_lib.models.converted.SOURCE_INFO; not imported: those modules import torch)
+DERIVED_RECORDS = {"gguf": "gguf_source.json", "converted": "converted_source.json"}
 
 
 def _prepared_stamp(name: str) -> Path:
@@ -126,8 +135,24 @@ def _params_sha(name: str) -> str:
     return hashlib.sha256((PARAMS / "models" / f"{name}.yaml").read_bytes()).hexdigest()
 
 
+def _derived_problem(rel) -> str:
+    """Why ``rel`` (a stamp's ``dir``) is not an intact derived copy of the cache, or ``""``: it must be
+    ``gguf/<folder>`` or ``converted/<folder>`` (relative, no ``..``, no link), and that folder must hold its record
+    and exactly the files the record lists, each as it was written (``dir: "/"`` was accepted, as was any folder)."""
+    parts = rel.split("/") if isinstance(rel, str) else []
+    if len(parts) != 2 or parts[0] not in DERIVED_RECORDS or parts[1] in ("", ".", "..") or "\\" in rel:
+        return f"{rel!r} is not a derived copy's folder of the cache (gguf/<folder> or converted/<folder>)"
+    folder = cache_root() / parts[0] / parts[1]
+    if folder.is_symlink() or not folder.is_dir():
+        return f"{folder} is not a folder"
+    info = DERIVED_RECORDS[parts[0]]
+    record = _yaml(folder / info)  # JSON is YAML
+    return folder_problem(folder, record.get("files") if isinstance(record, dict) else None, skip=[info])
+
+
 def _prepared_by_yaml(name: str) -> bool:
-    """True when the model needs no derived folder, or its stamp names this params file and a folder that is there."""
+    """True when the model needs no derived folder, or its stamp names this params file and a derived copy of the
+    cache that holds what it was made with (:func:`_derived_problem`)."""
     if "/" in name or name.startswith("."):
         return False
     data = _yaml(PARAMS / "models" / f"{name}.yaml")
@@ -135,7 +160,7 @@ def _prepared_by_yaml(name: str) -> bool:
         return True
     stamp = _yaml(_prepared_stamp(name))
     return (isinstance(stamp, dict) and stamp.get("params_sha256") == _params_sha(name)
-            and isinstance(stamp.get("dir"), str) and Path(stamp["dir"]).is_dir())
+            and not _derived_problem(stamp.get("dir")))
 
 
 def _prepare(names: list[str]) -> None:
@@ -159,7 +184,8 @@ def _prepare(names: list[str]) -> None:
         stamp = _prepared_stamp(name)
         stamp.parent.mkdir(parents=True, exist_ok=True)
         tmp = stamp.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"params_sha256": _params_sha(name), "dir": str(d)}), encoding="utf-8")
+        rel = Path(d).resolve().relative_to(cache_root().resolve()).as_posix()  # relative: the cache may move
+        tmp.write_text(json.dumps({"params_sha256": _params_sha(name), "dir": rel}), encoding="utf-8")
         os.replace(tmp, stamp)
         print(f"[fetch] {name}: prepared {d} in {time.perf_counter() - t0:.0f} s", flush=True)
 

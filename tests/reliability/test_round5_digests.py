@@ -363,3 +363,65 @@ def test_a_remembered_check_does_not_outlive_a_new_hub_revision(box, capsys, tmp
     f.write_bytes(f.read_bytes()[:1000])
     (line,) = refused(box, capsys, "--plan", "--models", str(y))
     assert line.startswith(f"error: {params._rel(y)}: model 'hubm': corrupt weight file {f}: "), line
+
+
+# ------------------------------------------------------------------ 6. a prepared stamp that names any folder
+def _fetch_script(tmp_path: Path, monkeypatch, gguf_bytes: bytes):
+    """``scripts/fetch_packaged.py`` over a params folder holding one gguf model (nothing packaged: the fetch itself
+    is idle), its prepare the library's, counted."""
+    import importlib.util
+
+    import yaml
+
+    from geolip_lib import models
+    from geolip_lib.models import packaged, sources
+    from geolip_lib.params import load_model_params
+
+    spec = importlib.util.spec_from_file_location("fetch_packaged_round5", Path(__file__).resolve().parents[2]
+                                                  / "scripts" / "fetch_packaged.py")
+    fp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fp)
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / GGUF).write_bytes(gguf_bytes)
+    pdir = tmp_path / "params"
+    (pdir / "models").mkdir(parents=True)
+    (pdir / "models" / "gg.yaml").write_text(yaml.safe_dump({"name": "gg", "family": "decoder_lm", "source": "gguf",
+                                                             "local_dir": str(d), "gguf_file": GGUF}))
+    monkeypatch.setattr(fp, "PARAMS", pdir)
+    monkeypatch.setattr(packaged, "packaged_models", lambda names: [])
+    built = []
+    monkeypatch.setattr(models, "prepare", lambda name: built.append(name) or sources.prepare(
+        load_model_params(pdir / "models" / f"{name}.yaml")))
+    return fp, built
+
+
+def test_a_prepared_stamp_is_accepted_only_for_an_intact_derived_copy_in_the_cache(tmp_path, cache, monkeypatch,
+                                                                                   gguf_bytes, capsys):
+    """A stamp ``<cache>/prepared/<name>.json`` held an absolute folder and accepted any that existed: ``dir: "/"``
+    made set-up say "nothing to fetch" while nothing was prepared, and the first job paid the dequantization inside
+    its time limit. The stamp names its folder relative to the cache root, and is taken only when that folder is a
+    derived copy there whose files are as its record lists them."""
+    fp, built = _fetch_script(tmp_path, monkeypatch, gguf_bytes)
+    stamp = cache / "prepared" / "gg.json"
+    stamp.parent.mkdir(parents=True)
+    params_sha = _sha((fp.PARAMS / "models" / "gg.yaml").read_bytes())
+    for where in ("/", str(tmp_path), "../m", "gguf/../../m", "gguf"):
+        stamp.write_text(json.dumps({"params_sha256": params_sha, "dir": where}))
+        assert not fp._prepared_by_yaml("gg"), where
+    assert fp.main(["gg"]) == 0 and built == ["gg"]
+    assert "nothing to fetch" not in capsys.readouterr().out
+    rec = json.loads(stamp.read_text())
+    (made,) = (cache / "gguf").iterdir()
+    assert rec["dir"] == f"gguf/{made.name}" and fp._prepared_by_yaml("gg")
+    assert fp.main(["gg"]) == 0 and "nothing to fetch" in capsys.readouterr().out and built == ["gg"]
+    # the folder there, but not what was made: prepared again
+    (f,) = made.glob("*.safetensors")
+    _tripled(f)
+    assert not fp._prepared_by_yaml("gg")
+    assert fp.main(["gg"]) == 0 and built == ["gg", "gg"] and fp._prepared_by_yaml("gg")
+    assert "[gguf] rebuilding the damaged copy" in capsys.readouterr().err
+    # an empty folder of that name (a copy removed, a folder made in its place): not prepared
+    shutil.rmtree(made)
+    made.mkdir()
+    assert not fp._prepared_by_yaml("gg")
