@@ -16,10 +16,13 @@ sha256 of a multi-GB weight file takes tens of seconds, so digests are cached in
 ``<cache>/sha256.json`` keyed by the file's path, size, mtime, ctime, inode and device
 (:func:`sha_cache_key`, the fields of ``runner.remembered.path_state``): a file replaced by one of the
 same size and mtime (``cp -p``, ``rsync -a``, ``touch -r``) has another inode or ctime, and neither can
-be set back by hand, so it is hashed again. The cache is read bounded (a regular file of at most
-:data:`SHA_CACHE_MAX_BYTES`; a larger, malformed or foreign one is read as empty and rebuilt), and kept
-small: each write drops the entries of files that are gone or changed since, and keeps at most
-:data:`SHA_CACHE_MAX_ENTRIES`, the newest. A value that is not 64 hex digits is ignored.
+be set back by hand, so it is hashed again. The cache is one record signed under the user's key
+(:mod:`geolip_lib.cache_auth`, as the null cache and the remembered answers are): an entry planted by hand,
+or a file written by another user or an older version, is not read (one ``warning:`` line) and the file is
+hashed. It is read bounded (a regular file of at most :data:`SHA_CACHE_MAX_BYTES`, never a pipe or a link;
+a larger, malformed or foreign one is read as empty and rebuilt), and kept small: each write drops the
+entries of files that are gone or changed since, and keeps at most :data:`SHA_CACHE_MAX_ENTRIES`, the
+newest. A value that is not 64 hex digits is ignored.
 
 What a derived folder holds (a dequantized GGUF, a converted ONNX / CTranslate2 file, a rounded or
 canonical-layout copy, an assembled package) is recorded when it is made (:func:`folder_record`: each
@@ -29,12 +32,12 @@ replaced, added or removed since makes the copy rebuilt, never read as the sourc
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import re
 import stat
 import subprocess
+import sys
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -42,10 +45,9 @@ from typing import Any, Iterable
 
 from safetensors import safe_open
 
+from . import cache_auth
 from .lazy import lazy
 from .paths import ROOT, cache_root
-from .results import atomic_write_text
-from .roots import RootReadError, read_json_file
 
 torch = lazy("torch")  # the device of a run (torch.cuda), read when a provenance is written
 
@@ -116,18 +118,46 @@ def sha_cache_key(path: Path, st: os.stat_result) -> str:
     return "|".join([str(path), *map(str, file_state(st))])
 
 
+#: the refusals of a sha256 cache already said in this process, with the file's state (a cache that cannot be
+#: rewritten is said once, not on every file hashed; one edited again is said again)
+_SAID: set = set()
+
+
 def _read_sha_cache(cache: Path) -> dict:
-    """The digests of ``sha256.json`` that have their shape (a JSON object of string keys to 64 lowercase hex
-    digits), read bounded (a regular file of at most :data:`SHA_CACHE_MAX_BYTES`, never a pipe); the rest is
-    ignored and rebuilt: a file that is a list, a number, ``NaN``, damaged or oversized costs a re-hash, never a
-    job (``[]`` failed every job before; a 254 MB file was read whole on every call)."""
-    try:
-        known = read_json_file(cache, max_bytes=SHA_CACHE_MAX_BYTES, what="the sha256 cache")
-    except (OSError, RootReadError, RecursionError):
+    """The digests of ``sha256.json`` (a record ``{"entries": {key: sha256}}`` signed under the user's key,
+    :mod:`.cache_auth`) that have their shape: string keys to 64 lowercase hex digits. Read bounded (a regular
+    file of at most :data:`SHA_CACHE_MAX_BYTES`, never a pipe or a link); anything else is read as empty and
+    rebuilt: a file that is a list, a number, ``NaN``, damaged, oversized or not signed by this user costs a
+    re-hash (said in one line), never a job (``[]`` failed every job before; a 254 MB file was read whole on
+    every call; an entry planted by hand was taken as the file's digest)."""
+    if cache_auth.key() is None:  # no usable key (said once by cache_auth): nothing cached is trusted
         return {}
+    try:
+        rec = cache_auth.read_record(cache, SHA_CACHE_MAX_BYTES)
+    except FileNotFoundError:
+        return {}
+    except (OSError, cache_auth.RecordRefused) as exc:
+        try:
+            said = (str(exc), *file_state(os.lstat(cache)))  # the same refusal of the same file: said once
+        except OSError:
+            said = (str(exc),)
+        if said not in _SAID:
+            _SAID.add(said)
+            print(f"warning: sha256 cache {exc}; hashing the file again", file=sys.stderr, flush=True)
+        return {}
+    known = rec.get("entries")
     if not isinstance(known, dict):
         return {}
     return {k: v for k, v in known.items() if isinstance(v, str) and _HEX64.fullmatch(v)}
+
+
+def _write_sha_cache(cache: Path, entries: dict) -> None:
+    """``entries`` as the signed record of ``sha256.json`` (atomically; nothing is written without a usable key,
+    and a read-only cache only costs the next run a re-hash)."""
+    try:
+        cache_auth.write_record(cache, {"entries": entries})
+    except OSError:
+        pass
 
 
 def _still_current(key: str) -> bool:
@@ -162,10 +192,7 @@ def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
     known = _read_sha_cache(cache)  # re-read before writing: another job may have added entries meanwhile
     kept = [(k, v) for k, v in known.items() if k != key and _still_current(k)]
     kept = kept[-(SHA_CACHE_MAX_ENTRIES - 1):] + [(key, digest)]
-    try:
-        atomic_write_text(cache, json.dumps(dict(kept), indent=0))
-    except OSError:  # a read-only cache only costs the next run a re-hash
-        pass
+    _write_sha_cache(cache, dict(kept))
     return digest
 
 

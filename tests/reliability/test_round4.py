@@ -106,9 +106,11 @@ def test_a_figure_over_the_size_limit_is_left_out_with_one_line(tmp_path):
 # ------------------------------------------------------------------ 3. a malformed sha256 cache
 @pytest.mark.parametrize("text", ["[]", "5", "NaN", '{"KEY": 12}', '{"KEY": "deadbeef"}', '{"KEY": NaN}',
                                   '{"KEY": ["%s"]}' % ("0" * 64)])
-def test_a_malformed_sha256_cache_is_ignored_and_rebuilt(tmp_path, text):
+def test_a_malformed_sha256_cache_is_ignored_and_rebuilt(tmp_path, monkeypatch, text):
     """``.cache/sha256.json`` as ``[]`` failed every job with an AttributeError; a value of the
-    wrong shape under the file's own key was returned as its digest."""
+    wrong shape under the file's own key was returned as its digest. (Round five: the cache is a signed
+    record, ``{"entries": ...}``; a file written by hand is not read at all.)"""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # a cache key of the probe's own
     f = tmp_path / "w.bin"
     f.write_bytes(b"weights")
     st = f.stat()
@@ -117,7 +119,7 @@ def test_a_malformed_sha256_cache_is_ignored_and_rebuilt(tmp_path, text):
     cache.write_text(text.replace("KEY", key))
     want = hashlib.sha256(b"weights").hexdigest()
     assert provenance.file_sha256(f, cache=cache) == want
-    assert json.loads(cache.read_text()) == {key: want}  # rebuilt: what it held is gone
+    assert json.loads(cache.read_text())["entries"] == {key: want}  # rebuilt: what it held is gone
     assert provenance.file_sha256(f, cache=cache) == want
 
 

@@ -32,6 +32,18 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@pytest.fixture(autouse=True)
+def _own_cache_key(tmp_path, monkeypatch):
+    """Each probe signs its cache records under a key of its own (``geolip_lib.cache_auth``: made on first use in
+    ``$XDG_CONFIG_HOME/geolip/secret``), never the user's."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def _entries(cache: Path) -> dict:
+    """The digests ``sha256.json`` holds (a signed record: ``{"entries": {key: sha256}, "hmac": ...}``)."""
+    return json.loads(cache.read_text())["entries"]
+
+
 # ------------------------------------------------------------------ 1. same size and mtime, other bytes
 def _replace_keeping_size_and_mtime(f: Path, data: bytes, how: str, scratch: Path | None = None) -> None:
     """``f`` gets ``data`` (of its size) and keeps its mtime, the way ``how`` does it (``scratch``: where the
@@ -78,14 +90,14 @@ def test_the_sha256_cache_is_read_bounded_and_kept_small(tmp_path, monkeypatch):
     f = tmp_path / "w.bin"
     f.write_bytes(b"weights")
     assert provenance.file_sha256(f, cache=cache) == _sha(b"weights")
-    kept = json.loads(cache.read_text())
+    kept = _entries(cache)
     assert cache.stat().st_size < 4096 and list(kept.values()) == [_sha(b"weights")]
     # under the limit, a cache of many entries of files that are gone is pruned to the files that are there
-    cache.write_text(json.dumps(dict(list(gone.items())[:2000])))
+    provenance._write_sha_cache(cache, dict(list(gone.items())[:2000]))  # signed: read as the cache's own
     g = tmp_path / "v.bin"
     g.write_bytes(b"other weights")
     assert provenance.file_sha256(g, cache=cache) == _sha(b"other weights")
-    assert sorted(json.loads(cache.read_text()).values()) == sorted([_sha(b"other weights")])
+    assert sorted(_entries(cache).values()) == [_sha(b"other weights")]
     # the count is capped: the newest entries stay
     monkeypatch.setattr(provenance, "SHA_CACHE_MAX_ENTRIES", 8)
     files = []
@@ -96,7 +108,7 @@ def test_the_sha256_cache_is_read_bounded_and_kept_small(tmp_path, monkeypatch):
         files.append(h)
     for h in files:
         provenance.file_sha256(h, cache=cache)
-    kept = json.loads(cache.read_text())
+    kept = _entries(cache)
     assert len(kept) == provenance.SHA_CACHE_MAX_ENTRIES and _sha(str(len(files) - 1).encode()) in kept.values()
 
 
@@ -112,20 +124,31 @@ def test_a_sha256_cache_that_is_a_pipe_is_not_waited_on(tmp_path):
 
 
 # ------------------------------------------------------------------ 2. a planted digest
-def test_a_planted_digest_is_not_taken_as_the_files_sha256(tmp_path):
+def test_a_planted_digest_is_not_taken_as_the_files_sha256(tmp_path, capsys):
     """``path|size|mtime -> 000...`` planted in ``sha256.json`` was recorded in the provenance as the file's
-    sha256 (and keyed every derived copy). The key binds the file's inode and ctime too (which a copy, a
-    restore or a rewrite changes, and which cannot be set back), and a value is 64 hex digits or ignored."""
+    sha256 (and keyed every derived copy). The key binds the file's inode, ctime and device too (which a copy, a
+    restore or a rewrite changes, and which cannot be set back), a value is 64 hex digits, and the cache is a
+    record signed under the user's key (``geolip_lib.cache_auth``): an entry planted under the exact key, its file
+    written by hand or with a made-up signature, is not read (one line), and the file is hashed."""
     f = tmp_path / "model.safetensors"
     f.write_bytes(b"the real weights")
     st = f.stat()
     cache = tmp_path / "sha256.json"
     cache.write_text(json.dumps({f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}": "0" * 64}))
     assert provenance.file_sha256(f, cache=cache) == _sha(b"the real weights")
+    capsys.readouterr()
     key = provenance.sha_cache_key(f.resolve(), f.stat())
-    for planted in ("0" * 63 + "g", "0" * 65, ["0" * 64], None):
-        cache.write_text(json.dumps({key: planted}))
+    for planted in ({key: "0" * 64}, {"entries": {key: "0" * 64}}, {"entries": {key: "0" * 64}, "hmac": "0" * 64}):
+        cache.write_text(json.dumps(planted))
         assert provenance.file_sha256(f, cache=cache) == _sha(b"the real weights")
+        assert capsys.readouterr().err.splitlines() == [
+            f"warning: sha256 cache {cache}: its signature does not verify under your cache key (edited, forged, or "
+            "written by another user or an older version); hashing the file again"]
+    for planted in ("0" * 63 + "g", "0" * 65, ["0" * 64], None):  # signed, but no digest: not read either
+        provenance._write_sha_cache(cache, {key: planted})
+        assert provenance.file_sha256(f, cache=cache) == _sha(b"the real weights")
+    assert provenance.file_sha256(f, cache=cache) == _sha(b"the real weights") and _entries(cache) == {
+        key: _sha(b"the real weights")}
 
 
 # ------------------------------------------------------------------ 3. a derived copy replaced in the cache

@@ -82,7 +82,8 @@ def test_headline_rejects_an_unknown_interval_word():
         results.headline(1.0, interval="approx")
 
 
-def test_file_sha256_is_cached_by_size_and_mtime(tmp_path):
+def test_file_sha256_is_cached_by_size_and_mtime(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the cache is signed under a key of the test's own
     f = tmp_path / "w.safetensors"
     f.write_bytes(b"abc" * 1000)
     cache = tmp_path / "sha.json"
@@ -92,7 +93,7 @@ def test_file_sha256_is_cached_by_size_and_mtime(tmp_path):
     f.write_bytes(b"xyz" * 1000)
     os.utime(f, ns=(time.time_ns(), time.time_ns() + 10 ** 9))
     assert provenance.file_sha256(f, cache) == hashlib.sha256(b"xyz" * 1000).hexdigest()
-    assert len(json.loads(cache.read_text())) == 1  # the stale entry of this path is dropped
+    assert len(json.loads(cache.read_text())["entries"]) == 1  # the stale entry of this path is dropped
 
 
 def test_model_provenance_of_the_packaged_minilm():
