@@ -89,8 +89,19 @@ def _flag_problem(args) -> str | None:
     box = [f for f, v in (("--gpus", args.gpus), ("--gpu-memory", args.gpu_memory), ("--host-memory",
                                                                                      args.host_memory),
                           ("--disk", args.disk), ("--gpu-kind", args.gpu_kind)) if v is not None]
-    if box and not args.plan and not args.skip_unfit:
-        return f"{' '.join(box)} describe a box for --plan; add --plan (or leave them out to run here)"
+    if args.report_only:  # the report is built from the root's results: what would run, and where, has no place
+        ran = [f for f, given in (("--resume", args.resume), ("--skip-unfit", args.skip_unfit),
+                                  ("--jobs", args.jobs is not None), ("--timeout", args.timeout is not None),
+                                  ("--models", args.models), ("--notebooks", args.notebooks),
+                                  ("--executor ray", args.executor == "ray"),
+                                  ("--warm" if args.warm else "--cold", args.warm is not None)) if given] + box
+        if ran:
+            return (f"--report-only builds the report from the root's results and runs nothing; {' '.join(ran)} "
+                    f"{'has' if len(ran) == 1 else 'have'} no effect with it: drop {'it' if len(ran) == 1 else 'them'}")
+    if box and not args.plan:  # a run, --skip-unfit included, judges this machine's own GPUs, memory and disk
+        return (f"{' '.join(box)} describe a box for --plan; add --plan (or leave them out to run here: a run"
+                f"{', --skip-unfit included,' if args.skip_unfit else ''} judges this machine's own GPUs, memory "
+                "and disk)")
     if args.gpu_kind is not None:
         from geolip_lib.runner.gpu_kinds import kind_named, known
 

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .families import FAMILIES, FAMILY_SOURCES, REGISTRY
+from .params_checks import PACKAGE_STAMP, Int, config_value_problems, destination_problems
 from .paths import PARAMS, ROOT, cache_problem, cache_root
 
 MODELS_DIR = PARAMS / "models"
@@ -194,9 +195,9 @@ class PackageConcat(_Strict):
     file: str = Field(description="the joined file's path in the model folder, e.g. model.bin")
     sha256: str = Field(description="sha256 of the joined file (64 hex digits): the parts are refused unless "
                         "their concatenation has it")
-    bytes: int = Field(gt=0, le=1 << 40, description="size of the joined file in bytes (checked before anything "
+    bytes: Int = Field(gt=0, le=1 << 40, description="size of the joined file in bytes (checked before anything "
                        "is written: the parts' sizes must add up to it)")
-    count: Optional[int] = Field(None, ge=1, le=10_000, description="how many parts there are (checked when given)")
+    count: Optional[Int] = Field(None, ge=1, le=10_000, description="how many parts there are (checked when given)")
 
     @model_validator(mode="after")
     def _checked(self):
@@ -237,11 +238,10 @@ class PackageSpec(_Strict):
             problems.append("files: (members to copy) or concat: (files joined from raw parts) is needed")
         if self.join and self.concat:
             problems.append("join: (a split zip) and concat: (raw parts) cannot be combined; use one")
-        dests = [c.file for c in self.concat] + [d for d in self.files.values() if d and not d.endswith("/")]
-        clash = sorted({d for d in dests if dests.count(d) > 1})
-        if clash:
-            problems.append(f"{', '.join(map(repr, clash))}: two files would be written to the same path; give "
-                            f"each its own destination")
+        # the destinations given here (a folder's members are known once the wheels are open: packaged checks those)
+        problems += destination_problems([("files: member", m, d) for m, d in self.files.items()
+                                          if d and not d.endswith("/")] +
+                                         [("concat: parts", c.parts, c.file) for c in self.concat])
         names = [_norm_dist(d.name) for d in self.dists]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
@@ -249,10 +249,6 @@ class PackageSpec(_Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return self
-
-
-#: the file that marks a packaged model's folder as complete (written last, before the folder is renamed into place)
-PACKAGE_STAMP = ".geolip-package.json"
 
 
 def package_folder(name: str) -> Path:
@@ -293,17 +289,17 @@ class ModelParams(_Strict):
     quantize: Optional[Literal["q4_1"]] = Field(None, description="simulated GGUF quantization: every 2-D weight "
                                                 "rounded to this block scheme and back (geolip_lib.models.quantize); "
                                                 "norms and biases untouched. Provenance says simulated")
-    timeout_s: Optional[int] = Field(None, description="time limit in seconds of each job on this model, the whole "
+    timeout_s: Optional[Int] = Field(None, description="time limit in seconds of each job on this model, the whole "
                                      "notebook (not one cell): the larger of this and the profile's is used; "
                                      "run_all.py --timeout replaces both")
     licence: str = Field("", description="the weights' licence (e.g. Apache-2.0; 'Gemma terms, not open')")
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     device: str = "auto"
     device_map: Optional[str] = None
-    gpus: Optional[int] = Field(None, ge=1, description="GPUs one job of this model needs (run_all --jobs gives it "
+    gpus: Optional[Int] = Field(None, ge=1, description="GPUs one job of this model needs (run_all --jobs gives it "
                                 "that many through CUDA_VISIBLE_DEVICES); unset: 1")
     trust_remote_code: bool = False
-    seed: int = 0
+    seed: Int = 0
     architecture: Optional[str] = Field(None, description="e.g. qwen3, llama, t5 (adapters dispatch on it)")
     null_baseline: Optional[str] = Field(None, description="model name used as random-init baseline")
     description: str = ""
@@ -331,6 +327,21 @@ class ModelParams(_Strict):
         return v if v is None else _safe(v)
 
     _timeout = field_validator("timeout_s")(classmethod(lambda cls, v: v if v is None else _positive_timeout(v)))
+
+    @field_validator("config")
+    @classmethod
+    def _config_values(cls, v: dict, info) -> dict:
+        """What ``config:`` itself says, before any file is read or converted: head counts that can make a model
+        (:func:`.params_checks.config_value_problems`), and a ``model_type`` the declared family describes (said of
+        ``config:``, not of the config.json it replaces)."""
+        problems = config_value_problems(v)
+        if problems:
+            raise ValueError(f"{problems[0]}; fix config: (or remove the key: the model's own config then holds)")
+        why = family_problem(info.data["family"], v.get("model_type"), "config: of this file") \
+            if info.data.get("family") else None
+        if why:
+            raise ValueError(why.split(": ", 1)[1])  # without family_problem's own "key 'family'"
+        return v
 
     @model_validator(mode="after")
     def _trajectory(self):
@@ -409,7 +420,7 @@ class NotebookEntry(_Strict):
     per_model: bool = True
     parameters: dict[str, Any] = Field(default_factory=dict)
     jobs: list[NotebookJob] = Field(default_factory=list)
-    timeout_s: Optional[int] = None
+    timeout_s: Optional[Int] = None
 
     _timeout = field_validator("timeout_s")(classmethod(lambda cls, v: _positive_timeout(v)))
 
@@ -431,7 +442,7 @@ class ProfileParams(_Strict):
     name: str
     description: str = ""
     kernel: str = "python3"
-    timeout_s: int = 1800
+    timeout_s: Int = 1800
     defaults: dict[str, Any] = Field(default_factory=dict)
     notebooks: dict[str, NotebookEntry]
 

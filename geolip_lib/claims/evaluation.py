@@ -309,6 +309,27 @@ def _records(c: Claim, form: Form, data: Mapping, seed_model: bool) -> tuple[Opt
     return rec or None, False
 
 
+def _path_absent(job: str, path: tuple, data: Mapping) -> str:
+    """Why a ``path:`` reading found no headline in a job's metrics.json: the first key of ``path`` that is not
+    there, and the keys that are (a typo in the claims file says so, rather than "the job predates this record"),
+    or that what is there is no headline (no ``value``)."""
+    tree, found = data, []
+    for k in path:
+        if not isinstance(tree, Mapping) or k not in tree:
+            break
+        tree, found = tree[k], found + [k]
+    at = ".".join(found) or "its top level"
+    if len(found) == len(path):
+        return (f"{job}'s metrics.json has {'.'.join(path)}, but it is not a headline (no value); path: names a "
+                "headline dict (headline.<name>)")
+    if not isinstance(tree, Mapping):
+        return f"{job}'s metrics.json has no {'.'.join(path)}: {at} is a {type(tree).__name__}, not a mapping"
+    keys = sorted(map(str, tree))
+    shown = ", ".join(keys[:30]) + (f" and {len(keys) - 30} more" if len(keys) > 30 else "")
+    return (f"{job}'s metrics.json has no {'.'.join(path)}: {at} has no key {path[len(found)]!r} (it has: "
+            f"{shown or 'nothing'}); fix path: in the claims file")
+
+
 def standin_reading(form: Form) -> str:
     """What a stand-in's ``standin_record`` reads instead of the claim's quantity (the
     "cross-attention QK balance" row was read on encoders' self-attention, and said nothing)."""
@@ -358,9 +379,9 @@ def evaluate(root: Union[str, Path], claims: Union[str, Path, ClaimSet, None] = 
                 where = "/".join(form.path) if form.path else f"claims.{form.record}"
                 if not rec:
                     if seed_model:
-                        rows.append(_base(c, fi, form, model, job, True, reason=(
-                            f"{job} recorded no metrics.{where} (the quantity does not apply to this model, or the "
-                            "job predates this record)")))
+                        rows.append(_base(c, fi, form, model, job, True, reason=_path_absent(job, form.path, data) if
+                                          form.path else (f"{job} recorded no metrics.{where} (the quantity does not "
+                                                          "apply to this model, or the job predates this record)")))
                     continue
                 want = form.scopes_for(model)
                 scopes = [s for s in rec if want is None or standin or s in want]

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from ..params import _safe, _Strict
+from ..params_checks import Float, Int, not_bool
 from .rules import RULE_KINDS, Rule
 
 __all__ = ["RuleSpec", "PowerSpec", "FormSpec", "ClaimSpec", "ClaimFile", "READINGS", "SENTENCE_FIELDS",
@@ -70,8 +71,14 @@ class _Data(_Strict):
 READINGS = {"table": "as the table says", "seed": "as the seed measured",
             "both": "as the table says = as the seed measured", "project": "the project's own reading"}
 
+#: the largest display factor a claim may give (100 for percentages, 1000 for per-mille; a factor past this
+#: prints every bound and interval as hundreds of digits, or as infinity)
+MAX_SCALE = 1e6
+
+
 def _finite(v: Any) -> Any:
-    """A number in a claims file is finite: one message before the union's three branches."""
+    """A number in a claims file is finite and not a boolean: one message before the union's three branches."""
+    not_bool(v)
     if isinstance(v, float) and not math.isfinite(v):
         raise ValueError(f"expected a finite number, got {v} (.nan and .inf are not numbers a rule can compare)")
     return v
@@ -111,17 +118,17 @@ class RuleSpec(_Data):
 class PowerSpec(_Data):
     """How to compute the power of a change-point test that found nothing (the phase boundary)."""
 
-    at: float = Field(description="where the simulated kink sits (the seed's location)")
-    slope_change: float = Field(gt=0, description="the kink's slope change, in the quantity's units per unit x")
+    at: Float = Field(description="where the simulated kink sits (the seed's location)")
+    slope_change: Float = Field(gt=0, description="the kink's slope change, in the quantity's units per unit x")
     basis: str = Field(description="where that size comes from (the seed's own numbers)")
     fit_path: str = Field(description="dotted path in the job's metrics to the change-point fit; {quantity} and "
                                       "{null} are filled from the claim record (e.g. phase.located.{quantity}|{null}.fit)")
     sweep_path: str = Field("phase.sweep", description="dotted path in the job's metrics to the measured sweep: "
                             "'alphas' (the grid) and one row per seed of each quantity; the power is computed from "
                             "these observed curves")
-    reps: int = Field(60, ge=10, le=2000, description="simulated curves per effect size")
-    n_boot: int = Field(49, ge=19, le=2000, description="resamples of each simulated test")
-    target: float = Field(0.8, gt=0, lt=1, description="power that counts as enough")
+    reps: Int = Field(60, ge=10, le=2000, description="simulated curves per effect size")
+    n_boot: Int = Field(49, ge=19, le=2000, description="resamples of each simulated test")
+    target: Float = Field(0.8, gt=0, lt=1, description="power that counts as enough")
 
     @field_validator("fit_path", "sweep_path")
     @classmethod
@@ -170,7 +177,7 @@ class FormSpec(_Data):
     rule: RuleSpec
     model_rules: dict[str, RuleSpec] = Field(default_factory=dict, description="per model: its own rule")
     scope_rules: dict[str, RuleSpec] = Field(default_factory=dict, description="per scope: its own rule")
-    reference: dict[str, float] = Field(default_factory=dict, description="per scope or model: the seed's value, "
+    reference: dict[str, Float] = Field(default_factory=dict, description="per scope or model: the seed's value, "
                                         "shown and said whether the interval contains it")
     requires: dict[str, Any] = Field(default_factory=dict, description="record fields that must have these values "
                                      "for the record to be this reading (e.g. as_seed_measured: true)")
@@ -202,7 +209,7 @@ class ClaimSpec(_Data):
     definition: str = ""
     nulls: list[str] = Field(default_factory=list, description="the nulls that bear on the claim")
     null_sentence: str = Field("", description="said when a null gives it too ({null}, {value} filled in)")
-    scale: float = Field(1.0, gt=0, description="display: 100 for percentages")
+    scale: Float = Field(1.0, description="display: 100 for percentages (a finite number above 0, at most 1e6)")
     quantization: str = Field("", description="why a quantization step could decide the rule (a threshold on "
                               "weights within its reach, signs of small eigenvalues, ...): values from dequantized "
                               "weights (GGUF) are then kept out of the verdict; empty: it cannot")
@@ -221,6 +228,31 @@ class ClaimSpec(_Data):
         if why:
             raise ValueError(why)
         return v
+
+    @field_validator("scale")
+    @classmethod
+    def _scale(cls, v: float) -> float:
+        if not 0 < v <= MAX_SCALE:
+            raise ValueError(f"scale is {v:g}: a display factor is above 0 and at most {MAX_SCALE:g} (100 for "
+                             "percentages, 1 for the quantity as recorded)")
+        return v
+
+    @model_validator(mode="after")
+    def _scaled(self) -> "ClaimSpec":
+        """Every rule bound and reference, shown times ``scale``, is a finite number (a bound of 1e305 at scale 1000
+        would read "≥ inf")."""
+        for i, form in enumerate(self.forms):
+            specs = [("rule", form.rule)] + [(f"model_rules.{m}", r) for m, r in form.model_rules.items()] + \
+                [(f"scope_rules.{k}", r) for k, r in form.scope_rules.items()]
+            values = [(f"reference.{k}:", v) for k, v in form.reference.items()]
+            for key, spec in specs:
+                rule = spec.rule(self.scale)
+                values += [(f"{key}: bound", b) for b in (rule.lo, rule.hi, rule.target)]
+            for what, b in values:
+                if b is not None and not math.isfinite(b * self.scale):
+                    raise ValueError(f"forms.{i}.{what} {b:g} times scale {self.scale:g} is not a finite number; "
+                                     "give the numbers in the quantity's own units, or a smaller scale")
+        return self
 
 
 class ClaimFile(_Data):

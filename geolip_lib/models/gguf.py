@@ -312,8 +312,44 @@ def tensor_problems(path: Path, cfg) -> list[str]:
     return out
 
 
+def block_problems(path: Path) -> list[str]:
+    """Where ``path``'s blocks disagree with one another, from its header (:func:`header`) alone: every block
+    ``blk.N`` holds the tensors of ``blk.0`` with the same shapes, and the blocks are numbered 0 ... n-1 (the
+    transformers classes GGUF files are read into build every layer alike). :func:`tensor_problems` checks block 0
+    against the config; this carries that to every block (a lying ``blk.1`` passed ``--plan`` and failed inside the
+    kernel). Empty when they agree."""
+    blocks: dict[int, dict[str, list]] = {}
+    for name, t in header(path)["tensors"].items():
+        m = _BLOCK.match(name)
+        if m:
+            blocks.setdefault(int(m.group(1)), {})[name[m.end():]] = list(t.get("shape") or [])
+    if not blocks:
+        return []
+    out = [f"block blk.{i} is missing (the file has blocks up to blk.{max(blocks)})"
+           for i in range(max(blocks)) if i not in blocks]
+    first = blocks.get(0, {})
+    for i in sorted(blocks):
+        for part in sorted(set(first) | set(blocks[i])):
+            want, got = first.get(part), blocks[i].get(part)
+            if got is None:
+                out.append(f"tensor blk.{i}.{part} is missing (blk.0 has it)")
+            elif want is None:
+                out.append(f"tensor blk.{i}.{part} has no counterpart in blk.0")
+            elif got != want:
+                out.append(f"tensor blk.{i}.{part} is {got} (ggml order, innermost first), blk.0.{part} is {want}: "
+                           "every block of the model has the same shapes")
+    return out
+
+
 def check_tensors(p: ModelParams, path: Path) -> None:
-    """One line (:class:`ModelLoadError`) naming the first disagreement of :func:`tensor_problems`, with their count."""
+    """One line (:class:`ModelLoadError`) naming the first disagreement, with their count: between the file's own
+    blocks (:func:`block_problems`: the file is damaged or edited), else between its tensors and the config
+    (:func:`tensor_problems`)."""
+    why = block_problems(path)
+    if why:
+        more = f" (and {len(why) - 1} more)" if len(why) > 1 else ""
+        raise ModelLoadError(f"model '{p.name}': GGUF file {path}: {why[0]}{more}; the file is damaged or was edited: "
+                             f"download or convert it again (gguf_file: in {model_file_label(p.name)})")
     why = tensor_problems(path, hf_config(p, path))
     if why:
         more = f" (and {len(why) - 1} more)" if len(why) > 1 else ""

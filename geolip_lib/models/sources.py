@@ -26,7 +26,7 @@ from . import quantize as _quantize
 from . import tiny as _tiny
 from .common import (DTYPES, OPEN_CLIP_CONFIG, ModelLoadError, check_finite, has_safetensors, model_class,
                      quiet_transformers, saver, short_error, weights_hash)
-from .loaded import LoadedModel
+from .loaded import LoadedModel, loading_problem
 from .locate import OPEN_CLIP_SOURCE, hub_dir, hub_problem, is_checkpoint_path, local_dir, package_dir
 from .preflight import check_config, check_weights
 from .tokenizers import load_tokenizer
@@ -85,12 +85,17 @@ def _load_hf_dir(p: ModelParams, d: Path, weights_dir: Optional[Path] = None,
     config = _config_with_overrides(p, d)
     if config is not None:
         kw["config"] = config
-    try:
+    try:  # every stored tensor placed, every layer loaded: judged on what was built (loading_problem)
         with quiet_transformers():
-            model = model_class(p.family).from_pretrained(str(d), **kw)
+            model, info = model_class(p.family).from_pretrained(str(d), output_loading_info=True,
+                                                                ignore_mismatched_sizes=True, **kw)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"model '{p.name}': cannot load a {p.family} model from {d} "
                              f"({short_error(exc) or type(exc).__name__})") from None
+    over = f" with the config: of {model_file_label(p.name)}" if _overrides(p) else ""
+    why = loading_problem(p.name, d, model, info, over)
+    if why:
+        raise ModelLoadError(why)
     if not p.device_map:
         model = model.to(pick_device(p.device))
     model.eval()

@@ -251,13 +251,17 @@ class _JobLimit:
 
     def __init__(self, limit: Optional[int], started: float, km, executed: Optional[Path] = None):
         self.limit, self.fired, self.km, self.executed, self.where = limit, threading.Event(), km, executed, None
+        self.started, self.ran = started, None
         self.timer = None
+        #: the limit ran out before the kernel had started (a slow preflight or kernel start): stopped at once
+        self.late = bool(limit) and time.perf_counter() - started >= limit
         if limit:
             self.timer = threading.Timer(max(0.0, limit - (time.perf_counter() - started)), self._stop)
             self.timer.daemon = True
             self.timer.start()
 
     def _stop(self) -> None:
+        self.ran = time.perf_counter() - self.started  # from the job's start to the stop (a late start: past the limit)
         self.where = None
         if self.executed is not None:  # the cell it is in, read before the stop (papermill then marks every cell)
             self.where = cell_progress(self.executed)
@@ -275,7 +279,11 @@ class _JobLimit:
     def message(self) -> str:
         where = self.where
         at = f" in cell {where[0] + 1} of {where[1]}" if where and where[0] < where[1] else ""
-        return (f"time limit reached: the job ran {self.limit} s{at} (timeout_s: of the profile or the model's "
+        ran = self.limit if self.ran is None else round(self.ran)  # the real time, not the limit
+        if ran > self.limit:
+            at += f", past its limit of {self.limit} s" + (", which ran out before its kernel had started" if
+                                                          self.late else "")
+        return (f"time limit reached: the job ran {ran} s{at} (timeout_s: of the profile or the model's "
                 "params file; run_all.py --timeout SECONDS raises it for a run); or plan it first with --plan: "
                 "a smaller sample or a GPU")
 
