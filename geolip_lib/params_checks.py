@@ -19,7 +19,8 @@ from typing import Annotated, Any, Iterable, Mapping
 
 from pydantic import BeforeValidator
 
-__all__ = ["Float", "Int", "JOINED_ARCHIVE", "PACKAGE_STAMP", "RESERVED_DESTINATIONS", "config_value_problems", "destination_problems", "not_bool"]
+__all__ = ["Float", "Int", "JOINED_ARCHIVE", "PACKAGE_STAMP", "RESERVED_DESTINATIONS", "config_value_problems",
+           "destination_problems", "not_bool"]
 
 
 def not_bool(v: Any) -> Any:

@@ -305,7 +305,8 @@ class LoadedModel:
                                     model_cls=type(self.model), device=self.device)  # drawn where the model is
 
 
-def loading_problem(model_name: str, directory: Path, model: torch.nn.Module, info: dict, over: str = "") -> Optional[str]:
+def loading_problem(model_name: str, directory: Path, model: torch.nn.Module, info: dict,
+                    over: str = "") -> Optional[str]:
     """Why ``model``, just built by ``from_pretrained`` from ``directory`` with ``output_loading_info=True`` and
     ``ignore_mismatched_sizes=True`` (its loading ``info``), is not the model the weights hold (None: it is): a
     stored tensor with another shape, a stored tensor of a layer the model lacks (transformers' unexpected key), a
