@@ -174,8 +174,9 @@ def check_name(name: Union[str, Path], what: str = "CLAIMS") -> Path:
     then validated by :func:`load`."""
     if isinstance(name, Path) or str(name).endswith((".yaml", ".yml")):
         path = Path(name)
-        if not path.is_file():
-            raise ParamsError(f"{what}: claims file {str(name)!r} does not exist (give a name under params/claims/ "
+        if not path.is_file():  # a pipe or a folder exists: say what it is, not that it is missing
+            why = "is not a regular file (a pipe, a device or a folder); not read" if path.exists() else "does not exist"
+            raise ParamsError(f"{what}: claims file {str(name)!r} {why} (give a name under params/claims/ "
                               f"or the path of a .yaml file; known: {', '.join(claim_files())})")
         return path
     why = name_problem(name)

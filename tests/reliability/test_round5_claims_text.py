@@ -40,3 +40,17 @@ claims:
         texts = [t.get_text() for t in fig.findobj(match=lambda o: hasattr(o, "get_text"))]
         assert any("$" in t for t in texts)
         plt.close(fig)
+
+
+def test_a_claims_parameter_naming_a_pipe_says_it_is_no_regular_file(tmp_path, capsys):
+    import os
+
+    import run_all
+    pipe = tmp_path / "claims.yaml"
+    os.mkfifo(pipe)
+    profile = tmp_path / "p.yaml"
+    profile.write_text("name: p\ndescription: probe\nnotebooks:\n  15_seed_claims:\n    per_model: false\n"
+                       f"    parameters: {{CLAIMS: '{pipe}'}}\n", encoding="utf-8")
+    code = run_all.main(["--profile", str(profile), "--out", str(tmp_path / "out"), "--no-pdf"])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2 and len(err) == 1 and "is not a regular file" in err[0] and "does not exist" not in err[0], err
