@@ -81,7 +81,7 @@ def weights_hash(obj: Any) -> str:
 def source_key(key: str, files) -> str:
     """A derived copy's cache key (``key``: what the copy is: params, layout, rounding) joined with
     the sha256 of the ``files`` it is derived from (``provenance.file_sha256``, cached by path,
-    size and mtime): a checkpoint re-saved in place (fine-tuned, retrained) gets a new copy, never
+    size, mtime, ctime and inode): a checkpoint re-saved in place (fine-tuned, retrained) gets a new copy, never
     the old one under the new file's provenance. ``key`` itself when there are no files."""
     found = sorted((Path(f).name, file_sha256(f)) for f in files if Path(f).is_file())
     return weights_hash([key, found]) if found else key

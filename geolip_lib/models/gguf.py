@@ -24,9 +24,9 @@ The header is read once per file content (reading a multi-GB file's header, with
 tokenizer arrays, took 1-4 minutes in every plan and every job): :func:`header` keeps what the plan and
 the preflight need (each tensor's stored type and shape, the scalar metadata keys, the transformers
 config of each ``config:``) in ``<cache>/gguf-headers/<sha256>.json``, written atomically. The key is
-the file's sha256 (``provenance.file_sha256``, itself cached by path, size and mtime), so a file changed
-in place is read afresh, never served a stale entry; an entry that does not parse or does not describe
-its file (another sha256 or size, another layout) is ignored and rewritten. The record serves the plan and
+the file's sha256 (``provenance.file_sha256``, itself cached by path, size, mtime, ctime and inode), so a
+file changed in place is read afresh, never served a stale entry; an entry that does not parse or does not
+describe its file (another sha256 or size, another layout) is ignored and rewritten. The record serves the plan and
 the preflight only: the dequantized folder is made from what the file itself says (its config, its stored
 types), whatever a record holds.
 """

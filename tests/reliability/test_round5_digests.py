@@ -79,6 +79,18 @@ def test_a_file_replaced_with_the_same_size_and_mtime_gets_its_own_sha256(tmp_pa
     assert provenance.file_sha256(f, cache=cache) == _sha(b"B" * 4096)
 
 
+def test_the_stored_weights_check_of_a_replaced_file_is_made_again(tmp_path):
+    """The preflight's check of a folder's stored dtypes and shapes is kept for the process, keyed by its files'
+    size and mtime: a file replaced by one of the same size and mtime kept the old file's verdict."""
+    from geolip_lib.models import preflight
+
+    f = tmp_path / "model.safetensors"
+    f.write_bytes(b"A" * 4096)
+    before = preflight._signature(tmp_path, [f])
+    _replace_keeping_size_and_mtime(f, b"B" * 4096, "cp -p")
+    assert preflight._signature(tmp_path, [f]) != before
+
+
 def test_the_sha256_cache_is_read_bounded_and_kept_small(tmp_path, monkeypatch):
     """A 254 MB ``sha256.json`` was read whole on every call (every weight file of every job); it grew by an entry
     per file version and never shrank. Over its limit it is read as empty and written small again; entries of
