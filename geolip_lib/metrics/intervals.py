@@ -206,15 +206,24 @@ def null_over_seeds(values: Any, *, level: float = LEVEL, what: str = "", propor
         iv = Interval(lo, hi, iz.method.replace("t over", "t on the logit scale over"), iz.level, iz.kind)
     else:
         iv = over_seeds(fin, level=level, prediction=True)
-    if lower is not None and math.isfinite(iv.lo) and iv.lo < lower:
-        if len(fin) and (fin < lower).any():
-            fail("values", f"lower={lower:g}, but a seed's value is {fin.min():g}")
-        iv = Interval(float(lower), max(iv.hi, float(lower)), f"{iv.method}, cut at {lower:g} (the quantity cannot "
-                      "be lower)", iv.level, iv.kind)
+    iv = cut_below(iv, lower, fin)
     if what:
         iv = Interval(iv.lo, iv.hi, f"{iv.method} ({what})", iv.level, iv.kind)
     return {"value": float(fin.mean()) if len(fin) else None, "interval": iv,
             "per_seed": [float(x) if math.isfinite(x) else None for x in v]}
+
+
+def cut_below(iv: Interval, lower: Optional[float], values: Any = ()) -> Interval:
+    """``iv`` cut at ``lower``, the least the quantity can be (0 for a magnitude), its method saying so; ``iv``
+    itself when it does not reach below. A seed's value below ``lower`` is a caller's error (the floor is
+    wrong), not something to hide."""
+    if lower is None or not math.isfinite(iv.lo) or iv.lo >= lower:
+        return iv
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if len(v) and (v[np.isfinite(v)] < lower).any():
+        fail("values", f"lower={lower:g}, but a seed's value is {np.nanmin(v):g}")
+    return Interval(float(lower), max(iv.hi, float(lower)), f"{iv.method}, cut at {lower:g} (the quantity cannot "
+                    "be lower)", iv.level, iv.kind)
 
 
 def spread_interval(values: Any, *, relative: bool = False, level: float = LEVEL) -> Interval:
@@ -537,7 +546,7 @@ def _fixed(x: float, d: int) -> str:
 
 
 __all__ = ["Interval", "KINDS", "bootstrap", "bootstrap_weighted", "bootstrap_covariance_stat", "covariance_stat_estimate",
-           "over_seeds", "null_over_seeds", "spread_interval", "seed_intervals", "proportion_interval", "clipped",
+           "over_seeds", "null_over_seeds", "cut_below", "spread_interval", "seed_intervals", "proportion_interval", "clipped",
            "scale_interval", "pair_bootstrap", "cv", "redraw_estimate", "N_REDRAWS", "REDRAW_COVERAGE", "weighted_mean_pairwise_cosine", "weighted_participation_ratio",
            "decimals_for", "format_value", "separates", "exact", "kind_of", "outside", "LEVEL", "N_BOOT", "N_NULL_SEEDS",
            "BOOT_BYTES"]

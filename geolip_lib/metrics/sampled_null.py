@@ -30,7 +30,7 @@ from typing import Any, Optional
 import numpy as np
 from scipy import special, stats
 
-from .intervals import LEVEL, Interval, logit_of_proportions, null_over_seeds
+from .intervals import LEVEL, Interval, cut_below, logit_of_proportions, null_over_seeds
 
 __all__ = ["null_over_sampled_seeds", "normal_fraction_below", "SampledNull", "KINDS"]
 
@@ -39,7 +39,7 @@ KINDS = ("layers", "pairs", "first")
 
 
 def null_over_sampled_seeds(values: Any, fraction: float = 1.0, *, level: float = LEVEL, what: str = "",
-                            proportion: bool = False) -> dict:
+                            proportion: bool = False, lower: Optional[float] = None) -> dict:
     """A null as a distribution over its seeds when each seed measured ``fraction`` of the
     model's i.i.d. items: ``{"value": mean, "interval", "per_seed", "sampled_fraction"}``.
 
@@ -48,13 +48,15 @@ def null_over_sampled_seeds(values: Any, fraction: float = 1.0, *, level: float 
     interval of :func:`~geolip_lib.metrics.intervals.null_over_seeds`.
 
     ``proportion=True`` (a fraction in [0, 1]): the same interval taken on the logit scale and
-    mapped back, so it stays inside [0, 1], as ``null_over_seeds(proportion=True)`` does.
+    mapped back, so it stays inside [0, 1], as ``null_over_seeds(proportion=True)`` does. ``lower``: the
+    least the quantity can be (0 for a magnitude): the interval is cut there (:func:`cut_below`).
     """
     f = float(fraction)
     if not (0.0 < f <= 1.0):
         raise ValueError(f"fraction: expected 0 < fraction ≤ 1 (items sampled / items in the model), got {fraction!r}")
     if f == 1.0:  # every item: exactly the full null's distribution over its seeds
-        return {**null_over_seeds(values, level=level, what=what, proportion=proportion), "sampled_fraction": 1.0}
+        return {**null_over_seeds(values, level=level, what=what, proportion=proportion, lower=lower),
+                "sampled_fraction": 1.0}
     v = np.asarray(values, dtype=np.float64).ravel()
     fin = v[np.isfinite(v)]
     if proportion and ((fin < 0) | (fin > 1)).any():
@@ -75,7 +77,7 @@ def null_over_sampled_seeds(values: Any, fraction: float = 1.0, *, level: float 
             lo, hi = float(1 / (1 + np.exp(-lo))), float(1 / (1 + np.exp(-hi)))
             lo, hi = min(lo, float(fin.mean())), max(hi, float(fin.mean()))  # the plain mean stays inside
             label = label.replace("t over", "t on the logit scale over")
-        iv = Interval(lo, hi, label, level, "over_seeds")
+        iv = cut_below(Interval(lo, hi, label, level, "over_seeds"), lower, fin)
     return {"value": float(fin.mean()) if n else None, "interval": iv,
             "per_seed": [float(x) if math.isfinite(x) else None for x in v], "sampled_fraction": f}
 
@@ -112,9 +114,10 @@ class SampledNull(list):
         self.fractions = {k: 1.0 for k in KINDS} | dict(fractions or {})
         self.drivers = dict(drivers or {})
 
-    def distribution(self, values: Any, kind: str = "layers", what: str = "", proportion: bool = False) -> dict:
+    def distribution(self, values: Any, kind: str = "layers", what: str = "", proportion: bool = False,
+                     lower: Optional[float] = None) -> dict:
         """:func:`null_over_sampled_seeds` of per-seed ``values`` of a quantity of ``kind``."""
         if kind not in KINDS:
             raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
         return null_over_sampled_seeds(values, self.fractions[kind], what=what or f"{len(self)} random-init seeds",
-                                       proportion=proportion)
+                                       proportion=proportion, lower=lower)

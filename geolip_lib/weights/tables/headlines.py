@@ -86,7 +86,7 @@ PROPORTIONS = {"q_sparsity", "k_sparsity", "mlp_dead_frac", "qk_pos_frac_first"}
 
 def null_entry(null, value_of, *, items: Optional[Mapping] = None, seed: int = 0, n_boot: int = iv.N_BOOT,
                key: Optional[str] = None, kind: Optional[str] = None,
-               proportion: Optional[bool] = None) -> Optional[dict]:
+               proportion: Optional[bool] = None, lower: Optional[float] = None) -> Optional[dict]:
     """The random-init null of one number: ``null`` a list of summaries (one per init seed) gives
     the distribution over those seeds (:func:`~geolip_lib.metrics.intervals.null_over_seeds`);
     a :class:`~geolip_lib.metrics.sampled_null.SampledNull` (each seed a sample of the layers)
@@ -94,18 +94,19 @@ def null_entry(null, value_of, *, items: Optional[Mapping] = None, seed: int = 0
     (``"layers"``, ``"pairs"``, ``"first"``; default from :data:`NULL_KIND` of ``key``, else
     ``"layers"``); a single summary (older callers) its value with the bootstrap over its
     ``items[key]``. ``proportion``: whether the number is a fraction in [0, 1] (its interval on the
-    logit scale); default: ``key`` in :data:`PROPORTIONS`."""
+    logit scale); default: ``key`` in :data:`PROPORTIONS`. ``lower``: the least the number can be (0 for a
+    magnitude): its prediction interval is cut there."""
     if null is None:
         return None
     proportion = key in PROPORTIONS if proportion is None else bool(proportion)
     if isinstance(null, SampledNull):
         vals = [value_of(n) for n in null]
         return null.distribution([np.nan if v is None else v for v in vals], kind or NULL_KIND.get(key, "layers"),
-                                 proportion=proportion)
+                                 proportion=proportion, lower=lower)
     if isinstance(null, (list, tuple)):
         vals = [value_of(n) for n in null]
         return iv.null_over_seeds([np.nan if v is None else v for v in vals], what=f"{len(null)} random-init seeds",
-                                  proportion=proportion)
+                                  proportion=proportion, lower=lower)
     return {"value": value_of(null), "interval": items_interval((items or {}).get(key), seed=seed, n_boot=n_boot)
             if key in POOLED else None}
 

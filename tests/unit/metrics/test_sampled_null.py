@@ -121,3 +121,12 @@ def test_a_proportion_null_with_seeds_at_exactly_one_stays_near_one(seed):
         assert 1 - 1e-4 < iv.lo <= d["value"] <= iv.hi <= 1.0, iv  # p itself: normal_fraction_below's closed form
     allone = null_over_seeds([1.0] * 5, proportion=True)["interval"]
     assert 1 - 1e-6 <= allone.lo <= allone.hi == 1.0
+
+
+def test_a_sampled_null_of_a_magnitude_is_cut_at_zero():
+    from geolip_lib.metrics.sampled_null import null_over_sampled_seeds
+    vals = [0.00010, 0.00060, 0.00005, 0.00040]
+    free = null_over_sampled_seeds(vals, 0.5)
+    cut = null_over_sampled_seeds(vals, 0.5, lower=0.0)
+    assert free["interval"].lo < 0 <= cut["interval"].lo and cut["interval"].hi == free["interval"].hi
+    assert null_over_sampled_seeds(vals, 1.0, lower=0.0)["interval"].lo == 0.0
