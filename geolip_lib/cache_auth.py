@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .results import atomic_write_text
-from .roots import RootReadError, read_json_file
+from .roots import RootReadError, read_file_bytes, read_json_file
 
 __all__ = ["FIELD", "MAX_RECORD_BYTES", "RecordRefused", "authentic", "canonical", "key", "read_bytes",
            "read_or_none", "read_record", "secret_path", "sign", "verify", "write_record"]
@@ -203,21 +203,10 @@ def write_record(path: Path, record: dict, allow_nan: bool = False) -> bool:
 
 def read_bytes(path: Path, max_bytes: int, what: str) -> bytes:
     """The bytes of a cached file that is not a JSON record (the WordNet lexicon arrays), read as
-    :func:`read_record` reads one, links followed (the shared cache may link its files): a regular file
-    only, at most ``max_bytes``; ``FileNotFoundError`` passes through, anything else a :class:`RecordRefused`."""
+    :func:`read_record` reads one (:func:`geolip_lib.roots.read_file_bytes`), links followed (the shared cache
+    may link its files): a regular file only, at most ``max_bytes``; ``FileNotFoundError`` passes through,
+    anything else a :class:`RecordRefused`."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise RecordRefused(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise RecordRefused(f"{path}: not a regular file (a pipe, a device or a folder); not read")
-        if st.st_size > max_bytes:
-            raise RecordRefused(f"{path}: {st.st_size} bytes, over the limit of {max_bytes} for {what}; not read")
-        raw = fh.read(max_bytes + 1)
-    if len(raw) > max_bytes:
-        raise RecordRefused(f"{path}: over the limit of {max_bytes} bytes for {what}; not read")
-    return raw
+        return read_file_bytes(path, max_bytes, what=what, remedy="it is rebuilt")
+    except RootReadError as exc:
+        raise RecordRefused(str(exc)) from None

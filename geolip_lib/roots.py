@@ -153,13 +153,12 @@ def read_json(root: Path, path: Path, max_bytes: int = MAX_JSON_BYTES, max_depth
                           remedy="rerun the job to rewrite it")
 
 
-def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH,
-                   follow: bool = True, what: str = "this JSON file", remedy: str = "rewrite it") -> Any:
-    """A JSON file that is not in an output root (a model's ``config.json``: a link into the
-    Hugging Face cache is normal there), read bounded: a regular file (a named pipe would block
-    the reader forever), at most ``max_bytes``, at most ``max_depth`` levels deep; one-line
-    :class:`RootReadError` otherwise. ``follow=False``: a link is refused too."""
-    path = Path(path)
+def read_file_bytes(path: Path, max_bytes: int, *, follow: bool = True, what: str = "this file",
+                    remedy: str = "rewrite it") -> bytes:
+    """The bytes of a file read as every input of the project is read: opened without blocking (a named pipe
+    would block the reader forever), a regular file only (checked on the open file), at most ``max_bytes``;
+    ``follow=False`` refuses a link too. ``FileNotFoundError`` passes through; anything else is a one-line
+    :class:`RootReadError`."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
         fd = os.open(path, flags)
@@ -177,6 +176,17 @@ def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int =
         raw = fh.read(max_bytes + 1)
     if len(raw) > max_bytes:
         raise RootReadError(f"{path}: over the limit of {max_bytes} bytes for {what}; not read ({remedy})")
+    return raw
+
+
+def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH,
+                   follow: bool = True, what: str = "this JSON file", remedy: str = "rewrite it") -> Any:
+    """A JSON file that is not in an output root (a model's ``config.json``: a link into the
+    Hugging Face cache is normal there), read bounded: a regular file (a named pipe would block
+    the reader forever), at most ``max_bytes``, at most ``max_depth`` levels deep; one-line
+    :class:`RootReadError` otherwise. ``follow=False``: a link is refused too."""
+    path = Path(path)
+    raw = read_file_bytes(path, max_bytes, follow=follow, what=what, remedy=remedy)
     try:
         data = json.loads(raw.decode("utf-8"))
     except RecursionError:
