@@ -100,18 +100,32 @@ def _layer_counts(cfg: Any, where: str = "", keys: tuple = LAYER_KEYS) -> list[t
     return out
 
 
+def _source_of(p, key: str, value: Any, src: str) -> str:
+    """Where a config value came from: the params file's ``config:`` when it sets ``key`` (a dotted path into
+    nested configs) to ``value``, else ``src`` (the folder's config.json)."""
+    if getattr(p, "source", None) == "tiny":  # a tiny model's whole config is its params file's: already named
+        return src
+    over: Any = getattr(p, "config", None) or {}
+    for part in key.split("."):
+        over = over.get(part) if isinstance(over, dict) else None
+    if over is not None and over == value:
+        return f"config: of {model_file_label(p.name)}"
+    return src
+
+
 def config_problem(p, config: dict, kind: str, src: str = "its config") -> Optional[str]:
     """Why a model cannot be built from ``config`` (None: it can): a layer count over
     :data:`MAX_LAYERS` or not a whole number, or a ``model_type`` transformers does not know
-    (a model with ``trust_remote_code`` brings its own). One line naming ``src``."""
+    (a model with ``trust_remote_code`` brings its own). One line naming ``src``, or the params file's
+    ``config:`` when the value came from there (:func:`_source_of`)."""
     for key, v in _layer_counts(config):
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_LAYERS:
-            return (f"{src}: {key} is {v!r}; a model may have 0 to {MAX_LAYERS} layers (the limit on what a config "
-                    "may ask); fix the config")
+            return (f"{_source_of(p, key, v, src)}: {key} is {v!r}; a model may have 0 to {MAX_LAYERS} layers (the "
+                    "limit on what a config may ask); fix the config")
     for key, v in _layer_counts(config, keys=SIZE_KEYS):
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SIZE):
-            return (f"{src}: {key} is {v!r}; a size in a config is a whole number from 0 to {MAX_SIZE} (the limit on "
-                    "what a config may ask); fix the config")
+            return (f"{_source_of(p, key, v, src)}: {key} is {v!r}; a size in a config is a whole number from 0 to "
+                    f"{MAX_SIZE} (the limit on what a config may ask); fix the config")
     if kind != HF_KIND or getattr(p, "trust_remote_code", False):
         return None
     if "model_type" not in config:  # a params file's config: (the family's default type) or no type to check
@@ -325,16 +339,18 @@ def check_stored(p, directory: Path) -> None:
             f"model '{p.name}': tensor {name} in {f} is stored as {dtype_name(code)} {where}{more}: integer and "
             "quantised checkpoints are refused (they would be cast to float and measured as the model); "
             "re-save it in float16 or float32 (model.float().save_pretrained(...))")
+    # a params file's config: overrides what the folder's config.json says: the message names both
+    over = f" with the config: of {model_file_label(p.name)}" if p.config and p.source != "tiny" else ""
     if misshapen:
         name, shape, f, exp = misshapen[0]
         more = f" (and {len(misshapen) - 1} more tensor(s))" if len(misshapen) > 1 else ""
         raise ModelLoadError(
-            f"model '{p.name}': tensor {name} in {f} has shape {list(shape)}, but {cfg_used} makes it "
-            f"{list(exp[1])}{more}: the config and the weights disagree; use the config the weights were saved with")
+            f"model '{p.name}': tensor {name} in {f} has shape {list(shape)}, but {cfg_used}{over} makes it "
+            f"{list(exp[1])}{more}: the config and the weights disagree; use the config the weights were saved with"
+            + (f" (or fix config: in {model_file_label(p.name)})" if over else ""))
     if unplaced:
         name, f = unplaced[0]
         more = f" (and {len(unplaced) - 1} more tensor(s))" if len(unplaced) > 1 else ""
-        over = f" with the config: of {model_file_label(p.name)}" if p.config and p.source != "tiny" else ""
         raise ModelLoadError(
             f"model '{p.name}': tensor {name} in {f} has no place in the model {cfg_used}{over} makes{more}: the "
             "weights hold more layers than the config asks for, and those would be ignored while the provenance "
