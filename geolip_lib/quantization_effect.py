@@ -224,17 +224,18 @@ def q_sparsity_bounds(lm, store, cat, threshold: float = 0.1) -> dict:
 
 
 def cross_layer_bounds(lm, store, cat, summary) -> dict:
-    """Per scope of the ``cross_layer_corr`` claims record, the range its unquantized value can lie in
-    (:func:`..weights.tables.claims.cross_layer_quantization_bounds` of every layer's worst-case turn,
-    :func:`..weights.battery.cross_layer.cross_layer_turns`), with the typical move beside it. ``{}`` for a
-    model that was not quantized."""
+    """Per scope of the ``cross_layer_corr`` claims record, the range its unquantized value lies in
+    (:func:`..weights.tables.claims.cross_layer_quantization_bounds`: with probability ≥ 1 − 1e-6 under
+    independent, unbiased rounding errors within each weight's interval, the worst case beside it as
+    ``worst_case``, and the typical move), from one pass over every layer's rounding
+    (:func:`..weights.battery.cross_layer.cross_layer_turns`). ``{}`` for a model that was not quantized."""
     turns = cross_layer_mod.cross_layer_turns(lm, store, cat, claims_tables.CLAIM_CROSS_LAYER_ROLES)
     return claims_tables.cross_layer_quantization_bounds(summary, turns) if turns else {}
 
 
 #: the columns of :func:`attach_bounds`' table
-BOUND_COLUMNS = ["claim", "scope", "measured", "unquantized lo", "unquantized hi", "recorded", "weights open",
-                 "if end codes unbounded", "typical sd", "rule"]
+BOUND_COLUMNS = ["claim", "scope", "measured", "unquantized lo", "unquantized hi", "recorded", "worst-case lo",
+                 "worst-case hi", "weights open", "if end codes unbounded", "typical sd", "rule"]
 
 
 def attach_bounds(claims: dict, lm, store, cat, summary) -> pd.DataFrame:
@@ -242,9 +243,12 @@ def attach_bounds(claims: dict, lm, store, cat, summary) -> pd.DataFrame:
     (:func:`..weights.tables.claims.battery_claims` of a model measured on dequantized weights:
     :func:`q_sparsity_bounds`, :func:`cross_layer_bounds`); a bound that does not hold the record's own value (its
     weights were not those bounded) is not recorded (``recorded`` False). Returns one row per scope
-    (:data:`BOUND_COLUMNS`; ``weights open``: Q weights whose side of 0.1 the rounding leaves open; ``if end codes
-    unbounded``: the Q sparsity range were a clamped end code's weight anywhere beyond it; ``typical sd``: the
-    cross-layer value's typical move), empty for a model that was not quantized."""
+    (:data:`BOUND_COLUMNS`; ``unquantized lo`` / ``hi``: the range the evaluator reads, for the cross-layer
+    records the high-probability one; ``worst-case lo`` / ``hi``: the cross-layer records' worst case, every
+    rounding error aligned (the Q sparsity range is itself a worst case); ``weights open``: Q weights whose side
+    of 0.1 the rounding leaves open; ``if end codes unbounded``: the Q sparsity range were a clamped end code's
+    weight anywhere beyond it; ``typical sd``: the cross-layer value's typical move), empty for a model that was
+    not quantized."""
     rows = []
     for cid, bounds in (("q_sparsity", q_sparsity_bounds(lm, store, cat) if claims.get("q_sparsity") else {}),
                         ("cross_layer_corr", cross_layer_bounds(lm, store, cat, summary)
@@ -257,9 +261,10 @@ def attach_bounds(claims: dict, lm, store, cat, summary) -> pd.DataFrame:
             ok = isinstance(v, (int, float)) and b["lo"] - 1e-12 <= v <= b["hi"] + 1e-12
             if ok:
                 h["quantization_bound"] = b
-            ends = b.get("if_end_codes_unbounded")
+            ends, worst = b.get("if_end_codes_unbounded"), b.get("worst_case") or {}
             rows.append({"claim": cid, "scope": scope, "measured": v, "unquantized lo": b["lo"],
-                         "unquantized hi": b["hi"], "recorded": ok, "weights open": b.get("near"),
+                         "unquantized hi": b["hi"], "recorded": ok, "worst-case lo": worst.get("lo"),
+                         "worst-case hi": worst.get("hi"), "weights open": b.get("near"),
                          "if end codes unbounded": None if ends is None else f"[{ends['lo']:.4f}, {ends['hi']:.4f}]",
                          "typical sd": (b.get("typical") or {}).get("sd"), "rule": b["text"]})
     return pd.DataFrame(rows, columns=BOUND_COLUMNS)

@@ -287,8 +287,12 @@ job.figure(plots.random_init_comparison(res, null_res, title=MODEL), "random_ini
 # the range their unquantized value lies in (`quantization_bound`), from where each weight
 # lay before rounding (`geolip_lib.weights.quant_bounds`: half a step of its block for
 # round-to-nearest types, one step of its sub-block for K-quants, the end codes' clamped
-# weights within one more range); the cross-layer range is the worst case, and its typical
-# move (independent rounding errors) is recorded beside it.
+# weights within one more range). The cross-layer range holds with probability ≥ 1 − 1e-6
+# under independent, unbiased rounding errors within those intervals (Hoeffding's and
+# Bernstein's inequalities over every weight a scope pools, the shrink towards 0 the errors'
+# lengthening of each layer can cause, a bound on the remainder:
+# `geolip_lib.weights.quant_bounds_prob`); the worst case, every error aligned against the
+# other layer, is recorded beside it (`worst_case`), with the typical move.
 
 # %%
 items = T.headline_items(res)  # what each pooled headline averages (03_cross_model resamples them too)
@@ -297,7 +301,8 @@ metrics["headline_items"] = {"trained": items, "random_init": null_items}
 metrics["claims"] = T.battery_claims(summary, items, stack_items, null_seeds or None, null_items,
                                      null_stack_seeds or None, seed=SEED, n_boot=N_BOOT)
 # dequantized weights (a GGUF file, a simulated twin, a CTranslate2 int8 file): the range each unquantized claim value
-# lies in, from every weight's rounding (quantization_effect.attach_bounds); a verdict it cannot flip is kept
+# lies in, from every weight's rounding (quantization_effect.attach_bounds; the cross-layer one with probability
+# ≥ 1 − 1e-6 under independent unbiased errors, its worst case beside it); a verdict it cannot flip is kept
 bounds = quantization_effect.attach_bounds(metrics["claims"], lm, store, cat, summary)
 if not bounds.empty:
     job.table(bounds, caption="Where the unquantized claim values lie (quantization_bound of each record)", index=False)

@@ -1,5 +1,6 @@
 """Cosine similarity between layers of the flattened weights of each role (:func:`cross_layer`), and how far the
-rounding of quantized weights can have moved each layer's direction (:func:`cross_layer_turns`)."""
+rounding of quantized weights can have moved each layer's direction and each adjacent pair's cosine
+(:func:`cross_layer_turns`)."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -10,7 +11,7 @@ import torch
 
 from ...checkpoints import MATRIX_ROLES, Catalog
 from ...checkpoints.store import TensorStore
-from .. import quant_bounds
+from .. import quant_bounds, quant_bounds_prob
 from ._common import progress_bar
 
 
@@ -66,22 +67,27 @@ def cross_layer(store: TensorStore, cat: Catalog, roles: Sequence[str] = CROSS_L
 
 def cross_layer_turns(lm, store: TensorStore, cat: Catalog, roles: Sequence[str] = CROSS_LAYER_ROLES) -> dict:
     """How far the rounding can have turned each layer's flattened weights, per group of :func:`cross_layer`:
-    ``{"stack/attn/role": {"layers", "theta", "tau", "types", "text", "assumes"}}`` (``theta``: the worst-case
-    angle per layer, ``tau``: the typical one, :func:`..quant_bounds.turn`), keyed as the battery summary keys its
-    ``cross_layer`` groups. A pair's cosine then moved by at most ``min(2, theta_a + theta_b)`` (the angle between
-    two directions moves by at most the sum of their turns, and a cosine by at most its angle), typically by
-    ``sqrt(tau_a² + tau_b²)``. ``{}`` for a model that was not quantized; a group with a matrix of unknown rounding
-    is left out."""
+    ``{"stack/attn/role": {"layers", "theta", "tau", "prob", "names", "types", "text", "assumes"}}`` (``theta``:
+    the worst-case angle per layer, ``tau``: the typical one, :func:`..quant_bounds.turn`; ``prob``: what the
+    high-probability bound of the adjacent cosines needs, :meth:`..quant_bounds_prob.GroupStats.record`, gathered
+    in the same pass over each layer's rounding), keyed as the battery summary keys its ``cross_layer`` groups. A
+    pair's cosine then moved by at most ``min(2, theta_a + theta_b)`` (the angle between two directions moves by at
+    most the sum of their turns, and a cosine by at most its angle), typically by ``sqrt(tau_a² + tau_b²)``, and
+    with probability ``≥ 1 − delta`` under independent unbiased rounding errors by
+    :func:`..quant_bounds_prob.pair_bounds`. ``{}`` for a model that was not quantized; a group with a matrix of
+    unknown rounding is left out."""
     if not quant_bounds.quantized(lm):
         return {}
     out = {}
     for (stack, attn, role, _), es in layer_groups(cat, roles).items():
         turns, types, texts, assumes = [], set(), set(), set()
+        stats = quant_bounds_prob.GroupStats()
         for e in es:
             r = quant_bounds.rounding_of(lm, store, e)
             if r is None:
                 break
             turns.append(quant_bounds.turn(r))
+            stats.add(r.values, r.below, r.above)
             types.add(r.qtype)
             texts.add(f"{r.qtype}: {r.text}")
             a = quant_bounds.assumption(r.qtype, r.imatrix)
@@ -90,6 +96,7 @@ def cross_layer_turns(lm, store: TensorStore, cat: Catalog, roles: Sequence[str]
         else:
             out[f"{stack}/{attn or '-'}/{role}"] = {
                 "layers": [e.layer for e in es], "theta": [t["theta"] for t in turns],
-                "tau": [t["tau"] for t in turns], "types": sorted(types), "text": sorted(texts),
-                "assumes": sorted(assumes)}
+                "tau": [t["tau"] for t in turns], "prob": stats.finish().record(),
+                "names": [(e.name, None if e.row_slice is None else tuple(e.row_slice)) for e in es],
+                "types": sorted(types), "text": sorted(texts), "assumes": sorted(assumes)}
     return out

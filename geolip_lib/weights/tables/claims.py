@@ -10,6 +10,7 @@ from ... import results
 from ...metrics import intervals as iv
 from ...checkpoints import ATTN_ROLES
 from ...metrics.sampled_null import SampledNull
+from .. import quant_bounds_prob as QP
 from ._common import RANDOM, _layer_items, _mean, _qk_scopes, get
 from .headlines import NOTES, items_interval, null_entry
 from .by_stack import CLAIM_THRESHOLD, _pooled_self_q
@@ -137,14 +138,86 @@ def _abs_interval(lo: float, hi: float) -> tuple[float, float]:
     return (0.0 if lo <= 0.0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
 
 
-def cross_layer_quantization_bounds(summary: Mapping, turns: Mapping) -> dict:
+def _independent(used: list) -> bool:
+    """Whether the layers of ``used`` (:func:`..battery.cross_layer.cross_layer_turns` groups) are distinct
+    matrices, so that their rounding errors can be independent: no rows of one stored tensor in two of them (a
+    tied or shared weight), no two of equal norm (a copy under another name)."""
+    rows: dict = {}
+    for t in used:
+        for name, sl in t.get("names") or []:
+            for other in rows.setdefault(name, []):
+                if sl is None or other is None or (sl[0] < other[1] and other[0] < sl[1]):
+                    return False
+            rows[name].append(sl)
+    norms = [x for t in used for x in (t.get("prob") or {}).get("norm", [])]
+    return len(set(norms)) == len(norms)
+
+
+def _probable(cl: Mapping, groups: Mapping, turns: Mapping, kind: str, delta: float) -> Optional[dict]:
+    """The high-probability interval of one scope (:mod:`..quant_bounds_prob`; ``kind`` as the scope pools:
+    ``mean``: one joint bound over every weight it pools, the remainders' events sharing the rest of ``delta``;
+    ``abs`` / ``max``: each group's mean within its own bound at ``delta / groups``, then pooled as the worst case
+    is). None when a group has no statistics (or those of other matrices than the summary's: their cosines
+    differ), an unbounded interval or shares weights with another."""
+    stats = [(turns[k].get("prob"), cl[k]) for k in groups]
+    if any(s is None or not s.get("finite") or len(s["cos"]) != len(d["layers"]) - 1
+           or abs(float(np.mean(s["cos"])) - float(d["adj_mean"])) > 1e-9 for s, d in stats) \
+            or not _independent([turns[k] for k in groups]):
+        return None
+    per_pair = max(b for s, _ in stats for b in QP.pair_bounds(s, delta))
+    if kind == "mean":
+        b = QP.pooled_bound([(s, 1.0 / len(stats)) for s, _ in stats], delta)
+        m = float(np.mean([float(d["adj_mean"]) for _, d in stats]))
+        return {"lo": max(-1.0, m + b["lo"]), "hi": min(1.0, m + b["hi"]), "shrink": list(b["shrink"]),
+                "noise": b["noise"], "linear": b["linear"], "products": b["products"], "remainder": b["remainder"],
+                "events": b["events"], "per_pair_max": per_pair, "joint": True}
+    bs = [QP.group_bound(s, delta / len(stats)) for s, _ in stats]
+    ab = [_abs_interval(max(-1.0, float(d["adj_mean"]) + b["lo"]), min(1.0, float(d["adj_mean"]) + b["hi"]))
+          for b, (_, d) in zip(bs, stats)]
+    pick = np.mean if kind == "abs" else np.max
+    return {"lo": float(pick([a for a, _ in ab])), "hi": float(pick([h for _, h in ab])),
+            "shrink": [min(b["shrink"][0] for b in bs), max(b["shrink"][1] for b in bs)],
+            "noise": max(b["noise"] for b in bs), "linear": max(b["linear"] for b in bs),
+            "products": max(b["products"] for b in bs), "remainder": max(b["remainder"] for b in bs),
+            "events": sum(b["events"] for b in bs), "per_pair_max": per_pair, "joint": False}
+
+
+def _probable_text(p: dict, n_groups: int, delta: float, wlo: float, whi: float) -> str:
+    shrink = max(-p["shrink"][0], p["shrink"][1])
+    parts = (f"independent errors ±{p['noise']:.2g} (Hoeffding's and Bernstein's inequalities), a shrink towards 0 "
+             f"of at most {shrink:.2g} (the errors lengthen each layer), remainder ≤ {p['remainder']:.2g} (the "
+             "fluctuation of each layer's norm)")
+    if p["joint"]:
+        how = (f"the pooled value lies in [{p['lo']:.4g}, {p['hi']:.4g}] with probability ≥ 1 − {delta:g} ({parts}; "
+               f"the independent errors summed over every weight of its {n_groups} groups jointly; union over its "
+               f"{p['events']} events)")
+    else:
+        how = (f"the pooled value lies in [{p['lo']:.4g}, {p['hi']:.4g}] with probability ≥ 1 − {delta:g}, each of "
+               f"its {n_groups} groups' means within its own bound (the largest: {parts}; union over its "
+               f"{p['events']} events)")
+    return (f"under independent, unbiased rounding errors within each weight's interval, {how}; each adjacent-layer "
+            f"cosine alone moved by at most {p['per_pair_max']:.2g}; the worst case, every error aligned against the "
+            f"other layer's weights, gives [{wlo:.4g}, {whi:.4g}]")
+
+
+def cross_layer_quantization_bounds(summary: Mapping, turns: Mapping, delta: float = QP.DELTA) -> dict:
     """``quantization_bound`` of each ``cross_layer_corr`` scope of :func:`battery_claims` measured on dequantized
-    weights: the range the unquantized value can lie in, pooled as the scope pools its groups' means (``attention``
-    and ``seed:q,k,qkv,mlp_up``: the mean of the groups' intervals; ``attention|abs``: the mean of the ranges of
-    their magnitudes; ``seed:q,k,qkv|each``: the largest), from the worst-case turn of every layer's direction
-    (``turns``: :func:`..battery.cross_layer.cross_layer_turns`). Each: ``{"lo", "hi", "typical", "text",
-    "assumes", "types"}``; ``typical``: the move of the pooled value expected from independent rounding errors
-    (its standard deviation ``sd``; not a bound). A scope with a group of unknown rounding has none."""
+    weights: the range the unquantized value lies in, pooled as the scope pools its groups' means (``attention``
+    and ``seed:q,k,qkv,mlp_up``: the mean of the groups' means; ``attention|abs``: the mean of their magnitudes;
+    ``seed:q,k,qkv|each``: the largest), from every layer's rounding (``turns``:
+    :func:`..battery.cross_layer.cross_layer_turns`).
+
+    ``lo`` / ``hi``: with probability ≥ 1 − ``delta`` per scope under independent, unbiased rounding errors within
+    each weight's interval (:mod:`..quant_bounds_prob`: Hoeffding's and Bernstein's inequalities on the errors'
+    sums, the shrink towards 0 their lengthening of each layer can cause, an exact bound on the remainder, the union
+    bound over every event the scope uses), or the worst case where that model cannot be used (a group without the
+    statistics, a sub-block of step 0, weights shared between layers).
+    ``worst_case``: ``{"lo", "hi", "text"}``, every layer's rounding error aligned against the other layer's
+    weights (each pair's cosine moved by at most ``min(2, theta_a + theta_b)``); ``probability``: the bound's parts
+    (``shrink`` (lo, hi), ``noise`` = ``linear`` + ``products``, ``remainder``, ``events``, ``per_pair_max``,
+    ``delta``, ``model``) or None;
+    ``typical``: the move expected from independent rounding errors (its standard deviation ``sd``; not a bound);
+    ``text``, ``assumes``, ``types``. A scope with a group of unknown rounding has none."""
     cl = (summary or {}).get("cross_layer") or {}
     per = {k: _group_turn(cl[k], turns[k]) for k in cl if k in turns}
     out = {}
@@ -165,10 +238,24 @@ def cross_layer_quantization_bounds(summary: Mapping, turns: Mapping) -> dict:
             sd = float(np.sqrt(sum(g["sd"] ** 2 for g in iv_))) / len(iv_) if kind == "abs" else \
                 per[max(groups, key=lambda k: abs(groups[k]["adj_mean"]))]["sd"]
         used = [turns[k] for k in groups]
-        out[scope] = {"lo": lo, "hi": hi, "types": sorted({x for t in used for x in t["types"]}),
-                      "text": "; ".join(sorted({x for t in used for x in t["text"]})) + " (worst case: each layer's "
-                              "rounding error aligned against the other layer's weights)",
-                      "assumes": "; ".join(sorted({x for t in used for x in t["assumes"]})) or None,
+        rules = "; ".join(sorted({x for t in used for x in t["text"]}))
+        assumes = sorted({x for t in used for x in t["assumes"]})
+        worst = {"lo": lo, "hi": hi, "text": "every layer's rounding error aligned against the other layer's weights "
+                                             "(each pair's cosine moved by at most the sum of its layers' turns)"}
+        p = _probable(cl, groups, turns, kind, delta)
+        if p is not None:
+            text = f"{rules}; {_probable_text(p, len(groups), delta, lo, hi)}"
+            assumes = assumes + [QP.MODEL_TEXT.replace("delta", f"{delta:g}")]
+            lo, hi = p["lo"], p["hi"]
+        else:
+            text = (f"{rules} (worst case: each layer's rounding error aligned against the other layer's weights; no "
+                    "high-probability bound: a sub-block of step 0, weights shared between layers or no per-weight "
+                    "statistics)")
+        out[scope] = {"lo": lo, "hi": hi, "types": sorted({x for t in used for x in t["types"]}), "text": text,
+                      "assumes": "; ".join(assumes) or None, "worst_case": worst,
+                      "probability": None if p is None else {k: p[k] for k in (
+                          "shrink", "noise", "linear", "products", "remainder", "events", "per_pair_max")}
+                      | {"delta": delta, "model": QP.MODEL_TEXT.replace("delta", f"{delta:g}")},
                       "typical": {"sd": sd, "text": "the standard deviation of the pooled value's move if every "
                                   "weight's rounding error were independent and uniform within half its step "
                                   "(not a bound)"}}

@@ -61,6 +61,9 @@ def test_a_permuted_q8_0_gguf_bounds_the_fp32_model_it_was_written_from(tmp_path
     assert set(bounds) == set(truth)
     for scope, b in bounds.items():
         assert b["lo"] <= truth[scope] <= b["hi"], scope
+        w = b["worst_case"]  # the high-probability range, with the worst case beside it
+        assert w["lo"] <= b["lo"] <= b["hi"] <= w["hi"] and b["probability"]["delta"] == 1e-6
+        assert "with probability ≥ 1 − 1e-06" in b["text"] and "unbiased" in b["assumes"]
     assert bounds["attention"]["types"] == ["F32", "Q8_0"]  # W_Q in Q8_0, K / V / O stored as F32
     assert "Q4_1" in bounds[TC.SEED_CROSS_LAYER_SCOPE]["types"]  # the seed's pooling has the MLP up (Q4_1)
 
@@ -87,8 +90,12 @@ def test_a_kquant_gguf_gets_one_step_bounds_with_the_assumption_recorded(tmp_pat
     assert claims["q_sparsity"]["decoder/self"]["quantization_bound"]["types"] == ["Q4_K"]
     att = claims["cross_layer_corr"]["attention"]["quantization_bound"]
     assert set(att["types"]) == {"Q4_K", "Q6_K"} and att["typical"]["sd"] > 0 and att["assumes"]
+    assert att["worst_case"]["lo"] <= att["lo"] <= att["hi"] <= att["worst_case"]["hi"]
     assert "quantization_bound" not in claims["cross_layer_corr"]["attention|abs"]
     assert list(table.columns) == QE.BOUND_COLUMNS and len(table) == 5
+    rows = table.set_index("scope")
+    assert rows.loc["attention", "worst-case lo"] == att["worst_case"]["lo"]
+    assert rows.loc["attention", "unquantized lo"] == att["lo"]
     assert table.set_index("scope")["recorded"].to_dict() == {"decoder/self": True, "attention": True,
                                                                "attention|abs": False, TC.SEED_CROSS_LAYER_SCOPE: True,
                                                                TC.SEED_EACH_CROSS_LAYER_SCOPE: True}
