@@ -170,7 +170,8 @@ def _still_current(key: str) -> bool:
         return False
 
 
-def _hash_file(path: Path) -> str:
+def hash_file(path: Path) -> str:
+    """The sha256 of a file's bytes, read in 4 MiB blocks (no cache: :func:`file_sha256` caches it)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 22), b""):
@@ -186,7 +187,7 @@ def file_sha256(path: str | os.PathLike, cache: Path | None = None) -> str:
     known = _read_sha_cache(cache)
     if key in known:
         return known[key]
-    digest = _hash_file(path)
+    digest = hash_file(path)
     if sha_cache_key(path, path.stat()) != key:  # changed while it was read: not remembered under either state
         return digest
     known = _read_sha_cache(cache)  # re-read before writing: another job may have added entries meanwhile
@@ -207,7 +208,7 @@ def folder_record(folder: Path, skip: Iterable[str] = ()) -> dict:
         if rel in skip or f.is_symlink() or not f.is_file():
             continue
         st = f.stat()
-        out[rel] = {"bytes": st.st_size, "sha256": _hash_file(f), "state": file_state(st)[:4]}
+        out[rel] = {"bytes": st.st_size, "sha256": hash_file(f), "state": file_state(st)[:4]}
     return out
 
 
@@ -381,6 +382,6 @@ def collect(models: Iterable[Any] = ()) -> dict:
             "device": device_info(), "models": [model_provenance(lm) for lm in models]}
 
 
-__all__ = ["SHA_CACHE_MAX_BYTES", "SHA_CACHE_MAX_ENTRIES", "collect", "device_info", "dtype_name", "file_sha256",
+__all__ = ["SHA_CACHE_MAX_BYTES", "SHA_CACHE_MAX_ENTRIES", "collect", "device_info", "dtype_name", "file_sha256", "hash_file",
            "file_state", "folder_problem", "folder_record", "git_info", "library_hash", "model_provenance",
            "sha_cache_key", "stored_dtype", "tensor_headers", "tree_hash", "versions"]

