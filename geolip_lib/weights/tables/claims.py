@@ -23,15 +23,17 @@ def _seeds(null) -> list:
     return list(null) if isinstance(null, (list, tuple)) else [null]
 
 
-def _null(null, value_of, legacy_interval=None, kind: str = "layers", proportion: bool = False) -> Optional[dict]:
+def _null(null, value_of, legacy_interval=None, kind: str = "layers", proportion: bool = False,
+          lower: Optional[float] = None) -> Optional[dict]:
     """``{"random init": entry}``: the null over its seeds (:func:`headlines.null_entry`; ``kind``:
     what the quantity averages, for a null of sampled layers; ``proportion``: a fraction, its
     interval taken on the logit scale so that it stays in [0, 1]) or, for a single summary, its
-    value with ``legacy_interval()`` (a bootstrap over its items)."""
+    value with ``legacy_interval()`` (a bootstrap over its items); ``lower``: the least the number can be
+    (0 for a magnitude), where its prediction interval is cut)."""
     if null is None:
         return {}
     if isinstance(null, (list, tuple)):
-        return {RANDOM: null_entry(null, value_of, kind=kind, proportion=proportion)}
+        return {RANDOM: null_entry(null, value_of, kind=kind, proportion=proportion, lower=lower)}
     return {RANDOM: {"value": value_of(null), "interval": legacy_interval() if legacy_interval else None}}
 
 
@@ -276,11 +278,11 @@ def _magnitude_null(null, value_of) -> dict:
     f = float(null.fractions.get("pairs", 1.0)) if isinstance(null, SampledNull) else 1.0
     if isinstance(null, SampledNull) and f < 1.0:
         vals = [np.nan if v is None else float(v) * np.sqrt(f) for v in (value_of(n) for n in null)]
-        e = null.distribution(vals, "first")
+        e = null.distribution(vals, "first", lower=0.0)
         e["rescaled"] = (f"each seed's value × sqrt({f:.3g}) (it measured {f:.3g} of the adjacent pairs; "
                          "a |mean| over fewer pairs is larger by 1/sqrt(f))")
         return {RANDOM: e}
-    return _null(null, value_of, kind="first")
+    return _null(null, value_of, kind="first", lower=0.0)
 
 
 def _qk_claim(summary: Mapping, null, scope: str, *, seed: int, n_boot: int) -> dict:

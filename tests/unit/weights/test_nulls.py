@@ -12,6 +12,8 @@ from geolip_lib import models, operators
 from geolip_lib.operators.nulls import operator_null, select_layers
 from geolip_lib.operators.tables import null_over_init_seeds
 from geolip_lib.weights.nulls import battery_null, battery_null_full, sample_layers
+from geolip_lib.metrics.sampled_null import SampledNull
+from geolip_lib.weights.tables.claims import _magnitude_null
 from geolip_lib.weights.tables.headlines import null_entry
 
 pytestmark = pytest.mark.unit
@@ -106,3 +108,14 @@ def test_operator_null_from_sampled_layers_equals_the_full_one(lm, no_cache):
     pos = samp.drivers["groups"][g]["layer_positions_sampled"][0]
     ref = operators.headline_samples(select_layers(samp.first[g], pos), anchor=-1, k=8)
     assert np.allclose(samp.samples[g][0]["cos_to_anchor"]["values"], ref["cos_to_anchor"]["values"])
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_a_magnitude_null_is_cut_at_zero(sampled):
+    """A cross-layer |mean| cannot be below 0: with seeds near 0 and wide spread, the random-init
+    prediction interval is cut at 0 and says so, whether the seeds measured every pair or a sample."""
+    seeds = [{"v": v} for v in (0.001, 0.002, 0.09, 0.0005, 0.003)]
+    null = SampledNull(seeds, fractions={"pairs": 0.25}) if sampled else seeds
+    entry = _magnitude_null(null, lambda n: n["v"])["random init"]
+    iv = entry["interval"]
+    assert iv.lo == 0.0 and iv.hi > 0.0 and "cut at 0" in iv.method, entry
