@@ -4,7 +4,7 @@ Conventions: inputs are array-likes or torch tensors validated through
 :mod:`geolip_lib.validation` (``ValueError`` naming the argument); computations run in
 float64; tensors in give tensors out, anything else gives NumPy arrays / floats.
 """
-from . import changepoint, intervals
+from . import changepoint, covariance_bootstrap, intervals
 from .baselines import gaussian_baseline, gaussian_like, matched_scale, random_init_baseline, ratio, sphere_like
 from .cosine import (
     NAMED_CONSTANTS,

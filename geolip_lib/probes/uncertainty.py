@@ -55,10 +55,10 @@ def pr_interval(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: i
     """Interval of the participation ratio of ``E``'s centred covariance.
 
     The rows are those of ``eigenspectrum(E, max_rows=max_rows, seed=seed)`` (every row
-    when ``max_rows`` is None); :func:`geolip_lib.metrics.intervals.bootstrap_covariance_stat`
+    when ``max_rows`` is None); :func:`geolip_lib.metrics.covariance_bootstrap.bootstrap_covariance_stat`
     resamples random row groups (basic interval).
     """
-    return M.intervals.bootstrap_covariance_stat(_rows(E, max_rows, seed), seed=seed, n_boot=n_boot)
+    return M.covariance_bootstrap.bootstrap_covariance_stat(_rows(E, max_rows, seed), seed=seed, n_boot=n_boot)
 
 
 def pr_estimate(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: int = N_BOOT) -> dict:
@@ -66,7 +66,7 @@ def pr_estimate(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: i
 
     Every row (``max_rows`` None or ≥ the row count): the PR of the whole table is **exact**
     (``{"value": plug-in, "interval": "exact", "over": "V rows"}``). A row sample: **sampled**,
-    the bias-corrected estimate (:func:`~geolip_lib.metrics.intervals.covariance_stat_estimate`,
+    the bias-corrected estimate (:func:`~geolip_lib.metrics.covariance_bootstrap.covariance_stat_estimate`,
     the PR of a row sample is biased low by about PR²/rows) as the value, with its basic
     group-bootstrap interval and the plug-in beside it (``plug_in``).
     """
@@ -75,7 +75,7 @@ def pr_estimate(E: Any, max_rows: int | None = None, seed: int = 0, *, n_boot: i
     if rows.shape[0] == t.shape[0]:
         return {"value": _pr_trace(rows), "interval": "exact",
                 "over": f"{t.shape[0]} rows", "plug_in": None}
-    est, plug, iv = M.intervals.covariance_stat_estimate(rows, seed=seed, n_boot=n_boot)
+    est, plug, iv = M.covariance_bootstrap.covariance_stat_estimate(rows, seed=seed, n_boot=n_boot)
     return {"value": est, "interval": iv, "over": None, "plug_in": plug}
 
 
@@ -184,10 +184,10 @@ def mean_cosine_interval(E: Any, n_sample: int | None = 2000, seed: int = 0, *,
     """Interval of the mean pairwise cosine over the rows ``cosine_stats(E, n_sample, seed)`` drew.
 
     Percentile bootstrap over those rows (:func:`~geolip_lib.metrics.intervals.bootstrap_weighted`
-    with :func:`~geolip_lib.metrics.intervals.weighted_mean_pairwise_cosine`).
+    with :func:`~geolip_lib.metrics.covariance_bootstrap.weighted_mean_pairwise_cosine`).
     """
     U = M.normalize_rows(_rows(E, n_sample, seed)).numpy()
-    return M.intervals.bootstrap_weighted(len(U), M.intervals.weighted_mean_pairwise_cosine(U), n_boot=n_boot,
+    return M.intervals.bootstrap_weighted(len(U), M.covariance_bootstrap.weighted_mean_pairwise_cosine(U), n_boot=n_boot,
                                           seed=seed, what="sampled rows")
 
 
@@ -358,7 +358,7 @@ def token_cosine_interval(E: Any, ids: Any, seed: int = 0, *, n_boot: int = N_BO
     t = E if isinstance(E, torch.Tensor) else torch.as_tensor(np.asarray(E))
     idx = torch.as_tensor(np.asarray(ids, dtype=np.int64))
     U = M.normalize_rows(t[idx].to(torch.float64)).numpy()
-    return M.intervals.bootstrap_weighted(len(U), M.intervals.weighted_mean_pairwise_cosine(U), n_boot=n_boot,
+    return M.intervals.bootstrap_weighted(len(U), M.covariance_bootstrap.weighted_mean_pairwise_cosine(U), n_boot=n_boot,
                                           seed=seed, what="tokens")
 
 

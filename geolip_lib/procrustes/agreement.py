@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..metrics import cosine
-from ..metrics.intervals import bootstrap_covariance_stat
+from ..metrics.covariance_bootstrap import bootstrap_covariance_stat
 from ..metrics.simplex import cayley_menger_volume_sq
 from ..validation import check_positive_int, fail
 from .fit import _np64

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from geolip_lib.metrics import covariance_bootstrap as CB
 from geolip_lib.metrics import intervals as I
 from geolip_lib.metrics import participation_ratio
 
@@ -40,7 +41,7 @@ def test_covariance_group_bootstrap_covers_the_population_pr():
     hits = 0
     for s in range(REPS):
         X = np.random.default_rng(s).standard_normal((1500, 30)) * np.sqrt(ev)
-        hits += I.bootstrap_covariance_stat(X, n_boot=200, seed=s).contains(truth)
+        hits += CB.bootstrap_covariance_stat(X, n_boot=200, seed=s).contains(truth)
     assert hits >= 0.90 * REPS, hits
 
 
@@ -51,13 +52,13 @@ def test_weighted_bootstrap_statistics_equal_the_direct_ones_at_unit_weights():
     ones = np.ones((1, 60))
     G = U @ U.T
     direct = G[np.triu_indices(60, 1)].mean()
-    assert I.weighted_mean_pairwise_cosine(U)(ones)[0] == pytest.approx(direct, rel=1e-12)
-    assert I.weighted_participation_ratio(X)(ones)[0] == pytest.approx(participation_ratio(X), rel=1e-10)
+    assert CB.weighted_mean_pairwise_cosine(U)(ones)[0] == pytest.approx(direct, rel=1e-12)
+    assert CB.weighted_participation_ratio(X)(ones)[0] == pytest.approx(participation_ratio(X), rel=1e-10)
     # integer weights == the statistic on explicitly repeated rows
     w = rng.integers(0, 3, size=60).astype(float)
     w[0] = 2
     rows = np.repeat(np.arange(60), w.astype(int))
-    assert I.weighted_participation_ratio(X)(w[None])[0] == pytest.approx(participation_ratio(X[rows]), rel=1e-10)
+    assert CB.weighted_participation_ratio(X)(w[None])[0] == pytest.approx(participation_ratio(X[rows]), rel=1e-10)
 
 
 def test_bootstrap_is_seeded_and_handles_degenerate_samples():
