@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from geolip_lib.paths import PARAMS, cache_root  # noqa: E402 - light (no torch); the full check imports the rest
 from geolip_lib.provenance import folder_problem  # noqa: E402 - light too (no torch): a folder's files by their state
 
-YAML_MAX_BYTES = 1024 * 1024  # geolip_lib.params.YAML_MAX_BYTES (not imported: torch)
+YAML_MAX_BYTES = 1024 * 1024  # geolip_lib.params_yaml.YAML_MAX_BYTES (not imported: torch)
 STAMP = ".geolip-package.json"  # geolip_lib.params.PACKAGE_STAMP (not imported: that module imports torch)
 
 
