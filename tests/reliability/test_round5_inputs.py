@@ -21,7 +21,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from geolip_lib import claims, models, params
+from geolip_lib import claims, models, params, params_package
 from geolip_lib.claims import schema as claims_schema
 from geolip_lib.models import gguf, packaged
 from geolip_lib.runner import execute
@@ -69,7 +69,7 @@ def test_a_yaml_boolean_in_a_number_field_is_refused_not_read_as_1(box, capsys, 
 
 
 def _schemas() -> list[type[BaseModel]]:
-    mods = (params, claims_schema)
+    mods = (params, params_package, claims_schema)
     return [v for m in mods for v in vars(m).values()
             if isinstance(v, type) and issubclass(v, BaseModel) and v.__module__ == m.__name__]
 
@@ -98,6 +98,8 @@ def test_every_number_field_of_the_schemas_refuses_a_boolean():
     claims schemas, given YAML's ``true``, says so (geolip_lib.params_checks.Int / Float)."""
     fields = [(s.__name__, name, f) for s in _schemas() for name, f in s.model_fields.items() if _numeric(f.annotation)]
     assert len(fields) >= 12, fields  # timeout_s x3, gpus, seed, bytes, count, scale, reference, power's five, rules
+    assert {("PackageConcat", "bytes"), ("PackageConcat", "count"), ("ModelParams", "timeout_s")} <= \
+        {(s, n) for s, n, _ in fields}, fields  # the walk reaches every schema module, the package parts' too
     for schema, name, f in fields:
         adapter = TypeAdapter(typing.Annotated[f.annotation, *f.metadata] if f.metadata else f.annotation)
         with pytest.raises(ValidationError, match="the boolean true"):

@@ -21,7 +21,7 @@ LAYERS = [
          "nullcache", "cache_auth"]),
     (1, ["checkpoints"]),
     (2, ["families"]),
-    (3, ["metrics", "params", "params_checks", "params_yaml", "models"]),
+    (3, ["metrics", "params", "params_checks", "params_package", "params_yaml", "models"]),
     (4, ["weights", "probes", "lexical", "operators", "procrustes"]),
     (5, ["modulators", "attention"]),
     (6, ["claims", "report", "runtime", "runner", "trajectory", "quantization_effect"]),
