@@ -11,7 +11,7 @@ import importlib
 
 _LAZY = {"load": "sources", "check": "sources", "prepare": "sources", "LoadedModel": "loaded", "HiddenStates": "loaded",
          "ModelLoadError": "common", "ParamsError": None, "model_names": None, "pick_device": None}
-_SUBMODULES = ("tiny", "tokenizers", "loading", "twin", "layered", "preflight", "sources", "loaded", "locate",
+_SUBMODULES = ("tiny", "tokenizers", "loading", "twin", "layered", "config_checks", "preflight", "sources", "loaded", "locate",
                "common", "tokens")
 
 __all__ = ["load", "check", "prepare", "LoadedModel", "HiddenStates", "ModelLoadError", "ParamsError", "model_names", "pick_device"]

@@ -28,7 +28,8 @@ from .common import (DTYPES, OPEN_CLIP_CONFIG, ModelLoadError, check_finite, has
                      quiet_transformers, saver, short_error, weights_hash)
 from .loaded import LoadedModel, loading_problem
 from .locate import OPEN_CLIP_SOURCE, hub_dir, hub_problem, is_checkpoint_path, local_dir, package_dir
-from .preflight import check_config, check_weights
+from .config_checks import check_config
+from .preflight import check_weights
 from .tokenizers import load_tokenizer
 
 

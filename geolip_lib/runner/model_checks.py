@@ -1,7 +1,7 @@
 """A model's params checked before any kernel starts (:func:`model_problems`, one line per
 problem): its ``config:`` keys and types, a ``local_dir`` that is a folder, a trajectory's
 checkpoints (each like a ``local_dir``), a ``config.json`` its declared family describes and
-transformers can build within the limits (:func:`geolip_lib.models.preflight.config_problem`),
+transformers can build within the limits (:func:`geolip_lib.models.config_checks.config_problem`),
 and the weight files at hand (:func:`geolip_lib.models.preflight.check_stored_model`).
 
 A tiny model's problems depend on nothing but its params, the library's code and the installed
@@ -124,7 +124,7 @@ def self_contained(mp: ModelParams) -> bool:
 
 def _problems(mp: ModelParams, own: Path, f: str) -> list[str]:
     try:
-        models.preflight.check_config(mp.family, mp.config, f)
+        models.config_checks.check_config(mp.family, mp.config, f)
     except ParamsError as exc:
         return exc.lines
     if mp.checkpoints:  # a trajectory's folders, each checked like a local_dir
@@ -144,7 +144,7 @@ def _problems(mp: ModelParams, own: Path, f: str) -> list[str]:
     if mp.source == "tiny":
         why = family_problem(mp.family, mp.config.get("model_type"), "its config:")
         if not why:
-            why = models.preflight.config_problem(mp, mp.config, models.preflight.HF_KIND, "its config")
+            why = models.config_checks.config_problem(mp, mp.config, models.config_checks.HF_KIND, "its config")
         return [f"{f}: {why}"] if why else []
     return _config_family_problems(mp, f)
 
@@ -162,14 +162,14 @@ def _config_family_problems(mp: ModelParams, f: str) -> list[str]:
         return []
     cfg, kind, d = found
     src = f"{d / 'config.json'}" if d is not None else "its config"
-    if kind != models.preflight.HF_KIND:
+    if kind != models.config_checks.HF_KIND:
         mt = "open_clip"
         src = f"{d}" if d is not None else "its config"
     else:
         mt = cfg.get("model_type")
         if mt is None:
             return [f"{f}: {src} has no model_type; re-save the model with save_pretrained"]
-    why = family_problem(mp.family, mt, src) or models.preflight.config_problem(mp, cfg, kind, src)
+    why = family_problem(mp.family, mt, src) or models.config_checks.config_problem(mp, cfg, kind, src)
     if why:
         return [f"{f}: {why}"]
     try:  # the weight files at hand: corrupt or lying headers, pickles, integer / quantised / misshapen tensors

@@ -11,7 +11,8 @@ from safetensors.torch import save_file
 
 from geolip_lib.models import check
 from geolip_lib.models.loading import ModelLoadError
-from geolip_lib.models.preflight import check_config, safetensors_problems
+from geolip_lib.models.config_checks import check_config
+from geolip_lib.models.preflight import safetensors_problems
 from geolip_lib.params import ParamsError
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from geolip_lib.models.preflight import check_config
+from geolip_lib.models.config_checks import check_config
 from geolip_lib.models.tiny import resolve_config
 from geolip_lib.params import load_model_params
 
