@@ -42,16 +42,16 @@ def knn_project(static, anchor_idx, anchor_geo, k: int = 10, temperature: float 
     (N, n_geo) float64 tensor.
     """
     S = F.normalize(as_tensor(static, "static", ndim=2, dtype=torch.float64), dim=1, eps=1e-12)
-    idx = torch.as_tensor(np.asarray(anchor_idx), dtype=torch.long).reshape(-1)
-    G = as_tensor(anchor_geo, "anchor_geo", ndim=2, dtype=torch.float64)
+    G = as_tensor(anchor_geo, "anchor_geo", ndim=2, dtype=torch.float64).to(S.device)
+    idx = torch.as_tensor(np.asarray(anchor_idx), dtype=torch.long, device=S.device).reshape(-1)
     if G.shape[0] != idx.numel():
         fail("anchor_geo", f"expected {idx.numel()} rows (one per anchor), got {G.shape[0]}")
     if idx.unique().numel() != idx.numel() or int(idx.min()) < 0 or int(idx.max()) >= S.shape[0]:
         fail("anchor_idx", f"expected distinct indices in [0, {S.shape[0]})")
     k = min(check_positive_int(k, "k"), idx.numel())
-    out = torch.zeros(S.shape[0], G.shape[1], dtype=torch.float64)
+    out = torch.zeros(S.shape[0], G.shape[1], dtype=torch.float64, device=S.device)  # where the table lives
     out[idx] = G
-    rest = torch.ones(S.shape[0], dtype=torch.bool)
+    rest = torch.ones(S.shape[0], dtype=torch.bool, device=S.device)
     rest[idx] = False
     rest = torch.nonzero(rest).squeeze(1)
     A = S[idx]
