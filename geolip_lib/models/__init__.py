@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {"load": "sources", "check": "sources", "prepare": "sources", "LoadedModel": "loaded", "HiddenStates": "loaded",
+_LAZY = {"load": "sources", "check": "sources", "prepare": "sources", "derived_source": "sources", "LoadedModel": "loaded", "HiddenStates": "loaded",
          "ModelLoadError": "common", "ParamsError": None, "model_names": None, "pick_device": None}
 _SUBMODULES = ("tiny", "tokenizers", "loading", "twin", "layered", "config_checks", "preflight", "sources", "loaded", "locate",
                "common", "tokens")
 
-__all__ = ["load", "check", "prepare", "LoadedModel", "HiddenStates", "ModelLoadError", "ParamsError", "model_names", "pick_device"]
+__all__ = ["load", "check", "prepare", "derived_source", "LoadedModel", "HiddenStates", "ModelLoadError", "ParamsError", "model_names", "pick_device"]
 
 
 def __getattr__(name: str):

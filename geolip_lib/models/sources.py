@@ -283,10 +283,23 @@ def prepare(name_or_params: Union[str, Path, dict, ModelParams]) -> Optional[Pat
     the jobs measure and nothing else. Idempotent: an existing, intact folder is returned as it is.
     """
     p = check(name_or_params)  # the same one-line refusals as a run's preflight, before any tensor is read
+    src = derived_source(p)
     if p.source == "gguf":
-        return _gguf.dequantized_dir(p, _gguf.gguf_path(p))
+        return _gguf.dequantized_dir(p, src)
     if p.source in _converted.CONVERTERS:
-        return _converted.converted_dir(p, _converted.source_path(p))
+        return _converted.converted_dir(p, src)
+    return None
+
+
+def derived_source(name_or_params: Union[str, Path, dict, ModelParams]) -> Optional[Path]:
+    """The file a ``gguf`` / ``onnx`` / ``ctranslate2`` model's derived folder is made from (None for the other
+    sources): set-up records its state beside the prepared folder, so that a file replaced under the same params
+    file is prepared again at set-up, not inside the first job's time limit."""
+    p = name_or_params if isinstance(name_or_params, ModelParams) else load_model_params(name_or_params)
+    if p.source == "gguf":
+        return _gguf.gguf_path(p)
+    if p.source in _converted.CONVERTERS:
+        return _converted.source_path(p)
     return None
 
 

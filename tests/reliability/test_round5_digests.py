@@ -460,3 +460,27 @@ def test_a_prepared_stamp_is_accepted_only_for_an_intact_derived_copy_in_the_cac
     shutil.rmtree(made)
     made.mkdir()
     assert not fp._prepared_by_yaml("gg")
+
+
+def test_a_source_file_replaced_under_the_same_params_file_is_prepared_again_at_set_up(tmp_path, cache, monkeypatch,
+                                                                                       gguf_bytes, capsys):
+    """The stamp records the state of the file the folder was made from: a GGUF replaced in place (same params file,
+    same name, same bytes and mtime) made set-up say "nothing to fetch", and the first job rebuilt the copy inside its
+    own time limit. Now set-up prepares it again; a stamp whose ``source`` is missing, relative, gone, a pipe or not a
+    string is not taken."""
+    fp, built = _fetch_script(tmp_path, monkeypatch, gguf_bytes)
+    assert fp.main(["gg"]) == 0 and built == ["gg"] and fp._prepared_by_yaml("gg")
+    stamp = cache / "prepared" / "gg.json"
+    rec = json.loads(stamp.read_text())
+    src = tmp_path / "m" / GGUF
+    assert rec["source"] == str(src) and len(rec["source_state"]) == 5
+    shutil.copy2(src, tmp_path / "other.gguf")
+    os.replace(tmp_path / "other.gguf", src)  # another file in its place (cp -p, rsync -a): another inode
+    assert not fp._prepared_by_yaml("gg")
+    assert fp.main(["gg"]) == 0 and built == ["gg", "gg"] and fp._prepared_by_yaml("gg")
+    assert "nothing to fetch" not in capsys.readouterr().out
+    os.mkfifo(tmp_path / "pipe")
+    good = json.loads(stamp.read_text())
+    for source in (None, "m/" + GGUF, str(tmp_path / "gone.gguf"), str(tmp_path / "pipe"), 5):
+        stamp.write_text(json.dumps({**good, "source": source}))
+        assert not fp._prepared_by_yaml("gg"), source
