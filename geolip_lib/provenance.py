@@ -32,6 +32,7 @@ replaced, added or removed since makes the copy rebuilt, never read as the sourc
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import re
@@ -48,6 +49,7 @@ from safetensors import safe_open
 from . import cache_auth
 from .lazy import lazy
 from .paths import ROOT, cache_root
+from .roots import read_file_bytes
 
 torch = lazy("torch")  # the device of a run (torch.cuda), read when a provenance is written
 
@@ -245,6 +247,23 @@ def folder_problem(folder: Path, record, skip: Iterable[str] = ()) -> str:
             return f"{rel} is not the file written when the copy was made (sha256 {got[:12]}..., recorded " \
                    f"{str(want['sha256'])[:12]}...)"
     return ""
+
+
+#: what a cache entry's own record may weigh (the file list of a folder: a few kB)
+RECORD_MAX_BYTES = 1 << 20
+
+
+def recorded_problem(folder: Path, record: str) -> str:
+    """Why ``folder`` no longer holds what its own record file ``record`` lists (a JSON object whose ``files`` is
+    its :func:`folder_record`, written last when the folder was made), or ``""``: the record missing or
+    unreadable (read bounded, never a pipe: :func:`geolip_lib.roots.read_file_bytes`), or :func:`folder_problem`.
+    One home for the caches that record what they hold (weight copies, tiny models, tokenizers)."""
+    try:
+        rec = json.loads(read_file_bytes(Path(folder) / record, RECORD_MAX_BYTES, what="a cache entry's record")
+                         .decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        return (str(exc).splitlines() or [""])[0] or type(exc).__name__
+    return folder_problem(folder, rec.get("files") if isinstance(rec, dict) else None, skip=[record])
 
 
 #: safetensors' dtype codes -> torch's names (what ``dtype`` in the provenance uses)

@@ -27,7 +27,7 @@ from transformers.utils import logging as tlog
 from ..families import spec
 from ..params import model_file_label
 from ..paths import cache_root
-from ..provenance import file_sha256, folder_problem, folder_record
+from ..provenance import file_sha256, folder_problem, folder_record, recorded_problem
 from ..roots import RootReadError
 from ..validation import FINITE_CHUNK, all_finite as _all_finite  # noqa: F401 - FINITE_CHUNK: check_finite's step
 
@@ -178,11 +178,7 @@ def copies_root() -> Path:
 def copy_problem(directory: Path) -> str:
     """Why a copy written by :func:`saver` no longer holds what it wrote (its :data:`COPY_RECORD` missing or
     unreadable, a file replaced, added or removed: :func:`geolip_lib.provenance.folder_problem`), or ``""``."""
-    try:
-        rec = json.loads((Path(directory) / COPY_RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return short_error(exc) or type(exc).__name__
-    return folder_problem(directory, rec.get("files") if isinstance(rec, dict) else None, skip=[COPY_RECORD])
+    return recorded_problem(Path(directory), COPY_RECORD)
 
 
 def saver(model, family: str) -> Callable[[Path], None]:

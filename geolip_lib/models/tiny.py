@@ -28,10 +28,13 @@ from transformers import AutoConfig
 
 from ..families import REGISTRY, spec
 from ..paths import cache_root
+from ..provenance import folder_record, recorded_problem
 from .common import OPEN_CLIP_CONFIG, OPEN_CLIP_WEIGHTS, model_class, quiet_transformers, safetensors_problems, untie_output
 from .tokenizers import _atomic_dir, load_tokenizer, tokenizer_dir
 
-FORMAT = 2  # bump to invalidate cached tiny models
+FORMAT = 3  # bump to invalidate cached tiny models (3: the entry records its files)
+#: a tiny-model cache entry's own record (name, config, seed, and the files it was built with), written last
+TINY_RECORD = "geolip_tiny.json"
 
 #: family -> tokenizer kind of its tiny models (the spec's ``tiny_tokenizer``)
 DEFAULT_TOKENIZER = {name: s.tiny_tokenizer for name, s in REGISTRY.items()}
@@ -108,15 +111,26 @@ def build_tiny(name: str, family: str, config: dict, tokenizer: str | None, seed
         (_save_hf(family, cfg, seed, out) if fs.hf else _save_open_clip(cfg, seed, out))
         if tok is not None:
             tok.save_pretrained(out)
-        (out / "geolip_tiny.json").write_text(
-            json.dumps({"name": name, "family": family, "config": cfg, "tokenizer": kind, "seed": seed}, indent=1),
-            encoding="utf-8")
+        (out / TINY_RECORD).write_text(  # last: what the entry holds, checked on every use (_entry_problem)
+            json.dumps({"name": name, "family": family, "config": cfg, "tokenizer": kind, "seed": seed,
+                        "files": folder_record(out, skip=[TINY_RECORD])}, indent=1), encoding="utf-8")
 
     target = cache_root() / "tiny_models" / f"{name}-{key}"
     if target.is_dir():
-        bad = safetensors_problems(target)
-        if bad or not any(target.glob("*.safetensors")):
-            why = f"{bad[0][0].name}: {bad[0][1]}" if bad else "no weight file"
+        why = _entry_problem(target)
+        if why:
             print(f"rebuilding the corrupt tiny-model cache entry {target} ({why})", file=sys.stderr, flush=True)
             shutil.rmtree(target, ignore_errors=True)
     return _atomic_dir(target, build)
+
+
+def _entry_problem(target: Path) -> str:
+    """Why a tiny-model cache entry cannot be loaded as built, or ``""``: an unreadable or missing weight file, or a
+    file replaced, added or removed since it was built (its :data:`TINY_RECORD` lists each file's size, sha256 and
+    state: :func:`geolip_lib.provenance.folder_problem`), so that valid weights of other values put in its place
+    are not measured as the seeded model."""
+    bad = safetensors_problems(target)
+    if bad or not any(target.glob("*.safetensors")):
+        return f"{bad[0][0].name}: {bad[0][1]}" if bad else "no weight file"
+    why = recorded_problem(target, TINY_RECORD)
+    return f"{TINY_RECORD}: {why}" if why else ""

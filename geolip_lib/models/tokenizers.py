@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -40,6 +41,7 @@ from tokenizers.processors import TemplateProcessing
 
 from ..lazy import lazy
 from ..paths import ROOT, cache_root  # noqa: F401 (cache_root re-exported: its home is geolip_lib.paths)
+from ..provenance import folder_record, recorded_problem
 
 #: imported when a tokenizer is built or loaded: the runner's checks find a tokenizer's folder without it
 transformers = lazy("transformers")
@@ -47,7 +49,9 @@ transformers = lazy("transformers")
 N_SENTINELS = 100
 UNIGRAM_VOCAB = 8000
 N_GLOSSES = 5000
-_FORMAT = 3  # bump to invalidate cached tokenizers
+_FORMAT = 4  # bump to invalidate cached tokenizers (4: the folder records its files)
+#: a cached tokenizer folder's record of the files it was built with, written last and checked on every use
+TOKENIZER_RECORD = "geolip_tokenizer.json"
 
 
 def _atomic_dir(target: Path, build: Callable[[Path], None]) -> Path:
@@ -199,7 +203,23 @@ def tokenizer_dir(kind: str) -> Path:
     if kind == "unigram-wordnet":
         source = "wordnet" if wordnet_dir() is not None else "minilm-words"
     key = hashlib.sha1(json.dumps([kind, source, _FORMAT, UNIGRAM_VOCAB, N_GLOSSES]).encode()).hexdigest()[:10]
-    return _atomic_dir(cache_root() / "tokenizers" / f"{kind}-{key}", _BUILDERS[kind])
+    target = cache_root() / "tokenizers" / f"{kind}-{key}"
+    if target.is_dir():
+        why = recorded_problem(target, TOKENIZER_RECORD)
+        if why:  # a vocabulary edited or replaced in the cache would tokenize every text of every tiny model
+            print(f"rebuilding the corrupt tokenizer cache entry {target} ({TOKENIZER_RECORD}: {why})",
+                  file=sys.stderr, flush=True)
+            shutil.rmtree(target, ignore_errors=True)
+    return _atomic_dir(target, _recorded(_BUILDERS[kind]))
+
+
+def _recorded(build: Callable[[Path], None]) -> Callable[[Path], None]:
+    """``build``, then :data:`TOKENIZER_RECORD` (the files it wrote: size, sha256, state), written last."""
+    def run(out: Path) -> None:
+        build(out)
+        (out / TOKENIZER_RECORD).write_text(json.dumps({"files": folder_record(out, skip=[TOKENIZER_RECORD])},
+                                                       indent=1), encoding="utf-8")
+    return run
 
 
 def load_tokenizer(kind: str):

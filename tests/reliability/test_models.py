@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 import torch
+from safetensors import safe_open
 from safetensors.torch import save_file
 
 from geolip_lib.models import check
@@ -152,3 +153,45 @@ def test_a_crafted_trainer_state_pickle_is_refused(tmp_path):
         ModulatorTrainer.load(trainer, tmp_path)
     assert str(exc.value).startswith(f"directory: {tmp_path / STATE_FILE} is not a plain trainer state")
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_tiny_model_entry_given_other_valid_weights_is_rebuilt(tmp_path, monkeypatch, capsys):
+    """Valid weights of other values put in a tiny-model cache entry were loaded as the seeded model: the entry
+    records the files it was built with (size, sha256, state), so a replaced file is found and the entry rebuilt
+    (a file added beside them, too)."""
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
+    check("tiny-dinov2")
+    entry = next((tmp_path / "cache" / "tiny_models").glob("tiny-dinov2-*"))
+    f = entry / "model.safetensors"
+    with safe_open(str(f), framework="pt") as fh:
+        seeded = {k: fh.get_tensor(k) for k in fh.keys()}
+    save_file({k: v * 3 for k, v in seeded.items()}, str(f), metadata={"format": "pt"})
+    capsys.readouterr()
+    check("tiny-dinov2")
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rebuilding the corrupt tiny-model cache entry {entry} (geolip_tiny.json: model.safetensors "
+                          "is not the file written when the copy was made"), err
+    with safe_open(str(f), framework="pt") as fh:
+        assert all(torch.equal(fh.get_tensor(k), v) for k, v in seeded.items())
+    (entry / "extra.safetensors").write_bytes(f.read_bytes())
+    check("tiny-dinov2")
+    assert "extra.safetensors was added after the copy was made" in capsys.readouterr().err
+    assert not (entry / "extra.safetensors").exists()
+
+
+def test_an_edited_tokenizer_cache_entry_is_rebuilt(tmp_path, monkeypatch, capsys):
+    """A vocabulary edited in ``<cache>/tokenizers`` tokenized every text of every tiny model with it: the folder
+    records the files it was built with, so an edit is found and the tokenizer built again as it was."""
+    from geolip_lib.models import tokenizers
+
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
+    d = tokenizers.tokenizer_dir("minilm")
+    vocab = d / "tokenizer.json"
+    before = vocab.read_bytes()
+    assert b'"cat"' in before and b'"dog"' in before
+    vocab.write_bytes(before.replace(b'"cat"', b'"tac"', 1))  # the same size, another vocabulary
+    assert tokenizers.tokenizer_dir("minilm") == d
+    err = capsys.readouterr().err
+    assert f"rebuilding the corrupt tokenizer cache entry {d} (geolip_tokenizer.json: tokenizer.json is not the " \
+           "file written when the copy was made" in err, err
+    assert vocab.read_bytes() == before
