@@ -85,3 +85,25 @@ def _model_files_given_by_path(monkeypatch):
     from geolip_lib.params import MODEL_FILES_ENV
 
     monkeypatch.delenv(MODEL_FILES_ENV, raising=False)
+
+
+#: the GGUF file name of the reliability probes' 2-layer llama (:func:`gguf_bytes`)
+GGUF = "tiny-llama.Q.gguf"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty project cache of the probe's own."""
+    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def gguf_bytes(tmp_path_factory) -> bytes:
+    """A 2-layer llama GGUF (Q8_0 / Q4_1 / F32 tensors) by the GGUF source's unit tests' writer."""
+    from tests.unit.models.test_gguf_source import source_model, write_gguf
+
+    d = tmp_path_factory.mktemp("gguf")
+    write_gguf(d / GGUF, source_model())
+    return (d / GGUF).read_bytes()
+

@@ -39,12 +39,6 @@ def _params_file(tmp: Path, name: str, local: Path, extra: str = "") -> Path:
     return y
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 # ------------------------------------------------------------------ 1. a config: that drops layers
 def test_a_config_that_drops_layers_is_refused_before_a_kernel(box, capsys, tmp_path):
     """``n_layer: 1`` on a 2-layer folder loaded a 1-layer model, the 16 tensors of layer 1 ignored,

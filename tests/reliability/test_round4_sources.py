@@ -22,26 +22,10 @@ import pytest
 from geolip_lib import models, params
 from geolip_lib.models import common, converted, gguf
 
+from .conftest import GGUF
 from .test_inputs_round2 import box, refused  # noqa: F401 - the fixture and helper of round two
 
 onnx = pytest.importorskip("onnx")
-GGUF = "tiny-llama.Q.gguf"
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-@pytest.fixture(scope="module")
-def gguf_bytes(tmp_path_factory) -> bytes:
-    """A 2-layer llama GGUF (Q8_0 / Q4_1 / F32 tensors) by the GGUF source's unit tests' writer."""
-    from tests.unit.models.test_gguf_source import source_model, write_gguf
-
-    d = tmp_path_factory.mktemp("gguf")
-    write_gguf(d / GGUF, source_model())
-    return (d / GGUF).read_bytes()
 
 
 def _kv_value_at(data: bytes, key: str) -> int:

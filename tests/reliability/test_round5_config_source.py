@@ -7,7 +7,7 @@ import pytest
 from geolip_lib import params
 
 from .test_inputs_round2 import box, refused  # noqa: F401 - the fixture and helper of round two
-from .test_round4_open import _gpt2, _params_file, cache  # noqa: F401
+from .test_round4_open import _gpt2, _params_file
 
 pytestmark = pytest.mark.unit
 PER_MODEL = "  rng:\n    per_model: true\n    models: []\n"

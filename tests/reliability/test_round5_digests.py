@@ -23,6 +23,7 @@ import pytest
 
 from geolip_lib import provenance
 
+from .conftest import GGUF
 from .test_inputs_round2 import box, refused  # noqa: F401 - the fixture and helper of round two
 
 pytestmark = pytest.mark.unit
@@ -164,23 +165,6 @@ def test_a_planted_digest_is_not_taken_as_the_files_sha256(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ 3. a derived copy replaced in the cache
-GGUF = "tiny-llama.Q.gguf"
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GEOLIP_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-@pytest.fixture(scope="module")
-def gguf_bytes(tmp_path_factory) -> bytes:
-    """A 2-layer llama GGUF (Q8_0 / Q4_1 / F32 tensors) by the GGUF source's unit tests' writer."""
-    from tests.unit.models.test_gguf_source import source_model, write_gguf
-
-    d = tmp_path_factory.mktemp("gguf")
-    write_gguf(d / GGUF, source_model())
-    return (d / GGUF).read_bytes()
 
 
 def _gguf_model(tmp_path: Path, gguf_bytes: bytes, config: str = "") -> Path:

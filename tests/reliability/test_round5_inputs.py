@@ -29,7 +29,7 @@ from geolip_lib.runner import execute
 from .conftest import write_notebook
 from .test_claims_files import GOOD, _job
 from .test_inputs_round2 import box, refused  # noqa: F401 - the fixture and helper of round two
-from .test_round4_open import _gpt2, _nothing_kept, _package, _params_file, _wheel, cache, two_layer_gguf  # noqa: F401
+from .test_round4_open import _gpt2, _nothing_kept, _package, _params_file, _wheel, two_layer_gguf  # noqa: F401
 
 pytestmark = pytest.mark.unit
 

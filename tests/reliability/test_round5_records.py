@@ -33,6 +33,7 @@ import pytest
 from geolip_lib import cache_auth, nullcache
 from geolip_lib.lexical import wordnet as W
 from geolip_lib.runner import remembered as R
+from tests.unit.runner.test_remembered import Counter
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,15 +49,6 @@ def keyed(tmp_path, monkeypatch):
     monkeypatch.setenv(nullcache.ENV, "on")
     monkeypatch.delenv("GEOLIP_REMEMBER", raising=False)
     return tmp_path
-
-
-class Counter:
-    def __init__(self, value):
-        self.value, self.calls = value, 0
-
-    def __call__(self):
-        self.calls += 1
-        return self.value
 
 
 # ------------------------------------------------------------------ 1. records forged with a recomputed digest
@@ -90,15 +82,6 @@ def test_a_remembered_refusal_forged_into_no_problem_is_computed_again(keyed, ca
     assert capsys.readouterr().err.splitlines() == [
         f"warning: remembered answer {path}: {SIGNATURE}; computing it again"]
     assert R.remembered("model-problems", ["m"], refusal, check=R.lines_ok) == refusal.value and refusal.calls == 2
-
-
-@pytest.fixture(scope="module")
-def gguf_bytes(tmp_path_factory):
-    from tests.unit.models.test_gguf_source import source_model, write_gguf
-
-    d = tmp_path_factory.mktemp("gguf")
-    write_gguf(d / "tiny-llama.Q.gguf", source_model())
-    return (d / "tiny-llama.Q.gguf").read_bytes()
 
 
 def test_a_gguf_header_record_forged_is_read_again(keyed, gguf_bytes, monkeypatch, capsys):
